@@ -1,0 +1,1 @@
+//! The runner side of the KRM function runtime.

@@ -1,0 +1,1 @@
+//! The in-pod function server.
