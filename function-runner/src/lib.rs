@@ -1,1 +1,3 @@
 //! The runner side of the KRM function runtime.
+pub mod backend;
+pub mod cache;

@@ -1,1 +1,113 @@
-fn main() {}
+//! `health-probe`: a drop-in replacement for grpc-health-probe.
+//!
+//! Same flags (Go style), same messages on stderr, same exit codes:
+//! 0 SERVING, 1 bad arguments, 2 connection failure or timeout, 3 RPC failure,
+//! 4 not SERVING. See `flags` for the command line, `dial` for how the connection is
+//! made, and `probe` for the call.
+
+#![forbid(unsafe_code)]
+
+mod dial;
+mod duration;
+mod flags;
+mod probe;
+mod tls;
+
+use flags::{FlagError, Options};
+
+const STATUS_INVALID_ARGUMENTS: i32 = 1;
+
+/// An OS error in Go's words: "connection refused", not "Connection refused (os error 111)".
+pub(crate) fn io_error(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    let s = match s.find(" (os error ") {
+        Some(i) if e.raw_os_error().is_some() => s[..i].to_string(),
+        _ => s,
+    };
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) if e.raw_os_error().is_some() => c.to_lowercase().chain(chars).collect(),
+        _ => s,
+    }
+}
+
+fn print_options(o: &Options) {
+    eprintln!("parsed options:");
+    eprintln!(
+        "> addr={} conn_timeout={} rpc_timeout={}",
+        o.addr, o.connect_timeout, o.rpc_timeout
+    );
+    eprintln!(
+        "> service={:?} user-agent={:?} gzip={}",
+        o.service, o.user_agent, o.gzip
+    );
+    for (k, v) in &o.rpc_headers {
+        eprintln!("> rpc-header {k}: {v}");
+    }
+    eprintln!("> tls={}", o.tls);
+    if o.tls {
+        eprintln!("  > no-verify={} ", o.tls_no_verify);
+        eprintln!("  > ca-cert={}", o.tls_ca_cert);
+        eprintln!("  > client-cert={}", o.tls_client_cert);
+        eprintln!("  > client-key={}", o.tls_client_key);
+        eprintln!("  > server-name={}", o.tls_server_name);
+    }
+}
+
+fn run() -> i32 {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let o = match flags::parse(&args) {
+        Ok(o) => o,
+        Err(FlagError::Help) => {
+            eprint!("{}", flags::USAGE);
+            return 0;
+        }
+        Err(FlagError::Bad(msg)) => {
+            eprintln!("{msg}");
+            eprint!("{}", flags::USAGE);
+            return STATUS_INVALID_ARGUMENTS;
+        }
+    };
+    if o.version {
+        println!("health-probe {}", env!("CARGO_PKG_VERSION"));
+        return 0;
+    }
+    if let Err(msg) = flags::validate(&o) {
+        eprintln!("error: {msg}");
+        return STATUS_INVALID_ARGUMENTS;
+    }
+    if o.verbose {
+        print_options(&o);
+    }
+    let tls = if o.tls {
+        match tls::client_config(&o) {
+            Ok(cfg) => Some(cfg),
+            Err(e) => {
+                eprintln!("failed to initialize tls credentials. error={e}");
+                return STATUS_INVALID_ARGUMENTS;
+            }
+        }
+    } else {
+        None
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return probe::STATUS_CONNECTION_FAILURE;
+        }
+    };
+    rt.block_on(probe::run(&o, tls))
+}
+
+fn main() {
+    let code = run();
+    std::process::exit(code);
+}

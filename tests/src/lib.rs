@@ -1,2 +1,252 @@
-//! Helpers shared by the end-to-end tests in `tests/tests/`: locating the
-//! built binaries, starting them on free loopback ports, and gRPC clients.
+//! Helpers shared by the end-to-end tests in `tests/tests/` and the demo:
+//! locating the built binaries, starting `wrapper-server` on a free loopback
+//! port, and gRPC clients for it.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use proto::pb::function_evaluator_client::FunctionEvaluatorClient;
+use tonic::transport::Channel;
+
+/// The directory holding the workspace's binaries for this build profile
+/// (`target/<triple>/debug`), found from the running executable, which is
+/// either there or in its `deps/`.
+pub fn bin_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let mut dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir
+}
+
+/// Path of a workspace binary (`wrapper-server`, `health-probe`, `example-fn`).
+pub fn bin(name: &str) -> PathBuf {
+    let path = bin_dir().join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built; `cargo test --workspace` builds it (or run `cargo build --workspace --bins`)",
+        path.display()
+    );
+    path
+}
+
+/// A running `wrapper-server` child process, killed on drop.
+pub struct Wrapper {
+    pub child: Child,
+    pub addr: SocketAddr,
+    /// Everything the wrapper wrote on stderr so far (its logs).
+    pub logs: Arc<Mutex<String>>,
+}
+
+impl Wrapper {
+    /// Starts `wrapper-server --host 127.0.0.1 --port 0 EXTRA... -- ENTRYPOINT...`
+    /// and returns once it listens.
+    pub fn start(extra: &[&str], entrypoint: &[&str]) -> anyhow::Result<Wrapper> {
+        let mut cmd = Command::new(bin("wrapper-server"));
+        cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+        Self::start_command(cmd, extra, entrypoint)
+    }
+
+    /// Like [`Wrapper::start`], with `prefix` run first (e.g. `unshare ...`)
+    /// and the wrapper's path as its last argument.
+    pub fn start_command(
+        mut cmd: Command,
+        extra: &[&str],
+        entrypoint: &[&str],
+    ) -> anyhow::Result<Wrapper> {
+        cmd.args(extra)
+            .arg("--")
+            .args(entrypoint)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().context("spawning wrapper-server")?;
+        let stderr = child.stderr.take().context("no stderr")?;
+        let logs = Arc::new(Mutex::new(String::new()));
+        let addr = match read_listen_addr(stderr, logs.clone()) {
+            Ok(addr) => addr,
+            Err(err) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(err);
+            }
+        };
+        Ok(Wrapper { child, addr, logs })
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub async fn client(&self) -> anyhow::Result<FunctionEvaluatorClient<Channel>> {
+        evaluator_client(&self.endpoint(), 64 << 20).await
+    }
+
+    pub fn logs(&self) -> String {
+        self.logs.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Sends a signal to the wrapper process.
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, sig);
+    }
+}
+
+impl Drop for Wrapper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads the wrapper's log lines until the "serving" line names its address;
+/// keeps collecting the rest in the background.
+fn read_listen_addr(stderr: ChildStderr, logs: Arc<Mutex<String>>) -> anyhow::Result<SocketAddr> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(mut l) = logs.lock() {
+                l.push_str(&line);
+                l.push('\n');
+            }
+            if line.contains("wrapper-server serving") {
+                let addr = field(&line, "addr=").or_else(|| json_field(&line, "\"addr\":\""));
+                if let (Some(tx), Some(addr)) = (tx.take(), addr) {
+                    let _ = tx.send(addr);
+                }
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .map_err(|_| anyhow!("wrapper-server did not report its address"))?;
+    addr.parse()
+        .with_context(|| format!("bad address {addr:?}"))
+}
+
+fn json_field(line: &str, key: &str) -> Option<String> {
+    let start = line.find(key)? + key.len();
+    let rest = &line[start..];
+    Some(rest[..rest.find('"')?].to_string())
+}
+
+fn field(line: &str, key: &str) -> Option<String> {
+    let start = line.find(key)? + key.len();
+    let rest = &line[start..];
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    Some(rest[..end].to_string())
+}
+
+/// An evaluator client with generous message limits and big HTTP/2 windows.
+pub async fn evaluator_client(
+    endpoint: &str,
+    max_message: usize,
+) -> anyhow::Result<FunctionEvaluatorClient<Channel>> {
+    let channel = tonic::transport::Endpoint::from_shared(endpoint.to_string())?
+        .tcp_nodelay(true)
+        .initial_connection_window_size(16 << 20)
+        .initial_stream_window_size(16 << 20)
+        .connect()
+        .await
+        .with_context(|| format!("connecting to {endpoint}"))?;
+    Ok(FunctionEvaluatorClient::new(channel)
+        .max_decoding_message_size(max_message)
+        .max_encoding_message_size(max_message))
+}
+
+/// The health status the server reports for `service`.
+pub async fn health_status(endpoint: &str, service: &str) -> anyhow::Result<i32> {
+    let channel = tonic::transport::Endpoint::from_shared(endpoint.to_string())?
+        .connect()
+        .await?;
+    let mut client = proto::health::HealthClient::new(channel);
+    let resp = client
+        .check(proto::health::HealthCheckRequest {
+            service: service.to_string(),
+        })
+        .await?;
+    Ok(resp.into_inner().status)
+}
+
+/// Alive and not a zombie (reads /proc).
+pub fn process_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Children of `pid` as `(pid, state)` pairs, read from /proc.
+pub fn children_of(pid: u32) -> Vec<(i32, char)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let state = f.next().and_then(|s| s.chars().next()).unwrap_or('?');
+        if f.next().and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
+            out.push((child, state));
+        }
+    }
+    out
+}
+
+/// Polls `check` every 10 ms until it holds or `timeout` passes. For waiting
+/// on other processes (which `tokio::time::pause` cannot speed up).
+pub async fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A ResourceList of `n` ConfigMaps, about `n * 150` bytes.
+pub fn resource_list(n: usize) -> String {
+    let mut s = String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm-{i}\n    namespace: default\n  data:\n    key: value-{i}\n"
+        ));
+    }
+    s
+}
+
+/// Fails unless running as root (for `unshare` and `chroot` tests).
+pub fn require_root() -> anyhow::Result<()> {
+    if !nix::unistd::Uid::effective().is_root() {
+        bail!("needs root");
+    }
+    Ok(())
+}

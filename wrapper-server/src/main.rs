@@ -1,1 +1,224 @@
-fn main() {}
+//! `wrapper-server`: the function container's entrypoint (PID 1).
+//!
+//! `wrapper-server [--port 9446] [--max-request-body-size 6291456] -- ENTRYPOINT [ARGS...]`
+//! serves EvaluateFunction and gRPC health, running ENTRYPOINT once per call.
+//! `wrapper-server install DIR` is the init container's job.
+
+#![forbid(unsafe_code)]
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use clap::{Parser, Subcommand, ValueEnum};
+use tokio::signal::unix::{signal, SignalKind};
+use wrapper_server::exec::{self, ExecSpec};
+use wrapper_server::metrics::{self, Metrics};
+use wrapper_server::server::{ServerConfig, Wrapper};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "wrapper-server",
+    version,
+    about = "Serves evaluator.FunctionEvaluator on a port and runs a KRM function per call",
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Copy wrapper-server and the health probe (also as grpc-health-probe)
+    /// into DIR, atomically, mode 0755. For shell-less init images.
+    Install {
+        /// Target directory, e.g. /wrapper-server-tools.
+        dir: PathBuf,
+        /// The health probe binary (default: health-probe or
+        /// grpc-health-probe next to this binary).
+        #[arg(long)]
+        probe: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// Port for EvaluateFunction and health.
+    #[arg(long, default_value_t = 9446)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::UNSPECIFIED))]
+    host: IpAddr,
+    /// Maximum gRPC message size in bytes, both directions (Porch's flag).
+    #[arg(long, default_value_t = proto::DEFAULT_MAX_MESSAGE_BYTES)]
+    max_request_body_size: usize,
+    /// Maximum bytes the function may write on stdout (default: the message
+    /// size limit).
+    #[arg(long)]
+    max_output_bytes: Option<usize>,
+    /// Calls allowed to run at once; more get RESOURCE_EXHAUSTED. 0: no limit.
+    #[arg(long, default_value_t = 0)]
+    max_concurrent_evaluations: usize,
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Serve Prometheus metrics on this address (`:9464`, `0.0.0.0:9464`).
+    /// Off by default.
+    #[arg(long, value_parser = parse_listen_addr)]
+    metrics_addr: Option<SocketAddr>,
+    /// Reap orphaned processes (default: when running as PID 1).
+    #[arg(long)]
+    reap_orphans: Option<bool>,
+    /// The function's entrypoint and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "ENTRYPOINT")]
+    entrypoint: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
+    let full = if let Some(port) = s.strip_prefix(':') {
+        format!("0.0.0.0:{port}")
+    } else if s.parse::<u16>().is_ok() {
+        format!("0.0.0.0:{s}")
+    } else {
+        s.to_string()
+    };
+    full.parse()
+        .map_err(|e| format!("{s:?} is not HOST:PORT, :PORT or PORT ({e})"))
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Install { dir, probe }) => {
+            match wrapper_server::install::install(&dir, None, probe.as_deref()) {
+                Ok(written) => {
+                    for path in written {
+                        eprintln!("installed {}", path.display());
+                    }
+                    std::process::ExitCode::SUCCESS
+                }
+                Err(err) => {
+                    eprintln!("wrapper-server install: {err}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
+        None => {
+            init_logging(cli.serve.log_format);
+            match serve(cli.serve) {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(err) => {
+                    tracing::error!("{err:#}");
+                    eprintln!("wrapper-server: {err:#}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let entrypoint = ExecSpec::from_argv(args.entrypoint.iter().cloned())
+        .context("no ENTRYPOINT given after `--`")?;
+    if args.max_request_body_size == 0 {
+        bail!("--max-request-body-size must be greater than 0");
+    }
+    let config = ServerConfig {
+        entrypoint,
+        max_message_bytes: args.max_request_body_size,
+        max_output_bytes: args.max_output_bytes.unwrap_or(args.max_request_body_size),
+        max_concurrent: (args.max_concurrent_evaluations > 0)
+            .then_some(args.max_concurrent_evaluations),
+    };
+    let reap_orphans = args.reap_orphans.unwrap_or(std::process::id() == 1);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let addr = SocketAddr::new(args.host, args.port);
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("listening on {addr}"))?;
+        // With --port 0 the kernel picks the port: log the real one.
+        let addr = listener.local_addr().context("reading the bound address")?;
+        let metrics = Arc::new(Metrics::new());
+        if let Some(maddr) = args.metrics_addr {
+            let mlistener = tokio::net::TcpListener::bind(maddr)
+                .await
+                .with_context(|| format!("listening for metrics on {maddr}"))?;
+            let m = metrics.clone();
+            tokio::spawn(metrics::serve_http(
+                mlistener,
+                Arc::new(move || m.encode()),
+                std::future::pending(),
+            ));
+            tracing::info!(%maddr, "serving metrics");
+        }
+        if reap_orphans {
+            let mut sigchld = signal(SignalKind::child()).context("watching SIGCHLD")?;
+            tokio::spawn(async move {
+                while sigchld.recv().await.is_some() {
+                    let reaped = exec::reap_orphans();
+                    if !reaped.is_empty() {
+                        tracing::debug!(?reaped, "reaped orphaned processes");
+                    }
+                }
+            });
+        }
+        let mut sigterm = signal(SignalKind::terminate()).context("watching SIGTERM")?;
+        let mut sigint = signal(SignalKind::interrupt()).context("watching SIGINT")?;
+        let (first_tx, first_rx) = tokio::sync::oneshot::channel::<()>();
+        // First SIGTERM/SIGINT: drain. Second: stop at once, killing every
+        // function process still running.
+        tokio::spawn(async move {
+            tokio::select! { _ = sigterm.recv() => {}, _ = sigint.recv() => {} }
+            let _ = first_tx.send(());
+            tokio::select! { _ = sigterm.recv() => {}, _ = sigint.recv() => {} }
+            tracing::warn!("second termination signal: exiting at once");
+            exec::kill_all_groups();
+            std::process::exit(143);
+        });
+        tracing::info!(
+            %addr,
+            entrypoint = ?args.entrypoint,
+            max_message_bytes = config.max_message_bytes,
+            "wrapper-server serving"
+        );
+        let wrapper = Wrapper::new(config, metrics);
+        wrapper
+            .serve(listener, async {
+                let _ = first_rx.await;
+            })
+            .await
+            .context("serving gRPC")?;
+        tracing::info!("drained; exiting");
+        anyhow::Ok(())
+    })
+}

@@ -1,0 +1,1112 @@
+//! The pod cache: one task that decides which pod serves a call for a
+//! function image, and when pods are started and deleted.
+//!
+//! [`PodCache`] is a cloneable handle on an actor. The actor is a single tokio
+//! task that owns every piece of state (per image: its pods, their load, the
+//! callers waiting for a pod to start) and reacts, in one biased `select!`, to
+//! the GC tick, start/stop completions of the backend tasks it spawned, pod
+//! events from the backend, lease releases and requests. There is no mutex:
+//! every decision is made by that one task, in arrival order. Backend calls
+//! run in spawned tasks, so the actor never waits on I/O.
+//!
+//! # Scheduling (per image)
+//!
+//! The *load* of a pod is the number of leases handed out on it and not yet
+//! dropped (ready pod), or the number of live callers waiting for it (starting
+//! pod). With `queue` = the per-pod waitlist length and `max` = the most pods
+//! the function may have (pods still starting count), a `get` is served by
+//! the first rule that applies:
+//!
+//! 1. the least-loaded *ready* pod whose load is below `queue` (ties: round
+//!    robin) hands out a lease at once (a *hit*);
+//! 2. else the least-loaded *starting* pod whose load is below `queue`: the
+//!    caller waits for it (a *miss*);
+//! 3. else, with fewer than `max` pods, waiters that went away are dropped
+//!    first (that may free a starting pod, see 2); otherwise a new pod is
+//!    started and the caller waits for that very pod (a *miss*);
+//! 4. else (at the limit, the length is only "preferred", as in Porch) the
+//!    least-loaded pod of all takes the caller anyway; ties prefer a ready
+//!    pod, then round robin.
+//!
+//! When a start finishes, every waiter still listening gets a lease on the
+//! pod, or every one of them gets the same error; a failed pod is forgotten,
+//! so the next `get` starts again. A waiter whose caller gave up holds no
+//! load: it is skipped at hand-out and pruned before another pod is started.
+//!
+//! # Lifetime of a pod
+//!
+//! Each hand-out extends the pod's expiry to `now + ttl` (never shortens it).
+//! Every `scan_interval` the GC deletes ready pods that expired and have no
+//! lease out; a pod with a call in flight is never deleted. Failed pods never
+//! wait for the GC: a [`PodEvent::Failed`] or an [`PodCache::evict`] removes
+//! the pod at once and stops it; leases still held on it release harmlessly.
+//! The cache only ever knows and deletes the pods it started itself.
+//!
+//! A start the backend does not answer within `ready_timeout` plus a grace
+//! period fails its waiters; if the backend answers later after all, that
+//! pod is stopped. On [`PodCache::shutdown`] (or once every handle is
+//! dropped) ready pods are stopped at once and pods still starting are
+//! stopped as soon as their start completes; `shutdown` resolves when all
+//! those stops are done.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Instant, MissedTickBehavior};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod};
+
+#[cfg(test)]
+mod tests;
+
+/// Requests buffered between handles and the actor before `get` waits.
+const REQUEST_QUEUE: usize = 1024;
+/// How much longer than `ready_timeout` the cache waits for a backend's own
+/// answer before it gives up on a start (the backend's typed error is better).
+const START_GRACE: Duration = Duration::from_secs(5);
+/// TCP connect timeout of the per-pod channel; a dead pod then answers
+/// UNAVAILABLE quickly and the caller evicts it.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Stand-in for "never" when `now + ttl` does not fit in an `Instant`.
+const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
+/// Cache-wide settings; each defaults to Porch's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheSettings {
+    /// Pod time to live after its last hand-out (Porch: 30m).
+    pub default_ttl: Duration,
+    /// Period of the garbage collection scan (Porch: 1m).
+    pub scan_interval: Duration,
+    /// How long a pod may take to become ready (Porch: 60s).
+    pub ready_timeout: Duration,
+    /// Most pods per function image, pods still starting included (Porch: 1).
+    pub max_parallel_pods_per_function: usize,
+    /// Preferred most callers per pod before another pod is started (Porch: 2).
+    pub max_waitlist_length: usize,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        CacheSettings {
+            default_ttl: Duration::from_secs(30 * 60),
+            scan_interval: Duration::from_secs(60),
+            ready_timeout: Duration::from_secs(60),
+            max_parallel_pods_per_function: 1,
+            max_waitlist_length: 2,
+        }
+    }
+}
+
+/// Per-image overrides, from a FunctionConfig's `podExecutor`. `None` falls
+/// back to [`CacheSettings`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PodRequestSettings {
+    /// `timeToLive`.
+    pub ttl: Option<Duration>,
+    /// `maxParallelExecutions`: most pods for this function.
+    pub max_parallel_pods: Option<usize>,
+    /// `preferredMaxQueueLength`: waitlist length per pod.
+    pub max_queue_length: Option<usize>,
+}
+
+/// Why the cache could not hand out a pod.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CacheError {
+    /// Starting the pod failed; every caller waiting for it gets this.
+    #[error("no pod for {image}: {source}")]
+    PodStart {
+        image: String,
+        #[source]
+        source: BackendError,
+    },
+    /// [`PodCache::shutdown`] was called.
+    #[error("the pod cache is shutting down")]
+    ShuttingDown,
+    /// The cache task ended (it panicked); nothing can be served.
+    #[error("the pod cache task is gone")]
+    ActorGone,
+}
+
+/// What a pod is doing, as shown in a [`CacheSnapshot`]. Failed pods are not
+/// listed: a failure removes the pod from the cache at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PodState {
+    /// `Backend::start` has not answered yet.
+    Starting,
+    /// Serving; leases are handed out on it.
+    Ready,
+}
+
+/// One pod in a [`CacheSnapshot`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodSnapshot {
+    /// `None` while starting: the backend names the pod when it is ready.
+    pub id: Option<PodId>,
+    pub state: PodState,
+    /// Leases out (ready) or live waiters (starting).
+    pub load: usize,
+    /// When the GC may delete the pod once idle; `None` while starting.
+    pub expiry: Option<Instant>,
+}
+
+/// The pods of one image in a [`CacheSnapshot`], in creation order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageSnapshot {
+    pub image: String,
+    pub pods: Vec<PodSnapshot>,
+    /// Callers waiting for a pod of this image to start.
+    pub waiters: usize,
+}
+
+/// Totals since the cache started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheCounters {
+    /// `Backend::start` calls.
+    pub pod_starts: u64,
+    /// Starts that failed (or were not answered in time).
+    pub pod_start_failures: u64,
+    /// Calls served at once by a ready pod.
+    pub hits: u64,
+    /// Calls that had to wait for a pod to start.
+    pub misses: u64,
+    /// Pods removed because they failed or a caller saw UNAVAILABLE.
+    pub evictions: u64,
+    /// Pods deleted by the GC because their TTL passed.
+    pub gc_deletions: u64,
+}
+
+/// The cache's state at one instant, for tests and metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CacheSnapshot {
+    /// Sorted by image.
+    pub images: Vec<ImageSnapshot>,
+    pub counters: CacheCounters,
+    pub shutting_down: bool,
+}
+
+impl CacheSnapshot {
+    /// The entry of `image`, if the cache has pods for it.
+    pub fn image(&self, image: &str) -> Option<&ImageSnapshot> {
+        self.images.iter().find(|i| i.image == image)
+    }
+}
+
+/// What every lease of one pod shares: created once when the pod is ready.
+struct PodShared {
+    image: Arc<str>,
+    /// Unique per pod and cache; a release names its pod by it, so a lease on
+    /// an evicted pod can never touch a newer pod.
+    serial: u64,
+    id: PodId,
+    endpoint: String,
+    /// One HTTP/2 connection per pod, shared by all callers.
+    channel: Channel,
+    releases: mpsc::UnboundedSender<Arc<PodShared>>,
+}
+
+/// The right to send calls to one pod. Counts 1 against the pod's load until
+/// dropped, whatever the reason for the drop.
+pub struct PodLease {
+    pod: Arc<PodShared>,
+    /// False only for a lease the actor could not deliver and took back itself.
+    armed: bool,
+}
+
+impl PodLease {
+    fn new(pod: Arc<PodShared>) -> Self {
+        PodLease { pod, armed: true }
+    }
+
+    /// Where the pod serves EvaluateFunction (`http://127.0.0.1:40123`).
+    pub fn endpoint(&self) -> &str {
+        &self.pod.endpoint
+    }
+
+    /// The pod, as named by the backend; pass it to [`PodCache::evict`].
+    pub fn pod_id(&self) -> &PodId {
+        &self.pod.id
+    }
+
+    /// The function image this pod serves.
+    pub fn image(&self) -> &str {
+        &self.pod.image
+    }
+
+    /// The pod's channel (connected lazily, shared by all its leases).
+    pub fn channel(&self) -> Channel {
+        self.pod.channel.clone()
+    }
+
+    /// Drops the lease without a release message; the actor already
+    /// accounted for it.
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for PodLease {
+    fn drop(&mut self) {
+        if self.armed {
+            // The actor being gone is fine: nobody counts load any more.
+            let _ = self.pod.releases.send(Arc::clone(&self.pod));
+        }
+    }
+}
+
+impl fmt::Debug for PodLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PodLease")
+            .field("image", &self.pod.image)
+            .field("pod", &self.pod.id)
+            .field("endpoint", &self.pod.endpoint)
+            .finish()
+    }
+}
+
+type Reply = oneshot::Sender<Result<PodLease, CacheError>>;
+
+enum Command {
+    Get {
+        image: Box<str>,
+        overrides: PodRequestSettings,
+        reply: Reply,
+    },
+    Evict {
+        id: PodId,
+        done: oneshot::Sender<()>,
+    },
+    Warm {
+        images: Vec<(String, PodRequestSettings)>,
+        done: oneshot::Sender<()>,
+    },
+    Snapshot {
+        reply: oneshot::Sender<CacheSnapshot>,
+    },
+    Shutdown {
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// Reports of the tasks the actor spawned.
+enum Internal {
+    /// The backend did not answer a start in time; its task keeps waiting
+    /// for the answer and sends `StartDone` after this.
+    StartTimedOut {
+        image: Arc<str>,
+        serial: u64,
+        timeout: Duration,
+    },
+    /// Exactly one per start task, whatever happens to the task.
+    StartDone {
+        image: Arc<str>,
+        serial: u64,
+        result: Result<ReadyPod, BackendError>,
+    },
+    /// Exactly one per stop task.
+    StopDone,
+}
+
+/// Handle on the pod cache task. Cheap to clone; the task ends once every
+/// handle is dropped, after stopping the pods it owns.
+#[derive(Clone)]
+pub struct PodCache {
+    requests: mpsc::Sender<Command>,
+}
+
+impl fmt::Debug for PodCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PodCache").finish_non_exhaustive()
+    }
+}
+
+impl PodCache {
+    /// Starts the cache task on the current tokio runtime and hands the
+    /// backend its event channel.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime (like `tokio::spawn`).
+    pub fn spawn(backend: Arc<dyn Backend>, settings: CacheSettings) -> PodCache {
+        let (requests_tx, requests_rx) = mpsc::channel(REQUEST_QUEUE);
+        let (internal_tx, internal_rx) = mpsc::unbounded_channel();
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (releases_tx, releases_rx) = mpsc::unbounded_channel();
+        backend.set_events(events_tx);
+        let actor = Actor {
+            images: HashMap::new(),
+            ctx: Ctx {
+                backend,
+                settings,
+                internal_tx,
+                releases_tx,
+                counters: CacheCounters::default(),
+                next_serial: 0,
+                pending_starts: 0,
+                pending_stops: 0,
+                shutting_down: false,
+            },
+            shutdown_waiters: Vec::new(),
+        };
+        tokio::spawn(actor.run(requests_rx, internal_rx, events_rx, releases_rx));
+        PodCache {
+            requests: requests_tx,
+        }
+    }
+
+    /// Resolves once a pod for `image` is ready and chosen for this caller.
+    /// Cancel-safe: a caller that stops waiting holds no load.
+    pub async fn get(
+        &self,
+        image: &str,
+        overrides: PodRequestSettings,
+    ) -> Result<PodLease, CacheError> {
+        let (reply, answer) = oneshot::channel();
+        let command = Command::Get {
+            image: image.into(),
+            overrides,
+            reply,
+        };
+        self.requests
+            .send(command)
+            .await
+            .map_err(|_| CacheError::ActorGone)?;
+        answer.await.map_err(|_| CacheError::ActorGone)?
+    }
+
+    /// Removes a pod that answered UNAVAILABLE and stops it, so that the next
+    /// `get` starts a fresh one. Unknown ids (evicted already, or not this
+    /// cache's) are ignored. Resolves once the cache forgot the pod.
+    pub async fn evict(&self, pod: &PodId) {
+        let (done, finished) = oneshot::channel();
+        let command = Command::Evict {
+            id: pod.clone(),
+            done,
+        };
+        if self.requests.send(command).await.is_ok() {
+            let _ = finished.await;
+        }
+    }
+
+    /// Starts one pod per image that has none, with no caller waiting.
+    /// Resolves once the starts are issued; failures are logged.
+    pub async fn warm(&self, images: Vec<(String, PodRequestSettings)>) {
+        let (done, finished) = oneshot::channel();
+        if self
+            .requests
+            .send(Command::Warm { images, done })
+            .await
+            .is_ok()
+        {
+            let _ = finished.await;
+        }
+    }
+
+    /// The cache's state (empty if the cache task is gone).
+    pub async fn snapshot(&self) -> CacheSnapshot {
+        let (reply, answer) = oneshot::channel();
+        if self
+            .requests
+            .send(Command::Snapshot { reply })
+            .await
+            .is_err()
+        {
+            return CacheSnapshot::default();
+        }
+        answer.await.unwrap_or_default()
+    }
+
+    /// Stops every pod the cache owns (pods still starting once their start
+    /// completes) and resolves when all stops are done. Waiters and later
+    /// `get` calls get [`CacheError::ShuttingDown`].
+    pub async fn shutdown(&self) {
+        let (done, finished) = oneshot::channel();
+        if self.requests.send(Command::Shutdown { done }).await.is_ok() {
+            let _ = finished.await;
+        }
+    }
+}
+
+struct Pod {
+    serial: u64,
+    slot: Slot,
+}
+
+enum Slot {
+    Starting {
+        waiters: Vec<Reply>,
+        /// The longest TTL asked for by the callers of this start.
+        ttl: Duration,
+    },
+    Ready {
+        shared: Arc<PodShared>,
+        in_flight: usize,
+        expiry: Instant,
+    },
+}
+
+impl Pod {
+    fn load(&self) -> usize {
+        match &self.slot {
+            Slot::Starting { waiters, .. } => waiters.len(),
+            Slot::Ready { in_flight, .. } => *in_flight,
+        }
+    }
+
+    fn is_ready(&self) -> bool {
+        matches!(self.slot, Slot::Ready { .. })
+    }
+
+    fn id(&self) -> Option<&PodId> {
+        match &self.slot {
+            Slot::Ready { shared, .. } => Some(&shared.id),
+            Slot::Starting { .. } => None,
+        }
+    }
+
+    /// Forgets waiters whose caller is gone; returns how many.
+    fn prune_waiters(&mut self) -> usize {
+        match &mut self.slot {
+            Slot::Starting { waiters, .. } => {
+                let before = waiters.len();
+                waiters.retain(|w| !w.is_closed());
+                before - waiters.len()
+            }
+            Slot::Ready { .. } => 0,
+        }
+    }
+
+    /// Hands a lease on this ready pod to `reply`. A caller that is gone
+    /// already gets nothing and holds nothing.
+    fn hand_out(&mut self, reply: Reply, now: Instant, ttl: Duration) {
+        if let Slot::Ready {
+            shared,
+            in_flight,
+            expiry,
+        } = &mut self.slot
+        {
+            *in_flight += 1;
+            *expiry = (*expiry).max(deadline(now, ttl));
+            if let Err(undelivered) = reply.send(Ok(PodLease::new(Arc::clone(shared)))) {
+                if let Ok(lease) = undelivered {
+                    lease.disarm();
+                }
+                *in_flight -= 1;
+            }
+        }
+    }
+}
+
+enum Choice {
+    /// Join this pod: a lease now if ready, a place in its waitlist if not.
+    Join(usize),
+    /// Start another pod and wait for it.
+    Start,
+}
+
+struct ImageEntry {
+    image: Arc<str>,
+    pods: Vec<Pod>,
+    /// Where the round-robin scan starts next.
+    next: usize,
+}
+
+impl ImageEntry {
+    fn new(image: Arc<str>) -> Self {
+        ImageEntry {
+            image,
+            pods: Vec::new(),
+            next: 0,
+        }
+    }
+
+    /// The scheduling rules of the module doc, in O(pods of the image).
+    fn choose(&mut self, queue: usize, max_pods: usize) -> Choice {
+        let n = self.pods.len();
+        // (load, index): the first minimum in round-robin order wins.
+        let mut ready_under: Option<(usize, usize)> = None;
+        let mut starting_under: Option<(usize, usize)> = None;
+        // (load, starting, index): ready pods win ties.
+        let mut overall: Option<(usize, bool, usize)> = None;
+        for i in 0..n {
+            let idx = (self.next + i) % n;
+            let pod = &self.pods[idx];
+            let load = pod.load();
+            let starting = !pod.is_ready();
+            if load < queue {
+                let best = if starting {
+                    &mut starting_under
+                } else {
+                    &mut ready_under
+                };
+                if best.is_none_or(|(l, _)| load < l) {
+                    *best = Some((load, idx));
+                }
+            }
+            if overall.is_none_or(|(l, s, _)| (load, starting) < (l, s)) {
+                overall = Some((load, starting, idx));
+            }
+        }
+        if let Some((_, idx)) = ready_under.or(starting_under) {
+            return Choice::Join(idx);
+        }
+        if n < max_pods {
+            let pruned: usize = self.pods.iter_mut().map(Pod::prune_waiters).sum();
+            if pruned > 0 {
+                // A starting pod may have dropped below `queue`.
+                return self.choose(queue, max_pods);
+            }
+            return Choice::Start;
+        }
+        match overall {
+            Some((_, _, idx)) => Choice::Join(idx),
+            None => Choice::Start,
+        }
+    }
+
+    fn position(&self, serial: u64) -> Option<usize> {
+        self.pods.iter().position(|p| p.serial == serial)
+    }
+}
+
+/// The actor's state besides the per-image table, so that both can be
+/// borrowed at once.
+struct Ctx {
+    backend: Arc<dyn Backend>,
+    settings: CacheSettings,
+    internal_tx: mpsc::UnboundedSender<Internal>,
+    releases_tx: mpsc::UnboundedSender<Arc<PodShared>>,
+    counters: CacheCounters,
+    next_serial: u64,
+    /// Start tasks that have not sent `StartDone` yet.
+    pending_starts: usize,
+    /// Stop tasks that have not finished yet.
+    pending_stops: usize,
+    shutting_down: bool,
+}
+
+impl Ctx {
+    /// Starts a pod in a task; returns the serial the new pod gets.
+    fn spawn_start(&mut self, image: &Arc<str>) -> u64 {
+        let serial = self.next_serial;
+        self.next_serial += 1;
+        self.pending_starts += 1;
+        self.counters.pod_starts += 1;
+        tracing::info!(image = %image, "starting a pod");
+        let backend = Arc::clone(&self.backend);
+        let spec = PodSpec {
+            image: image.to_string(),
+            ready_timeout: self.settings.ready_timeout,
+        };
+        let backstop = self.settings.ready_timeout.saturating_add(START_GRACE);
+        let report = StartReport {
+            tx: self.internal_tx.clone(),
+            image: Arc::clone(image),
+            serial,
+            finished: false,
+        };
+        tokio::spawn(async move {
+            let mut start = backend.start(spec);
+            let result = tokio::select! {
+                result = &mut start => result,
+                () = tokio::time::sleep(backstop) => {
+                    report.timed_out(backstop);
+                    // Keep driving the start so that a late pod is stopped.
+                    start.await
+                }
+            };
+            report.finish(result);
+        });
+        serial
+    }
+
+    fn spawn_stop(&mut self, id: PodId) {
+        self.pending_stops += 1;
+        let backend = Arc::clone(&self.backend);
+        let report = StopReport(self.internal_tx.clone());
+        tokio::spawn(async move {
+            let _report = report;
+            match backend.stop(id.clone()).await {
+                Ok(()) => tracing::debug!(pod = %id, "pod stopped"),
+                Err(error) => tracing::warn!(pod = %id, %error, "stopping a pod failed"),
+            }
+        });
+    }
+
+    fn ttl(&self, overrides: &PodRequestSettings) -> Duration {
+        overrides.ttl.unwrap_or(self.settings.default_ttl)
+    }
+}
+
+/// Sends `StartDone` exactly once, even if the start task panics or is
+/// cancelled, so that no waiter is ever left behind.
+struct StartReport {
+    tx: mpsc::UnboundedSender<Internal>,
+    image: Arc<str>,
+    serial: u64,
+    finished: bool,
+}
+
+impl StartReport {
+    fn timed_out(&self, timeout: Duration) {
+        let _ = self.tx.send(Internal::StartTimedOut {
+            image: Arc::clone(&self.image),
+            serial: self.serial,
+            timeout,
+        });
+    }
+
+    fn finish(mut self, result: Result<ReadyPod, BackendError>) {
+        self.finished = true;
+        let _ = self.tx.send(Internal::StartDone {
+            image: Arc::clone(&self.image),
+            serial: self.serial,
+            result,
+        });
+    }
+}
+
+impl Drop for StartReport {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.tx.send(Internal::StartDone {
+                image: Arc::clone(&self.image),
+                serial: self.serial,
+                result: Err(BackendError::StartFailed {
+                    image: self.image.to_string(),
+                    reason: "the start task ended without an answer".to_string(),
+                }),
+            });
+        }
+    }
+}
+
+/// Sends `StopDone` when the stop task ends, however it ends.
+struct StopReport(mpsc::UnboundedSender<Internal>);
+
+impl Drop for StopReport {
+    fn drop(&mut self) {
+        let _ = self.0.send(Internal::StopDone);
+    }
+}
+
+struct Actor {
+    images: HashMap<Arc<str>, ImageEntry>,
+    ctx: Ctx,
+    shutdown_waiters: Vec<oneshot::Sender<()>>,
+}
+
+impl Actor {
+    async fn run(
+        mut self,
+        mut requests: mpsc::Receiver<Command>,
+        mut internal: mpsc::UnboundedReceiver<Internal>,
+        mut events: mpsc::UnboundedReceiver<PodEvent>,
+        mut releases: mpsc::UnboundedReceiver<Arc<PodShared>>,
+    ) {
+        let period = self
+            .ctx
+            .settings
+            .scan_interval
+            .max(Duration::from_millis(1));
+        let mut gc = tokio::time::interval_at(Instant::now() + period, period);
+        gc.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut requests_open = true;
+        let mut events_open = true;
+        loop {
+            // Biased: the rare inputs first so a flood of requests cannot
+            // starve the GC, and releases before requests so that load
+            // given back is seen by the next choice.
+            tokio::select! {
+                biased;
+                _ = gc.tick() => self.collect_garbage(),
+                Some(report) = internal.recv() => self.on_internal(report),
+                event = events.recv(), if events_open => match event {
+                    Some(event) => self.on_event(event),
+                    None => events_open = false,
+                },
+                Some(pod) = releases.recv() => self.on_release(&pod),
+                command = requests.recv(), if requests_open => match command {
+                    Some(command) => self.on_command(command),
+                    None => {
+                        requests_open = false;
+                        self.begin_shutdown();
+                    }
+                },
+            }
+            if self.ctx.shutting_down && self.ctx.pending_starts == 0 && self.ctx.pending_stops == 0
+            {
+                for done in self.shutdown_waiters.drain(..) {
+                    let _ = done.send(());
+                }
+                if !requests_open {
+                    break;
+                }
+            }
+        }
+        tracing::debug!("pod cache stopped");
+    }
+
+    fn on_command(&mut self, command: Command) {
+        match command {
+            Command::Get {
+                image,
+                overrides,
+                reply,
+            } => self.on_get(image, overrides, reply),
+            Command::Evict { id, done } => {
+                if self.remove_by_id(&id) {
+                    tracing::info!(pod = %id, "evicting a pod that answered UNAVAILABLE");
+                    self.ctx.counters.evictions += 1;
+                }
+                let _ = done.send(());
+            }
+            Command::Warm { images, done } => {
+                for (image, overrides) in images {
+                    self.warm(&image, &overrides);
+                }
+                let _ = done.send(());
+            }
+            Command::Snapshot { reply } => {
+                let _ = reply.send(self.snapshot());
+            }
+            Command::Shutdown { done } => {
+                self.begin_shutdown();
+                self.shutdown_waiters.push(done);
+            }
+        }
+    }
+
+    fn on_get(&mut self, image: Box<str>, overrides: PodRequestSettings, reply: Reply) {
+        if self.ctx.shutting_down {
+            let _ = reply.send(Err(CacheError::ShuttingDown));
+            return;
+        }
+        let settings = &self.ctx.settings;
+        let queue = overrides
+            .max_queue_length
+            .unwrap_or(settings.max_waitlist_length);
+        let max_pods = overrides
+            .max_parallel_pods
+            .unwrap_or(settings.max_parallel_pods_per_function)
+            .max(1);
+        let ttl = self.ctx.ttl(&overrides);
+        let entry = match self.images.get_mut(&*image) {
+            Some(entry) => entry,
+            None => {
+                let key: Arc<str> = Arc::from(image);
+                self.images
+                    .entry(Arc::clone(&key))
+                    .or_insert_with(|| ImageEntry::new(key))
+            }
+        };
+        match entry.choose(queue, max_pods) {
+            Choice::Join(idx) => {
+                let pod = &mut entry.pods[idx];
+                match &mut pod.slot {
+                    Slot::Ready { .. } => {
+                        self.ctx.counters.hits += 1;
+                        entry.next = idx + 1;
+                        pod.hand_out(reply, Instant::now(), ttl);
+                    }
+                    Slot::Starting {
+                        waiters,
+                        ttl: wanted,
+                    } => {
+                        self.ctx.counters.misses += 1;
+                        *wanted = (*wanted).max(ttl);
+                        waiters.push(reply);
+                    }
+                }
+            }
+            Choice::Start => {
+                self.ctx.counters.misses += 1;
+                let serial = self.ctx.spawn_start(&entry.image);
+                entry.pods.push(Pod {
+                    serial,
+                    slot: Slot::Starting {
+                        waiters: vec![reply],
+                        ttl,
+                    },
+                });
+            }
+        }
+    }
+
+    fn warm(&mut self, image: &str, overrides: &PodRequestSettings) {
+        if self.ctx.shutting_down {
+            return;
+        }
+        let ttl = self.ctx.ttl(overrides);
+        let entry = self
+            .images
+            .entry(Arc::from(image))
+            .or_insert_with_key(|key| ImageEntry::new(Arc::clone(key)));
+        if entry.pods.is_empty() {
+            let serial = self.ctx.spawn_start(&entry.image);
+            entry.pods.push(Pod {
+                serial,
+                slot: Slot::Starting {
+                    waiters: Vec::new(),
+                    ttl,
+                },
+            });
+        }
+    }
+
+    fn on_release(&mut self, pod: &PodShared) {
+        // Not found: the pod was evicted or deleted meanwhile. Harmless.
+        let Some(entry) = self.images.get_mut(&*pod.image) else {
+            return;
+        };
+        if let Some(found) = entry.pods.iter_mut().find(|p| p.serial == pod.serial) {
+            if let Slot::Ready { in_flight, .. } = &mut found.slot {
+                *in_flight = in_flight.saturating_sub(1);
+            }
+        }
+    }
+
+    fn on_internal(&mut self, report: Internal) {
+        match report {
+            Internal::StartTimedOut {
+                image,
+                serial,
+                timeout,
+            } => {
+                let error = BackendError::ReadyTimeout {
+                    image: image.to_string(),
+                    timeout,
+                    detail: "the backend did not answer".to_string(),
+                };
+                self.fail_start(&image, serial, error);
+            }
+            Internal::StartDone {
+                image,
+                serial,
+                result,
+            } => {
+                self.ctx.pending_starts -= 1;
+                match result {
+                    Ok(ready) => self.start_succeeded(&image, serial, ready),
+                    Err(error) => self.fail_start(&image, serial, error),
+                }
+            }
+            Internal::StopDone => self.ctx.pending_stops -= 1,
+        }
+    }
+
+    /// The starting pod `serial` of `image`, if the cache still waits for it.
+    fn starting_position(&self, image: &str, serial: u64) -> Option<usize> {
+        let entry = self.images.get(image)?;
+        let idx = entry.position(serial)?;
+        (!entry.pods[idx].is_ready()).then_some(idx)
+    }
+
+    fn start_succeeded(&mut self, image: &str, serial: u64, ready: ReadyPod) {
+        let Some(idx) = self.starting_position(image, serial) else {
+            tracing::info!(image, pod = %ready.id, "stopping a pod whose start was given up");
+            self.ctx.spawn_stop(ready.id);
+            return;
+        };
+        if self.ctx.shutting_down {
+            self.remove_at(image, idx);
+            self.ctx.spawn_stop(ready.id);
+            return;
+        }
+        let endpoint = match Endpoint::from_shared(ready.endpoint.clone()) {
+            Ok(endpoint) => endpoint.connect_timeout(CONNECT_TIMEOUT),
+            Err(error) => {
+                let error = BackendError::StartFailed {
+                    image: image.to_string(),
+                    reason: format!(
+                        "pod {} has an invalid endpoint {:?}: {error}",
+                        ready.id, ready.endpoint
+                    ),
+                };
+                self.ctx.spawn_stop(ready.id);
+                self.fail_start(image, serial, error);
+                return;
+            }
+        };
+        let Some(entry) = self.images.get_mut(image) else {
+            return;
+        };
+        tracing::info!(image, pod = %ready.id, endpoint = %ready.endpoint, "pod ready");
+        let shared = Arc::new(PodShared {
+            image: Arc::clone(&entry.image),
+            serial,
+            id: ready.id,
+            endpoint: ready.endpoint,
+            channel: endpoint.connect_lazy(),
+            releases: self.ctx.releases_tx.clone(),
+        });
+        let now = Instant::now();
+        let pod = &mut entry.pods[idx];
+        let (waiters, ttl) = match &mut pod.slot {
+            Slot::Starting { waiters, ttl } => (std::mem::take(waiters), *ttl),
+            Slot::Ready { .. } => return,
+        };
+        pod.slot = Slot::Ready {
+            shared,
+            in_flight: 0,
+            expiry: deadline(now, ttl),
+        };
+        for waiter in waiters {
+            if !waiter.is_closed() {
+                pod.hand_out(waiter, now, ttl);
+            }
+        }
+    }
+
+    /// The start of pod `serial` failed: every waiter gets the error and the
+    /// pod is forgotten, so the next `get` starts again.
+    fn fail_start(&mut self, image: &str, serial: u64, error: BackendError) {
+        let Some(idx) = self.starting_position(image, serial) else {
+            tracing::debug!(image, %error, "a start that was given up failed too");
+            return;
+        };
+        self.ctx.counters.pod_start_failures += 1;
+        tracing::warn!(image, %error, "starting a pod failed");
+        if let Some(Pod {
+            slot: Slot::Starting { waiters, .. },
+            ..
+        }) = self.remove_at(image, idx)
+        {
+            let error = CacheError::PodStart {
+                image: image.to_string(),
+                source: error,
+            };
+            for waiter in waiters {
+                let _ = waiter.send(Err(error.clone()));
+            }
+        }
+    }
+
+    fn on_event(&mut self, event: PodEvent) {
+        match event {
+            PodEvent::Failed { id, reason } => {
+                if self.remove_by_id(&id) {
+                    tracing::warn!(pod = %id, reason, "pod failed; evicted");
+                    self.ctx.counters.evictions += 1;
+                } else {
+                    tracing::debug!(pod = %id, reason, "failure of a pod this cache does not hold");
+                }
+            }
+        }
+    }
+
+    fn remove_at(&mut self, image: &str, idx: usize) -> Option<Pod> {
+        let entry = self.images.get_mut(image)?;
+        (idx < entry.pods.len()).then(|| entry.pods.remove(idx))
+    }
+
+    /// Forgets the ready pod `id` and stops it. Only pods this cache started
+    /// can be found, so nothing else is ever stopped.
+    fn remove_by_id(&mut self, id: &PodId) -> bool {
+        for entry in self.images.values_mut() {
+            if let Some(idx) = entry.pods.iter().position(|p| p.id() == Some(id)) {
+                entry.pods.remove(idx);
+                self.ctx.spawn_stop(id.clone());
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Deletes idle pods whose TTL passed; never one with a lease out.
+    fn collect_garbage(&mut self) {
+        let now = Instant::now();
+        let ctx = &mut self.ctx;
+        self.images.retain(|image, entry| {
+            entry.pods.retain(|pod| match &pod.slot {
+                Slot::Ready {
+                    shared,
+                    in_flight: 0,
+                    expiry,
+                } if *expiry <= now => {
+                    tracing::info!(image = %image, pod = %shared.id, "deleting an expired pod");
+                    ctx.counters.gc_deletions += 1;
+                    ctx.spawn_stop(shared.id.clone());
+                    false
+                }
+                _ => true,
+            });
+            !entry.pods.is_empty()
+        });
+    }
+
+    fn begin_shutdown(&mut self) {
+        if self.ctx.shutting_down {
+            return;
+        }
+        tracing::info!("pod cache shutting down");
+        self.ctx.shutting_down = true;
+        let ctx = &mut self.ctx;
+        for entry in self.images.values_mut() {
+            entry.pods.retain_mut(|pod| match &mut pod.slot {
+                Slot::Ready { shared, .. } => {
+                    ctx.spawn_stop(shared.id.clone());
+                    false
+                }
+                // Stopped when the start completes: the id is unknown yet.
+                Slot::Starting { waiters, .. } => {
+                    for waiter in waiters.drain(..) {
+                        let _ = waiter.send(Err(CacheError::ShuttingDown));
+                    }
+                    true
+                }
+            });
+        }
+    }
+
+    fn snapshot(&mut self) -> CacheSnapshot {
+        let mut images: Vec<ImageSnapshot> = self
+            .images
+            .values_mut()
+            .map(|entry| {
+                let pods: Vec<PodSnapshot> = entry
+                    .pods
+                    .iter_mut()
+                    .map(|pod| {
+                        pod.prune_waiters();
+                        PodSnapshot {
+                            id: pod.id().cloned(),
+                            state: if pod.is_ready() {
+                                PodState::Ready
+                            } else {
+                                PodState::Starting
+                            },
+                            load: pod.load(),
+                            expiry: match &pod.slot {
+                                Slot::Ready { expiry, .. } => Some(*expiry),
+                                Slot::Starting { .. } => None,
+                            },
+                        }
+                    })
+                    .collect();
+                ImageSnapshot {
+                    image: entry.image.to_string(),
+                    waiters: pods
+                        .iter()
+                        .filter(|p| p.state == PodState::Starting)
+                        .map(|p| p.load)
+                        .sum(),
+                    pods,
+                }
+            })
+            .collect();
+        images.sort_by(|a, b| a.image.cmp(&b.image));
+        CacheSnapshot {
+            images,
+            counters: self.ctx.counters,
+            shutting_down: self.ctx.shutting_down,
+        }
+    }
+}
+
+fn deadline(now: Instant, ttl: Duration) -> Instant {
+    now.checked_add(ttl).unwrap_or(now + FAR_FUTURE)
+}

@@ -1,0 +1,519 @@
+//! wrapper-server end to end: the real binary on loopback, real function
+//! processes, a real gRPC client. One test per row of DESIGN.md's outcome
+//! table, plus the streaming, limits, drain and metrics behaviour.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use e2e_tests::{bin, eventually, health_status, process_alive, resource_list, Wrapper};
+use proto::pb::EvaluateFunctionRequest;
+use tonic::Code;
+
+fn request(rl: impl Into<Bytes>) -> EvaluateFunctionRequest {
+    EvaluateFunctionRequest {
+        resource_list: rl.into(),
+        image: "example.com/fn/test:v1".into(),
+        tag: String::new(),
+    }
+}
+
+fn example_rl() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/resourcelist.yaml"
+    ))
+    .unwrap()
+}
+
+fn sh(script: &str) -> Vec<String> {
+    vec!["/bin/sh".into(), "-c".into(), script.into()]
+}
+
+fn start_sh(extra: &[&str], script: &str) -> Wrapper {
+    let argv = sh(script);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    Wrapper::start(extra, &argv).unwrap()
+}
+
+#[tokio::test]
+async fn ok_returns_stdout_unchanged_and_stderr_as_log() {
+    let fn_path = bin("example-fn");
+    let w = Wrapper::start(&[], &[fn_path.to_str().unwrap()]).unwrap();
+    let resp = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(example_rl()))
+        .await
+        .unwrap();
+    let resp = resp.into_inner();
+    let out = String::from_utf8(resp.resource_list.to_vec()).unwrap();
+    assert!(out.contains("owner: team-shop"), "{out}");
+    assert!(out.contains("kind: ResourceList"), "{out}");
+    assert_eq!(&resp.log[..], b"example-fn: processed ResourceList\n");
+
+    // Bytes unchanged: a function whose output we know byte for byte.
+    let w = start_sh(&[], "cat");
+    let input = "# comment kept\napiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []  # trailing\n";
+    let resp = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(input))
+        .await
+        .unwrap();
+    assert_eq!(&resp.into_inner().resource_list[..], input.as_bytes());
+}
+
+#[tokio::test]
+async fn exit_zero_with_non_resource_list_output_is_internal() {
+    let w = start_sh(
+        &[],
+        "cat >/dev/null; echo 'just: [broken'; echo diagnostics >&2",
+    );
+    let err = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(example_rl()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal);
+    let msg = err.message();
+    assert!(
+        msg.contains("example.com/fn/test:v1"),
+        "names the image: {msg}"
+    );
+    assert!(msg.contains("not a ResourceList"), "{msg}");
+    assert!(msg.contains("diagnostics"), "quotes stderr: {msg}");
+
+    let w = start_sh(&[], "cat >/dev/null; echo 'kind: ConfigMap'");
+    let err = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(example_rl()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal);
+    assert!(err.message().contains("ConfigMap"), "{}", err.message());
+}
+
+#[tokio::test]
+async fn exit_zero_with_empty_output_is_internal() {
+    let w = start_sh(&[], "cat >/dev/null");
+    let err = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(example_rl()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal);
+    assert!(
+        err.message().contains("example.com/fn/test:v1"),
+        "{}",
+        err.message()
+    );
+}
+
+#[tokio::test]
+async fn failure_with_results_lists_each_result_then_stderr() {
+    let fn_path = bin("example-fn");
+    let w = Wrapper::start(&[], &[fn_path.to_str().unwrap()]).unwrap();
+    let rl = example_rl().replace("tier: frontend", "fail: replicas must be odd");
+    let err = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(rl))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal);
+    let msg = err.message();
+    assert!(msg.contains("example.com/fn/test:v1"), "{msg}");
+    assert!(msg.contains("exit code 1"), "{msg}");
+    assert!(
+        msg.contains("[error] apps/v1/Deployment/shop/web: replicas must be odd"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("[error] v1/Service/shop/web: replicas must be odd"),
+        "{msg}"
+    );
+    let results_at = msg.find("[error]").unwrap();
+    let stderr_at = msg.find("example-fn: processed ResourceList").unwrap();
+    assert!(results_at < stderr_at, "results come before stderr: {msg}");
+}
+
+#[tokio::test]
+async fn failure_with_unparsable_output_is_internal_with_parse_error() {
+    let w = start_sh(&[], "cat >/dev/null; echo '{{{'; echo 'boom' >&2; exit 4");
+    let err = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(example_rl()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal);
+    let msg = err.message();
+    assert!(msg.contains("exit code 4"), "{msg}");
+    assert!(msg.contains("not a ResourceList"), "{msg}");
+    assert!(msg.contains("boom"), "{msg}");
+}
+
+#[tokio::test]
+async fn entrypoint_that_cannot_start_is_internal_with_os_error() {
+    let w = Wrapper::start(&[], &["/nonexistent/krm-fn"]).unwrap();
+    let err = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(example_rl()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal);
+    let msg = err.message();
+    assert!(msg.contains("/nonexistent/krm-fn"), "{msg}");
+    assert!(msg.contains("No such file or directory"), "{msg}");
+    // Still serving afterwards.
+    assert_eq!(health_status(&w.endpoint(), "").await.unwrap(), 1);
+}
+
+/// Reads pids that a function wrote to `file`, one per line, once there are `n`.
+async fn wait_for_pids(file: &std::path::Path, n: usize) -> Vec<i32> {
+    let mut pids = Vec::new();
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            pids = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            pids.len() >= n
+        })
+        .await,
+        "function never wrote its pids"
+    );
+    pids
+}
+
+#[tokio::test]
+async fn deadline_kills_the_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    // A grandchild holds stdout open; the leader waits on it.
+    let script = format!(
+        "sleep 3600 & echo $! >> {p}; echo $$ >> {p}; wait",
+        p = pids.display()
+    );
+    let w = start_sh(&[], &script);
+    let mut client = w.client().await.unwrap();
+    let mut req = tonic::Request::new(request(example_rl()));
+    req.set_timeout(Duration::from_millis(1500));
+    let started = std::time::Instant::now();
+    let err = client.evaluate_function(req).await.unwrap_err();
+    // tonic's client enforces the same deadline itself and may report its
+    // own expiry (CANCELLED "Timeout expired") a moment before the server's
+    // DEADLINE_EXCEEDED arrives; the server's side is checked in its log.
+    assert!(
+        err.code() == Code::DeadlineExceeded
+            || (err.code() == Code::Cancelled && err.message() == "Timeout expired"),
+        "{err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        eventually(Duration::from_secs(10), || w
+            .logs()
+            .contains("outcome=\"deadline_exceeded\""))
+        .await,
+        "server did not answer DEADLINE_EXCEEDED: {}",
+        w.logs()
+    );
+    let pids = wait_for_pids(&pids, 2).await;
+    assert!(
+        eventually(Duration::from_secs(10), || pids
+            .iter()
+            .all(|&p| !process_alive(p)))
+        .await,
+        "processes {pids:?} survived the deadline"
+    );
+}
+
+#[tokio::test]
+async fn client_cancellation_kills_the_whole_process_group() {
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    let script = format!(
+        "sleep 3600 & echo $! >> {p}; echo $$ >> {p}; wait",
+        p = pids.display()
+    );
+    let w = start_sh(&[], &script);
+    let mut client = w.client().await.unwrap();
+    let call = tokio::spawn(async move { client.evaluate_function(request(example_rl())).await });
+    let pids = wait_for_pids(&pids, 2).await;
+    call.abort(); // drops the call: the client resets the stream
+    assert!(
+        eventually(Duration::from_secs(10), || pids
+            .iter()
+            .all(|&p| !process_alive(p)))
+        .await,
+        "processes {pids:?} survived the cancelled call"
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || w
+            .logs()
+            .contains("outcome=\"cancelled\"")
+            || w.logs().contains("outcome=cancelled"))
+        .await,
+        "cancellation not logged: {}",
+        w.logs()
+    );
+}
+
+#[tokio::test]
+async fn request_over_the_size_limit_is_resource_exhausted() {
+    let w = start_sh(&["--max-request-body-size", "4096"], "cat");
+    let mut client = w.client().await.unwrap();
+    let err = client
+        .evaluate_function(request(resource_list(100)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    // A request within the limit still works on the same server.
+    let small = resource_list(1);
+    let resp = client
+        .evaluate_function(request(small.clone()))
+        .await
+        .unwrap();
+    assert_eq!(&resp.into_inner().resource_list[..], small.as_bytes());
+}
+
+#[tokio::test]
+async fn output_over_the_limit_is_resource_exhausted_and_server_keeps_serving() {
+    let w = start_sh(
+        &["--max-output-bytes", "100000"],
+        "if [ -n \"$(head -c 5 | grep big)\" ]; then head -c 50000000 /dev/zero; else cat; fi",
+    );
+    let mut client = w.client().await.unwrap();
+    let err = client
+        .evaluate_function(request("big.."))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    assert!(err.message().contains("100000"), "{}", err.message());
+    let rl = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
+    let resp = client.evaluate_function(request(rl)).await.unwrap();
+    assert_eq!(
+        &resp.into_inner().resource_list[..rl.len() - 5],
+        &rl.as_bytes()[5..]
+    );
+}
+
+#[tokio::test]
+async fn six_mib_resource_list_round_trips_through_cat() {
+    let w = start_sh(&[], "exec cat");
+    let mut rl = resource_list(1);
+    while rl.len() < 6 * 1024 * 1024 - 4096 {
+        rl.push_str("# padding padding padding padding padding padding padding padding\n");
+    }
+    let resp = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(rl.clone()))
+        .await
+        .unwrap();
+    assert_eq!(resp.into_inner().resource_list.len(), rl.len());
+}
+
+#[tokio::test]
+async fn function_that_never_reads_stdin_answers() {
+    let w = start_sh(
+        &[],
+        "echo 'apiVersion: config.kubernetes.io/v1'; echo 'kind: ResourceList'; echo 'items: []'",
+    );
+    let big = resource_list(30_000); // ~4 MiB, far more than a pipe buffer
+    let resp = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(big))
+        .await
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&resp.into_inner().resource_list).contains("kind: ResourceList")
+    );
+}
+
+#[tokio::test]
+async fn concurrency_cap_answers_resource_exhausted() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("gate");
+    let started = dir.path().join("started");
+    let script = format!(
+        "touch {s}; while [ ! -e {g} ]; do sleep 0.01; done; cat",
+        s = started.display(),
+        g = gate.display()
+    );
+    let w = start_sh(&["--max-concurrent-evaluations", "1"], &script);
+    let mut c1 = w.client().await.unwrap();
+    let rl = resource_list(1);
+    let r = rl.clone();
+    let first = tokio::spawn(async move { c1.evaluate_function(request(r)).await });
+    // Wait until the first call holds the slot (its process is running).
+    assert!(eventually(Duration::from_secs(20), || started.exists()).await);
+    let mut c2 = w.client().await.unwrap();
+    let err = c2.evaluate_function(request(rl.clone())).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    assert!(
+        err.message().contains("--max-concurrent-evaluations"),
+        "{}",
+        err.message()
+    );
+    std::fs::write(&gate, b"").unwrap();
+    let resp = first.await.unwrap().unwrap();
+    assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
+    // The slot is free again.
+    let resp = c2.evaluate_function(request(rl.clone())).await.unwrap();
+    assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
+}
+
+#[tokio::test]
+async fn logs_never_contain_resource_list_contents() {
+    let w = start_sh(&["--log-format", "json"], "cat");
+    let mut rl = resource_list(1);
+    rl.push_str("# SECRET-MARKER-8d1f\n");
+    w.client()
+        .await
+        .unwrap()
+        .evaluate_function(request(rl))
+        .await
+        .unwrap();
+    // A failing function that echoes its input on stderr: the caller gets
+    // it back in the error, the logs must not.
+    let w2 = start_sh(&[], "cat >&2; exit 1");
+    let mut rl2 = resource_list(1);
+    rl2.push_str("# SECRET-MARKER-8d1f\n");
+    let err = w2
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(rl2))
+        .await
+        .unwrap_err();
+    assert!(err.message().contains("SECRET-MARKER"));
+    assert!(
+        eventually(Duration::from_secs(5), || w.logs().contains("evaluated")).await,
+        "{}",
+        w.logs()
+    );
+    assert!(!w.logs().contains("SECRET-MARKER"), "{}", w.logs());
+    assert!(!w2.logs().contains("SECRET-MARKER"), "{}", w2.logs());
+    // JSON logs are JSON lines.
+    for line in w.logs().lines() {
+        assert!(
+            line.starts_with('{') && line.ends_with('}'),
+            "not JSON: {line}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn metrics_endpoint_counts_calls_by_outcome() {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let maddr = probe.local_addr().unwrap();
+    drop(probe);
+    let w = start_sh(&["--metrics-addr", &maddr.to_string()], "cat");
+    let mut client = w.client().await.unwrap();
+    client
+        .evaluate_function(request(resource_list(2)))
+        .await
+        .unwrap();
+    let _ = client
+        .evaluate_function(request("not yaml: ["))
+        .await
+        .unwrap_err();
+    let text = http_get(maddr).await;
+    assert!(
+        text.contains("wrapper_server_evaluations_total{outcome=\"ok\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("wrapper_server_evaluations_total{outcome=\"invalid_output\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("wrapper_server_evaluation_duration_seconds_count 2"),
+        "{text}"
+    );
+}
+
+async fn http_get(addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    conn.read_to_string(&mut text).await.unwrap();
+    text
+}
+
+#[tokio::test]
+async fn health_reports_serving_for_server_and_evaluator() {
+    let w = start_sh(&[], "cat");
+    assert_eq!(health_status(&w.endpoint(), "").await.unwrap(), 1);
+    assert_eq!(
+        health_status(&w.endpoint(), "evaluator.FunctionEvaluator")
+            .await
+            .unwrap(),
+        1
+    );
+    let err = health_status(&w.endpoint(), "no.such.Service")
+        .await
+        .unwrap_err();
+    let status = err.downcast_ref::<tonic::Status>().unwrap();
+    assert_eq!(status.code(), Code::NotFound, "{status:?}");
+}
+
+/// A request as a newer client might send it, with a field we do not know.
+#[derive(Clone, PartialEq, prost::Message)]
+struct NewerRequest {
+    #[prost(bytes = "bytes", tag = "1")]
+    resource_list: Bytes,
+    #[prost(string, tag = "2")]
+    image: String,
+    #[prost(string, tag = "3")]
+    tag: String,
+    #[prost(string, tag = "9")]
+    future_field: String,
+}
+
+#[tokio::test]
+async fn unknown_request_fields_are_ignored() {
+    let w = start_sh(&[], "cat");
+    let rl = resource_list(1);
+    let channel = tonic::transport::Endpoint::from_shared(w.endpoint())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let req = NewerRequest {
+        resource_list: Bytes::from(rl.clone()),
+        image: "example.com/fn/test:v1".into(),
+        tag: ">=1.0".into(),
+        future_field: "from the future".into(),
+    };
+    let path =
+        http::uri::PathAndQuery::from_static("/evaluator.FunctionEvaluator/EvaluateFunction");
+    let codec =
+        tonic_prost::ProstCodec::<NewerRequest, proto::pb::EvaluateFunctionResponse>::default();
+    let resp = grpc
+        .unary(tonic::Request::new(req), path, codec)
+        .await
+        .unwrap();
+    assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
+}

@@ -1,0 +1,753 @@
+//! The exec core: runs one function process with bytes on stdin and collects
+//! stdout and stderr, killing everything it started when the call ends.
+//!
+//! Shared by `wrapper-server` (one process per EvaluateFunction call) and the
+//! function runner's exec evaluator and process backend: one implementation.
+//!
+//! How a call runs:
+//! - The entrypoint is spawned in a process group of its own, and a pidfd is
+//!   opened on it, so its exit is awaited without SIGCHLD handlers and without
+//!   `waitpid(-1)`, which would steal other children's exit statuses.
+//! - stdin is written while stdout and stderr are drained concurrently, so no
+//!   size of input or output can deadlock the pipes. A function that exits
+//!   without reading stdin is fine (EPIPE is expected, not an error).
+//! - When the entrypoint exits, the rest of its process group is killed while
+//!   the leader is still a zombie (so the group id cannot have been reused),
+//!   then the pipes are drained for a short grace period and the leader reaped.
+//!   A grandchild holding stdout therefore cannot keep the call open.
+//! - Dropping the future (deadline, cancellation) kills the whole group at
+//!   once via [`Process`]'s `Drop`. Nothing the call started survives it.
+//! - stdout beyond the limit fails the call and kills the group; memory stays
+//!   bounded by the limit. stderr beyond its limit is discarded (and flagged).
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::pipe;
+
+/// What to run: a program with its arguments. The environment is inherited,
+/// plus `env`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecSpec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub env: Vec<(OsString, OsString)>,
+    pub current_dir: Option<PathBuf>,
+}
+
+impl ExecSpec {
+    /// `argv[0]` is the program, the rest are its arguments.
+    pub fn from_argv<I, S>(argv: I) -> Option<Self>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        let mut it = argv.into_iter().map(Into::into);
+        let program = it.next()?;
+        Some(Self {
+            program,
+            args: it.collect(),
+            env: Vec::new(),
+            current_dir: None,
+        })
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &self.current_dir {
+            cmd.current_dir(dir);
+        }
+        cmd
+    }
+
+    /// The program as text, for messages.
+    pub fn display_program(&self) -> String {
+        self.program.to_string_lossy().into_owned()
+    }
+}
+
+/// Bounds on one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// stdout beyond this fails the call with [`ExecError::OutputTooLarge`].
+    pub max_stdout_bytes: usize,
+    /// stderr beyond this is discarded; [`Output::stderr_truncated`] says so.
+    pub max_stderr_bytes: usize,
+    /// After the entrypoint exited and its group was killed, how long the
+    /// pipes are still drained (a process that escaped the group with
+    /// `setsid` may hold them open; it is not waited for longer).
+    pub drain_grace: Duration,
+}
+
+impl Limits {
+    pub fn new(max_stdout_bytes: usize) -> Self {
+        Self {
+            max_stdout_bytes,
+            max_stderr_bytes: max_stdout_bytes,
+            drain_grace: Duration::from_millis(500),
+        }
+    }
+}
+
+/// How the entrypoint ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ExitStatus {
+    pub fn success(self) -> bool {
+        self == ExitStatus::Code(0)
+    }
+}
+
+impl fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitStatus::Code(c) => write!(f, "exit code {c}"),
+            ExitStatus::Signal(s) => write!(f, "killed by signal {s}"),
+        }
+    }
+}
+
+/// What a finished call produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    pub status: ExitStatus,
+    pub stdout: Bytes,
+    pub stderr: Bytes,
+    pub stderr_truncated: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    #[error("cannot start {program:?}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("function output exceeds the limit of {limit} bytes")]
+    OutputTooLarge { limit: usize },
+    #[error("{what}: {source}")]
+    Io {
+        what: &'static str,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Runs `spec` with `input` on stdin and returns its output once it exited.
+///
+/// Cancel-safe: dropping the future kills the whole process group.
+pub async fn run(spec: &ExecSpec, input: Bytes, limits: &Limits) -> Result<Output, ExecError> {
+    let mut cmd = spec.command();
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (mut process, stdio) = Process::spawn(&mut cmd).map_err(|source| ExecError::Spawn {
+        program: spec.display_program(),
+        source,
+    })?;
+    let io_err = |what| move |source| ExecError::Io { what, source };
+    let stdin = stdio
+        .stdin
+        .map(pipe::Sender::from_owned_fd)
+        .transpose()
+        .map_err(io_err("stdin pipe"))?;
+    let stdout = stdio
+        .stdout
+        .map(pipe::Receiver::from_owned_fd)
+        .transpose()
+        .map_err(io_err("stdout pipe"))?;
+    let stderr = stdio
+        .stderr
+        .map(pipe::Receiver::from_owned_fd)
+        .transpose()
+        .map_err(io_err("stderr pipe"))?;
+
+    let write_stdin = async move {
+        if let Some(mut stdin) = stdin {
+            // EPIPE: the function exited or closed stdin without reading it all.
+            match stdin.write_all(&input).await {
+                Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e),
+                _ => {}
+            }
+            // Dropping `stdin` closes the pipe: the function sees EOF.
+        }
+        Ok(())
+    };
+
+    // The pipes hit EOF once every process holding them is gone. The leader's
+    // exit kills the group, which ends the drain; a process that escaped the
+    // group only gets `drain_grace` more.
+    let exited = async {
+        let status = process.wait_exit().await;
+        process.kill_group(Signal::KILL);
+        status
+    };
+    let mut stdout_buf = BytesMut::new();
+    let mut stderr_buf = BytesMut::new();
+    let (stdin_res, status, drained) = {
+        let read_stdout = read_bounded(stdout, &mut stdout_buf, limits.max_stdout_bytes, false);
+        let read_stderr = read_bounded(stderr, &mut stderr_buf, limits.max_stderr_bytes, true);
+        let drain = async { tokio::join!(read_stdout, read_stderr) };
+        tokio::pin!(drain);
+        let write_and_wait = async { tokio::join!(write_stdin, exited) };
+        tokio::pin!(write_and_wait);
+        // Drive writing, waiting and draining together; stop early if stdout
+        // overflows (dropping `process` then kills the group).
+        let mut drained = None;
+        let (stdin_res, status) = loop {
+            tokio::select! {
+                biased;
+                res = &mut drain, if drained.is_none() => {
+                    if let (Err(ReadError::TooLarge), _) = res {
+                        return Err(ExecError::OutputTooLarge { limit: limits.max_stdout_bytes });
+                    }
+                    drained = Some(res);
+                }
+                done = &mut write_and_wait => break done,
+            }
+        };
+        let drained = match drained {
+            Some(d) => Some(d),
+            None => tokio::time::timeout(limits.drain_grace, &mut drain)
+                .await
+                .ok(),
+        };
+        (stdin_res, status, drained)
+    };
+    let status = status.map_err(io_err("waiting for the function"))?;
+    process.reap();
+    stdin_res.map_err(io_err("writing stdin"))?;
+    let stderr_truncated = match drained {
+        Some((out, err)) => {
+            match out {
+                Err(ReadError::TooLarge) => {
+                    return Err(ExecError::OutputTooLarge {
+                        limit: limits.max_stdout_bytes,
+                    })
+                }
+                Err(ReadError::Io(e)) => return Err(io_err("reading stdout")(e)),
+                Ok(_) => {}
+            }
+            match err {
+                Err(ReadError::Io(e)) => return Err(io_err("reading stderr")(e)),
+                Err(ReadError::TooLarge) => true,
+                Ok(truncated) => truncated,
+            }
+        }
+        // Something outside the group still holds a pipe: keep what arrived.
+        None => stderr_buf.len() >= limits.max_stderr_bytes,
+    };
+    Ok(Output {
+        status,
+        stdout: stdout_buf.freeze(),
+        stderr: stderr_buf.freeze(),
+        stderr_truncated,
+    })
+}
+
+enum ReadError {
+    TooLarge,
+    Io(io::Error),
+}
+
+/// Reads `pipe` to EOF into `buf`, at most `limit` bytes. Past the limit it
+/// either fails (stdout) or keeps draining and discards (stderr, `truncate`),
+/// returning whether anything was discarded.
+async fn read_bounded(
+    pipe: Option<pipe::Receiver>,
+    buf: &mut BytesMut,
+    limit: usize,
+    truncate: bool,
+) -> Result<bool, ReadError> {
+    let Some(mut pipe) = pipe else {
+        return Ok(false);
+    };
+    let mut discarded = false;
+    let mut scratch = [0u8; 8192];
+    loop {
+        if buf.len() >= limit {
+            let n = pipe.read(&mut scratch).await.map_err(ReadError::Io)?;
+            if n == 0 {
+                return Ok(discarded);
+            }
+            if !truncate {
+                return Err(ReadError::TooLarge);
+            }
+            discarded = true;
+            continue;
+        }
+        // Grow geometrically but never past the limit (+1 to detect overflow
+        // is handled by the branch above once the buffer is full).
+        let want = (buf.len().max(64 * 1024)).min(limit - buf.len());
+        buf.reserve(want);
+        let n = pipe.read_buf(buf).await.map_err(ReadError::Io)?;
+        if n == 0 {
+            return Ok(discarded);
+        }
+        if buf.len() > limit {
+            if !truncate {
+                return Err(ReadError::TooLarge);
+            }
+            buf.truncate(limit);
+            discarded = true;
+        }
+    }
+}
+
+/// The standard streams of a spawned [`Process`], as configured on its
+/// `Command` (`None` where not piped).
+#[derive(Debug)]
+pub struct Stdio3 {
+    pub stdin: Option<OwnedFd>,
+    pub stdout: Option<OwnedFd>,
+    pub stderr: Option<OwnedFd>,
+}
+
+/// A child process leading its own process group, awaited through a pidfd.
+///
+/// Dropping it before it was reaped kills the whole group and reaps the
+/// leader (in the background when inside a tokio runtime).
+#[derive(Debug)]
+pub struct Process {
+    pid: Pid,
+    pidfd: Option<AsyncFd<OwnedFd>>,
+    status: Option<ExitStatus>,
+    group_killed: bool,
+}
+
+impl Process {
+    /// Spawns `cmd` as the leader of a new process group. Must be called
+    /// inside a tokio runtime.
+    pub fn spawn(cmd: &mut Command) -> io::Result<(Process, Stdio3)> {
+        cmd.process_group(0);
+        // Spawn and register under the registry lock, so that the orphan
+        // reaper (PID 1 only) never reaps a child of ours before it is known.
+        let mut registry = lock_registry();
+        let mut child = cmd.spawn()?;
+        let raw = child.id();
+        let pid = i32::try_from(raw)
+            .ok()
+            .and_then(Pid::from_raw)
+            .ok_or_else(|| io::Error::other(format!("invalid child pid {raw}")))?;
+        registry.insert(pid.as_raw_pid());
+        drop(registry);
+        let stdio = Stdio3 {
+            stdin: child.stdin.take().map(OwnedFd::from),
+            stdout: child.stdout.take().map(OwnedFd::from),
+            stderr: child.stderr.take().map(OwnedFd::from),
+        };
+        // The std Child is dropped without waiting: we own the pid from here.
+        drop(child);
+        let mut process = Process {
+            pid,
+            pidfd: None,
+            status: None,
+            group_killed: false,
+        };
+        let fd = rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK).map_err(io::Error::from)?;
+        // `AsyncFd::new` is deprecated for types that do not own their fd;
+        // `OwnedFd` does, so the I/O-safety concern does not apply.
+        #[allow(deprecated)]
+        let fd = AsyncFd::new(fd)?;
+        process.pidfd = Some(fd);
+        Ok((process, stdio))
+    }
+
+    /// The process id, which is also the process group id.
+    pub fn id(&self) -> u32 {
+        self.pid.as_raw_pid().unsigned_abs()
+    }
+
+    /// Sends `signal` to the whole process group. A group that is already
+    /// gone counts as success.
+    pub fn signal_group(&self, signal: Signal) {
+        if self.status.is_some() && self.group_killed {
+            return;
+        }
+        // ESRCH: nobody is left in the group. Anything else cannot happen for
+        // a group we created; there is nothing better to do than go on.
+        let _ = rustix::process::kill_process_group(self.pid, signal);
+    }
+
+    fn kill_group(&mut self, signal: Signal) {
+        self.signal_group(signal);
+        if signal == Signal::KILL {
+            self.group_killed = true;
+        }
+    }
+
+    /// Waits until the leader exited, without reaping it (so its pid, which
+    /// is the group id, stays reserved until [`Process::wait`] reaps it).
+    async fn wait_exit(&mut self) -> io::Result<ExitStatus> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let Some(fd) = &self.pidfd else {
+            return Err(io::Error::other("process has no pidfd"));
+        };
+        loop {
+            let mut guard = fd.readable().await?;
+            match peek_exit(fd.get_ref())? {
+                Some(status) => {
+                    self.status = Some(status);
+                    return Ok(status);
+                }
+                None => guard.clear_ready(),
+            }
+        }
+    }
+
+    /// Waits until the leader exited, kills what is left of its group, and
+    /// reaps it. Cancel-safe.
+    pub async fn wait(&mut self) -> io::Result<ExitStatus> {
+        let status = self.wait_exit().await?;
+        self.kill_group(Signal::KILL);
+        self.reap();
+        Ok(status)
+    }
+
+    /// Reaps the leader if it exited; returns whether it is reaped.
+    fn reap(&mut self) -> bool {
+        let Some(fd) = &self.pidfd else {
+            return true;
+        };
+        match rustix::process::waitid(
+            WaitId::PidFd(fd.get_ref().as_fd()),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG,
+        ) {
+            Ok(Some(_)) | Err(_) => {
+                // Err: ECHILD, already reaped; nothing more to wait for.
+                self.pidfd = None;
+                lock_registry().remove(&self.pid.as_raw_pid());
+                true
+            }
+            Ok(None) => false,
+        }
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if self.pidfd.is_none() {
+            return;
+        }
+        self.kill_group(Signal::KILL);
+        if self.reap() {
+            return;
+        }
+        // SIGKILL takes effect asynchronously: reap once it has.
+        let dying = Dying {
+            pid: self.pid,
+            pidfd: self.pidfd.take(),
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(dying.reap());
+            }
+            Err(_) => drop(dying),
+        }
+    }
+}
+
+/// A killed child not reaped yet. Reaped asynchronously when a runtime is
+/// there to do it; if that task is dropped (runtime shutting down) or there
+/// is no runtime, `Drop` waits for it, which after SIGKILL takes moments.
+struct Dying {
+    pid: Pid,
+    pidfd: Option<AsyncFd<OwnedFd>>,
+}
+
+impl Dying {
+    async fn reap(mut self) {
+        if let Some(fd) = &self.pidfd {
+            while let Ok(mut guard) = fd.readable().await {
+                match peek_exit(fd.get_ref()) {
+                    Ok(None) => guard.clear_ready(),
+                    _ => break,
+                }
+            }
+        }
+        self.finish(WaitIdOptions::NOHANG);
+    }
+
+    fn finish(&mut self, extra: WaitIdOptions) {
+        if let Some(fd) = self.pidfd.take() {
+            let _ = rustix::process::waitid(
+                WaitId::PidFd(fd.get_ref().as_fd()),
+                WaitIdOptions::EXITED | extra,
+            );
+            lock_registry().remove(&self.pid.as_raw_pid());
+        }
+    }
+}
+
+impl Drop for Dying {
+    fn drop(&mut self) {
+        self.finish(WaitIdOptions::empty());
+    }
+}
+
+/// The exit status of an exited child, leaving it a zombie; `None` while it
+/// still runs.
+fn peek_exit(fd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
+    let st = rustix::process::waitid(
+        WaitId::PidFd(fd.as_fd()),
+        WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+    )?;
+    Ok(st.and_then(|st| {
+        if let Some(code) = st.exit_status() {
+            Some(ExitStatus::Code(code))
+        } else {
+            st.terminating_signal().map(ExitStatus::Signal)
+        }
+    }))
+}
+
+/// Pids of the children spawned through [`Process`] and not reaped yet.
+static REGISTRY: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+fn lock_registry() -> MutexGuard<'static, BTreeSet<i32>> {
+    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Kills the process groups of every child still running (used when the
+/// server exits at once on a second SIGTERM).
+pub fn kill_all_groups() {
+    for &pid in lock_registry().iter() {
+        if let Some(pid) = Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+        }
+    }
+}
+
+/// Reaps the zombies of processes that are not ours: orphans re-parented to
+/// this process because it is PID 1 (or a subreaper). Children spawned via
+/// [`Process`] are left alone, so their exit statuses are never stolen.
+///
+/// Returns the pids reaped.
+pub fn reap_orphans() -> Vec<i32> {
+    let registry = lock_registry();
+    let me = std::process::id();
+    let mut reaped = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return reaped;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if registry.contains(&pid) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid ...": comm may hold spaces and parens.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
+        if state == Some("Z") && ppid == Some(me) {
+            if let Some(p) = Pid::from_raw(pid) {
+                if let Ok(Some(_)) =
+                    rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG)
+                {
+                    reaped.push(pid);
+                }
+            }
+        }
+    }
+    reaped
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> ExecSpec {
+        ExecSpec::from_argv(["/bin/sh", "-c", script]).unwrap()
+    }
+
+    fn limits() -> Limits {
+        Limits::new(1024 * 1024)
+    }
+
+    #[tokio::test]
+    async fn cat_round_trips_input() {
+        let input = Bytes::from_static(b"apiVersion: v1\nkind: ResourceList\n");
+        let out = run(
+            &ExecSpec::from_argv(["cat"]).unwrap(),
+            input.clone(),
+            &limits(),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.status, ExitStatus::Code(0));
+        assert_eq!(out.stdout, input);
+        assert!(out.stderr.is_empty());
+    }
+
+    #[tokio::test]
+    async fn exit_code_and_stderr_are_reported() {
+        let out = run(&sh("echo oops >&2; exit 3"), Bytes::new(), &limits())
+            .await
+            .unwrap();
+        assert_eq!(out.status, ExitStatus::Code(3));
+        assert_eq!(&out.stderr[..], b"oops\n");
+    }
+
+    #[tokio::test]
+    async fn large_input_and_output_do_not_deadlock() {
+        // 4 MiB through cat: both pipes fill up many times over.
+        let input = Bytes::from(vec![b'x'; 4 * 1024 * 1024]);
+        let out = run(
+            &ExecSpec::from_argv(["cat"]).unwrap(),
+            input.clone(),
+            &Limits::new(8 << 20),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out.stdout.len(), input.len());
+        assert_eq!(out.stdout, input);
+    }
+
+    #[tokio::test]
+    async fn function_that_never_reads_stdin_answers() {
+        let input = Bytes::from(vec![b'x'; 4 * 1024 * 1024]);
+        let out = run(&sh("echo done"), input, &limits()).await.unwrap();
+        assert_eq!(&out.stdout[..], b"done\n");
+        assert!(out.status.success());
+    }
+
+    #[tokio::test]
+    async fn output_over_limit_is_an_error() {
+        let spec = sh("head -c 3000000 /dev/zero");
+        let err = run(&spec, Bytes::new(), &Limits::new(1000))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ExecError::OutputTooLarge { limit: 1000 }),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn stderr_over_limit_is_truncated() {
+        let spec = sh("head -c 5000 /dev/zero >&2; echo ok");
+        let out = run(&spec, Bytes::new(), &Limits::new(1000)).await.unwrap();
+        assert_eq!(out.stderr.len(), 1000);
+        assert!(out.stderr_truncated);
+        assert_eq!(&out.stdout[..], b"ok\n");
+    }
+
+    #[tokio::test]
+    async fn missing_program_is_a_spawn_error() {
+        let spec = ExecSpec::from_argv(["/nonexistent/fn"]).unwrap();
+        let err = run(&spec, Bytes::new(), &limits()).await.unwrap_err();
+        match err {
+            ExecError::Spawn { program, source } => {
+                assert_eq!(program, "/nonexistent/fn");
+                assert_eq!(source.kind(), io::ErrorKind::NotFound);
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn grandchild_holding_stdout_does_not_keep_call_open() {
+        // The leader exits at once; a background grandchild keeps stdout open
+        // for an hour. The call must end promptly and kill the grandchild.
+        let spec = sh("sleep 3600 & echo $! ; exit 0");
+        let started = std::time::Instant::now();
+        let out = run(&spec, Bytes::new(), &limits()).await.unwrap();
+        assert!(started.elapsed() < Duration::from_secs(30));
+        let pid: i32 = std::str::from_utf8(&out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // Its pipes closed at exit; it turns zombie a moment later.
+        for _ in 0..500 {
+            if !process_alive(pid) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("grandchild {pid} survived the call");
+    }
+
+    #[tokio::test]
+    async fn dropping_the_call_kills_the_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pids");
+        let script = format!(
+            "sleep 3600 & echo $! >> {p}; echo $$ >> {p}; wait",
+            p = pidfile.display()
+        );
+        let spec = sh(&script);
+        let limits = limits();
+        let call = run(&spec, Bytes::new(), &limits);
+        // Give the call until both pids are written, then drop it.
+        let res = tokio::time::timeout(Duration::from_secs(30), async {
+            tokio::pin!(call);
+            loop {
+                tokio::select! {
+                    _ = &mut call => panic!("call ended by itself"),
+                    _ = tokio::time::sleep(Duration::from_millis(10)) => {
+                        let text = std::fs::read_to_string(&pidfile).unwrap_or_default();
+                        if text.lines().count() == 2 {
+                            return text;
+                        }
+                    }
+                }
+            }
+        })
+        .await
+        .unwrap();
+        let pids: Vec<i32> = res.lines().map(|l| l.parse().unwrap()).collect();
+        // Dropped here: the group is killed synchronously with SIGKILL.
+        for _ in 0..500 {
+            if pids.iter().all(|&p| !process_alive(p)) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("processes {pids:?} survived the cancelled call");
+    }
+
+    /// Alive and not a zombie.
+    fn process_alive(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => !stat
+                .rsplit_once(')')
+                .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
+            Err(_) => false,
+        }
+    }
+}

@@ -1,0 +1,580 @@
+//! The gRPC side of the wrapper: `evaluator.FunctionEvaluator` and health on
+//! one port, one function process per call.
+//!
+//! A call goes: [`WrapperService::evaluate_function`] → admission (draining?
+//! over the concurrency cap?) → [`exec::run`] under the call's deadline →
+//! [`outcome`] maps exit status and stdout to the answer of DESIGN.md's
+//! outcome table.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use prost::Message;
+use proto::pb::function_evaluator_server::{FunctionEvaluator, FunctionEvaluatorServer};
+use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, Semaphore};
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::server::NamedService;
+use tonic::{Code, Request, Response, Status};
+use tonic_health::server::HealthReporter;
+use tonic_health::ServingStatus;
+
+use crate::exec::{self, ExecError, ExecSpec, Limits, Output};
+use crate::metrics::{Metrics, Outcome};
+use crate::results;
+
+/// How the server runs functions.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// The function's entrypoint, run once per call.
+    pub entrypoint: ExecSpec,
+    /// Limit on request and response messages (`--max-request-body-size`).
+    pub max_message_bytes: usize,
+    /// Limit on what the function may write on stdout (`--max-output-bytes`).
+    pub max_output_bytes: usize,
+    /// At most this many calls run at once; the rest get RESOURCE_EXHAUSTED.
+    pub max_concurrent: Option<usize>,
+}
+
+/// The services handed to the gRPC server, plus the switch that drains them.
+pub struct Wrapper {
+    service: WrapperService,
+    health: HealthReporter,
+    draining: Arc<AtomicBool>,
+}
+
+/// Services whose health the wrapper reports: the server as a whole and the
+/// evaluator.
+pub const HEALTH_SERVICES: [&str; 2] = ["", proto::EVALUATOR_SERVICE];
+
+impl Wrapper {
+    pub fn new(config: ServerConfig, metrics: Arc<Metrics>) -> Self {
+        // Starts empty: nothing is SERVING until `serve` runs.
+        let health = HealthReporter::new();
+        let draining = Arc::new(AtomicBool::new(false));
+        let mut limits = Limits::new(config.max_output_bytes);
+        // stderr goes back in the same response message as stdout.
+        limits.max_stderr_bytes = config.max_message_bytes;
+        let service = WrapperService {
+            inner: Arc::new(Inner {
+                limits,
+                slots: config.max_concurrent.map(|n| Arc::new(Semaphore::new(n))),
+                config,
+                draining: draining.clone(),
+                in_flight: InFlight::default(),
+                metrics,
+            }),
+        };
+        Self {
+            service,
+            health,
+            draining,
+        }
+    }
+
+    /// Serves until `shutdown` resolves, then drains: health turns
+    /// NOT_SERVING, new calls are refused with UNAVAILABLE, in-flight calls
+    /// finish, and the function returns.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), tonic::transport::Error> {
+        let Wrapper {
+            service,
+            health,
+            draining,
+        } = self;
+        let max = service.inner.config.max_message_bytes;
+        let in_flight = service.inner.in_flight.clone();
+        for name in HEALTH_SERVICES {
+            health
+                .set_service_status(name, ServingStatus::Serving)
+                .await;
+        }
+        let health_service = tonic_health::pb::health_server::HealthServer::new(
+            tonic_health::server::HealthService::from_health_reporter(health.clone()),
+        );
+        let evaluator = MapOutOfRange(
+            FunctionEvaluatorServer::new(service)
+                .max_decoding_message_size(max)
+                .max_encoding_message_size(max),
+        );
+        // Connections stay open while draining, so probes and watchers see
+        // NOT_SERVING and late calls get a clear UNAVAILABLE; only once the
+        // last call finished does the server close its connections.
+        let drain = async move {
+            shutdown.await;
+            draining.store(true, Ordering::SeqCst);
+            for name in HEALTH_SERVICES {
+                health
+                    .set_service_status(name, ServingStatus::NotServing)
+                    .await;
+            }
+            tracing::info!(
+                in_flight = in_flight.count(),
+                "draining: health NOT_SERVING, new calls refused"
+            );
+            in_flight.wait_idle().await;
+        };
+        let window = u32::try_from(max.saturating_mul(2))
+            .unwrap_or(u32::MAX)
+            .max(1 << 20);
+        tonic::transport::Server::builder()
+            .tcp_nodelay(true)
+            .initial_connection_window_size(window)
+            .initial_stream_window_size(window)
+            .max_frame_size(1 << 20)
+            .add_service(health_service)
+            .add_service(evaluator)
+            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), drain)
+            .await
+    }
+}
+
+#[derive(Clone)]
+pub struct WrapperService {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ServerConfig,
+    limits: Limits,
+    slots: Option<Arc<Semaphore>>,
+    draining: Arc<AtomicBool>,
+    in_flight: InFlight,
+    metrics: Arc<Metrics>,
+}
+
+/// Counts calls in progress so the drain can wait for the last one.
+#[derive(Clone, Default)]
+struct InFlight(Arc<(AtomicUsize, Notify)>);
+
+impl InFlight {
+    fn enter(&self) -> InFlightGuard {
+        self.0 .0.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(self.clone())
+    }
+
+    fn count(&self) -> usize {
+        self.0 .0.load(Ordering::SeqCst)
+    }
+
+    async fn wait_idle(&self) {
+        loop {
+            let notified = self.0 .1.notified();
+            if self.count() == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+struct InFlightGuard(InFlight);
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        if self.0 .0 .0.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0 .0 .1.notify_waiters();
+        }
+    }
+}
+
+#[tonic::async_trait]
+impl FunctionEvaluator for WrapperService {
+    async fn evaluate_function(
+        &self,
+        request: Request<EvaluateFunctionRequest>,
+    ) -> Result<Response<EvaluateFunctionResponse>, Status> {
+        let inner = &self.inner;
+        let started = Instant::now();
+        // The deadline is enforced here rather than by tonic's own timeout
+        // layer, which answers CANCELLED; a few ms early so ours wins.
+        let deadline = grpc_timeout(request.metadata())
+            .map(|d| started + d.saturating_sub(Duration::from_millis(5)));
+        let req = request.into_inner();
+        let image = if req.image.is_empty() {
+            inner.config.entrypoint.display_program()
+        } else {
+            req.image
+        };
+        let mut call = inner.metrics.start_call(req.resource_list.len());
+        let result = inner.evaluate(&image, req.resource_list, deadline).await;
+        let outcome = match &result {
+            Ok(_) => Outcome::Ok,
+            Err((outcome, _)) => *outcome,
+        };
+        let output_bytes = result.as_ref().map_or(0, |r| r.resource_list.len());
+        call.finish(outcome, output_bytes);
+        tracing::info!(
+            image = %image,
+            outcome = outcome.as_str(),
+            duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+            input_bytes = call.input_bytes(),
+            output_bytes,
+            "evaluated"
+        );
+        result.map(Response::new).map_err(|(_, status)| status)
+    }
+}
+
+type CallError = (Outcome, Status);
+
+impl Inner {
+    async fn evaluate(
+        &self,
+        image: &str,
+        input: Bytes,
+        deadline: Option<Instant>,
+    ) -> Result<EvaluateFunctionResponse, CallError> {
+        // Counted before the check, so the drain either waits for this call
+        // or this call sees the drain.
+        let _in_flight = self.in_flight.enter();
+        if self.draining.load(Ordering::SeqCst) {
+            return Err((
+                Outcome::ShuttingDown,
+                Status::unavailable("wrapper-server is shutting down; retry on another pod"),
+            ));
+        }
+        let _slot = match &self.slots {
+            None => None,
+            Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
+                (
+                    Outcome::Busy,
+                    Status::resource_exhausted(format!(
+                        "wrapper-server is already running {} evaluations (--max-concurrent-evaluations)",
+                        slots_limit(&self.config)
+                    )),
+                )
+            })?),
+        };
+        let run = exec::run(&self.config.entrypoint, input, &self.limits);
+        let output = match deadline {
+            None => run.await,
+            Some(deadline) => {
+                match tokio::time::timeout_at(deadline.into(), run).await {
+                    Ok(res) => res,
+                    // The future was dropped: the process group is killed.
+                    Err(_) => {
+                        return Err((
+                            Outcome::DeadlineExceeded,
+                            Status::deadline_exceeded(format!(
+                                "function {image:?} did not finish before the deadline; its processes were killed"
+                            )),
+                        ))
+                    }
+                }
+            }
+        };
+        match output {
+            Ok(output) => outcome(image, output, self.config.max_message_bytes),
+            Err(err @ ExecError::Spawn { .. }) => Err((
+                Outcome::StartFailed,
+                Status::internal(format!("cannot start function {image:?}: {err}")),
+            )),
+            Err(ExecError::OutputTooLarge { limit }) => Err((
+                Outcome::OutputTooLarge,
+                Status::resource_exhausted(format!(
+                    "function {image:?} wrote more than {limit} bytes on stdout (--max-output-bytes); it was stopped"
+                )),
+            )),
+            Err(err @ ExecError::Io { .. }) => Err((
+                Outcome::Internal,
+                Status::internal(format!("running function {image:?}: {err}")),
+            )),
+        }
+    }
+}
+
+fn slots_limit(config: &ServerConfig) -> usize {
+    config.max_concurrent.unwrap_or(0)
+}
+
+/// Longest stderr quoted in an error message: statuses travel in HTTP/2
+/// headers, and grpc-go clients refuse header lists over 16 KiB.
+const MAX_QUOTED_STDERR: usize = 4 * 1024;
+/// Longest list of results quoted in an error message.
+const MAX_QUOTED_RESULTS: usize = 8 * 1024;
+
+/// Maps a finished process to the answer of DESIGN.md's outcome table.
+pub fn outcome(
+    image: &str,
+    output: Output,
+    max_message_bytes: usize,
+) -> Result<EvaluateFunctionResponse, CallError> {
+    let parsed = results::parse_output(&output.stdout);
+    if output.status.success() {
+        return match parsed {
+            Ok(_) => fit_response(image, output, max_message_bytes),
+            Err(err) => Err((
+                Outcome::InvalidOutput,
+                Status::internal(format!(
+                    "function {image:?} exited 0 but its output is not a ResourceList: {err}{}",
+                    quote_stderr(&output.stderr)
+                )),
+            )),
+        };
+    }
+    let status = output.status;
+    let message = match parsed {
+        Ok(rl) if !rl.results.is_empty() => format!(
+            "failed to evaluate function {image:?} ({status}) with structured results:\n{}{}",
+            truncate_text(&results::format_results(&rl.results), MAX_QUOTED_RESULTS),
+            quote_stderr(&output.stderr)
+        ),
+        Ok(_) => format!("failed to evaluate function {image:?} ({status}){}", quote_stderr(&output.stderr)),
+        Err(err) => format!(
+            "failed to evaluate function {image:?} ({status}); its output is not a ResourceList: {err}{}",
+            quote_stderr(&output.stderr)
+        ),
+    };
+    Err((Outcome::FunctionFailed, Status::internal(message)))
+}
+
+/// Builds the OK answer, shortening the log (keeping its end, where errors
+/// usually are) if stdout and stderr together exceed the message limit.
+fn fit_response(
+    image: &str,
+    output: Output,
+    max_message_bytes: usize,
+) -> Result<EvaluateFunctionResponse, CallError> {
+    let mut resp = EvaluateFunctionResponse {
+        resource_list: output.stdout,
+        log: output.stderr,
+    };
+    let over = resp.encoded_len().saturating_sub(max_message_bytes);
+    if over > 0 {
+        if over <= resp.log.len() {
+            // Drop `over` bytes of log, plus a little for the shorter varint.
+            let keep = resp.log.len().saturating_sub(over + 16);
+            resp.log = resp.log.slice(resp.log.len() - keep..);
+        } else {
+            return Err((
+                Outcome::OutputTooLarge,
+                Status::resource_exhausted(format!(
+                    "function {image:?} output ({} bytes) does not fit the {max_message_bytes}-byte message limit (--max-request-body-size)",
+                    resp.resource_list.len()
+                )),
+            ));
+        }
+    }
+    Ok(resp)
+}
+
+fn quote_stderr(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim_end();
+    if text.is_empty() {
+        String::new()
+    } else {
+        format!("\nstderr:\n{}", truncate_tail(text, MAX_QUOTED_STDERR))
+    }
+}
+
+/// The first `max` bytes of `text` (on a char boundary), marked if cut.
+fn truncate_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n... ({} more bytes)", &text[..end], text.len() - end)
+}
+
+/// The last `max` bytes of `text` (on a char boundary), marked if cut.
+fn truncate_tail(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("... ({start} bytes before)\n{}", &text[start..])
+}
+
+/// The `grpc-timeout` the client sent (`<digits><unit>`, units H M S m u n).
+pub fn grpc_timeout(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
+    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
+    parse_grpc_timeout(value)
+}
+
+fn parse_grpc_timeout(value: &str) -> Option<Duration> {
+    if value.len() < 2 || value.len() > 9 {
+        return None;
+    }
+    let (digits, unit) = value.split_at(value.len() - 1);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.checked_mul(3600)?),
+        "M" => Duration::from_secs(n.checked_mul(60)?),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// tonic answers a request over the decoding limit with OUT_OF_RANGE; the
+/// gRPC spec and grpc-go say RESOURCE_EXHAUSTED, which is what Porch and its
+/// clients expect. Our handler never answers OUT_OF_RANGE itself, so every
+/// OUT_OF_RANGE leaving this service is that case.
+#[derive(Clone)]
+struct MapOutOfRange<S>(S);
+
+impl<S> NamedService for MapOutOfRange<S>
+where
+    S: NamedService,
+{
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S, B> tower::Service<http::Request<B>> for MapOutOfRange<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<tonic::body::Body>>,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = futures::future::BoxFuture<'static, Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let fut = self.0.call(req);
+        Box::pin(async move {
+            let mut resp = fut.await?;
+            let out_of_range = (Code::OutOfRange as i32).to_string();
+            if resp
+                .headers()
+                .get("grpc-status")
+                .is_some_and(|v| v.as_bytes() == out_of_range.as_bytes())
+            {
+                let exhausted = (Code::ResourceExhausted as i32).to_string();
+                if let Ok(v) = http::HeaderValue::from_str(&exhausted) {
+                    resp.headers_mut().insert("grpc-status", v);
+                }
+            }
+            Ok(resp)
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::exec::ExitStatus;
+
+    fn out(code: i32, stdout: &str, stderr: &str) -> Output {
+        Output {
+            status: ExitStatus::Code(code),
+            stdout: Bytes::copy_from_slice(stdout.as_bytes()),
+            stderr: Bytes::copy_from_slice(stderr.as_bytes()),
+            stderr_truncated: false,
+        }
+    }
+
+    fn service(entrypoint: &[&str]) -> WrapperService {
+        let config = ServerConfig {
+            entrypoint: ExecSpec::from_argv(entrypoint.iter().copied()).unwrap(),
+            max_message_bytes: 1 << 20,
+            max_output_bytes: 1 << 20,
+            max_concurrent: None,
+        };
+        Wrapper::new(config, Arc::new(Metrics::new())).service
+    }
+
+    #[tokio::test]
+    async fn deadline_from_grpc_timeout_answers_deadline_exceeded() {
+        let svc = service(&["/bin/sh", "-c", "sleep 30"]);
+        let mut req = Request::new(EvaluateFunctionRequest {
+            resource_list: Bytes::from_static(b"x"),
+            image: "img".into(),
+            tag: String::new(),
+        });
+        req.metadata_mut()
+            .insert("grpc-timeout", "200m".parse().unwrap());
+        let started = Instant::now();
+        let err = svc.evaluate_function(req).await.unwrap_err();
+        assert_eq!(err.code(), Code::DeadlineExceeded);
+        assert!(err.message().contains("img"), "{}", err.message());
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn draining_refuses_new_calls_with_unavailable() {
+        let svc = service(&["cat"]);
+        svc.inner.draining.store(true, Ordering::SeqCst);
+        let err = svc
+            .evaluate_function(Request::new(EvaluateFunctionRequest::default()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable);
+        assert_eq!(svc.inner.in_flight.count(), 0);
+    }
+
+    #[test]
+    fn grpc_timeout_units() {
+        assert_eq!(parse_grpc_timeout("1S"), Some(Duration::from_secs(1)));
+        assert_eq!(parse_grpc_timeout("250m"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_grpc_timeout("2H"), Some(Duration::from_secs(7200)));
+        assert_eq!(parse_grpc_timeout("3M"), Some(Duration::from_secs(180)));
+        assert_eq!(parse_grpc_timeout("10u"), Some(Duration::from_micros(10)));
+        assert_eq!(
+            parse_grpc_timeout("99999999n"),
+            Some(Duration::from_nanos(99_999_999))
+        );
+        assert_eq!(parse_grpc_timeout("123456789S"), None, "more than 8 digits");
+        assert_eq!(parse_grpc_timeout("1x"), None);
+        assert_eq!(parse_grpc_timeout("S"), None);
+    }
+
+    #[test]
+    fn ok_response_is_stdout_unchanged_and_stderr_as_log() {
+        let rl = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
+        let resp = outcome("img", out(0, rl, "note\n"), 1 << 20).unwrap();
+        assert_eq!(&resp.resource_list[..], rl.as_bytes());
+        assert_eq!(&resp.log[..], b"note\n");
+    }
+
+    #[test]
+    fn log_is_shortened_to_fit_the_message_limit() {
+        let rl = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
+        let stderr = format!("{}END", "x".repeat(2000));
+        let resp = outcome("img", out(0, rl, &stderr), 1000).unwrap();
+        assert!(resp.encoded_len() <= 1000);
+        assert!(resp.log.ends_with(b"END"));
+        assert_eq!(&resp.resource_list[..], rl.as_bytes());
+    }
+
+    #[test]
+    fn stdout_over_the_message_limit_is_resource_exhausted() {
+        let rl = format!(
+            "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n# {}\n",
+            "x".repeat(2000)
+        );
+        let (outcome, status) = outcome("img", out(0, &rl, ""), 1000).unwrap_err();
+        assert_eq!(outcome, Outcome::OutputTooLarge);
+        assert_eq!(status.code(), Code::ResourceExhausted);
+    }
+
+    #[test]
+    fn long_stderr_is_quoted_by_its_tail() {
+        let stderr = format!("{}TAIL", "y".repeat(10_000));
+        let (_, status) = outcome("img", out(1, "", &stderr), 1 << 20).unwrap_err();
+        assert!(status.message().len() < MAX_QUOTED_STDERR + 200);
+        assert!(status.message().ends_with("TAIL"));
+    }
+}
