@@ -247,39 +247,19 @@ struct Preface<T: AsyncRead + Unpin> {
     tls: bool,
     tx: Option<Signal>,
     write_err: Option<String>,
-    log: Vec<String>,
 }
 
 impl<T: AsyncRead + Unpin> Drop for Preface<T> {
-    /// The connection is going away before the server's preface was seen: the server
-    /// may have said why it closed (a TLS alert, say), so read what has already
-    /// arrived, without waiting, before settling for the write error.
+    /// The connection went away before the preface was judged: say what is known.
     fn drop(&mut self) {
-        eprintln!(
-            "DBG drop tx={} werr={:?} log={:#?}",
-            self.tx.is_some(),
-            self.write_err,
-            self.log
-        );
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        let mut buf = [0u8; 256];
-        for _ in 0..8 {
-            if self.tx.is_none() {
-                return;
-            }
-            let mut rb = ReadBuf::new(&mut buf);
-            match Pin::new(&mut self.inner).poll_read(&mut cx, &mut rb) {
-                Poll::Ready(Ok(())) => {
-                    let n = rb.filled().len();
-                    self.observe(&buf[..n]);
-                }
-                Poll::Ready(Err(e)) => {
-                    self.signal(Err(format!("reading from the server: {}", io_error(&e))));
-                }
-                Poll::Pending => break,
-            }
+        if self.tx.is_none() {
+            return;
         }
-        if let Some(e) = self.write_err.take() {
+        if self.len > 0 {
+            // e.g. h2 itself rejected a TLS alert's record header as a frame header
+            let msg = self.not_http2();
+            self.signal(Err(msg));
+        } else if let Some(e) = self.write_err.take() {
             self.signal(Err(e));
         }
     }
@@ -294,7 +274,6 @@ impl<T: AsyncRead + Unpin> Preface<T> {
             tls,
             tx: Some(tx),
             write_err: None,
-            log: Vec::new(),
         }
     }
 
@@ -319,13 +298,19 @@ impl<T: AsyncRead + Unpin> Preface<T> {
         )
     }
 
-    /// A failed write is reported only if nothing better comes: the server's reason
-    /// for closing (a TLS alert, say) is usually still there to be read.
-    fn write_error<R>(&mut self, res: &Poll<io::Result<R>>) {
-        if let Poll::Ready(Err(e)) = res {
-            if self.tx.is_some() && self.write_err.is_none() {
-                self.write_err = Some(format!("writing to the server: {}", io_error(e)));
+    /// Until the server's preface is judged, a failed write is remembered and hidden
+    /// (reported as done), so that the connection goes on reading: the reason the
+    /// server closed (a TLS alert, say) is usually still there to be read, and is a
+    /// better message than "broken pipe". A dead socket reads EOF or an error at once.
+    fn hide_write_error<R>(&mut self, res: Poll<io::Result<R>>, done: R) -> Poll<io::Result<R>> {
+        match res {
+            Poll::Ready(Err(e)) if self.tx.is_some() => {
+                if self.write_err.is_none() {
+                    self.write_err = Some(format!("writing to the server: {}", io_error(&e)));
+                }
+                Poll::Ready(Ok(done))
             }
+            res => res,
         }
     }
 
@@ -365,8 +350,6 @@ impl<T: AsyncRead + Unpin> AsyncRead for Preface<T> {
         let this = self.get_mut();
         let before = buf.filled().len();
         let res = Pin::new(&mut this.inner).poll_read(cx, buf);
-        let l = format!("read {:?} {:?}", res, &buf.filled()[before..]);
-        this.log.push(l);
         if this.tx.is_some() {
             match &res {
                 Poll::Ready(Ok(())) => this.observe(&buf.filled()[before..]),
@@ -389,9 +372,7 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Preface<T> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let res = Pin::new(&mut this.inner).poll_write(cx, buf);
-        this.log.push(format!("write {} {:?}", buf.len(), res));
-        this.write_error(&res);
-        res
+        this.hide_write_error(res, buf.len())
     }
 
     fn poll_write_vectored(
@@ -401,9 +382,8 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Preface<T> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let res = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        this.log.push(format!("writev {:?}", res));
-        this.write_error(&res);
-        res
+        let len = bufs.iter().map(|b| b.len()).sum();
+        this.hide_write_error(res, len)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -413,17 +393,13 @@ impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for Preface<T> {
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let res = Pin::new(&mut this.inner).poll_flush(cx);
-        this.log.push(format!("flush {:?}", res));
-        this.write_error(&res);
-        res
+        this.hide_write_error(res, ())
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let res = Pin::new(&mut this.inner).poll_shutdown(cx);
-        this.log.push(format!("shutdown {:?}", res));
-        this.write_error(&res);
-        res
+        this.hide_write_error(res, ())
     }
 }
 

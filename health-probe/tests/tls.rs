@@ -196,13 +196,14 @@ async fn mutual_tls() {
     .await;
     expect(&o, 0, "status: SERVING");
 
-    // Without a client certificate the server refuses the connection.
+    // Without a client certificate the server refuses the connection, and says why.
     let o = probe(&["-addr", &localhost, "-tls", "-tls-ca-cert", s(&pki.ca)]).await;
     expect_prefix(
         &o,
         2,
         &format!("error: failed to connect service at \"{localhost}\": "),
     );
+    assert!(o.stderr.contains("alert"), "{o:#?}");
 }
 
 #[tokio::test]
@@ -223,8 +224,9 @@ async fn tls_against_plaintext_and_plaintext_against_tls() {
     expect_prefix(
         &o,
         2,
-        &format!("error: failed to connect service at \"{tls}\": "),
+        &format!("error: failed to connect service at \"{tls}\": server did not answer with the HTTP/2 server preface"),
     );
+    assert!(o.stderr.contains("does it need -tls?"), "{o:#?}");
 }
 
 #[tokio::test]

@@ -6,8 +6,10 @@
 //! - [`results`]: checks stdout as a ResourceList and formats its results;
 //! - [`server`]: `evaluator.FunctionEvaluator` + health on one port, drain;
 //! - [`metrics`]: Prometheus metrics and their HTTP endpoint;
-//! - [`install`]: the init container's self-install.
+//! - [`install`]: the init container's self-install;
+//! - [`cp`]: a minimal `cp`, so Porch's `cp -a` init template works with no shell.
 
+pub mod cp;
 pub mod exec;
 pub mod install;
 pub mod metrics;

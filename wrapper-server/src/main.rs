@@ -100,6 +100,13 @@ fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
 }
 
 fn main() -> std::process::ExitCode {
+    // Multi-call: linked as /bin/cp in the init image (Porch's template).
+    let mut argv = std::env::args_os();
+    let argv0 = argv.next().unwrap_or_default();
+    if std::path::Path::new(&argv0).file_name().is_some_and(|n| n == "cp") {
+        let code = wrapper_server::cp::main(argv.collect());
+        return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Install { dir, probe }) => {
