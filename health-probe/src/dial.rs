@@ -4,7 +4,7 @@
 //!
 //! Name resolution avoids getaddrinfo for the common cases (the binary is statically
 //! linked): `localhost` and an empty host are 127.0.0.1 then ::1, IP literals are
-//! parsed; other names go through the system resolver.
+//! parsed; other names go to `resolve` (/etc/hosts, then DNS).
 
 use std::cell::Cell;
 use std::io;
@@ -14,8 +14,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use hyper::client::conn::http2::SendRequest;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use bytes::Bytes;
+use h2::client::SendRequest;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::oneshot;
@@ -135,14 +135,13 @@ async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
             return Ok(vec![SocketAddr::V6(sa)]);
         }
     }
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+    let ips = crate::resolve::lookup(host)
         .await
-        .map_err(|e| format!("dial tcp: lookup {host}: {}", io_error(&e)))?
-        .collect();
-    if addrs.is_empty() {
-        return Err(format!("dial tcp: lookup {host}: no such host"));
-    }
-    Ok(addrs)
+        .map_err(|e| format!("dial tcp: {e}"))?;
+    Ok(ips
+        .into_iter()
+        .map(|ip| SocketAddr::new(ip, port))
+        .collect())
 }
 
 /// A byte stream to the server, plain or TLS.
@@ -218,13 +217,14 @@ pub async fn connect(
     target: &Target,
     tls: Option<(&Arc<rustls::ClientConfig>, &str)>,
     stage: &Stage,
-) -> Result<SendRequest<tonic::body::Body>, String> {
+) -> Result<SendRequest<Bytes>, String> {
     let stream = connect_stream(target, tls, stage).await?;
     stage.set("in the HTTP/2 handshake");
     let (tx, rx) = oneshot::channel();
-    let io = TokioIo::new(Preface::new(stream, tx, tls.is_some()));
-    let (send, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-        .handshake(io)
+    let io = Preface::new(stream, tx, tls.is_some());
+    let (send, conn) = h2::client::Builder::new()
+        .enable_push(false)
+        .handshake::<_, Bytes>(io)
         .await
         .map_err(|e| format!("http2 handshake failed: {e}"))?;
     tokio::spawn(conn);

@@ -10,7 +10,9 @@
 mod dial;
 mod duration;
 mod flags;
+mod grpc;
 mod probe;
+mod resolve;
 mod tls;
 
 use flags::{FlagError, Options};

@@ -2,73 +2,26 @@
 //! `grpc.health.v1.Health/Check` within `-rpc-timeout`, and map the outcome to
 //! grpc-health-probe's messages and exit codes.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Instant;
-
-use http::header::{HeaderValue, USER_AGENT};
-use hyper::client::conn::http2::SendRequest;
-use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
-use tonic::codec::CompressionEncoding;
-use tonic::metadata::{AsciiMetadataValue, BinaryMetadataValue, MetadataKey};
-use tonic::Code;
 
 use crate::dial::{self, Stage};
 use crate::duration::GoDuration;
 use crate::flags::Options;
+use crate::grpc::{self, Code};
 
 pub const STATUS_CONNECTION_FAILURE: i32 = 2;
 pub const STATUS_RPC_FAILURE: i32 = 3;
 pub const STATUS_UNHEALTHY: i32 = 4;
 
-/// Go's `codes.Code.String()`.
-fn code_name(code: Code) -> &'static str {
-    match code {
-        Code::Ok => "OK",
-        Code::Cancelled => "Canceled",
-        Code::Unknown => "Unknown",
-        Code::InvalidArgument => "InvalidArgument",
-        Code::DeadlineExceeded => "DeadlineExceeded",
-        Code::NotFound => "NotFound",
-        Code::AlreadyExists => "AlreadyExists",
-        Code::PermissionDenied => "PermissionDenied",
-        Code::ResourceExhausted => "ResourceExhausted",
-        Code::FailedPrecondition => "FailedPrecondition",
-        Code::Aborted => "Aborted",
-        Code::OutOfRange => "OutOfRange",
-        Code::Unimplemented => "Unimplemented",
-        Code::Internal => "Internal",
-        Code::Unavailable => "Unavailable",
-        Code::DataLoss => "DataLoss",
-        Code::Unauthenticated => "Unauthenticated",
-    }
-}
-
-/// The health service over one HTTP/2 connection, setting the user agent.
-struct H2 {
-    send: SendRequest<tonic::body::Body>,
-    user_agent: HeaderValue,
-}
-
-type ResponseFuture = Pin<
-    Box<dyn Future<Output = Result<http::Response<hyper::body::Incoming>, hyper::Error>> + Send>,
->;
-
-impl tower::Service<http::Request<tonic::body::Body>> for H2 {
-    type Response = http::Response<hyper::body::Incoming>;
-    type Error = hyper::Error;
-    type Future = ResponseFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.send.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut req: http::Request<tonic::body::Body>) -> Self::Future {
-        req.headers_mut()
-            .insert(USER_AGENT, self.user_agent.clone());
-        Box::pin(self.send.send_request(req))
+/// `grpc.health.v1.HealthCheckResponse.ServingStatus` names.
+fn serving_status_name(status: i32) -> String {
+    match status {
+        0 => "UNKNOWN".into(),
+        1 => "SERVING".into(),
+        2 => "NOT_SERVING".into(),
+        3 => "SERVICE_UNKNOWN".into(),
+        n => n.to_string(),
     }
 }
 
@@ -125,27 +78,40 @@ pub async fn run(o: &Options, tls: Option<Arc<rustls::ClientConfig>>) -> i32 {
     }
 
     let rpc_start = Instant::now();
-    let result = tokio::time::timeout(
-        o.rpc_timeout.to_std(),
-        check(o, send, &authority, tls.is_some()),
-    )
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let user_agent = format!(
+        "{} health-probe/{}",
+        o.user_agent,
+        env!("CARGO_PKG_VERSION")
+    );
+    let message = grpc::encode_health_request(&o.service);
+    let call = grpc::Call {
+        scheme,
+        authority: &authority,
+        path: "/grpc.health.v1.Health/Check",
+        user_agent: &user_agent,
+        timeout: o.rpc_timeout.to_std(),
+        metadata: &o.rpc_headers,
+        gzip: o.gzip,
+        message: &message,
+    };
+    let result = tokio::time::timeout(o.rpc_timeout.to_std(), async {
+        let reply = grpc::unary(send, &call).await?;
+        grpc::decode_health_response(&reply)
+    })
     .await;
     let rpc_duration = elapsed(rpc_start);
     let status = match result {
         Ok(Ok(status)) => status,
-        Ok(Err(s)) if s.code() == Code::Unimplemented => {
+        Ok(Err(s)) if s.code == Code::UNIMPLEMENTED => {
             eprintln!(
                 "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): {}",
-                s.message()
+                s.message
             );
             return STATUS_RPC_FAILURE;
         }
-        Ok(Err(s)) if s.code() != Code::DeadlineExceeded => {
-            eprintln!(
-                "error: health rpc failed: rpc error: code = {} desc = {}",
-                code_name(s.code()),
-                s.message()
-            );
+        Ok(Err(s)) if s.code != Code::DEADLINE_EXCEEDED => {
+            eprintln!("error: health rpc failed: {s}");
             return STATUS_RPC_FAILURE;
         }
         Ok(Err(_)) | Err(_) => {
@@ -157,11 +123,8 @@ pub async fn run(o: &Options, tls: Option<Arc<rustls::ClientConfig>>) -> i32 {
         }
     };
 
-    let name = match ServingStatus::try_from(status) {
-        Ok(s) => s.as_str_name().to_string(),
-        Err(_) => status.to_string(),
-    };
-    if status != ServingStatus::Serving as i32 {
+    let name = serving_status_name(status);
+    if status != 1 {
         eprintln!("service unhealthy (responded with {name:?})");
         return STATUS_UNHEALTHY;
     }
@@ -170,49 +133,4 @@ pub async fn run(o: &Options, tls: Option<Arc<rustls::ClientConfig>>) -> i32 {
     }
     eprintln!("status: {name}");
     0
-}
-
-/// The Check call; returns the raw serving status.
-async fn check(
-    o: &Options,
-    send: SendRequest<tonic::body::Body>,
-    authority: &str,
-    tls: bool,
-) -> Result<i32, tonic::Status> {
-    let scheme = if tls { "https" } else { "http" };
-    let origin: http::Uri = format!("{scheme}://{authority}")
-        .parse()
-        .map_err(|e| tonic::Status::internal(format!("invalid authority {authority:?}: {e}")))?;
-    let user_agent = HeaderValue::try_from(format!(
-        "{} health-probe/{}",
-        o.user_agent,
-        env!("CARGO_PKG_VERSION")
-    ))
-    .map_err(|e| tonic::Status::internal(format!("invalid user agent: {e}")))?;
-    let mut client = HealthClient::with_origin(H2 { send, user_agent }, origin);
-    if o.gzip {
-        client = client
-            .send_compressed(CompressionEncoding::Gzip)
-            .accept_compressed(CompressionEncoding::Gzip);
-    }
-    let mut req = tonic::Request::new(HealthCheckRequest {
-        service: o.service.clone(),
-    });
-    req.set_timeout(o.rpc_timeout.to_std());
-    let md = req.metadata_mut();
-    for (k, v) in &o.rpc_headers {
-        let bad = |e: &dyn std::fmt::Display| {
-            tonic::Status::internal(format!("invalid header {k:?}: {e}"))
-        };
-        if k.ends_with("-bin") {
-            let key = MetadataKey::from_bytes(k.as_bytes()).map_err(|e| bad(&e))?;
-            md.append_bin(key, BinaryMetadataValue::from_bytes(v.as_bytes()));
-        } else {
-            let key = MetadataKey::from_bytes(k.as_bytes()).map_err(|e| bad(&e))?;
-            let val = AsciiMetadataValue::try_from(v.as_str()).map_err(|e| bad(&e))?;
-            md.append(key, val);
-        }
-    }
-    let resp = client.check(req).await?;
-    Ok(resp.into_inner().status)
 }

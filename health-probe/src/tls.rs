@@ -6,10 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::CryptoProvider;
+use rustls::crypto::ring::{cipher_suite as suite, kx_group, sign};
+use rustls::crypto::{
+    CryptoProvider, GetRandomFailed, KeyProvider, SecureRandom, WebPkiSupportedAlgorithms,
+};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::sign::SigningKey;
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use webpki::ring as alg;
 
 use crate::flags::Options;
 use crate::io_error;
@@ -25,10 +30,112 @@ const CERT_FILES: &[&str] = &[
 ];
 const CERT_DIRS: &[&str] = &["/etc/ssl/certs", "/etc/pki/tls/certs"];
 
+/// Signature algorithms accepted in certificates and handshakes: ECDSA P-256/P-384,
+/// RSA PKCS#1 and PSS. (ring's default list also has Ed25519, rare in certificates;
+/// leaving it out keeps its code out of the binary.)
+static SIGNATURE_ALGORITHMS: WebPkiSupportedAlgorithms = WebPkiSupportedAlgorithms {
+    all: &[
+        alg::ECDSA_P256_SHA256,
+        alg::ECDSA_P256_SHA384,
+        alg::ECDSA_P384_SHA256,
+        alg::ECDSA_P384_SHA384,
+        alg::RSA_PSS_2048_8192_SHA256_LEGACY_KEY,
+        alg::RSA_PSS_2048_8192_SHA384_LEGACY_KEY,
+        alg::RSA_PSS_2048_8192_SHA512_LEGACY_KEY,
+        alg::RSA_PKCS1_2048_8192_SHA256,
+        alg::RSA_PKCS1_2048_8192_SHA384,
+        alg::RSA_PKCS1_2048_8192_SHA512,
+        alg::RSA_PKCS1_2048_8192_SHA256_ABSENT_PARAMS,
+        alg::RSA_PKCS1_2048_8192_SHA384_ABSENT_PARAMS,
+        alg::RSA_PKCS1_2048_8192_SHA512_ABSENT_PARAMS,
+    ],
+    mapping: &[
+        (
+            SignatureScheme::ECDSA_NISTP384_SHA384,
+            &[alg::ECDSA_P384_SHA384, alg::ECDSA_P256_SHA384],
+        ),
+        (
+            SignatureScheme::ECDSA_NISTP256_SHA256,
+            &[alg::ECDSA_P256_SHA256, alg::ECDSA_P384_SHA256],
+        ),
+        (
+            SignatureScheme::RSA_PSS_SHA512,
+            &[alg::RSA_PSS_2048_8192_SHA512_LEGACY_KEY],
+        ),
+        (
+            SignatureScheme::RSA_PSS_SHA384,
+            &[alg::RSA_PSS_2048_8192_SHA384_LEGACY_KEY],
+        ),
+        (
+            SignatureScheme::RSA_PSS_SHA256,
+            &[alg::RSA_PSS_2048_8192_SHA256_LEGACY_KEY],
+        ),
+        (
+            SignatureScheme::RSA_PKCS1_SHA512,
+            &[alg::RSA_PKCS1_2048_8192_SHA512],
+        ),
+        (
+            SignatureScheme::RSA_PKCS1_SHA384,
+            &[alg::RSA_PKCS1_2048_8192_SHA384],
+        ),
+        (
+            SignatureScheme::RSA_PKCS1_SHA256,
+            &[alg::RSA_PKCS1_2048_8192_SHA256],
+        ),
+    ],
+};
+
+#[derive(Debug)]
+struct Ring;
+
+impl SecureRandom for Ring {
+    fn fill(&self, buf: &mut [u8]) -> Result<(), GetRandomFailed> {
+        use ring::rand::SecureRandom as _;
+        ring::rand::SystemRandom::new()
+            .fill(buf)
+            .map_err(|_| GetRandomFailed)
+    }
+}
+
+impl KeyProvider for Ring {
+    /// Client keys: RSA (PKCS#1 or PKCS#8) or ECDSA (SEC1 or PKCS#8).
+    fn load_private_key(
+        &self,
+        der: PrivateKeyDer<'static>,
+    ) -> Result<Arc<dyn SigningKey>, rustls::Error> {
+        if let Ok(rsa) = sign::RsaSigningKey::new(&der) {
+            return Ok(Arc::new(rsa));
+        }
+        sign::any_ecdsa_type(&der)
+            .map_err(|_| rustls::Error::General("the private key is neither RSA nor ECDSA".into()))
+    }
+}
+
+/// ring's provider, trimmed to what every TLS server offers: AES-GCM suites (TLS 1.3
+/// and 1.2), P-256 and P-384 key exchange (P-256 is mandatory in TLS 1.3), RSA and
+/// ECDSA signatures. ChaCha20 and X25519/Ed25519 are left out to keep the static
+/// binary small.
+fn provider() -> CryptoProvider {
+    CryptoProvider {
+        cipher_suites: vec![
+            suite::TLS13_AES_128_GCM_SHA256,
+            suite::TLS13_AES_256_GCM_SHA384,
+            suite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+            suite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+            suite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+            suite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+        ],
+        kx_groups: vec![kx_group::SECP256R1, kx_group::SECP384R1],
+        signature_verification_algorithms: SIGNATURE_ALGORITHMS,
+        secure_random: &Ring,
+        key_provider: &Ring,
+    }
+}
+
 /// Builds the client configuration; the error reads like the Go tool's
 /// (`failed to load root CA certificates from file (ca.pem) error=...`).
 pub fn client_config(o: &Options) -> Result<Arc<ClientConfig>, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;

@@ -36,7 +36,8 @@ pub fn bin(name: &str) -> PathBuf {
     path
 }
 
-/// A running `wrapper-server` child process, killed on drop.
+/// A running server child process (`wrapper-server` or `function-runner
+/// serve`), killed on drop.
 pub struct Wrapper {
     pub child: Child,
     pub addr: SocketAddr,
@@ -60,17 +61,30 @@ impl Wrapper {
         extra: &[&str],
         entrypoint: &[&str],
     ) -> anyhow::Result<Wrapper> {
-        cmd.args(extra)
-            .arg("--")
-            .args(entrypoint)
-            .env("RUST_LOG", "info")
+        cmd.args(extra).arg("--").args(entrypoint);
+        Self::spawn(cmd, "wrapper-server serving")
+    }
+
+    /// Starts `function-runner serve --host 127.0.0.1 --port 0 ARGS...` and
+    /// returns once it listens.
+    pub fn start_runner(args: &[&str]) -> anyhow::Result<Wrapper> {
+        let mut cmd = Command::new(bin("function-runner"));
+        cmd.args(["serve", "--host", "127.0.0.1", "--port", "0"])
+            .args(args);
+        Self::spawn(cmd, "function-runner serving")
+    }
+
+    /// Spawns `cmd` and waits for the log line containing `marker`, which
+    /// names the address it listens on.
+    pub fn spawn(mut cmd: Command, marker: &'static str) -> anyhow::Result<Wrapper> {
+        cmd.env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
-        let mut child = cmd.spawn().context("spawning wrapper-server")?;
+        let mut child = cmd.spawn().with_context(|| format!("spawning {cmd:?}"))?;
         let stderr = child.stderr.take().context("no stderr")?;
         let logs = Arc::new(Mutex::new(String::new()));
-        let addr = match read_listen_addr(stderr, logs.clone()) {
+        let addr = match read_listen_addr(stderr, logs.clone(), marker) {
             Ok(addr) => addr,
             Err(err) => {
                 let _ = child.kill();
@@ -109,7 +123,11 @@ impl Drop for Wrapper {
 
 /// Reads the wrapper's log lines until the "serving" line names its address;
 /// keeps collecting the rest in the background.
-fn read_listen_addr(stderr: ChildStderr, logs: Arc<Mutex<String>>) -> anyhow::Result<SocketAddr> {
+fn read_listen_addr(
+    stderr: ChildStderr,
+    logs: Arc<Mutex<String>>,
+    marker: &'static str,
+) -> anyhow::Result<SocketAddr> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut tx = Some(tx);
@@ -119,7 +137,7 @@ fn read_listen_addr(stderr: ChildStderr, logs: Arc<Mutex<String>>) -> anyhow::Re
                 l.push_str(&line);
                 l.push('\n');
             }
-            if line.contains("wrapper-server serving") {
+            if line.contains(marker) {
                 let addr = field(&line, "addr=").or_else(|| json_field(&line, "\"addr\":\""));
                 if let (Some(tx), Some(addr)) = (tx.take(), addr) {
                     let _ = tx.send(addr);
@@ -129,7 +147,7 @@ fn read_listen_addr(stderr: ChildStderr, logs: Arc<Mutex<String>>) -> anyhow::Re
     });
     let addr = rx
         .recv_timeout(Duration::from_secs(30))
-        .map_err(|_| anyhow!("wrapper-server did not report its address"))?;
+        .map_err(|_| anyhow!("no {marker:?} log line with the address"))?;
     addr.parse()
         .with_context(|| format!("bad address {addr:?}"))
 }

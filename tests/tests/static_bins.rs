@@ -31,7 +31,10 @@ const PT_DYNAMIC: u32 = 2;
 fn binaries_have_no_interpreter() {
     for name in ["wrapper-server", "health-probe", "example-fn"] {
         let types = program_header_types(&bin(name));
-        assert!(!types.contains(&PT_INTERP), "{name} needs a dynamic loader: {types:?}");
+        assert!(
+            !types.contains(&PT_INTERP),
+            "{name} needs a dynamic loader: {types:?}"
+        );
         // static-pie keeps a DYNAMIC segment for self-relocation; what
         // matters is that nothing is loaded from outside (checked below by
         // running in an empty root).
@@ -55,14 +58,22 @@ async fn wrapper_and_probe_serve_in_an_empty_root() {
         .args(["/wrapper-server", "--version"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let mut cmd = Command::new("chroot");
     cmd.arg(root.path())
         .arg("/wrapper-server")
         .args(["--host", "127.0.0.1", "--port", "0"]);
     let w = Wrapper::start_command(cmd, &[], &["/example-fn"]).unwrap();
-    let rl = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/resourcelist.yaml")).unwrap();
+    let rl = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/resourcelist.yaml"
+    ))
+    .unwrap();
     let resp = w
         .client()
         .await
@@ -84,6 +95,11 @@ async fn wrapper_and_probe_serve_in_an_empty_root() {
         .args(["/health-probe", "-addr", &format!("localhost:{port}")])
         .output()
         .unwrap();
-    assert_eq!(probe.status.code(), Some(0), "{}", String::from_utf8_lossy(&probe.stderr));
+    assert_eq!(
+        probe.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
     assert!(String::from_utf8_lossy(&probe.stderr).contains("status: SERVING"));
 }

@@ -37,7 +37,11 @@ fn run(args: Vec<OsString>) -> Result<(), String> {
                 match c {
                     'a' | 'r' | 'R' => recursive = true,
                     'p' | 'f' | 'd' | 'P' => {}
-                    other => return Err(format!("unsupported option -{other} (supported: -a -r -R -p -f -d -P)")),
+                    other => {
+                        return Err(format!(
+                            "unsupported option -{other} (supported: -a -r -R -p -f -d -P)"
+                        ))
+                    }
                 }
             }
         } else {
@@ -48,7 +52,10 @@ fn run(args: Vec<OsString>) -> Result<(), String> {
         return Err("missing file operand".into());
     };
     if operands.is_empty() {
-        return Err(format!("missing destination file operand after {}", dest.display()));
+        return Err(format!(
+            "missing destination file operand after {}",
+            dest.display()
+        ));
     }
     if operands.len() > 1 && !dest.is_dir() {
         return Err(format!("target {} is not a directory", dest.display()));
@@ -119,14 +126,21 @@ mod tests {
     fn porch_template_form_copies_directory_contents() {
         let src = tempfile::tempdir().unwrap();
         fs::write(src.path().join("wrapper-server"), b"w").unwrap();
-        fs::set_permissions(src.path().join("wrapper-server"), fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(
+            src.path().join("wrapper-server"),
+            fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         fs::create_dir(src.path().join("sub")).unwrap();
         fs::write(src.path().join("sub/x"), b"x").unwrap();
         let dst = tempfile::tempdir().unwrap();
         let from = format!("{}/.", src.path().display());
         assert_eq!(main(args(&["-a", &from, dst.path().to_str().unwrap()])), 0);
         assert_eq!(fs::read(dst.path().join("wrapper-server")).unwrap(), b"w");
-        let mode = fs::metadata(dst.path().join("wrapper-server")).unwrap().permissions().mode();
+        let mode = fs::metadata(dst.path().join("wrapper-server"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o755);
         assert_eq!(fs::read(dst.path().join("sub/x")).unwrap(), b"x");
     }
@@ -136,7 +150,14 @@ mod tests {
         let src = tempfile::tempdir().unwrap();
         fs::write(src.path().join("f"), b"f").unwrap();
         let dst = tempfile::tempdir().unwrap();
-        assert_eq!(main(args(&["-r", src.path().to_str().unwrap(), dst.path().to_str().unwrap()])), 0);
+        assert_eq!(
+            main(args(&[
+                "-r",
+                src.path().to_str().unwrap(),
+                dst.path().to_str().unwrap()
+            ])),
+            0
+        );
         let name = src.path().file_name().unwrap();
         assert_eq!(fs::read(dst.path().join(name).join("f")).unwrap(), b"f");
     }

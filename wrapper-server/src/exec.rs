@@ -32,7 +32,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
+pub use rustix::process::Signal;
+use rustix::process::{Pid, PidfdFlags, WaitId, WaitIdOptions};
 use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
@@ -386,6 +387,14 @@ impl Process {
         // ESRCH: nobody is left in the group. Anything else cannot happen for
         // a group we created; there is nothing better to do than go on.
         let _ = rustix::process::kill_process_group(self.pid, signal);
+    }
+
+    /// Sends `signal` to the leader only (e.g. SIGTERM to let a server
+    /// drain). A leader that is already gone counts as success.
+    pub fn signal(&self, signal: Signal) {
+        if self.status.is_none() {
+            let _ = rustix::process::kill_process(self.pid, signal);
+        }
     }
 
     fn kill_group(&mut self, signal: Signal) {

@@ -73,6 +73,16 @@ struct ServeArgs {
     /// Off by default.
     #[arg(long, value_parser = parse_listen_addr)]
     metrics_addr: Option<SocketAddr>,
+    /// After listening, print the bound address (`IP:PORT`) on stdout. For
+    /// parents that start the wrapper with `--port 0` (the runner's process
+    /// backend).
+    #[arg(long)]
+    print_address: bool,
+    /// Exit (killing running functions) when stdin reaches end of file: the
+    /// parent holds the other end, so the wrapper never outlives it, however
+    /// the parent ends.
+    #[arg(long)]
+    exit_with_stdin: bool,
     /// Reap orphaned processes (default: when running as PID 1).
     #[arg(long)]
     reap_orphans: Option<bool>,
@@ -103,7 +113,10 @@ fn main() -> std::process::ExitCode {
     // Multi-call: linked as /bin/cp in the init image (Porch's template).
     let mut argv = std::env::args_os();
     let argv0 = argv.next().unwrap_or_default();
-    if std::path::Path::new(&argv0).file_name().is_some_and(|n| n == "cp") {
+    if std::path::Path::new(&argv0)
+        .file_name()
+        .is_some_and(|n| n == "cp")
+    {
         let code = wrapper_server::cp::main(argv.collect());
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
@@ -143,6 +156,8 @@ fn init_logging(format: LogFormat) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
+        // If whoever reads our stderr is gone, logging must not panic.
+        .log_internal_errors(false)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),
@@ -175,15 +190,34 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("listening on {addr}"))?;
         // With --port 0 the kernel picks the port: log the real one.
         let addr = listener.local_addr().context("reading the bound address")?;
+        if args.print_address {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{addr}")
+                .and_then(|()| out.flush())
+                .context("printing the address")?;
+        }
+        if args.exit_with_stdin {
+            // A plain thread: a blocking read costs nothing while it waits.
+            std::thread::spawn(|| {
+                use std::io::Read;
+                let mut stdin = std::io::stdin();
+                let mut buf = [0u8; 64];
+                while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+                // Act first: with the parent gone, stderr may be gone too.
+                exec::kill_all_groups();
+                tracing::warn!("stdin closed: the parent is gone; exiting");
+                std::process::exit(0);
+            });
+        }
         let metrics = Arc::new(Metrics::new());
         if let Some(maddr) = args.metrics_addr {
             let mlistener = tokio::net::TcpListener::bind(maddr)
                 .await
                 .with_context(|| format!("listening for metrics on {maddr}"))?;
-            let m = metrics.clone();
             tokio::spawn(metrics::serve_http(
                 mlistener,
-                Arc::new(move || m.encode()),
+                metrics::render_with(metrics.clone()),
                 std::future::pending(),
             ));
             tracing::info!(%maddr, "serving metrics");

@@ -187,13 +187,21 @@ pub fn encode(registry: &Registry) -> String {
     text
 }
 
+/// Renders the metrics text for one scrape.
+pub type Render = Arc<dyn Fn() -> futures::future::BoxFuture<'static, String> + Send + Sync>;
+
+/// A [`Render`] of the wrapper's own metrics.
+pub fn render_with(metrics: Arc<Metrics>) -> Render {
+    Arc::new(move || {
+        let text = metrics.encode();
+        Box::pin(async move { text })
+    })
+}
+
 /// Serves `GET /metrics` (any path, in fact) over plain HTTP/1.1 until
 /// `shutdown` resolves. `render` is called per scrape.
-pub async fn serve_http<F>(
-    listener: TcpListener,
-    render: Arc<dyn Fn() -> String + Send + Sync>,
-    shutdown: F,
-) where
+pub async fn serve_http<F>(listener: TcpListener, render: Render, shutdown: F)
+where
     F: Future<Output = ()>,
 {
     tokio::pin!(shutdown);
@@ -227,7 +235,7 @@ pub async fn serve_http<F>(
                 return;
             }
             let (status, body) = if head.starts_with(b"GET ") {
-                ("200 OK", render())
+                ("200 OK", render().await)
             } else {
                 (
                     "405 Method Not Allowed",
@@ -256,9 +264,8 @@ mod tests {
         drop(metrics.start_call(5)); // cancelled
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let m = metrics.clone();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve_http(listener, Arc::new(move || m.encode()), async {
+        let server = tokio::spawn(serve_http(listener, render_with(metrics.clone()), async {
             let _ = rx.await;
         }));
         let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();

@@ -15,21 +15,26 @@
 //!
 //! # Cost, and the fast path
 //!
-//! Measured in release mode (opt-level 3, x86_64, one core of the 2-core build
-//! box) on a ResourceList of 5,400 Deployments (6.0 MiB of block YAML; 4.8 MiB
-//! as compact JSON) with one result:
+//! Measured in release mode (opt-level 3, no LTO, x86_64) on the shared
+//! 2-core build box, which was busy (load average 4-6), so these are the best
+//! of several runs and worst cases ran 2-3x higher. Input: a ResourceList of
+//! 5,421 Deployments (6.0 MiB of block YAML, 4.8 MiB as compact JSON) with
+//! one result; see the `bench_6mib` test.
 //!
-//! | what                                                            | time      |
-//! |-----------------------------------------------------------------|-----------|
-//! | `serde_yaml` into `serde_yaml::Value` (the whole tree)          | ~430 ms   |
-//! | `serde_yaml` into a struct that skips `items` with `IgnoredAny` | ~190 ms   |
-//! | `serde_json` (JSON form) into the same struct                   | ~4-5 ms   |
-//! | [`parse_output`], block YAML (fast path below)                  | ~2.5 ms   |
-//! | [`parse_output`], JSON                                          | ~4-5 ms   |
+//! | what                                                              | time     |
+//! |-------------------------------------------------------------------|----------|
+//! | `serde_yaml` into `serde_yaml::Value` (the whole tree)            | ~370 ms  |
+//! | `serde_yaml` into a struct skipping `items` (`IgnoredAny`)        | ~180 ms  |
+//! | `serde_json`, JSON form, into a struct skipping `items`           | ~3.8 ms  |
+//! | [`parse_output`], block YAML (line scan below)                    | ~0.6 ms  |
+//! | [`parse_output`], block YAML with CRLF line ends                  | ~0.7 ms  |
+//! | [`parse_output`], JSON (that is `serde_json` + `IgnoredAny`)      | ~4 ms    |
+//! | [`parse_output`], block YAML plus 1,000 results (130 KiB of them) | ~6 ms    |
 //!
 //! libyaml has to scan every character of `items` to find where it ends, so
-//! even a parse that skips `items` costs ~30 ms per MiB. [`parse_output`]
-//! therefore avoids parsing `items` at all:
+//! even a parse that skips `items` costs ~30 ms per MiB; the results that are
+//! read cost ~40 µs per KiB. [`parse_output`] therefore avoids parsing
+//! `items` at all:
 //!
 //! - **JSON** (first non-blank byte `{` or `[`): `serde_json` with
 //!   `IgnoredAny` for everything not needed; this still checks the whole JSON
@@ -44,7 +49,9 @@
 //!   full parse; so `kind` (whatever its quoting), `results`,
 //!   `functionConfig` and unknown keys are read, and syntax-checked, by
 //!   libyaml itself. Only a block-style `items` section (`items:` with nothing
-//!   but a comment after it) is skipped unread.
+//!   but a comment after it) is skipped unread. Once inside the root mapping
+//!   the scan only looks at lines that do not start with a space, found by a
+//!   chunked, vectorised search for `\n` followed by a non-space byte.
 //! - **Fall-back rules**: the full `serde_yaml` parse ([`parse_output_strict`])
 //!   runs instead whenever the scan meets anything it does not fully
 //!   understand: input that is not UTF-8 (or starts with a BOM); line breaks
@@ -295,7 +302,8 @@ pub fn parse_output(stdout: &[u8]) -> Result<ResourceListOutput, OutputError> {
 }
 
 /// Like [`parse_output`], but always parses the whole first document with
-/// `serde_yaml`, `items` included (~30 ms per MiB).
+/// `serde_yaml`, `items` included (~30 ms per MiB): the reference the fast
+/// path is tested against, and a stricter check where cost does not matter.
 pub fn parse_output_strict(stdout: &[u8]) -> Result<ResourceListOutput, OutputError> {
     if is_blank(stdout) {
         return Err(OutputError::Empty);

@@ -429,7 +429,13 @@ fn parse_grpc_timeout(value: &str) -> Option<Duration> {
 /// clients expect. Our handler never answers OUT_OF_RANGE itself, so every
 /// OUT_OF_RANGE leaving this service is that case.
 #[derive(Clone)]
-struct MapOutOfRange<S>(S);
+pub struct MapOutOfRange<S>(S);
+
+/// Wraps an evaluator service so request-size errors answer
+/// RESOURCE_EXHAUSTED (see [`MapOutOfRange`]).
+pub fn map_out_of_range<S>(service: S) -> MapOutOfRange<S> {
+    MapOutOfRange(service)
+}
 
 impl<S> NamedService for MapOutOfRange<S>
 where

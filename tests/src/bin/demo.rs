@@ -17,7 +17,10 @@ async fn main() -> anyhow::Result<()> {
     let function = bin("example-fn");
     let function = function.to_str().context("non-UTF-8 path")?;
     let wrapper = Wrapper::start(&[], &[function])?;
-    eprintln!("wrapper-server listening on {} around {function}", wrapper.addr);
+    eprintln!(
+        "wrapper-server listening on {} around {function}",
+        wrapper.addr
+    );
     let mut client = wrapper.client().await?;
     let resp = client
         .evaluate_function(EvaluateFunctionRequest {

@@ -1,0 +1,320 @@
+//! Evaluators: the strategies that run a function for a request.
+//!
+//! [`Evaluator`] has one async method. [`EvalError::NotFound`] means "not
+//! mine" and lets a [`MultiEvaluator`] fall through to the next evaluator;
+//! every other error stops the chain. [`EvalError::into_status`] is the one
+//! place errors become gRPC statuses.
+//!
+//! - [`ExecEvaluator`]: FunctionConfig `binaryExecutor`: runs a local binary
+//!   with the wrapper's exec core (`wrapper_server::exec`), and maps its
+//!   outcome with the wrapper's own mapping, so both answer alike.
+//! - [`PodEvaluator`]: asks the [`PodCache`] for a pod, calls it; on
+//!   UNAVAILABLE evicts that pod and retries (bounded).
+//! - [`MultiEvaluator`]: a fixed, configured order (exec first).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use proto::pb::function_evaluator_client::FunctionEvaluatorClient;
+use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
+use tokio::time::Instant;
+use tonic::{Code, Status};
+use wrapper_server::exec::{self, ExecError, ExecSpec, Limits};
+
+use crate::backend::BackendError;
+use crate::cache::{CacheError, PodCache, PodRequestSettings};
+use crate::config::ImageIndex;
+
+/// One evaluation: the request and when the caller stops waiting.
+#[derive(Debug, Clone)]
+pub struct EvalRequest {
+    pub request: EvaluateFunctionRequest,
+    pub deadline: Option<Instant>,
+}
+
+impl EvalRequest {
+    pub fn new(request: EvaluateFunctionRequest) -> Self {
+        Self {
+            request,
+            deadline: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    /// No evaluator of this kind knows the image: try the next one.
+    #[error("no function is configured for image {image:?}")]
+    NotFound { image: String },
+    /// The function ran (or could not), and the answer is this status.
+    #[error("{}", .0.message())]
+    Function(Status),
+    #[error("getting a pod for {image:?}: {source}")]
+    Pod {
+        image: String,
+        #[source]
+        source: CacheError,
+    },
+    #[error("function {image:?} did not finish before the deadline")]
+    DeadlineExceeded { image: String },
+}
+
+impl EvalError {
+    /// The gRPC status a caller of the runner gets for this error.
+    pub fn into_status(self) -> Status {
+        match self {
+            EvalError::NotFound { .. } => Status::not_found(self.to_string()),
+            EvalError::Function(status) => status,
+            EvalError::Pod { ref source, .. } => match source {
+                CacheError::ShuttingDown => Status::unavailable(self.to_string()),
+                CacheError::PodStart {
+                    source: BackendError::UnknownImage { .. },
+                    ..
+                } => Status::not_found(self.to_string()),
+                _ => Status::internal(self.to_string()),
+            },
+            EvalError::DeadlineExceeded { .. } => Status::deadline_exceeded(self.to_string()),
+        }
+    }
+}
+
+/// A strategy for running functions.
+pub trait Evaluator: Send + Sync {
+    fn evaluate(
+        &self,
+        req: EvalRequest,
+    ) -> BoxFuture<'_, Result<EvaluateFunctionResponse, EvalError>>;
+}
+
+/// Runs `fut` until `deadline`, if any.
+async fn with_deadline<T>(
+    deadline: Option<Instant>,
+    image: &str,
+    fut: impl std::future::Future<Output = Result<T, EvalError>>,
+) -> Result<T, EvalError> {
+    match deadline {
+        None => fut.await,
+        Some(d) => tokio::time::timeout_at(d, fut).await.unwrap_or_else(|_| {
+            Err(EvalError::DeadlineExceeded {
+                image: image.to_string(),
+            })
+        }),
+    }
+}
+
+/// FunctionConfig `binaryExecutor`: local binaries, one process per call.
+pub struct ExecEvaluator {
+    index: Arc<ImageIndex>,
+    max_message_bytes: usize,
+    limits: Limits,
+}
+
+impl ExecEvaluator {
+    pub fn new(index: Arc<ImageIndex>, max_message_bytes: usize) -> Self {
+        Self {
+            index,
+            max_message_bytes,
+            limits: Limits::new(max_message_bytes),
+        }
+    }
+
+    /// Runs `spec` the way the wrapper runs an entrypoint, with the same
+    /// outcome mapping. Shared by the exec evaluator and `eval --exec`.
+    pub async fn run_spec(
+        spec: &ExecSpec,
+        image: &str,
+        input: Bytes,
+        limits: &Limits,
+        max_message_bytes: usize,
+    ) -> Result<EvaluateFunctionResponse, EvalError> {
+        match exec::run(spec, input, limits).await {
+            Ok(output) => wrapper_server::server::outcome(image, output, max_message_bytes)
+                .map_err(|(_, status)| EvalError::Function(status)),
+            Err(err @ ExecError::OutputTooLarge { .. }) => Err(EvalError::Function(
+                Status::resource_exhausted(format!("function {image:?}: {err}")),
+            )),
+            Err(err) => Err(EvalError::Function(Status::internal(format!(
+                "cannot run function {image:?}: {err}"
+            )))),
+        }
+    }
+}
+
+impl Evaluator for ExecEvaluator {
+    fn evaluate(
+        &self,
+        req: EvalRequest,
+    ) -> BoxFuture<'_, Result<EvaluateFunctionResponse, EvalError>> {
+        Box::pin(async move {
+            let image = req.request.image.clone();
+            let Some(found) = self
+                .index
+                .try_binary_for(&image, &req.request.tag)
+                .map_err(|e| EvalError::Function(Status::invalid_argument(e.to_string())))?
+            else {
+                return Err(EvalError::NotFound { image });
+            };
+            let spec = ExecSpec {
+                program: found.path.into_os_string(),
+                args: Vec::new(),
+                env: Vec::new(),
+                current_dir: None,
+            };
+            let run = Self::run_spec(
+                &spec,
+                &found.resolved_image,
+                req.request.resource_list,
+                &self.limits,
+                self.max_message_bytes,
+            );
+            with_deadline(req.deadline, &image, run).await
+        })
+    }
+}
+
+/// Functions in pods from the [`PodCache`].
+pub struct PodEvaluator {
+    cache: PodCache,
+    index: Arc<ImageIndex>,
+    max_message_bytes: usize,
+    max_grpc_retries: usize,
+}
+
+impl PodEvaluator {
+    pub fn new(
+        cache: PodCache,
+        index: Arc<ImageIndex>,
+        max_message_bytes: usize,
+        max_grpc_retries: usize,
+    ) -> Self {
+        Self {
+            cache,
+            index,
+            max_message_bytes,
+            max_grpc_retries,
+        }
+    }
+
+    async fn call(&self, req: EvalRequest) -> Result<EvaluateFunctionResponse, EvalError> {
+        let (image, overrides) = match self
+            .index
+            .try_pod_settings_for(&req.request.image, &req.request.tag)
+            .map_err(|e| EvalError::Function(Status::invalid_argument(e.to_string())))?
+        {
+            Some(m) => (
+                m.resolved_image.clone(),
+                PodRequestSettings {
+                    ttl: m.ttl,
+                    max_parallel_pods: m.max_parallel_executions.map(|n| n as usize),
+                    max_queue_length: m.preferred_max_queue_length.map(|n| n as usize),
+                },
+            ),
+            None => (
+                self.index.normalize(&req.request.image),
+                PodRequestSettings::default(),
+            ),
+        };
+        let mut attempt = 0;
+        loop {
+            let lease =
+                self.cache
+                    .get(&image, overrides)
+                    .await
+                    .map_err(|source| EvalError::Pod {
+                        image: image.clone(),
+                        source,
+                    })?;
+            let mut client = FunctionEvaluatorClient::new(lease.channel())
+                .max_decoding_message_size(self.max_message_bytes)
+                .max_encoding_message_size(self.max_message_bytes);
+            let mut call = tonic::Request::new(EvaluateFunctionRequest {
+                image: image.clone(),
+                ..req.request.clone()
+            });
+            if let Some(deadline) = req.deadline {
+                // The pod enforces the same deadline and kills the function.
+                call.set_timeout(
+                    deadline
+                        .saturating_duration_since(Instant::now())
+                        .max(Duration::from_millis(1)),
+                );
+            }
+            match client.evaluate_function(call).await {
+                Ok(resp) => return Ok(resp.into_inner()),
+                Err(status) if pod_unreachable(&status) && attempt < self.max_grpc_retries => {
+                    tracing::info!(%image, pod = %lease.pod_id(), attempt, "pod unavailable; evicting and retrying");
+                    self.cache.evict(lease.pod_id()).await;
+                    attempt += 1;
+                }
+                Err(status) => return Err(EvalError::Function(status)),
+            }
+        }
+    }
+}
+
+impl Evaluator for PodEvaluator {
+    fn evaluate(
+        &self,
+        req: EvalRequest,
+    ) -> BoxFuture<'_, Result<EvaluateFunctionResponse, EvalError>> {
+        Box::pin(async move {
+            let image = req.request.image.clone();
+            let deadline = req.deadline;
+            with_deadline(deadline, &image, self.call(req)).await
+        })
+    }
+}
+
+/// Whether a pod call failed because the pod is not reachable (rather than
+/// because of what the function did): UNAVAILABLE, or a broken connection,
+/// which tonic reports as UNKNOWN with a transport error as its source.
+/// Functions are pure, so calling another pod is safe.
+fn pod_unreachable(status: &Status) -> bool {
+    use std::error::Error;
+    match status.code() {
+        Code::Unavailable => true,
+        Code::Unknown => {
+            let mut source = status.source();
+            while let Some(err) = source {
+                if err.is::<tonic::transport::Error>() || err.is::<std::io::Error>() {
+                    return true;
+                }
+                source = err.source();
+            }
+            false
+        }
+        _ => false,
+    }
+}
+
+/// Tries each evaluator in the configured order; `NotFound` falls through.
+pub struct MultiEvaluator {
+    evaluators: Vec<Box<dyn Evaluator>>,
+}
+
+impl MultiEvaluator {
+    pub fn new(evaluators: Vec<Box<dyn Evaluator>>) -> Self {
+        Self { evaluators }
+    }
+}
+
+impl Evaluator for MultiEvaluator {
+    fn evaluate(
+        &self,
+        req: EvalRequest,
+    ) -> BoxFuture<'_, Result<EvaluateFunctionResponse, EvalError>> {
+        Box::pin(async move {
+            for evaluator in &self.evaluators {
+                match evaluator.evaluate(req.clone()).await {
+                    Err(EvalError::NotFound { .. }) => continue,
+                    other => return other,
+                }
+            }
+            Err(EvalError::NotFound {
+                image: req.request.image,
+            })
+        })
+    }
+}

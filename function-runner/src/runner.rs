@@ -1,0 +1,144 @@
+//! Assembles the runner from its options: FunctionConfigs → image index;
+//! backend → pod cache; exec and pod evaluators in a fixed chain. Used by
+//! `serve` and by `eval --image`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
+use crate::backend::Backend;
+use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
+use crate::config::{self, ImageIndex};
+use crate::evaluator::{Evaluator, ExecEvaluator, MultiEvaluator, PodEvaluator};
+use crate::server::{MeteredBackend, RunnerMetrics};
+
+/// Which backend creates pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendKind {
+    /// Each pod is a wrapper-server child process on a loopback port.
+    Process,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// Directory of FunctionConfig documents (`--functions`); `None`: none.
+    pub functions: Option<PathBuf>,
+    pub default_image_prefix: String,
+    pub cache: CacheSettings,
+    pub warm_up: bool,
+    pub max_message_bytes: usize,
+    pub max_grpc_retries: usize,
+    pub backend: BackendKind,
+    /// `wrapper-server` binary for the process backend.
+    pub wrapper_server: PathBuf,
+    /// Image → entrypoint map for the process backend.
+    pub process_functions: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    #[error("--functions {path}: {reason}")]
+    Functions { path: PathBuf, reason: String },
+    #[error("--process-functions: {0}")]
+    FunctionMap(#[from] FunctionMapError),
+}
+
+/// The assembled runner.
+pub struct Runner {
+    pub evaluator: Arc<dyn Evaluator>,
+    pub cache: PodCache,
+    pub metrics: Arc<RunnerMetrics>,
+    pub index: Arc<ImageIndex>,
+}
+
+impl Runner {
+    /// Builds the runner and, if asked, starts warming the pod cache. Bad
+    /// FunctionConfig documents are logged with file and field; the good
+    /// ones are used.
+    pub async fn start(opts: RunnerOptions) -> Result<Runner, RunnerError> {
+        let configs = match &opts.functions {
+            None => Vec::new(),
+            Some(dir) => {
+                if !dir.is_dir() {
+                    return Err(RunnerError::Functions {
+                        path: dir.clone(),
+                        reason: "not a directory".into(),
+                    });
+                }
+                let report = config::load_dir_with_prefix(dir, &opts.default_image_prefix);
+                for err in &report.errors {
+                    tracing::error!("FunctionConfig: {err}");
+                }
+                report.configs
+            }
+        };
+        let (index, errors) = ImageIndex::build(&configs, &opts.default_image_prefix);
+        for err in &errors {
+            tracing::error!("FunctionConfig: {err}");
+        }
+        let index = Arc::new(index);
+        let metrics = Arc::new(RunnerMetrics::new());
+        let backend: Arc<dyn Backend> = match opts.backend {
+            BackendKind::Process => {
+                let functions = match &opts.process_functions {
+                    Some(path) => FunctionMap::load(path)?,
+                    None => FunctionMap::File(Default::default()),
+                };
+                Arc::new(ProcessBackend::new(
+                    opts.wrapper_server.clone(),
+                    functions,
+                    opts.max_message_bytes,
+                ))
+            }
+        };
+        let backend = Arc::new(MeteredBackend::new(backend, metrics.clone()));
+        let cache = PodCache::spawn(backend, opts.cache);
+        if opts.warm_up {
+            let images: Vec<(String, PodRequestSettings)> = index
+                .warm_images()
+                .into_iter()
+                .map(|image| {
+                    let settings = index
+                        .pod_settings_for(&image, "")
+                        .map(|m| PodRequestSettings {
+                            ttl: m.ttl,
+                            max_parallel_pods: m.max_parallel_executions.map(|n| n as usize),
+                            max_queue_length: m.preferred_max_queue_length.map(|n| n as usize),
+                        })
+                        .unwrap_or_default();
+                    (image, settings)
+                })
+                .collect();
+            if !images.is_empty() {
+                tracing::info!(count = images.len(), "warming the pod cache");
+                cache.warm(images).await;
+            }
+        }
+        let evaluator: Arc<dyn Evaluator> = Arc::new(MultiEvaluator::new(vec![
+            Box::new(ExecEvaluator::new(index.clone(), opts.max_message_bytes)),
+            Box::new(PodEvaluator::new(
+                cache.clone(),
+                index.clone(),
+                opts.max_message_bytes,
+                opts.max_grpc_retries,
+            )),
+        ]));
+        Ok(Runner {
+            evaluator,
+            cache,
+            metrics,
+            index,
+        })
+    }
+
+    /// Stops every pod this runner owns.
+    pub async fn shutdown(&self, grace: Duration) {
+        if tokio::time::timeout(grace, self.cache.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::warn!("pods did not all stop within {grace:?}");
+        }
+    }
+}

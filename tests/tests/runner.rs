@@ -1,0 +1,308 @@
+//! `function-runner serve` end to end on the process backend: real runner,
+//! real wrapper-server "pods", real functions, a real gRPC client.
+
+#![allow(clippy::unwrap_used)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use e2e_tests::{bin, children_of, eventually, health_status, process_alive, Wrapper};
+use nix::sys::signal::Signal;
+use proto::pb::EvaluateFunctionRequest;
+use tonic::Code;
+
+fn example_rl() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/resourcelist.yaml"
+    ))
+    .unwrap()
+}
+
+fn request(image: &str) -> EvaluateFunctionRequest {
+    EvaluateFunctionRequest {
+        resource_list: example_rl().into(),
+        image: image.into(),
+        tag: String::new(),
+    }
+}
+
+fn write_script(path: &Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A process-functions directory holding `example-fn`, and a free port for
+/// metrics.
+struct Fixture {
+    dir: tempfile::TempDir,
+    metrics_port: u16,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pods")).unwrap();
+        std::fs::copy(bin("example-fn"), dir.path().join("pods/example-fn")).unwrap();
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let metrics_port = probe.local_addr().unwrap().port();
+        Self { dir, metrics_port }
+    }
+
+    fn pods(&self) -> String {
+        self.dir.path().join("pods").to_string_lossy().into_owned()
+    }
+
+    fn start(&self, extra: &[&str]) -> Wrapper {
+        let port = self.metrics_port.to_string();
+        let pods = self.pods();
+        let mut args = vec![
+            "--process-functions",
+            pods.as_str(),
+            "--metrics-port",
+            port.as_str(),
+        ];
+        args.extend_from_slice(extra);
+        Wrapper::start_runner(&args).unwrap()
+    }
+
+    async fn metrics(&self) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut conn = tokio::net::TcpStream::connect(("127.0.0.1", self.metrics_port))
+            .await
+            .unwrap();
+        conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut text = String::new();
+        conn.read_to_string(&mut text).await.unwrap();
+        text
+    }
+}
+
+/// The wrapper-server processes the runner started.
+fn wrapper_pids(runner_pid: u32) -> Vec<i32> {
+    children_of(runner_pid)
+        .into_iter()
+        .filter(|(pid, state)| {
+            *state != 'Z'
+                && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|c| c.trim() == "wrapper-server")
+        })
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+#[tokio::test]
+async fn serves_through_a_process_pod_and_reuses_it() {
+    let fx = Fixture::new();
+    let runner = fx.start(&[]);
+    assert_eq!(health_status(&runner.endpoint(), "").await.unwrap(), 1);
+    assert_eq!(
+        health_status(&runner.endpoint(), "evaluator.FunctionEvaluator")
+            .await
+            .unwrap(),
+        1
+    );
+    let mut client = runner.client().await.unwrap();
+    for _ in 0..3 {
+        let resp = client
+            .evaluate_function(request("example.com/fns/example-fn:v1"))
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(String::from_utf8_lossy(&resp.resource_list).contains("owner: team-shop"));
+        assert_eq!(&resp.log[..], b"example-fn: processed ResourceList\n");
+    }
+    assert_eq!(
+        wrapper_pids(runner.child.id()).len(),
+        1,
+        "one pod serves all calls"
+    );
+    let text = fx.metrics().await;
+    assert!(
+        text.contains("function_runner_pod_starts_total{outcome=\"ok\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("function_runner_evaluations_total{image=\"example.com/fns/example-fn:v1\",outcome=\"Ok\"} 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("function_runner_cache_misses_total 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("function_runner_cache_hits_total 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("function_runner_pods{state=\"ready\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("function_runner_pod_start_duration_seconds_count 1"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn concurrent_first_calls_start_one_pod() {
+    let fx = Fixture::new();
+    let runner = fx.start(&["--max-waitlist-length", "1000"]);
+    let mut calls = Vec::new();
+    for _ in 0..40 {
+        let mut client = runner.client().await.unwrap();
+        calls.push(tokio::spawn(async move {
+            client
+                .evaluate_function(request("example-fn:v1"))
+                .await
+                .map(|r| r.into_inner())
+        }));
+    }
+    for call in calls {
+        let resp = call.await.unwrap().unwrap();
+        assert!(String::from_utf8_lossy(&resp.resource_list).contains("tier: frontend"));
+    }
+    let text = fx.metrics().await;
+    assert!(
+        text.contains("function_runner_pod_starts_total{outcome=\"ok\"} 1"),
+        "{text}"
+    );
+    assert_eq!(wrapper_pids(runner.child.id()).len(), 1);
+}
+
+#[tokio::test]
+async fn binary_executor_is_tried_before_pods() {
+    let fx = Fixture::new();
+    let configs = fx.dir.path().join("functions");
+    std::fs::create_dir(&configs).unwrap();
+    write_script(&configs.join("upper.sh"), "exec cat");
+    std::fs::write(
+        configs.join("exec.yaml"),
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: cat\n  namespace: porch-fn-system\nspec:\n  image: cat-fn\n  binaryExecutor:\n    tags: [v1.0.0, v1.2.0]\n    path: upper.sh\n",
+    )
+    .unwrap();
+    let runner = fx.start(&["--functions", configs.to_str().unwrap()]);
+    let mut client = runner.client().await.unwrap();
+    // Short name, default prefix, semver constraint on the tag.
+    let mut req = request("cat-fn");
+    req.tag = ">=1.1, <2".into();
+    let resp = client.evaluate_function(req).await.unwrap().into_inner();
+    assert_eq!(resp.resource_list, example_rl().as_bytes());
+    let resp = client
+        .evaluate_function(request(
+            "ghcr.io/kptdev/krm-functions-catalog/cat-fn:v1.0.0",
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(resp.resource_list, example_rl().as_bytes());
+    assert!(
+        wrapper_pids(runner.child.id()).is_empty(),
+        "exec needs no pod"
+    );
+    // A constraint no configured tag satisfies falls through to pods, which
+    // do not know the image either.
+    let mut req = request("cat-fn");
+    req.tag = ">=3".into();
+    let err = client.evaluate_function(req).await.unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+}
+
+#[tokio::test]
+async fn unknown_image_is_not_found_and_function_errors_pass_through() {
+    let fx = Fixture::new();
+    write_script(
+        &fx.dir.path().join("pods/failing"),
+        "cat >/dev/null; echo 'it broke' >&2; exit 3",
+    );
+    let runner = fx.start(&[]);
+    let mut client = runner.client().await.unwrap();
+    let err = client
+        .evaluate_function(request("example.com/no-such-fn:v1"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    assert!(err.message().contains("no-such-fn"), "{}", err.message());
+    let err = client
+        .evaluate_function(request("example.com/failing:v1"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal, "{err:?}");
+    assert!(
+        err.message().contains("it broke") && err.message().contains("exit code 3"),
+        "{}",
+        err.message()
+    );
+}
+
+#[tokio::test]
+async fn a_killed_pod_is_replaced_and_calls_still_succeed() {
+    let fx = Fixture::new();
+    let runner = fx.start(&[]);
+    let mut client = runner.client().await.unwrap();
+    client
+        .evaluate_function(request("example-fn"))
+        .await
+        .unwrap();
+    let pods = wrapper_pids(runner.child.id());
+    assert_eq!(pods.len(), 1);
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pods[0]), Signal::SIGKILL).unwrap();
+    // The very next call may reach the dead pod (UNAVAILABLE → evict, retry)
+    // or find it already evicted; either way it succeeds on a new pod.
+    let resp = client
+        .evaluate_function(request("example-fn"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(String::from_utf8_lossy(&resp.resource_list).contains("owner: team-shop"));
+    let now = wrapper_pids(runner.child.id());
+    assert_eq!(now.len(), 1);
+    assert_ne!(now[0], pods[0]);
+}
+
+#[tokio::test]
+async fn sigterm_stops_every_pod_and_exits_zero() {
+    let fx = Fixture::new();
+    write_script(&fx.dir.path().join("pods/other-fn"), "exec cat");
+    let mut runner = fx.start(&[]);
+    let mut client = runner.client().await.unwrap();
+    client
+        .evaluate_function(request("example-fn"))
+        .await
+        .unwrap();
+    client.evaluate_function(request("other-fn")).await.unwrap();
+    let pods = wrapper_pids(runner.child.id());
+    assert_eq!(pods.len(), 2);
+    runner.signal(Signal::SIGTERM);
+    let status = tokio::task::spawn_blocking(move || runner.child.wait().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    for pid in pods {
+        assert!(!process_alive(pid), "pod {pid} left behind");
+    }
+}
+
+#[tokio::test]
+async fn pods_never_outlive_a_killed_runner() {
+    let fx = Fixture::new();
+    let mut runner = fx.start(&[]);
+    let mut client = runner.client().await.unwrap();
+    client
+        .evaluate_function(request("example-fn"))
+        .await
+        .unwrap();
+    let pods = wrapper_pids(runner.child.id());
+    assert_eq!(pods.len(), 1);
+    // SIGKILL: no chance to clean up. The pod sees its stdin lifeline close.
+    runner.signal(Signal::SIGKILL);
+    runner.child.wait().unwrap();
+    let gone = eventually(Duration::from_secs(10), || {
+        pods.iter().all(|&p| !process_alive(p))
+    })
+    .await;
+    assert!(gone, "pods {pods:?} outlived the runner");
+}
