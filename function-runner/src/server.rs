@@ -18,10 +18,8 @@ use proto::pb::function_evaluator_server::{FunctionEvaluator, FunctionEvaluatorS
 use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::{Request, Response, Status};
-use tonic_health::server::HealthReporter;
-use tonic_health::ServingStatus;
+use wrapper_server::server::Drain;
 
 use crate::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod};
 use crate::cache::{PodCache, PodState};
@@ -218,11 +216,16 @@ impl Backend for MeteredBackend {
 pub struct RunnerService {
     evaluator: Arc<dyn Evaluator>,
     metrics: Arc<RunnerMetrics>,
+    drain: Drain,
 }
 
 impl RunnerService {
     pub fn new(evaluator: Arc<dyn Evaluator>, metrics: Arc<RunnerMetrics>) -> Self {
-        Self { evaluator, metrics }
+        Self {
+            evaluator,
+            metrics,
+            drain: Drain::default(),
+        }
     }
 }
 
@@ -232,6 +235,9 @@ impl FunctionEvaluator for RunnerService {
         &self,
         request: Request<EvaluateFunctionRequest>,
     ) -> Result<Response<EvaluateFunctionResponse>, Status> {
+        let Some(_admitted) = self.drain.enter() else {
+            return Err(Status::unavailable("function-runner is shutting down"));
+        };
         let started = Instant::now();
         // As in the wrapper: a few ms before tonic's own timeout fires, so
         // the caller gets DEADLINE_EXCEEDED rather than CANCELLED.
@@ -261,44 +267,17 @@ impl FunctionEvaluator for RunnerService {
     }
 }
 
-/// Serves the runner until `shutdown` resolves; then health turns
-/// NOT_SERVING and the server finishes in-flight calls before returning.
+/// Serves the runner until `shutdown` resolves, then drains: health turns
+/// NOT_SERVING, new calls get UNAVAILABLE, in-flight calls finish.
 pub async fn serve(
     listener: TcpListener,
     service: RunnerService,
     max_message_bytes: usize,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error> {
-    let health = HealthReporter::new();
-    for name in wrapper_server::server::HEALTH_SERVICES {
-        health
-            .set_service_status(name, ServingStatus::Serving)
-            .await;
-    }
-    let health_service = tonic_health::pb::health_server::HealthServer::new(
-        tonic_health::server::HealthService::from_health_reporter(health.clone()),
-    );
+    let drain = service.drain.clone();
     let evaluator = FunctionEvaluatorServer::new(service)
         .max_decoding_message_size(max_message_bytes)
         .max_encoding_message_size(max_message_bytes);
-    let drain = async move {
-        shutdown.await;
-        for name in wrapper_server::server::HEALTH_SERVICES {
-            health
-                .set_service_status(name, ServingStatus::NotServing)
-                .await;
-        }
-        tracing::info!("draining: health NOT_SERVING; finishing in-flight calls");
-    };
-    let window = u32::try_from(max_message_bytes.saturating_mul(2))
-        .unwrap_or(u32::MAX)
-        .max(1 << 20);
-    tonic::transport::Server::builder()
-        .tcp_nodelay(true)
-        .initial_connection_window_size(window)
-        .initial_stream_window_size(window)
-        .add_service(health_service)
-        .add_service(wrapper_server::server::map_out_of_range(evaluator))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), drain)
-        .await
+    wrapper_server::server::serve_evaluator(listener, evaluator, drain, max_message_bytes, shutdown).await
 }

@@ -190,9 +190,61 @@ async fn connect_stream(
     };
     // Small request/response exchanges: don't let Nagle delay them.
     let _ = tcp.set_nodelay(true);
+    let tcp = QuickAck(tcp);
     match tls {
         Some((cfg, name)) => tls_handshake(tcp, cfg, name, stage).await,
         None => Ok(Box::new(tcp)),
+    }
+}
+
+/// A TCP stream that acknowledges what it reads at once (`TCP_QUICKACK`, re-armed
+/// after every read, since Linux clears it). A server that leaves Nagle's algorithm
+/// on (tonic's `serve_with_incoming` does) holds the rest of its reply until the
+/// response headers are acknowledged; with delayed ACKs that costs 40 ms per call.
+struct QuickAck(TcpStream);
+
+impl AsyncRead for QuickAck {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let res = Pin::new(&mut this.0).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = res {
+            let _ = socket2::SockRef::from(&this.0).set_tcp_quickack(true);
+        }
+        res
+    }
+}
+
+impl AsyncWrite for QuickAck {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.0.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
     }
 }
 

@@ -306,3 +306,44 @@ async fn pods_never_outlive_a_killed_runner() {
     .await;
     assert!(gone, "pods {pods:?} outlived the runner");
 }
+
+#[tokio::test]
+async fn sigterm_drains_in_flight_calls_then_stops_pods() {
+    let fx = Fixture::new();
+    let started = fx.dir.path().join("started");
+    let gate = fx.dir.path().join("gate");
+    write_script(
+        &fx.dir.path().join("pods/slow-fn"),
+        &format!(
+            "touch {s}; while [ ! -e {g} ]; do sleep 0.01; done; exec cat",
+            s = started.display(),
+            g = gate.display()
+        ),
+    );
+    let mut runner = fx.start(&[]);
+    let mut client = runner.client().await.unwrap();
+    let in_flight = tokio::spawn(async move { client.evaluate_function(request("slow-fn")).await });
+    assert!(eventually(Duration::from_secs(20), || started.exists()).await);
+    let pods = wrapper_pids(runner.child.id());
+    runner.signal(Signal::SIGTERM);
+    let endpoint = runner.endpoint();
+    let mut not_serving = false;
+    for _ in 0..500 {
+        if health_status(&endpoint, "").await.ok() == Some(2) {
+            not_serving = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(not_serving, "runner health never turned NOT_SERVING");
+    let err = runner.client().await.unwrap().evaluate_function(request("slow-fn")).await.unwrap_err();
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    std::fs::write(&gate, b"").unwrap();
+    let resp = in_flight.await.unwrap().unwrap().into_inner();
+    assert_eq!(resp.resource_list, example_rl().as_bytes());
+    let status = tokio::task::spawn_blocking(move || runner.child.wait().unwrap()).await.unwrap();
+    assert_eq!(status.code(), Some(0));
+    for pid in pods {
+        assert!(!process_alive(pid), "pod {pid} left behind");
+    }
+}

@@ -41,11 +41,9 @@ pub struct ServerConfig {
     pub max_concurrent: Option<usize>,
 }
 
-/// The services handed to the gRPC server, plus the switch that drains them.
+/// The wrapper's gRPC services, ready to serve.
 pub struct Wrapper {
     service: WrapperService,
-    health: HealthReporter,
-    draining: Arc<AtomicBool>,
 }
 
 /// Services whose health the wrapper reports: the server as a whole and the
@@ -54,9 +52,6 @@ pub const HEALTH_SERVICES: [&str; 2] = ["", proto::EVALUATOR_SERVICE];
 
 impl Wrapper {
     pub fn new(config: ServerConfig, metrics: Arc<Metrics>) -> Self {
-        // Starts empty: nothing is SERVING until `serve` runs.
-        let health = HealthReporter::new();
-        let draining = Arc::new(AtomicBool::new(false));
         let mut limits = Limits::new(config.max_output_bytes);
         // stderr goes back in the same response message as stdout.
         limits.max_stderr_bytes = config.max_message_bytes;
@@ -65,76 +60,83 @@ impl Wrapper {
                 limits,
                 slots: config.max_concurrent.map(|n| Arc::new(Semaphore::new(n))),
                 config,
-                draining: draining.clone(),
-                in_flight: InFlight::default(),
+                drain: Drain::default(),
                 metrics,
             }),
         };
-        Self {
-            service,
-            health,
-            draining,
-        }
+        Self { service }
     }
 
-    /// Serves until `shutdown` resolves, then drains: health turns
-    /// NOT_SERVING, new calls are refused with UNAVAILABLE, in-flight calls
-    /// finish, and the function returns.
+    /// Serves until `shutdown` resolves, then drains (see [`serve_evaluator`]).
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), tonic::transport::Error> {
-        let Wrapper {
-            service,
-            health,
-            draining,
-        } = self;
-        let max = service.inner.config.max_message_bytes;
-        let in_flight = service.inner.in_flight.clone();
-        for name in HEALTH_SERVICES {
-            health
-                .set_service_status(name, ServingStatus::Serving)
-                .await;
-        }
-        let health_service = tonic_health::pb::health_server::HealthServer::new(
-            tonic_health::server::HealthService::from_health_reporter(health.clone()),
-        );
-        let evaluator = MapOutOfRange(
-            FunctionEvaluatorServer::new(service)
-                .max_decoding_message_size(max)
-                .max_encoding_message_size(max),
-        );
-        // Connections stay open while draining, so probes and watchers see
-        // NOT_SERVING and late calls get a clear UNAVAILABLE; only once the
-        // last call finished does the server close its connections.
-        let drain = async move {
-            shutdown.await;
-            draining.store(true, Ordering::SeqCst);
-            for name in HEALTH_SERVICES {
-                health
-                    .set_service_status(name, ServingStatus::NotServing)
-                    .await;
-            }
-            tracing::info!(
-                in_flight = in_flight.count(),
-                "draining: health NOT_SERVING, new calls refused"
-            );
-            in_flight.wait_idle().await;
-        };
-        let window = u32::try_from(max.saturating_mul(2))
-            .unwrap_or(u32::MAX)
-            .max(1 << 20);
-        tonic::transport::Server::builder()
-            .tcp_nodelay(true)
-            .initial_connection_window_size(window)
-            .initial_stream_window_size(window)
-            .max_frame_size(1 << 20)
-            .add_service(health_service)
-            .add_service(evaluator)
-            .serve_with_incoming_shutdown(TcpListenerStream::new(listener), drain)
-            .await
+        let max = self.service.inner.config.max_message_bytes;
+        let drain = self.service.inner.drain.clone();
+        let evaluator = FunctionEvaluatorServer::new(self.service)
+            .max_decoding_message_size(max)
+            .max_encoding_message_size(max);
+        serve_evaluator(listener, evaluator, drain, max, shutdown).await
     }
+}
+
+/// Serves `evaluator` (an `evaluator.FunctionEvaluator` server) and gRPC
+/// health on `listener` until `shutdown` resolves, then drains: health turns
+/// NOT_SERVING for [`HEALTH_SERVICES`], the evaluator refuses new calls
+/// (through `drain`), in-flight calls finish, and only then are connections
+/// closed, so probes and watchers see NOT_SERVING rather than a refused
+/// connection. Used by the wrapper and by the function runner.
+pub async fn serve_evaluator<S>(
+    listener: TcpListener,
+    evaluator: S,
+    drain: Drain,
+    max_message_bytes: usize,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), tonic::transport::Error>
+where
+    S: tower::Service<
+            http::Request<tonic::body::Body>,
+            Response = http::Response<tonic::body::Body>,
+            Error = std::convert::Infallible,
+        > + NamedService
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let health = HealthReporter::new();
+    for name in HEALTH_SERVICES {
+        health.set_service_status(name, ServingStatus::Serving).await;
+    }
+    let health_service = tonic_health::pb::health_server::HealthServer::new(
+        tonic_health::server::HealthService::from_health_reporter(health.clone()),
+    );
+    let stop = async move {
+        shutdown.await;
+        for name in HEALTH_SERVICES {
+            health.set_service_status(name, ServingStatus::NotServing).await;
+        }
+        tracing::info!(
+            in_flight = drain.in_flight(),
+            "draining: health NOT_SERVING, new calls refused"
+        );
+        drain.drain().await;
+    };
+    let window = u32::try_from(max_message_bytes.saturating_mul(2))
+        .unwrap_or(u32::MAX)
+        .max(1 << 20);
+    tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .initial_connection_window_size(window)
+        .initial_stream_window_size(window)
+        .max_frame_size(1 << 20)
+        .add_service(health_service)
+        .add_service(MapOutOfRange(evaluator))
+        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stop)
+        .await
 }
 
 #[derive(Clone)]
@@ -146,42 +148,60 @@ struct Inner {
     config: ServerConfig,
     limits: Limits,
     slots: Option<Arc<Semaphore>>,
-    draining: Arc<AtomicBool>,
-    in_flight: InFlight,
+    drain: Drain,
     metrics: Arc<Metrics>,
 }
 
-/// Counts calls in progress so the drain can wait for the last one.
+/// Graceful drain: counts calls in progress, and once draining refuses new
+/// ones and lets the drain wait for the last one. Shared with the runner.
 #[derive(Clone, Default)]
-struct InFlight(Arc<(AtomicUsize, Notify)>);
+pub struct Drain(Arc<DrainState>);
 
-impl InFlight {
-    fn enter(&self) -> InFlightGuard {
-        self.0 .0.fetch_add(1, Ordering::SeqCst);
-        InFlightGuard(self.clone())
+#[derive(Default)]
+struct DrainState {
+    draining: AtomicBool,
+    in_flight: AtomicUsize,
+    idle: Notify,
+}
+
+impl Drain {
+    /// Admits a call, or `None` once draining. The call counts until the
+    /// guard drops (finished, failed or cancelled).
+    pub fn enter(&self) -> Option<DrainGuard> {
+        // Counted before the check, so `drain` either waits for this call
+        // or this call sees the drain.
+        self.0.in_flight.fetch_add(1, Ordering::SeqCst);
+        let guard = DrainGuard(self.clone());
+        (!self.0.draining.load(Ordering::SeqCst)).then_some(guard)
     }
 
-    fn count(&self) -> usize {
-        self.0 .0.load(Ordering::SeqCst)
+    pub fn in_flight(&self) -> usize {
+        self.0.in_flight.load(Ordering::SeqCst)
     }
 
-    async fn wait_idle(&self) {
+    pub fn is_draining(&self) -> bool {
+        self.0.draining.load(Ordering::SeqCst)
+    }
+
+    /// Starts draining and resolves once no admitted call is running.
+    pub async fn drain(&self) {
+        self.0.draining.store(true, Ordering::SeqCst);
         loop {
-            let notified = self.0 .1.notified();
-            if self.count() == 0 {
+            let idle = self.0.idle.notified();
+            if self.in_flight() == 0 {
                 return;
             }
-            notified.await;
+            idle.await;
         }
     }
 }
 
-struct InFlightGuard(InFlight);
+pub struct DrainGuard(Drain);
 
-impl Drop for InFlightGuard {
+impl Drop for DrainGuard {
     fn drop(&mut self) {
-        if self.0 .0 .0.fetch_sub(1, Ordering::SeqCst) == 1 {
-            self.0 .0 .1.notify_waiters();
+        if self.0 .0.in_flight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0 .0.idle.notify_waiters();
         }
     }
 }
@@ -233,15 +253,12 @@ impl Inner {
         input: Bytes,
         deadline: Option<Instant>,
     ) -> Result<EvaluateFunctionResponse, CallError> {
-        // Counted before the check, so the drain either waits for this call
-        // or this call sees the drain.
-        let _in_flight = self.in_flight.enter();
-        if self.draining.load(Ordering::SeqCst) {
+        let Some(_admitted) = self.drain.enter() else {
             return Err((
                 Outcome::ShuttingDown,
                 Status::unavailable("wrapper-server is shutting down; retry on another pod"),
             ));
-        }
+        };
         let _slot = match &self.slots {
             None => None,
             Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
@@ -429,13 +446,7 @@ fn parse_grpc_timeout(value: &str) -> Option<Duration> {
 /// clients expect. Our handler never answers OUT_OF_RANGE itself, so every
 /// OUT_OF_RANGE leaving this service is that case.
 #[derive(Clone)]
-pub struct MapOutOfRange<S>(S);
-
-/// Wraps an evaluator service so request-size errors answer
-/// RESOURCE_EXHAUSTED (see [`MapOutOfRange`]).
-pub fn map_out_of_range<S>(service: S) -> MapOutOfRange<S> {
-    MapOutOfRange(service)
-}
+struct MapOutOfRange<S>(S);
 
 impl<S> NamedService for MapOutOfRange<S>
 where
@@ -522,13 +533,16 @@ mod tests {
     #[tokio::test]
     async fn draining_refuses_new_calls_with_unavailable() {
         let svc = service(&["cat"]);
-        svc.inner.draining.store(true, Ordering::SeqCst);
+        let drain = svc.inner.drain.clone();
+        tokio::spawn(async move { drain.drain().await });
+        tokio::task::yield_now().await;
+        assert!(svc.inner.drain.is_draining());
         let err = svc
             .evaluate_function(Request::new(EvaluateFunctionRequest::default()))
             .await
             .unwrap_err();
         assert_eq!(err.code(), Code::Unavailable);
-        assert_eq!(svc.inner.in_flight.count(), 0);
+        assert_eq!(svc.inner.drain.in_flight(), 0);
     }
 
     #[test]
