@@ -1,4 +1,17 @@
-//! The runner side of the KRM function runtime.
+//! The runner side of the KRM function runtime: Porch's function runner.
+//!
+//! A request's path: [`server`] (gRPC `evaluator.FunctionEvaluator`) →
+//! [`evaluator`] chain (exec first, then pods) → [`cache`] (one actor per
+//! runner hands out pods per image) → [`backend`] (creates the pods:
+//! [`backend::process`] children on loopback by default) → the pod's
+//! `wrapper-server`.
+//!
+//! - [`config`]: FunctionConfig documents and image matching;
+//! - [`runner`]: assembles all of the above from options;
+//! - [`package`] and [`eval`]: `function-runner eval`, kpt-style local runs.
+
+#![forbid(unsafe_code)]
+
 pub mod backend;
 pub mod cache;
 pub mod config;

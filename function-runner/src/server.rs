@@ -279,5 +279,6 @@ pub async fn serve(
     let evaluator = FunctionEvaluatorServer::new(service)
         .max_decoding_message_size(max_message_bytes)
         .max_encoding_message_size(max_message_bytes);
-    wrapper_server::server::serve_evaluator(listener, evaluator, drain, max_message_bytes, shutdown).await
+    wrapper_server::server::serve_evaluator(listener, evaluator, drain, max_message_bytes, shutdown)
+        .await
 }

@@ -7,6 +7,14 @@
 
 #![forbid(unsafe_code)]
 
+/// Prints one line on stderr with a single write, as Go's `log` package does (so that
+/// lines from concurrent probes never interleave mid-line).
+macro_rules! log {
+    ($($arg:tt)*) => {
+        $crate::log_line(format!($($arg)*))
+    };
+}
+
 mod dial;
 mod duration;
 mod flags;
@@ -18,6 +26,12 @@ mod tls;
 use flags::{FlagError, Options};
 
 const STATUS_INVALID_ARGUMENTS: i32 = 1;
+
+pub(crate) fn log_line(mut line: String) {
+    use std::io::Write;
+    line.push('\n');
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
 
 /// An OS error in Go's words: "connection refused", not "Connection refused (os error 111)".
 pub(crate) fn io_error(e: &std::io::Error) -> String {
@@ -33,26 +47,35 @@ pub(crate) fn io_error(e: &std::io::Error) -> String {
     }
 }
 
+fn log_usage() {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(flags::USAGE.as_bytes());
+}
+
 fn print_options(o: &Options) {
-    eprintln!("parsed options:");
-    eprintln!(
+    log!("parsed options:");
+    log!(
         "> addr={} conn_timeout={} rpc_timeout={}",
-        o.addr, o.connect_timeout, o.rpc_timeout
+        o.addr,
+        o.connect_timeout,
+        o.rpc_timeout
     );
-    eprintln!(
+    log!(
         "> service={:?} user-agent={:?} gzip={}",
-        o.service, o.user_agent, o.gzip
+        o.service,
+        o.user_agent,
+        o.gzip
     );
     for (k, v) in &o.rpc_headers {
-        eprintln!("> rpc-header {k}: {v}");
+        log!("> rpc-header {k}: {v}");
     }
-    eprintln!("> tls={}", o.tls);
+    log!("> tls={}", o.tls);
     if o.tls {
-        eprintln!("  > no-verify={} ", o.tls_no_verify);
-        eprintln!("  > ca-cert={}", o.tls_ca_cert);
-        eprintln!("  > client-cert={}", o.tls_client_cert);
-        eprintln!("  > client-key={}", o.tls_client_key);
-        eprintln!("  > server-name={}", o.tls_server_name);
+        log!("  > no-verify={} ", o.tls_no_verify);
+        log!("  > ca-cert={}", o.tls_ca_cert);
+        log!("  > client-cert={}", o.tls_client_cert);
+        log!("  > client-key={}", o.tls_client_key);
+        log!("  > server-name={}", o.tls_server_name);
     }
 }
 
@@ -64,12 +87,12 @@ fn run() -> i32 {
     let o = match flags::parse(&args) {
         Ok(o) => o,
         Err(FlagError::Help) => {
-            eprint!("{}", flags::USAGE);
+            log_usage();
             return 0;
         }
         Err(FlagError::Bad(msg)) => {
-            eprintln!("{msg}");
-            eprint!("{}", flags::USAGE);
+            log!("{msg}");
+            log_usage();
             return STATUS_INVALID_ARGUMENTS;
         }
     };
@@ -78,7 +101,7 @@ fn run() -> i32 {
         return 0;
     }
     if let Err(msg) = flags::validate(&o) {
-        eprintln!("error: {msg}");
+        log!("error: {msg}");
         return STATUS_INVALID_ARGUMENTS;
     }
     if o.verbose {
@@ -88,7 +111,7 @@ fn run() -> i32 {
         match tls::client_config(&o) {
             Ok(cfg) => Some(cfg),
             Err(e) => {
-                eprintln!("failed to initialize tls credentials. error={e}");
+                log!("failed to initialize tls credentials. error={e}");
                 return STATUS_INVALID_ARGUMENTS;
             }
         }
@@ -102,7 +125,7 @@ fn run() -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            log!("error: cannot start the async runtime: {e}");
             return probe::STATUS_CONNECTION_FAILURE;
         }
     };

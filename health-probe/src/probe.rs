@@ -34,7 +34,7 @@ pub async fn run(o: &Options, tls: Option<Arc<rustls::ClientConfig>>) -> i32 {
     let target = match dial::parse_target(&o.addr) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("error: failed to connect service at {:?}: {e}", o.addr);
+            log!("error: failed to connect service at {:?}: {e}", o.addr);
             return STATUS_CONNECTION_FAILURE;
         }
     };
@@ -46,7 +46,7 @@ pub async fn run(o: &Options, tls: Option<Arc<rustls::ClientConfig>>) -> i32 {
     };
 
     if o.verbose {
-        eprintln!("establishing connection");
+        log!("establishing connection");
     }
     let conn_start = Instant::now();
     let stage = Stage::new("starting");
@@ -58,23 +58,24 @@ pub async fn run(o: &Options, tls: Option<Arc<rustls::ClientConfig>>) -> i32 {
     let send = match tokio::time::timeout(o.connect_timeout.to_std(), connecting).await {
         Ok(Ok(send)) => send,
         Ok(Err(e)) => {
-            eprintln!("error: failed to connect service at {:?}: {e}", o.addr);
+            log!("error: failed to connect service at {:?}: {e}", o.addr);
             return STATUS_CONNECTION_FAILURE;
         }
         Err(_) => {
             if o.verbose {
-                eprintln!("> gave up {}", stage.get());
+                log!("> gave up {}", stage.get());
             }
-            eprintln!(
+            log!(
                 "timeout: failed to connect service {:?} within {}",
-                o.addr, o.connect_timeout
+                o.addr,
+                o.connect_timeout
             );
             return STATUS_CONNECTION_FAILURE;
         }
     };
     let conn_duration = elapsed(conn_start);
     if o.verbose {
-        eprintln!("connection established (took {conn_duration})");
+        log!("connection established (took {conn_duration})");
     }
 
     let rpc_start = Instant::now();
@@ -104,18 +105,18 @@ pub async fn run(o: &Options, tls: Option<Arc<rustls::ClientConfig>>) -> i32 {
     let status = match result {
         Ok(Ok(status)) => status,
         Ok(Err(s)) if s.code == Code::UNIMPLEMENTED => {
-            eprintln!(
+            log!(
                 "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): {}",
                 s.message
             );
             return STATUS_RPC_FAILURE;
         }
         Ok(Err(s)) if s.code != Code::DEADLINE_EXCEEDED => {
-            eprintln!("error: health rpc failed: {s}");
+            log!("error: health rpc failed: {s}");
             return STATUS_RPC_FAILURE;
         }
         Ok(Err(_)) | Err(_) => {
-            eprintln!(
+            log!(
                 "timeout: health rpc did not complete within {}",
                 o.rpc_timeout
             );
@@ -125,12 +126,12 @@ pub async fn run(o: &Options, tls: Option<Arc<rustls::ClientConfig>>) -> i32 {
 
     let name = serving_status_name(status);
     if status != 1 {
-        eprintln!("service unhealthy (responded with {name:?})");
+        log!("service unhealthy (responded with {name:?})");
         return STATUS_UNHEALTHY;
     }
     if o.verbose {
-        eprintln!("time elapsed: connect={conn_duration} rpc={rpc_duration}");
+        log!("time elapsed: connect={conn_duration} rpc={rpc_duration}");
     }
-    eprintln!("status: {name}");
+    log!("status: {name}");
     0
 }

@@ -336,12 +336,20 @@ async fn sigterm_drains_in_flight_calls_then_stops_pods() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(not_serving, "runner health never turned NOT_SERVING");
-    let err = runner.client().await.unwrap().evaluate_function(request("slow-fn")).await.unwrap_err();
+    let err = runner
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request("slow-fn"))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err:?}");
     std::fs::write(&gate, b"").unwrap();
     let resp = in_flight.await.unwrap().unwrap().into_inner();
     assert_eq!(resp.resource_list, example_rl().as_bytes());
-    let status = tokio::task::spawn_blocking(move || runner.child.wait().unwrap()).await.unwrap();
+    let status = tokio::task::spawn_blocking(move || runner.child.wait().unwrap())
+        .await
+        .unwrap();
     assert_eq!(status.code(), Some(0));
     for pid in pods {
         assert!(!process_alive(pid), "pod {pid} left behind");

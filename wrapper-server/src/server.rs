@@ -109,7 +109,9 @@ where
 {
     let health = HealthReporter::new();
     for name in HEALTH_SERVICES {
-        health.set_service_status(name, ServingStatus::Serving).await;
+        health
+            .set_service_status(name, ServingStatus::Serving)
+            .await;
     }
     let health_service = tonic_health::pb::health_server::HealthServer::new(
         tonic_health::server::HealthService::from_health_reporter(health.clone()),
@@ -117,7 +119,9 @@ where
     let stop = async move {
         shutdown.await;
         for name in HEALTH_SERVICES {
-            health.set_service_status(name, ServingStatus::NotServing).await;
+            health
+                .set_service_status(name, ServingStatus::NotServing)
+                .await;
         }
         tracing::info!(
             in_flight = drain.in_flight(),

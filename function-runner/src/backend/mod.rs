@@ -26,6 +26,46 @@ impl fmt::Display for PodId {
     }
 }
 
+/// A DNS-1123 label (lowercase alphanumerics and `-`, at most 63 chars,
+/// starting and ending alphanumeric) naming a pod for `image`, made unique by
+/// `unique` (e.g. a counter or random suffix). Digest-pinned images
+/// (`name@sha256:…`) and tags with `.`/`_` give valid names too: the Go
+/// original produced invalid ones for digests.
+pub fn pod_name(image: &str, unique: &str) -> String {
+    let no_digest = image.split('@').next().unwrap_or(image);
+    let last = no_digest.rsplit('/').next().unwrap_or(no_digest);
+    let mut name = String::with_capacity(63);
+    for c in last
+        .chars()
+        .chain(std::iter::once('-'))
+        .chain(unique.chars())
+    {
+        let c = c.to_ascii_lowercase();
+        let c = if c.is_ascii_alphanumeric() { c } else { '-' };
+        if !(c == '-' && (name.is_empty() || name.ends_with('-'))) {
+            name.push(c);
+        }
+    }
+    // Keep the unique suffix whole: cut the image part if too long.
+    let suffix: String = unique
+        .chars()
+        .map(|c| c.to_ascii_lowercase())
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    if name.len() > 63 {
+        let keep = 63usize.saturating_sub(suffix.len() + 1);
+        let head: String = name.chars().take(keep).collect();
+        name = format!("{}-{suffix}", head.trim_end_matches('-'));
+        name.truncate(63);
+    }
+    let name = name.trim_matches('-').to_string();
+    if name.is_empty() {
+        "fn".to_string()
+    } else {
+        name
+    }
+}
+
 /// What the cache asks a backend to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodSpec {
@@ -85,4 +125,40 @@ pub trait Backend: Send + Sync + 'static {
     /// Hands the backend the channel on which it reports pods that died
     /// after `start` returned. Called once, before the first `start`.
     fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pod_name;
+
+    fn is_dns1123_label(s: &str) -> bool {
+        !s.is_empty()
+            && s.len() <= 63
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !s.starts_with('-')
+            && !s.ends_with('-')
+    }
+
+    #[test]
+    fn pod_names_are_dns1123_labels_even_for_digests() {
+        let cases = [
+            ("ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1", "set-namespace-v0-4-1-7"),
+            (
+                "ghcr.io/kptdev/krm-functions-catalog/apply-setters@sha256:5e0b2b2a1f3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6",
+                "apply-setters-7",
+            ),
+            ("localhost:5000/My_Func:Latest", "my-func-latest-7"),
+            ("---", "7"),
+        ];
+        for (image, want) in cases {
+            let name = pod_name(image, "7");
+            assert_eq!(name, want, "{image}");
+            assert!(is_dns1123_label(&name), "{name}");
+        }
+        let long = format!("example.com/{}:v1", "a".repeat(100));
+        let name = pod_name(&long, "12345");
+        assert!(is_dns1123_label(&name), "{name}");
+        assert!(name.ends_with("-12345"), "{name}");
+    }
 }

@@ -220,11 +220,8 @@ impl Backend for ProcessBackend {
 
     fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
         let entrypoint = self.functions.resolve(&spec.image);
-        let id = PodId(format!(
-            "process-{}-{}",
-            self.next_id.fetch_add(1, Ordering::Relaxed),
-            ImageParts::parse(&spec.image).name
-        ));
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = PodId(super::pod_name(&spec.image, &format!("p{n}")));
         let wrapper = self.wrapper.clone();
         let max = self.max_message_bytes;
         let events = self.events.get().cloned();

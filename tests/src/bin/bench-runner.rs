@@ -1,0 +1,228 @@
+//! `bench-runner`: issue #3's speed targets for `function-runner serve`,
+//! measured side by side in one run, printed as markdown.
+//!
+//! ```sh
+//! cargo build --release --workspace --bins
+//! target/x86_64-unknown-linux-gnu/release/bench-runner warm --rounds 6
+//! target/x86_64-unknown-linux-gnu/release/bench-runner cold --calls 1000
+//! ```
+//!
+//! - `warm`: 16 concurrent clients calling a warm process pod through
+//!   `serve`, vs the same clients calling a `wrapper-server` around the same
+//!   function directly. Rounds alternate A/B, B/A.
+//! - `cold`: N concurrent first calls for a cold image through `serve`;
+//!   counts pod starts (from the runner's metrics) and completions.
+
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Context};
+use clap::{Parser, Subcommand};
+use e2e_tests::{evaluator_client, resource_list, Wrapper};
+use proto::pb::EvaluateFunctionRequest;
+use tokio::task::JoinSet;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "bench-runner",
+    about = "Issue #3 benchmarks: function-runner serve"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Warm-path throughput: through serve vs direct to the wrapper.
+    Warm {
+        #[arg(long, default_value_t = 6)]
+        rounds: usize,
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// Seconds per variant per round.
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+        /// Items in the ResourceList (about 150 bytes each).
+        #[arg(long, default_value_t = 7)]
+        items: usize,
+    },
+    /// N concurrent first calls for a cold image.
+    Cold {
+        #[arg(long, default_value_t = 1000)]
+        calls: usize,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Cmd::Warm {
+            rounds,
+            clients,
+            seconds,
+            items,
+        } => warm(rounds, clients, Duration::from_secs_f64(seconds), items).await,
+        Cmd::Cold { calls } => cold(calls).await,
+    }
+}
+
+/// A directory with a `cat-fn` executable for the process backend.
+fn functions_dir() -> anyhow::Result<tempfile::TempDir> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("cat-fn");
+    std::fs::write(&path, "#!/bin/sh\nexec cat\n")?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    Ok(dir)
+}
+
+fn request(rl: &bytes::Bytes) -> EvaluateFunctionRequest {
+    EvaluateFunctionRequest {
+        resource_list: rl.clone(),
+        image: "example.com/fns/cat-fn:v1".into(),
+        tag: String::new(),
+    }
+}
+
+/// Calls per second with `clients` concurrent clients (one connection each)
+/// for `duration`.
+async fn throughput(
+    endpoint: &str,
+    clients: usize,
+    duration: Duration,
+    rl: &bytes::Bytes,
+) -> anyhow::Result<f64> {
+    let mut set = JoinSet::new();
+    let start = Instant::now();
+    for _ in 0..clients {
+        let mut client = evaluator_client(endpoint, 64 << 20).await?;
+        let rl = rl.clone();
+        set.spawn(async move {
+            let mut n = 0u64;
+            while start.elapsed() < duration {
+                client.evaluate_function(request(&rl)).await?;
+                n += 1;
+            }
+            anyhow::Ok(n)
+        });
+    }
+    let mut total = 0;
+    while let Some(n) = set.join_next().await {
+        total += n??;
+    }
+    Ok(total as f64 / start.elapsed().as_secs_f64())
+}
+
+async fn warm(
+    rounds: usize,
+    clients: usize,
+    duration: Duration,
+    items: usize,
+) -> anyhow::Result<()> {
+    let fns = functions_dir()?;
+    let cat = fns.path().join("cat-fn");
+    let direct = Wrapper::start(&[], &[cat.to_str().context("path")?])?;
+    let runner = Wrapper::start_runner(&[
+        "--metrics-port",
+        "0",
+        "--process-functions",
+        fns.path().to_str().context("path")?,
+    ])?;
+    let rl = bytes::Bytes::from(resource_list(items));
+    // Warm both: the runner starts its pod on the first call.
+    for endpoint in [direct.endpoint(), runner.endpoint()] {
+        evaluator_client(&endpoint, 64 << 20)
+            .await?
+            .evaluate_function(request(&rl))
+            .await?;
+    }
+    println!(
+        "warm path, {clients} clients, {} B ResourceList, {:.1} s per variant per round\n",
+        rl.len(),
+        duration.as_secs_f64()
+    );
+    println!("| round | direct wrapper calls/s | through serve calls/s | ratio |");
+    println!("|---|---|---|---|");
+    let (mut sum_direct, mut sum_serve) = (0.0, 0.0);
+    for round in 0..rounds {
+        let (d, s) = if round % 2 == 0 {
+            let d = throughput(&direct.endpoint(), clients, duration, &rl).await?;
+            let s = throughput(&runner.endpoint(), clients, duration, &rl).await?;
+            (d, s)
+        } else {
+            let s = throughput(&runner.endpoint(), clients, duration, &rl).await?;
+            let d = throughput(&direct.endpoint(), clients, duration, &rl).await?;
+            (d, s)
+        };
+        sum_direct += d;
+        sum_serve += s;
+        println!("| {round} | {d:.0} | {s:.0} | {:.3} |", s / d);
+    }
+    println!(
+        "| all | {:.0} | {:.0} | **{:.3}** |",
+        sum_direct / rounds as f64,
+        sum_serve / rounds as f64,
+        sum_serve / sum_direct
+    );
+    Ok(())
+}
+
+async fn metrics(port: u16) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut conn = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await?;
+    let mut text = String::new();
+    conn.read_to_string(&mut text).await?;
+    Ok(text)
+}
+
+async fn cold(calls: usize) -> anyhow::Result<()> {
+    let fns = functions_dir()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let port_arg = port.to_string();
+    let runner = Wrapper::start_runner(&[
+        "--metrics-port",
+        &port_arg,
+        "--process-functions",
+        fns.path().to_str().context("path")?,
+    ])?;
+    let rl = bytes::Bytes::from(resource_list(7));
+    // One HTTP/2 connection carries all calls, as porch-server's does.
+    let client = evaluator_client(&runner.endpoint(), 64 << 20).await?;
+    let start = Instant::now();
+    let mut set = JoinSet::new();
+    for _ in 0..calls {
+        let mut client = client.clone();
+        let rl = rl.clone();
+        set.spawn(async move { client.evaluate_function(request(&rl)).await });
+    }
+    let mut ok = 0;
+    while let Some(res) = set.join_next().await {
+        if res?.is_ok() {
+            ok += 1;
+        }
+    }
+    let elapsed = start.elapsed();
+    let text = metrics(port).await?;
+    let starts = text
+        .lines()
+        .find(|l| l.starts_with("function_runner_pod_starts_total{outcome=\"ok\"}"))
+        .and_then(|l| l.rsplit(' ').next())
+        .unwrap_or("0")
+        .to_string();
+    println!("| concurrent first calls | completed OK | pod starts | wall time |");
+    println!("|---|---|---|---|");
+    println!(
+        "| {calls} | {ok} | {starts} | {:.0} ms |",
+        elapsed.as_secs_f64() * 1000.0
+    );
+    ensure!(ok == calls, "{} calls failed", calls - ok);
+    ensure!(
+        starts == "1",
+        "expected exactly one pod start, saw {starts}"
+    );
+    Ok(())
+}
