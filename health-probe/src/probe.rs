@@ -80,11 +80,11 @@ pub async fn run(o: &Options, tls: Option<Arc<rustls::ClientConfig>>) -> i32 {
 
     let rpc_start = Instant::now();
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let user_agent = format!(
-        "{} health-probe/{}",
-        o.user_agent,
-        env!("CARGO_PKG_VERSION")
-    );
+    // Like grpc-go, which appends "grpc-go/VERSION" to the given user agent.
+    let user_agent = match o.user_agent.as_str() {
+        "" => format!("health-probe/{}", env!("CARGO_PKG_VERSION")),
+        ua => format!("{ua} health-probe/{}", env!("CARGO_PKG_VERSION")),
+    };
     let message = grpc::encode_health_request(&o.service);
     let call = grpc::Call {
         scheme,

@@ -206,6 +206,23 @@ async fn silent_listener_is_connect_timeout_exit_2() {
     );
     assert!(o.elapsed >= Duration::from_millis(450), "{o:#?}");
     assert!(o.elapsed < Duration::from_secs(5), "{o:#?}");
+
+    // the same in the TLS handshake
+    let o = probe(&[
+        "-addr",
+        &addr,
+        "-tls",
+        "-tls-no-verify",
+        "-connect-timeout",
+        "300ms",
+    ])
+    .await;
+    expect(
+        &o,
+        2,
+        &format!("timeout: failed to connect service \"{addr}\" within 300ms"),
+    );
+    assert!(o.elapsed < Duration::from_secs(5), "{o:#?}");
 }
 
 #[tokio::test]

@@ -19,6 +19,7 @@ use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, Semaphore};
 use tokio_stream::wrappers::TcpListenerStream;
+use tokio_stream::StreamExt;
 use tonic::server::NamedService;
 use tonic::{Code, Request, Response, Status};
 use tonic_health::server::HealthReporter;
@@ -129,17 +130,25 @@ where
         );
         drain.drain().await;
     };
+    // tonic's `tcp_nodelay` only applies to listeners it binds itself: set it
+    // on each accepted socket, or Nagle adds ~40 ms to small answers.
+    let incoming = TcpListenerStream::new(listener).map(|conn| {
+        conn.inspect(|stream| {
+            if let Err(err) = stream.set_nodelay(true) {
+                tracing::debug!(%err, "TCP_NODELAY");
+            }
+        })
+    });
     let window = u32::try_from(max_message_bytes.saturating_mul(2))
         .unwrap_or(u32::MAX)
         .max(1 << 20);
     tonic::transport::Server::builder()
-        .tcp_nodelay(true)
         .initial_connection_window_size(window)
         .initial_stream_window_size(window)
         .max_frame_size(1 << 20)
         .add_service(health_service)
         .add_service(MapOutOfRange(evaluator))
-        .serve_with_incoming_shutdown(TcpListenerStream::new(listener), stop)
+        .serve_with_incoming_shutdown(incoming, stop)
         .await
 }
 
