@@ -517,3 +517,74 @@ async fn unknown_request_fields_are_ignored() {
         .unwrap();
     assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
 }
+
+fn probe(addr: std::net::SocketAddr, extra: &[&str]) -> std::process::Output {
+    std::process::Command::new(bin("health-probe"))
+        .args(["-addr", &addr.to_string()])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn health_probe_follows_the_wrapper_through_its_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let gate = dir.path().join("gate");
+    let script = format!(
+        "touch {s}; while [ ! -e {g} ]; do sleep 0.01; done; cat",
+        s = started.display(),
+        g = gate.display()
+    );
+    let mut w = start_sh(&[], &script);
+    let out = probe(w.addr, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "status: SERVING"
+    );
+    let out = probe(w.addr, &["-service", "evaluator.FunctionEvaluator"]);
+    assert_eq!(out.status.code(), Some(0));
+
+    let mut client = w.client().await.unwrap();
+    let rl = resource_list(2);
+    let r = rl.clone();
+    let call = tokio::spawn(async move { client.evaluate_function(request(r)).await });
+    assert!(eventually(Duration::from_secs(20), || started.exists()).await);
+    w.signal(nix::sys::signal::Signal::SIGTERM);
+    let mut code = None;
+    for _ in 0..300 {
+        let out = probe(w.addr, &[]);
+        if out.status.code() == Some(4) {
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr).trim(),
+                "service unhealthy (responded with \"NOT_SERVING\")"
+            );
+            code = Some(4);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(code, Some(4), "the probe never saw NOT_SERVING");
+    std::fs::write(&gate, b"").unwrap();
+    let resp = call.await.unwrap().unwrap();
+    assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
+    let addr = w.addr;
+    let status = tokio::task::spawn_blocking(move || w.child.wait().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    // Gone: the probe cannot connect any more (exit 2).
+    let out = probe(addr, &["-connect-timeout", "300ms"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
