@@ -1,12 +1,106 @@
-//! `function-runner eval` (being written).
+//! `function-runner eval`: the command line of [`function_runner::eval`],
+//! modelled on `kpt fn eval`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use function_runner::eval::{self, EvalOptions, FnConfig, Function, Output, Source};
+use function_runner::evaluator::Evaluator;
 
 /// Arguments of `function-runner eval`.
 #[derive(Debug, clap::Args)]
-pub struct EvalArgs {}
+#[command(
+    after_help = "Examples:\n  function-runner eval DIR --exec ./my-fn -- key=value\n  function-runner eval - --exec \"./my-fn arg\" < resourcelist.yaml\n  function-runner eval DIR --image set-labels:v0.2 --results-dir /tmp/results -o stdout"
+)]
+pub struct EvalArgs {
+    /// Package directory, or `-` to read a ResourceList (or YAML documents)
+    /// from stdin and write to stdout.
+    #[arg(value_name = "DIR|-", default_value = ".")]
+    pub dir: String,
+    /// Run this local command as the function (quoted if it has arguments).
+    #[arg(long, value_name = "CMD", conflicts_with = "image")]
+    pub exec: Option<String>,
+    /// Run this image as the function (short names get the default prefix).
+    #[arg(short = 'i', long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// File holding the function's `functionConfig`.
+    #[arg(long, value_name = "FILE")]
+    pub fn_config: Option<PathBuf>,
+    /// Where the output goes: `stdout` (a ResourceList), `unwrap` (YAML
+    /// documents) or a new directory. Default: back into DIR (stdout for `-`).
+    #[arg(short = 'o', long, value_name = "stdout|unwrap|DIR")]
+    pub output: Option<String>,
+    /// Write the function's structured results to DIR/results.yaml.
+    #[arg(long, value_name = "DIR")]
+    pub results_dir: Option<PathBuf>,
+    /// Print at most four lines of results and of stderr.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub truncate_output: bool,
+    /// The most bytes the function may write to stdout.
+    #[arg(long, default_value_t = eval::DEFAULT_MAX_OUTPUT_BYTES, value_name = "BYTES")]
+    pub max_output_bytes: usize,
+    /// Function arguments `key=value` (a ConfigMap named `function-input`).
+    #[arg(last = true, value_name = "KEY=VALUE")]
+    pub fn_args: Vec<String>,
+}
 
+/// Runs `eval`; errors are printed the way kpt prints them (`error: ...`)
+/// and give exit code 1, like a failing function.
 pub async fn run(
-    _args: EvalArgs,
-    _image_evaluator: Option<std::sync::Arc<dyn function_runner::evaluator::Evaluator>>,
-) -> anyhow::Result<std::process::ExitCode> {
-    anyhow::bail!("eval is not implemented yet")
+    args: EvalArgs,
+    image_evaluator: Option<Arc<dyn Evaluator>>,
+) -> anyhow::Result<ExitCode> {
+    let mut stderr = std::io::stderr();
+    match run_inner(args, image_evaluator, &mut stderr).await {
+        Ok(code) => Ok(ExitCode::from(code)),
+        Err(err) => {
+            let _ = writeln!(stderr, "error: {err}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+async fn run_inner(
+    args: EvalArgs,
+    image_evaluator: Option<Arc<dyn Evaluator>>,
+    stderr: &mut (dyn Write + Send),
+) -> Result<u8, eval::Error> {
+    let function = match (args.exec, args.image) {
+        (Some(cmd), _) => Function::Exec(cmd),
+        (None, Some(image)) => {
+            let evaluator = image_evaluator.ok_or(eval::Error::NoImageEvaluator)?;
+            let image = function_runner::config::normalize_image_name(
+                &image,
+                function_runner::config::DEFAULT_IMAGE_PREFIX,
+            );
+            Function::Image { image, evaluator }
+        }
+        (None, None) => return Err(eval::Error::Input("must specify --image or --exec".into())),
+    };
+    let fn_config = match args.fn_config {
+        Some(_) if !args.fn_args.is_empty() => return Err(eval::Error::ArgsWithFnConfig),
+        Some(path) => FnConfig::File(path),
+        None => FnConfig::Args(args.fn_args),
+    };
+    let source = if args.dir == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut buf)?;
+        Source::Stdin(buf)
+    } else {
+        Source::Dir(PathBuf::from(&args.dir))
+    };
+    let opts = EvalOptions {
+        output: args.output.as_deref().map(Output::parse),
+        fn_config,
+        results_dir: args.results_dir,
+        truncate_output: args.truncate_output,
+        max_output_bytes: args.max_output_bytes,
+        ..EvalOptions::new(source, function)
+    };
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
+    let code = eval::run(opts, &mut stdout, stderr).await?;
+    stdout.flush()?;
+    Ok(code)
 }

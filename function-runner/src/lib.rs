@@ -15,6 +15,8 @@
 pub mod backend;
 pub mod cache;
 pub mod config;
+pub mod eval;
 pub mod evaluator;
+pub mod package;
 pub mod runner;
 pub mod server;

@@ -36,7 +36,31 @@ enum Command {
     /// Serve evaluator.FunctionEvaluator (Porch's protocol) and health.
     Serve(Box<ServeArgs>),
     /// Run one function on a package or ResourceList, like `kpt fn eval`.
-    Eval(cli_eval::EvalArgs),
+    Eval {
+        #[command(flatten)]
+        args: cli_eval::EvalArgs,
+        #[command(flatten)]
+        pods: EvalPodArgs,
+    },
+}
+
+/// How `eval --image` runs the image: through the same evaluator chain as
+/// `serve` (FunctionConfigs, then a process pod).
+#[derive(Debug, clap::Args)]
+struct EvalPodArgs {
+    /// Directory of FunctionConfig documents (binaryExecutor images run as
+    /// local binaries).
+    #[arg(long)]
+    functions: Option<PathBuf>,
+    /// process backend: image → entrypoint (directory or YAML map).
+    #[arg(long)]
+    process_functions: Option<PathBuf>,
+    /// process backend: the wrapper-server binary (default: next to this one).
+    #[arg(long)]
+    wrapper_server: Option<PathBuf>,
+    /// Prefix for short image names.
+    #[arg(long, default_value = DEFAULT_IMAGE_PREFIX)]
+    default_image_prefix: String,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -104,7 +128,7 @@ struct ServeArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = matches!(&cli.command, Command::Serve(a) if a.log_format == "json");
-    init_logging(json, matches!(cli.command, Command::Eval(_)));
+    init_logging(json, matches!(cli.command, Command::Eval { .. }));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -118,7 +142,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Serve(args) => run_serve(*args).await.map(|()| ExitCode::SUCCESS),
-            Command::Eval(args) => cli_eval::run(args, None).await,
+            Command::Eval { args, pods } => run_eval(args, pods).await,
         }
     });
     match result {
@@ -145,6 +169,29 @@ fn init_logging(json: bool, quiet: bool) {
     } else {
         builder.init();
     }
+}
+
+async fn run_eval(args: cli_eval::EvalArgs, pods: EvalPodArgs) -> anyhow::Result<ExitCode> {
+    if args.image.is_none() {
+        return cli_eval::run(args, None).await;
+    }
+    let runner = Runner::start(RunnerOptions {
+        functions: pods.functions,
+        default_image_prefix: pods.default_image_prefix,
+        cache: CacheSettings::default(),
+        warm_up: false,
+        max_message_bytes: args.max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
+        max_grpc_retries: 2,
+        backend: BackendKind::Process,
+        wrapper_server: pods.wrapper_server.unwrap_or_else(
+            function_runner::backend::process::ProcessBackend::default_wrapper_path,
+        ),
+        process_functions: pods.process_functions,
+    })
+    .await?;
+    let code = cli_eval::run(args, Some(runner.evaluator.clone())).await;
+    runner.shutdown(Duration::from_secs(10)).await;
+    code
 }
 
 async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {

@@ -355,3 +355,78 @@ async fn sigterm_drains_in_flight_calls_then_stops_pods() {
         assert!(!process_alive(pid), "pod {pid} left behind");
     }
 }
+
+#[tokio::test]
+async fn eval_image_runs_a_process_pod_like_eval_exec() {
+    let fx = Fixture::new();
+    let pkg = |name: &str| {
+        let dir = fx.dir.path().join(name);
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(
+            dir.join("app.yaml"),
+            "# the app\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web # inline\nspec:\n  replicas: 1\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: web\n",
+        )
+        .unwrap();
+        dir
+    };
+    let (by_image, by_exec) = (pkg("by-image"), pkg("by-exec"));
+    let runner_bin = bin("function-runner");
+    let out = std::process::Command::new(&runner_bin)
+        .args([
+            "eval",
+            by_image.to_str().unwrap(),
+            "--image",
+            "example.com/fns/example-fn:v1",
+        ])
+        .args(["--process-functions", &fx.pods(), "--", "owner=me"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("[RUNNING] \"example.com/fns/example-fn:v1\""),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[PASS] \"example.com/fns/example-fn:v1\""),
+        "{stderr}"
+    );
+    let out = std::process::Command::new(&runner_bin)
+        .args([
+            "eval",
+            by_exec.to_str().unwrap(),
+            "--exec",
+            bin("example-fn").to_str().unwrap(),
+        ])
+        .args(["--", "owner=me"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let a = std::fs::read_to_string(by_image.join("app.yaml")).unwrap();
+    let b = std::fs::read_to_string(by_exec.join("app.yaml")).unwrap();
+    assert_eq!(a, b);
+    assert!(a.contains("owner: me"), "{a}");
+
+    // An image nobody serves: a clear error, exit 1.
+    let out = std::process::Command::new(&runner_bin)
+        .args([
+            "eval",
+            by_image.to_str().unwrap(),
+            "--image",
+            "example.com/fns/nothing:v1",
+        ])
+        .args(["--process-functions", &fx.pods()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nothing"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

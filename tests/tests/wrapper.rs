@@ -588,3 +588,19 @@ async fn health_probe_follows_the_wrapper_through_its_drain() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn huge_message_limit_still_serves() {
+    // Flow-control windows derive from the limit; HTTP/2 caps them at 2^31-1.
+    let w = start_sh(&["--max-request-body-size", "4000000000"], "cat");
+    let rl = resource_list(3);
+    let resp = w
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(rl.clone()))
+        .await
+        .unwrap();
+    assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
+    assert_eq!(health_status(&w.endpoint(), "").await.unwrap(), 1);
+}

@@ -139,9 +139,9 @@ where
             }
         })
     });
-    let window = u32::try_from(max_message_bytes.saturating_mul(2))
-        .unwrap_or(u32::MAX)
-        .max(1 << 20);
+    // Room for a whole request in flight; HTTP/2 caps windows at 2^31-1.
+    let window = u32::try_from(max_message_bytes.saturating_mul(2).clamp(1 << 20, 1 << 30))
+        .unwrap_or(1 << 30);
     tonic::transport::Server::builder()
         .initial_connection_window_size(window)
         .initial_stream_window_size(window)

@@ -32,7 +32,8 @@ use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::time::TimeValLike;
 use proto::health::{HealthCheckRequest, HealthClient};
 use proto::pb::function_evaluator_client::FunctionEvaluatorClient;
-use proto::pb::EvaluateFunctionRequest;
+use proto::pb::function_evaluator_server::{FunctionEvaluator, FunctionEvaluatorServer};
+use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinSet;
 use tonic::transport::Channel;
@@ -61,6 +62,12 @@ enum Cmd {
     /// Where a call's time goes: direct spawn, the wrapper's exec core in
     /// process, the ResourceList check, a gRPC round trip, the whole call.
     Pieces(PiecesArgs),
+    /// Nagle on the server's accepted sockets: the release binary vs a tonic
+    /// echo server with Nagle on and off, and direct spawn.
+    Nodelay(NodelayArgs),
+    /// glibc malloc's mmap/trim thresholds: the release binary as is vs with
+    /// GLIBC_TUNABLES, interleaved: latency, server CPU and RSS per call.
+    Malloc(MallocArgs),
     /// health-probe vs grpcurl (a Go gRPC client) doing the same Check:
     /// wall time and CPU (user+sys) per probe.
     Probe(ProbeArgs),
@@ -105,6 +112,14 @@ struct EvaluateArgs {
     /// The function, run by wrapper-server and directly (looked up in PATH).
     #[arg(long, default_value = "cat")]
     function: String,
+    /// With `--server binary`: this wrapper-server instead of the one next to
+    /// this executable (e.g. a build with symbols, for `perf`).
+    #[arg(long)]
+    wrapper_server: Option<PathBuf>,
+    /// With `--server binary`: extra environment for wrapper-server
+    /// (KEY=VALUE, repeatable; e.g. GLIBC_TUNABLES=...).
+    #[arg(long, value_parser = parse_env)]
+    wrapper_env: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -126,7 +141,52 @@ struct PiecesArgs {
     large_calls: usize,
     #[arg(long, default_value = "cat")]
     function: String,
+    /// With `--server binary`: this wrapper-server instead of the one next to
+    /// this executable (e.g. a build with symbols, for `perf`).
+    #[arg(long)]
+    wrapper_server: Option<PathBuf>,
+    /// With `--server binary`: extra environment for wrapper-server
+    /// (KEY=VALUE, repeatable; e.g. GLIBC_TUNABLES=...).
+    #[arg(long, value_parser = parse_env)]
+    wrapper_env: Vec<(String, String)>,
 }
+
+#[derive(Debug, Clone, Args)]
+struct NodelayArgs {
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// How long the echo servers wait before answering.
+    #[arg(long, default_value_t = 1)]
+    echo_delay_ms: u64,
+    #[arg(long, value_delimiter = ',', default_values_t = [SMALL, LARGE])]
+    sizes: Vec<usize>,
+    #[arg(long, default_value_t = 40)]
+    calls: usize,
+    #[arg(long, default_value_t = 8)]
+    large_calls: usize,
+    #[arg(long, default_value = "cat")]
+    function: String,
+}
+
+#[derive(Debug, Clone, Args)]
+struct MallocArgs {
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    #[arg(long, value_delimiter = ',', default_values_t = [SMALL, LARGE])]
+    sizes: Vec<usize>,
+    #[arg(long, default_value_t = 40)]
+    calls: usize,
+    #[arg(long, default_value_t = 8)]
+    large_calls: usize,
+    /// GLIBC_TUNABLES for the second server.
+    #[arg(long, default_value = TUNED_MALLOC)]
+    tunables: String,
+}
+
+/// Large buffers from the heap, not fresh mmaps; freed memory kept for the
+/// next call instead of returned (and faulted in again).
+const TUNED_MALLOC: &str =
+    "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=134217728";
 
 #[derive(Debug, Clone, Args)]
 struct ProbeArgs {
@@ -150,6 +210,9 @@ struct FootprintArgs {
     /// Payload of the large call, bytes.
     #[arg(long, default_value_t = LARGE)]
     large_bytes: usize,
+    /// Extra environment for wrapper-server (KEY=VALUE, repeatable).
+    #[arg(long, value_parser = parse_env)]
+    wrapper_env: Vec<(String, String)>,
 }
 
 #[tokio::main]
@@ -159,6 +222,8 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Cmd::Evaluate(args) => evaluate(&args).await?,
         Cmd::Pieces(args) => pieces(&args).await?,
+        Cmd::Nodelay(args) => nodelay(&args).await?,
+        Cmd::Malloc(args) => malloc(&args).await?,
         Cmd::Probe(args) => probe(&args)?,
         Cmd::Footprint(args) => footprint(&args).await?,
         Cmd::All { rounds, grpcurl } => {
@@ -171,6 +236,8 @@ async fn main() -> anyhow::Result<()> {
                 throughput_secs: 3.0,
                 clients: Clients::Both,
                 function: "cat".into(),
+                wrapper_server: None,
+                wrapper_env: Vec::new(),
             })
             .await?;
             pieces(&PiecesArgs {
@@ -179,6 +246,25 @@ async fn main() -> anyhow::Result<()> {
                 calls: 40,
                 large_calls: 8,
                 function: "cat".into(),
+                wrapper_server: None,
+                wrapper_env: Vec::new(),
+            })
+            .await?;
+            nodelay(&NodelayArgs {
+                rounds,
+                echo_delay_ms: 1,
+                sizes: vec![SMALL, LARGE],
+                calls: 40,
+                large_calls: 8,
+                function: "cat".into(),
+            })
+            .await?;
+            malloc(&MallocArgs {
+                rounds,
+                sizes: vec![SMALL, LARGE],
+                calls: 40,
+                large_calls: 8,
+                tunables: TUNED_MALLOC.into(),
             })
             .await?;
             probe(&ProbeArgs { runs: 200, grpcurl })?;
@@ -186,6 +272,7 @@ async fn main() -> anyhow::Result<()> {
                 startup_runs: 50,
                 rss_runs: 5,
                 large_bytes: LARGE,
+                wrapper_env: Vec::new(),
             })
             .await?;
         }
@@ -255,6 +342,21 @@ fn size_label(bytes: usize) -> String {
     }
 }
 
+/// The ResourceList with every line after `items:` indented two more
+/// columns: the same document, items as an indented sequence.
+fn indent_items(doc: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(doc.len() + doc.len() / 4);
+    let mut in_items = false;
+    for line in doc.split_inclusive(|b| *b == b'\n') {
+        if in_items {
+            out.extend_from_slice(b"  ");
+        }
+        out.extend_from_slice(line);
+        in_items |= line == b"items:\n";
+    }
+    out
+}
+
 fn join_ratios(v: &[f64]) -> String {
     v.iter()
         .map(|r| format!("{r:.2}"))
@@ -308,6 +410,29 @@ fn proc_kib(path: &str, key: &str) -> anyhow::Result<u64> {
         .with_context(|| format!("bad {key} line {line:?}"))
 }
 
+/// CPU time (user+sys) of every thread of `pid`, from
+/// /proc/PID/task/*/schedstat (nanoseconds on CPU), in ms.
+fn process_cpu_ms(pid: u32) -> anyhow::Result<f64> {
+    let mut ns = 0u64;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let path = task?.path().join("schedstat");
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            ns += text
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Ok(ns as f64 / 1e6)
+}
+
+/// CPU time (user+sys) of this process so far, in ms.
+fn self_cpu_ms() -> anyhow::Result<f64> {
+    let u = getrusage(UsageWho::RUSAGE_SELF)?;
+    Ok((u.user_time().num_microseconds() + u.system_time().num_microseconds()) as f64 / 1000.0)
+}
+
 fn vm_kib(pid: u32, key: &str) -> anyhow::Result<u64> {
     proc_kib(&format!("/proc/{pid}/status"), key)
 }
@@ -323,6 +448,12 @@ fn which(program: &str) -> anyhow::Result<PathBuf> {
         .map(|d| d.join(program))
         .find(|p| p.is_file())
         .with_context(|| format!("{program} not found in PATH"))
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("{s:?} is not KEY=VALUE"))
 }
 
 fn path_str(p: &Path) -> anyhow::Result<&str> {
@@ -368,9 +499,9 @@ fn payload(size: usize) -> anyhow::Result<Bytes> {
 
 type Client = FunctionEvaluatorClient<Channel>;
 
-async fn connect(w: &Wrapper) -> anyhow::Result<Client> {
+async fn connect(endpoint: &str) -> anyhow::Result<Client> {
     // Big HTTP/2 windows (16 MiB), nodelay, 64 MiB message limits.
-    evaluator_client(&w.endpoint(), 64 << 20).await
+    evaluator_client(endpoint, 64 << 20).await
 }
 
 /// One EvaluateFunction call; the time until the response is decoded.
@@ -523,34 +654,72 @@ impl TputTotals {
     }
 }
 
+/// A server to call: a child process, or a task of this process.
+enum Running {
+    /// Held for its `Drop`, which kills the child.
+    Child(#[allow(dead_code, reason = "held for its Drop")] Wrapper),
+    Task(tokio::task::JoinHandle<()>),
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Running::Task(t) = self {
+            t.abort();
+        }
+    }
+}
+
+/// Starts the wrapper-server binary around `program`; returns it and its
+/// endpoint once it is SERVING.
+async fn start_wrapper(
+    program: &Path,
+    wrapper_bin: Option<&Path>,
+    wrapper_env: &[(String, String)],
+) -> anyhow::Result<(Running, String)> {
+    let mut cmd = Command::new(wrapper_bin.map_or_else(|| bin("wrapper-server"), PathBuf::from));
+    cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+    cmd.envs(wrapper_env.iter().map(|(k, v)| (k, v)));
+    let w = Wrapper::start_command(cmd, &[], &[path_str(program)?])?;
+    let endpoint = w.endpoint();
+    wait_serving(&endpoint, Duration::from_secs(10)).await?;
+    Ok((Running::Child(w), endpoint))
+}
+
 struct Bench {
     program: PathBuf,
-    wrapper: Wrapper,
+    server: Running,
+    endpoint: String,
     client: Client,
     shared: Vec<Client>,
     per_task: Vec<Client>,
 }
 
 impl Bench {
-    async fn start(function: &str, concurrency: usize, clients: Clients) -> anyhow::Result<Self> {
+    async fn start(
+        wrapper_bin: Option<&Path>,
+        wrapper_env: &[(String, String)],
+        function: &str,
+        concurrency: usize,
+        clients: Clients,
+    ) -> anyhow::Result<Self> {
         let program = which(function)?;
-        let wrapper = Wrapper::start(&[], &[path_str(&program)?])?;
-        wait_serving(&wrapper.endpoint(), Duration::from_secs(10)).await?;
-        let client = connect(&wrapper).await?;
+        let (running, endpoint) = start_wrapper(&program, wrapper_bin, wrapper_env).await?;
+        let client = connect(&endpoint).await?;
         let mut shared = Vec::new();
         let mut per_task = Vec::new();
         if clients != Clients::PerTask {
-            let one = connect(&wrapper).await?;
+            let one = connect(&endpoint).await?;
             shared = vec![one; concurrency];
         }
         if clients != Clients::Shared {
             for _ in 0..concurrency {
-                per_task.push(connect(&wrapper).await?);
+                per_task.push(connect(&endpoint).await?);
             }
         }
         Ok(Self {
             program,
-            wrapper,
+            server: running,
+            endpoint,
             client,
             shared,
             per_task,
@@ -684,12 +853,25 @@ fn round_order<T: Copy>(v: &[T], round: usize) -> Vec<T> {
 }
 
 async fn evaluate(args: &EvaluateArgs) -> anyhow::Result<()> {
-    println!("## evaluate: EvaluateFunction through wrapper-server vs direct spawn\n");
+    println!(
+        "## evaluate: EvaluateFunction through wrapper-server vs direct spawn\n\nserver: {}\n",
+        args.wrapper_server
+            .as_deref()
+            .map_or_else(|| bin("wrapper-server"), PathBuf::from)
+            .display()
+    );
     println!(
         "function `{}`; {} rounds; {} concurrent clients/spawners for throughput, {} s per variant per round; clients: {:?}\n",
         args.function, args.rounds, args.concurrency, args.throughput_secs, args.clients
     );
-    let mut bench = Bench::start(&args.function, args.concurrency, args.clients).await?;
+    let mut bench = Bench::start(
+        args.wrapper_server.as_deref(),
+        &args.wrapper_env,
+        &args.function,
+        args.concurrency,
+        args.clients,
+    )
+    .await?;
     let mut tput_variants = Vec::new();
     if args.clients != Clients::PerTask {
         tput_variants.push(Tput::WrapperShared);
@@ -841,7 +1023,9 @@ enum Piece {
     Direct,
     ExecCore,
     Check,
+    CheckIndented,
     HealthRtt,
+    GrpcEcho,
     Evaluate,
 }
 
@@ -851,42 +1035,73 @@ impl Piece {
             Piece::Direct => "direct spawn (tokio::process), the baseline",
             Piece::ExecCore => "wrapper's exec core in process (`exec::run`), no gRPC",
             Piece::Check => "ResourceList check of the output (`results::parse_output`)",
+            Piece::CheckIndented => {
+                "the same check, items indented 2 more columns (`  - apiVersion`; +15% bytes)"
+            }
             Piece::HealthRtt => "gRPC round trip, tiny message (health Check, open connection)",
+            Piece::GrpcEcho => {
+                "gRPC transfer only: EvaluateFunction to an in-process tonic echo (same settings, TCP_NODELAY), no process"
+            }
             Piece::Evaluate => "EvaluateFunction through wrapper-server, whole call",
         }
     }
 }
 
 async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
-    println!("## pieces: where an EvaluateFunction call's time goes\n");
-    let mut bench = Bench::start(&args.function, 0, Clients::Shared).await?;
+    println!(
+        "## pieces: where an EvaluateFunction call's time goes\n\nserver: {}\n",
+        args.wrapper_server
+            .as_deref()
+            .map_or_else(|| bin("wrapper-server"), PathBuf::from)
+            .display()
+    );
+    let mut bench = Bench::start(
+        args.wrapper_server.as_deref(),
+        &args.wrapper_env,
+        &args.function,
+        0,
+        Clients::Shared,
+    )
+    .await?;
+    let server_pid = match &bench.server {
+        Running::Child(w) => Some(w.child.id()),
+        Running::Task(_) => None,
+    };
     let spec = wrapper_server::exec::ExecSpec::from_argv([bench.program.as_os_str()])
         .context("empty argv")?;
     let limits = wrapper_server::exec::Limits::new(proto::DEFAULT_MAX_MESSAGE_BYTES);
-    let channel = tonic::transport::Endpoint::from_shared(bench.wrapper.endpoint())?
+    let channel = tonic::transport::Endpoint::from_shared(bench.endpoint.clone())?
         .tcp_nodelay(true)
         .connect()
         .await?;
     let mut health = HealthClient::new(channel);
+    let (_echo_server, echo_endpoint) = start_echo(Duration::ZERO, true).await?;
+    let mut echo = connect(&echo_endpoint).await?;
     let variants = [
         Piece::Direct,
         Piece::ExecCore,
         Piece::Check,
+        Piece::CheckIndented,
         Piece::HealthRtt,
+        Piece::GrpcEcho,
         Piece::Evaluate,
     ];
     for &size in &args.sizes {
         let input = payload(size)?;
+        let indented = indent_items(&input);
         let calls = if size >= 1 << 20 {
             args.large_calls
         } else {
             args.calls
         };
         let mut all: BTreeMap<Piece, Samples> = BTreeMap::new();
+        // CPU of whole calls: the server process (its threads) and this one.
+        let (mut server_cpu_ms, mut client_cpu_ms, mut cpu_calls) = (0.0, 0.0, 0usize);
         for round in 0..=args.rounds {
             // Round 0 is the warm-up, not recorded.
             for v in round_order(&variants, round) {
                 let mut s = Samples::default();
+                let cpu0 = (server_pid.map(process_cpu_ms).transpose()?, self_cpu_ms()?);
                 for _ in 0..calls {
                     let started = Instant::now();
                     match v {
@@ -905,10 +1120,16 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
                             s.push(started.elapsed());
                             ensure!(out.stdout == input, "exec core answered other bytes");
                         }
-                        Piece::Check => {
-                            let res = wrapper_server::results::parse_output(&input);
+                        Piece::Check | Piece::CheckIndented => {
+                            let doc: &[u8] = if v == Piece::Check { &input } else { &indented };
+                            let started = Instant::now();
+                            let res = wrapper_server::results::parse_output(doc);
                             s.push(started.elapsed());
                             ensure!(res.is_ok(), "payload is not a ResourceList");
+                        }
+                        Piece::GrpcEcho => {
+                            s.push(call_wrapper(&mut echo, &input).await?);
+                            continue;
                         }
                         Piece::HealthRtt => {
                             health
@@ -921,6 +1142,13 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
                     }
                 }
                 if round > 0 {
+                    if let (Piece::Evaluate, (Some(server0), self0)) = (v, cpu0) {
+                        if let Some(pid) = server_pid {
+                            server_cpu_ms += process_cpu_ms(pid)? - server0;
+                        }
+                        client_cpu_ms += self_cpu_ms()? - self0;
+                        cpu_calls += calls;
+                    }
                     all.entry(v).or_default().0.extend(s.0);
                 }
             }
@@ -944,11 +1172,263 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
         let p = |v: Piece| all.get(&v).map_or(f64::NAN, Samples::p50);
         println!();
         println!(
-            "Derived (p50s): exec core − direct = {:.3} ms; whole call − exec core − check = {:.3} ms (gRPC transfer, encode/decode, server handling)\n",
+            "Derived (p50s): exec core − direct = {:.3} ms; whole call − exec core − check = {:.3} ms (gRPC transfer, encode/decode, server handling); check {:.2} ms/MiB with items at column 0, {:.2} ms/MiB indented\n",
             p(Piece::ExecCore) - p(Piece::Direct),
-            p(Piece::Evaluate) - p(Piece::ExecCore) - p(Piece::Check)
+            p(Piece::Evaluate) - p(Piece::ExecCore) - p(Piece::Check),
+            p(Piece::Check) / (input.len() as f64 / f64::from(1u32 << 20)),
+            p(Piece::CheckIndented) / (indented.len() as f64 / f64::from(1u32 << 20))
         );
+        if cpu_calls > 0 {
+            println!(
+                "CPU per whole call (mean): wrapper-server process {:.2} ms, client (this process) {:.2} ms; compare the direct spawn's wall time\n",
+                server_cpu_ms / cpu_calls as f64,
+                client_cpu_ms / cpu_calls as f64
+            );
+        }
     }
+    Ok(())
+}
+
+/// A FunctionEvaluator that answers the request's bytes: the gRPC transfer
+/// without any process.
+struct Echo {
+    /// Waits this long before answering, as a function would take.
+    delay: Duration,
+}
+
+#[tonic::async_trait]
+impl FunctionEvaluator for Echo {
+    async fn evaluate_function(
+        &self,
+        request: tonic::Request<EvaluateFunctionRequest>,
+    ) -> Result<tonic::Response<EvaluateFunctionResponse>, tonic::Status> {
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        Ok(tonic::Response::new(EvaluateFunctionResponse {
+            resource_list: request.into_inner().resource_list,
+            log: Bytes::new(),
+        }))
+    }
+}
+
+/// Serves [`Echo`] in this process with wrapper-server's transport settings
+/// (message limits, windows, frame size), with or without TCP_NODELAY on
+/// the accepted sockets.
+async fn start_echo(delay: Duration, nodelay: bool) -> anyhow::Result<(Running, String)> {
+    let sock = tokio::net::TcpSocket::new_v4()?;
+    sock.bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    let listener = sock.listen(1024)?;
+    let endpoint = format!("http://{}", listener.local_addr()?);
+    let max = proto::DEFAULT_MAX_MESSAGE_BYTES;
+    let window = u32::try_from(max * 2)?;
+    let incoming =
+        tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(nodelay));
+    let task = tokio::spawn(async move {
+        let served = tonic::transport::Server::builder()
+            .initial_connection_window_size(window)
+            .initial_stream_window_size(window)
+            .max_frame_size(1 << 20)
+            .add_service(
+                FunctionEvaluatorServer::new(Echo { delay })
+                    .max_decoding_message_size(max)
+                    .max_encoding_message_size(max),
+            )
+            .serve_with_incoming(incoming)
+            .await;
+        if let Err(e) = served {
+            eprintln!("echo server: {e}");
+        }
+    });
+    Ok((Running::Task(task), endpoint))
+}
+
+// ---------------------------------------------------------------------------
+// nodelay
+
+async fn nodelay(args: &NodelayArgs) -> anyhow::Result<()> {
+    println!(
+        "## nodelay: Nagle's algorithm on the server's sockets\n\nThe echo servers wait {} ms before answering, as a function would; the release binary runs `{}`.\n",
+        args.echo_delay_ms, args.function
+    );
+    let program = which(&args.function)?;
+    let delay = Duration::from_millis(args.echo_delay_ms);
+    let mut servers = Vec::new();
+    let (running, endpoint) = start_wrapper(&program, None, &[]).await?;
+    servers.push(("release wrapper-server binary", running, endpoint));
+    let (running, endpoint) = start_echo(delay, false).await?;
+    servers.push((
+        "tonic echo, accepted sockets with Nagle on",
+        running,
+        endpoint,
+    ));
+    let (running, endpoint) = start_echo(delay, true).await?;
+    servers.push((
+        "tonic echo, TCP_NODELAY on accepted sockets",
+        running,
+        endpoint,
+    ));
+    let mut clients = Vec::new();
+    for (_, _, endpoint) in &servers {
+        clients.push(connect(endpoint).await?);
+    }
+    // Index len(servers) is the direct baseline.
+    let direct = servers.len();
+    let order: Vec<usize> = (0..=direct).collect();
+    for &size in &args.sizes {
+        let input = payload(size)?;
+        let calls = if size >= 1 << 20 {
+            args.large_calls
+        } else {
+            args.calls
+        };
+        let mut all = vec![Samples::default(); direct + 1];
+        for round in 0..=args.rounds {
+            // Round 0 is the warm-up, not recorded.
+            for &i in &round_order(&order, round) {
+                let mut s = Samples::default();
+                for _ in 0..calls {
+                    if i == direct {
+                        s.push(call_tokio(&program, &input).await?);
+                    } else {
+                        s.push(call_wrapper(&mut clients[i], &input).await?);
+                    }
+                }
+                if round > 0 {
+                    all[i].0.extend(s.0);
+                }
+            }
+        }
+        println!(
+            "### {} payload ({calls} sequential calls per variant per round, {} rounds)\n",
+            size_label(size),
+            args.rounds
+        );
+        println!("| variant | p50 ms | p90 ms | p50 / direct |");
+        println!("|---|---:|---:|---:|");
+        let base = all[direct].p50();
+        for (i, s) in all.iter().enumerate() {
+            let name = servers
+                .get(i)
+                .map_or("direct spawn (tokio::process)", |v| v.0);
+            println!(
+                "| {name} | {:.3} | {:.3} | {:.2} |",
+                s.p50(),
+                s.p90(),
+                s.p50() / base
+            );
+        }
+        println!();
+    }
+    // What a probe does, minus the process: a new connection, one Check.
+    let mut checks = Samples::default();
+    for _ in 0..args.calls.max(10) * args.rounds {
+        let started = Instant::now();
+        let status = health_status(&servers[0].2, "").await?;
+        checks.push(started.elapsed());
+        ensure!(status == SERVING, "health status {status}");
+    }
+    println!(
+        "Health Check on a new connection to the release binary (tonic client in process, {} checks): p50 {:.3} ms, p90 {:.3} ms\n",
+        checks.len(),
+        checks.p50(),
+        checks.p90()
+    );
+    drop(clients);
+    drop(servers);
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// malloc
+
+async fn malloc(args: &MallocArgs) -> anyhow::Result<()> {
+    println!(
+        "## malloc: wrapper-server with glibc's default malloc thresholds vs `GLIBC_TUNABLES={}`\n",
+        args.tunables
+    );
+    let program = which("cat")?;
+    let envs = [
+        Vec::new(),
+        vec![("GLIBC_TUNABLES".to_string(), args.tunables.clone())],
+    ];
+    let names = [
+        "release wrapper-server, default malloc",
+        "release wrapper-server, GLIBC_TUNABLES",
+    ];
+    let mut servers = Vec::new();
+    for env in &envs {
+        let (running, endpoint) = start_wrapper(&program, None, env).await?;
+        let pid = match &running {
+            Running::Child(w) => w.child.id(),
+            Running::Task(_) => bail!("not a child process"),
+        };
+        let client = connect(&endpoint).await?;
+        servers.push((running, client, pid));
+    }
+    let direct = servers.len();
+    let order: Vec<usize> = (0..=direct).collect();
+    for &size in &args.sizes {
+        let input = payload(size)?;
+        let calls = if size >= 1 << 20 {
+            args.large_calls
+        } else {
+            args.calls
+        };
+        let mut all = vec![Samples::default(); direct + 1];
+        let mut cpu = vec![0.0; direct];
+        for round in 0..=args.rounds {
+            for &i in &round_order(&order, round) {
+                let mut s = Samples::default();
+                if i == direct {
+                    for _ in 0..calls {
+                        s.push(call_tokio(&program, &input).await?);
+                    }
+                } else {
+                    let (_, client, pid) = &mut servers[i];
+                    let cpu0 = process_cpu_ms(*pid)?;
+                    for _ in 0..calls {
+                        s.push(call_wrapper(client, &input).await?);
+                    }
+                    if round > 0 {
+                        cpu[i] += process_cpu_ms(*pid)? - cpu0;
+                    }
+                }
+                if round > 0 {
+                    all[i].0.extend(s.0);
+                }
+            }
+        }
+        println!(
+            "### {} payload ({calls} sequential calls per variant per round, {} rounds)\n",
+            size_label(size),
+            args.rounds
+        );
+        println!("| variant | p50 ms | p90 ms | p50 / direct | server CPU ms per call | VmHWM MiB | VmRSS after MiB |");
+        println!("|---|---:|---:|---:|---:|---:|---:|");
+        let base = all[direct].p50();
+        for (i, s) in all.iter().enumerate() {
+            match servers.get(i) {
+                Some((_, _, pid)) => println!(
+                    "| {} | {:.3} | {:.3} | {:.2} | {:.2} | {:.1} | {:.1} |",
+                    names[i],
+                    s.p50(),
+                    s.p90(),
+                    s.p50() / base,
+                    cpu[i] / s.len() as f64,
+                    vm_kib(*pid, "VmHWM:")? as f64 / 1024.0,
+                    vm_kib(*pid, "VmRSS:")? as f64 / 1024.0
+                ),
+                None => println!(
+                    "| direct spawn (tokio::process) | {:.3} | {:.3} | 1.00 | | | |",
+                    s.p50(),
+                    s.p90()
+                ),
+            }
+        }
+        println!();
+    }
+    drop(servers);
     Ok(())
 }
 
@@ -1288,14 +1768,17 @@ async fn footprint(args: &FootprintArgs) -> anyhow::Result<()> {
     let mut growth10 = Samples::default();
     let mut rss_after = Samples::default();
     for _ in 0..args.rss_runs {
-        let w = Wrapper::start(&[], &[cat])?;
+        let mut cmd = Command::new(bin("wrapper-server"));
+        cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+        cmd.envs(args.wrapper_env.iter().map(|(k, v)| (k, v)));
+        let w = Wrapper::start_command(cmd, &[], &[cat])?;
         let pid = w.child.id();
         wait_serving(&w.endpoint(), Duration::from_secs(10)).await?;
         tokio::time::sleep(Duration::from_millis(500)).await;
         let rss0 = vm_kib(pid, "VmRSS:")?;
         idle_rss.push_ms(rss0 as f64 / 1024.0);
         idle_hwm.push_ms(vm_kib(pid, "VmHWM:")? as f64 / 1024.0);
-        let mut client = connect(&w).await?;
+        let mut client = connect(&w.endpoint()).await?;
         call_wrapper(&mut client, &input).await?;
         let hwm1 = vm_kib(pid, "VmHWM:")?;
         growth1.push_ms(hwm1.saturating_sub(rss0) as f64 / 1024.0);

@@ -1,0 +1,1474 @@
+//! `function-runner eval`: one function over a package directory or a
+//! ResourceList, the way `kpt fn eval` runs it, for function authors.
+//!
+//! [`run`] reads the input ([`package`]: text level, kpt's annotations),
+//! builds the ResourceList (with `functionConfig` from `--fn-config` or the
+//! `function-input` ConfigMap of `key=value` arguments), runs the function
+//! (`--exec`: a local command through the exec core shared with
+//! wrapper-server; `--image`: an [`Evaluator`]), prints kpt's lines on
+//! stderr (`[RUNNING]`, `[PASS]`/`[FAIL]`, `Results:`, `Stderr:`,
+//! `Exit code:`), writes the output (back to the package, to a new
+//! directory, to stdout as a ResourceList or as plain documents) and the
+//! `--results-dir` file (`kpt.dev/v1 FunctionResultList`).
+//!
+//! Where kpt's behaviour is odd it is kept, so both give the same files and
+//! lines: a result without severity prints as `[info]`, multi-line results
+//! are joined with spaces, output longer than four lines is truncated
+//! (`--truncate-output`), the `function-input` ConfigMap's keys come in
+//! kpt's order (`metadata`, `data`, `kind`, `apiVersion`) and its values are
+//! quoted as kyaml quotes them; the path and index annotations a function
+//! changes are reconciled as kyaml's `ReconcileInternalAnnotations` does
+//! (one form changed: the other follows; both changed differently: error).
+//!
+//! Departures from kpt: a function whose stdout is not a ResourceList still
+//! has its stderr and exit code printed (kpt prints only the parse error);
+//! `-o DIR` fails before running the function if DIR exists (kpt runs it
+//! first); comments a function dropped are not copied back from the input
+//! and keys it added are not moved to the end of their mapping (see
+//! [`package`]); `--exec` runs the command with `wrapper_server::exec`
+//! directly rather than through [`crate::evaluator::ExecEvaluator::run_spec`],
+//! whose gRPC-status mapping would lose the exit code, results and stderr
+//! that kpt's `[FAIL]` block shows.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use proto::pb::EvaluateFunctionRequest;
+use serde_yaml::{Mapping, Value};
+use wrapper_server::exec::{self, ExecError, ExecSpec, ExitStatus, Limits};
+
+use crate::evaluator::{EvalRequest, Evaluator};
+use crate::package::{
+    self, annotations as ann, emit, go_quote, go_quote_bytes, DocError, Meta, PackageError, Placed,
+    Progress,
+};
+
+/// Where the resources come from.
+pub enum Source {
+    /// A package directory.
+    Dir(PathBuf),
+    /// A ResourceList or a stream of YAML documents (stdin: `-`).
+    Stdin(Vec<u8>),
+}
+
+/// The function to run.
+pub enum Function {
+    /// A local command line (split like a shell would, without expansion).
+    Exec(String),
+    /// An image, run by an evaluator (exec or pod).
+    Image {
+        image: String,
+        evaluator: Arc<dyn Evaluator>,
+    },
+}
+
+/// Where the `functionConfig` comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FnConfig {
+    /// `key=value` arguments (a ConfigMap named `function-input`; a first
+    /// argument without `=` is its kind). Empty: a ConfigMap with no data.
+    Args(Vec<String>),
+    /// A file holding the `functionConfig`.
+    File(PathBuf),
+}
+
+/// Where the output goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    /// Back into the package directory (the default for a directory).
+    InPlace,
+    /// A ResourceList on stdout (the default for stdin).
+    Stdout,
+    /// The resources as YAML documents on stdout.
+    Unwrap,
+    /// A new directory (it must not exist).
+    Dir(PathBuf),
+}
+
+impl Output {
+    /// `-o` as kpt reads it.
+    pub fn parse(s: &str) -> Output {
+        match s {
+            "stdout" => Output::Stdout,
+            "unwrap" => Output::Unwrap,
+            dir => Output::Dir(PathBuf::from(dir)),
+        }
+    }
+}
+
+/// Everything `eval` needs.
+pub struct EvalOptions {
+    pub source: Source,
+    pub function: Function,
+    pub fn_config: FnConfig,
+    /// `None`: in place for a directory, stdout for stdin.
+    pub output: Option<Output>,
+    pub results_dir: Option<PathBuf>,
+    /// kpt's `--truncate-output` (default true): at most four lines of
+    /// results and of stderr.
+    pub truncate_output: bool,
+    /// The most stdout a function may write.
+    pub max_output_bytes: usize,
+}
+
+impl EvalOptions {
+    pub fn new(source: Source, function: Function) -> Self {
+        Self {
+            source,
+            function,
+            fn_config: FnConfig::Args(Vec::new()),
+            output: None,
+            results_dir: None,
+            truncate_output: true,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+        }
+    }
+}
+
+/// Default for [`EvalOptions::max_output_bytes`]: 1 GiB.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 30;
+
+/// Why `eval` failed (printed as kpt prints errors: `error: ...`).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("missing function config file: {0}")]
+    MissingFnConfig(String),
+    #[error("invalid function config file {0}: {1}")]
+    BadFnConfig(String, String),
+    #[error("function arguments can only be specified without function config file")]
+    ArgsWithFnConfig,
+    #[error("args must have keys and values separated by =")]
+    BadArg,
+    #[error("exec command {} must be valid: {reason}", go_quote(.command))]
+    BadExec {
+        command: String,
+        reason: &'static str,
+    },
+    #[error("directory {} already exists, please delete the directory and retry", go_quote(.0))]
+    OutputExists(String),
+    #[error(
+        "--image needs an image evaluator, which this command was started without; use --exec"
+    )]
+    NoImageEvaluator,
+    #[error(transparent)]
+    Package(#[from] PackageError),
+    #[error("{0}")]
+    Input(String),
+    #[error("input resource list must contain only KRM resources: {0}")]
+    InputNotKrm(String),
+    #[error("output resource list must contain only KRM resources: {0}")]
+    OutputNotKrm(String),
+    #[error("function output: {0}")]
+    BadOutput(String),
+    #[error("unexpected function error: {0}")]
+    Exec(String),
+    #[error("{0}")]
+    Evaluator(String),
+    #[error("writing results: {0}")]
+    Results(io::Error),
+    #[error("writing output: {0}")]
+    Write(#[from] io::Error),
+}
+
+/// Runs the function; kpt's lines go to `stderr`, output resources (for
+/// `-o stdout|unwrap` and stdin) to `stdout`. Returns the exit code: 0, or
+/// 1 when the function failed (its `[FAIL]` block already printed); an
+/// error is to be printed as `error: {err}` with exit code 1.
+pub async fn run(
+    opts: EvalOptions,
+    stdout: &mut (dyn Write + Send),
+    stderr: &mut (dyn Write + Send),
+) -> Result<u8, Error> {
+    let output = opts.output.clone().unwrap_or(match opts.source {
+        Source::Dir(_) => Output::InPlace,
+        Source::Stdin(_) => Output::Stdout,
+    });
+    let fn_config = function_config(&opts.fn_config)?;
+    if let Output::Dir(dir) = &output {
+        if dir.exists() {
+            return Err(Error::OutputExists(dir.display().to_string()));
+        }
+    }
+    let (name, result_key) = match &opts.function {
+        Function::Exec(cmd) => (cmd.clone(), "exec"),
+        Function::Image { image, .. } => (image.clone(), "image"),
+    };
+    let input = match &opts.source {
+        Source::Dir(dir) => read_dir_input(dir, stderr)?,
+        Source::Stdin(bytes) => read_stream_input(bytes)?,
+    };
+
+    let list = assemble(&input.items, &fn_config);
+    drop(fn_config);
+    let mut record = FnRecord {
+        key: result_key,
+        name: name.clone(),
+        stderr: String::new(),
+        exit_code: 1,
+        results: Vec::new(),
+    };
+    writeln!(stderr, "[RUNNING] {}", go_quote(&name))?;
+    let started = Instant::now();
+    if let Err(e) = check_krm(&input) {
+        fail_line(stderr, &name, started)?;
+        finish_results(&opts, &record, stderr)?;
+        return Err(e);
+    }
+    let ran = match &opts.function {
+        Function::Exec(cmd) => run_exec(cmd, list, opts.max_output_bytes).await,
+        Function::Image { image, evaluator } => run_image(image, list, evaluator.as_ref()).await,
+    };
+    let ran = match ran {
+        Ok(r) => r,
+        Err(e) => {
+            fail_line(stderr, &name, started)?;
+            finish_results(&opts, &record, stderr)?;
+            return Err(e);
+        }
+    };
+    record.stderr = String::from_utf8_lossy(&ran.stderr).into_owned();
+    let parsed = parse_output(&ran.stdout);
+    if let Ok((_, results)) = &parsed {
+        record.results = results.clone();
+    }
+
+    if ran.exit_code != 0 {
+        record.exit_code = ran.exit_code;
+        fail_line(stderr, &name, started)?;
+        print_results(stderr, &record.results, opts.truncate_output)?;
+        print_stderr(stderr, &ran.stderr, opts.truncate_output)?;
+        write!(stderr, "  Exit code: {}\n\n", ran.exit_code)?;
+        finish_results(&opts, &record, stderr)?;
+        return Ok(1);
+    }
+    let items = match parsed {
+        Ok((items, _)) => items,
+        Err(e) => {
+            fail_line(stderr, &name, started)?;
+            print_stderr(stderr, &ran.stderr, opts.truncate_output)?;
+            finish_results(&opts, &record, stderr)?;
+            return Err(e);
+        }
+    };
+    let processed = match process_items(
+        items,
+        &input,
+        &output,
+        &mut Progress::new(Some(&mut *stderr)),
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            fail_line(stderr, &name, started)?;
+            print_results(stderr, &record.results, opts.truncate_output)?;
+            finish_results(&opts, &record, stderr)?;
+            return Err(e);
+        }
+    };
+    record.exit_code = 0;
+    writeln!(
+        stderr,
+        "[PASS] {} in {}",
+        go_quote(&name),
+        kpt_duration(started.elapsed())
+    )?;
+    print_results(stderr, &record.results, opts.truncate_output)?;
+    print_stderr(stderr, &ran.stderr, opts.truncate_output)?;
+    let written = match processed {
+        Processed::Mismatch(e) => Err(e),
+        Processed::Files(placed) => write_files(&input, placed, &output, stderr),
+        Processed::Text(text) => stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(Error::from),
+    };
+    let record_result = finish_results(&opts, &record, stderr);
+    written?;
+    record_result?;
+    Ok(0)
+}
+
+/// What was read, ready to send.
+struct Input {
+    /// Items as sent (with kpt's annotations).
+    items: Vec<String>,
+    /// Paths of the items as sent, for messages (`""` when none).
+    paths: Vec<String>,
+    /// The path and index sent, by migration id (kyaml's `nodeAnnosMap`,
+    /// to tell which of the two forms a function changed).
+    originals: HashMap<String, [String; 2]>,
+    /// Whether the input used the internal / legacy path annotations.
+    use_internal: bool,
+    use_legacy: bool,
+    /// Files read (package directory).
+    files_read: Vec<String>,
+    dir: Option<PathBuf>,
+    /// `apiVersion`, `kind` of the list written to stdout.
+    wrapper: (String, String),
+}
+
+const RESOURCE_LIST_HEADER: (&str, &str) = ("config.kubernetes.io/v1", "ResourceList");
+
+fn read_dir_input(dir: &Path, stderr: &mut (dyn Write + Send)) -> Result<Input, Error> {
+    let files = {
+        let mut progress = Progress::new(Some(&mut *stderr));
+        package::read_package(dir, &mut progress)?
+    };
+    let mut input = Input {
+        items: Vec::new(),
+        paths: Vec::new(),
+        originals: HashMap::new(),
+        use_internal: true,
+        use_legacy: true,
+        files_read: Vec::new(),
+        dir: Some(dir.to_path_buf()),
+        wrapper: (RESOURCE_LIST_HEADER.0.into(), RESOURCE_LIST_HEADER.1.into()),
+    };
+    let mut n = 0usize;
+    for file in files {
+        for (i, doc) in file.documents.iter().enumerate() {
+            let index = i.to_string();
+            let mid = n.to_string();
+            let id = (n + 1).to_string();
+            let set = [
+                (ann::LEGACY_INDEX, index.as_str()),
+                (ann::LEGACY_PATH, file.path.as_str()),
+                (ann::INDEX, index.as_str()),
+                (ann::PATH, file.path.as_str()),
+                (ann::SEQ_INDENT, doc.seq_indent),
+                (ann::MIGRATION_ID, mid.as_str()),
+                (ann::ID, id.as_str()),
+                (ann::LEGACY_ID, id.as_str()),
+            ];
+            let compact = package::set_seq_style(&doc.text, false);
+            let text =
+                package::set_annotations(&compact, &set).map_err(|e| doc_error(&file.path, e))?;
+            input.items.push(text);
+            input.paths.push(file.path.clone());
+            input.originals.insert(mid, [file.path.clone(), index]);
+            n += 1;
+        }
+        input.files_read.push(file.path);
+    }
+    input.files_read.sort();
+    Ok(input)
+}
+
+fn doc_error(path: &str, e: DocError) -> Error {
+    Error::Package(PackageError::File {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| Error::Input("input is not UTF-8 text".into()))?;
+    let text = package::normalize_newlines(text);
+    let mut input = Input {
+        items: Vec::new(),
+        paths: Vec::new(),
+        originals: HashMap::new(),
+        use_internal: true,
+        use_legacy: true,
+        files_read: Vec::new(),
+        dir: None,
+        wrapper: (RESOURCE_LIST_HEADER.0.into(), RESOURCE_LIST_HEADER.1.into()),
+    };
+    if let Some(list) = wrapped_list(&text)? {
+        // A ResourceList (or List): its items as they are, plus kpt's ids.
+        input.wrapper = (
+            list.field("apiVersion").unwrap_or_default(),
+            list.field("kind").unwrap_or_default(),
+        );
+        input.use_internal = false;
+        input.use_legacy = false;
+        let mut parsed = Vec::with_capacity(list.items.len());
+        for item in list.items {
+            let (_, anns) =
+                package::meta_and_annotations(&item).map_err(|e| Error::Input(e.to_string()))?;
+            let get = |k: &str| anns.iter().find(|a| a.0 == k).and_then(|a| a.1.clone());
+            let found = [
+                get(ann::LEGACY_PATH),
+                get(ann::LEGACY_INDEX),
+                get(ann::PATH),
+                get(ann::INDEX),
+            ];
+            input.use_legacy |= found[0].is_some() || found[1].is_some();
+            input.use_internal |= found[2].is_some() || found[3].is_some();
+            parsed.push((item, found));
+        }
+        for (n, (item, [lp, li, ip, ii])) in parsed.into_iter().enumerate() {
+            let mid = n.to_string();
+            let id = (n + 1).to_string();
+            let mut set: Vec<(&str, &str)> = vec![(ann::MIGRATION_ID, mid.as_str())];
+            match (&ip, &lp) {
+                (None, Some(p)) => set.push((ann::PATH, p)),
+                (Some(p), None) => set.push((ann::LEGACY_PATH, p)),
+                _ => {}
+            }
+            match (&ii, &li) {
+                (None, Some(i)) => set.push((ann::INDEX, i)),
+                (Some(i), None) => set.push((ann::LEGACY_INDEX, i)),
+                _ => {}
+            }
+            set.push((ann::ID, id.as_str()));
+            set.push((ann::LEGACY_ID, id.as_str()));
+            let text =
+                package::set_annotations(&item, &set).map_err(|e| Error::Input(e.to_string()))?;
+            let path = ip.clone().or(lp.clone()).unwrap_or_default();
+            input.paths.push(path.clone());
+            input
+                .originals
+                .insert(mid.clone(), [path, ii.or(li).unwrap_or_default()]);
+            input.items.push(text);
+        }
+        return Ok(input);
+    }
+    let docs = package::split_documents(&text).map_err(|e| Error::Input(e.to_string()))?;
+    for (n, doc) in docs.into_iter().enumerate() {
+        let index = n.to_string();
+        let id = (n + 1).to_string();
+        let set = [
+            (ann::LEGACY_INDEX, index.as_str()),
+            (ann::INDEX, index.as_str()),
+            (ann::SEQ_INDENT, doc.seq_indent),
+            (ann::MIGRATION_ID, index.as_str()),
+            (ann::ID, id.as_str()),
+            (ann::LEGACY_ID, id.as_str()),
+        ];
+        let compact = package::set_seq_style(&doc.text, false);
+        let text =
+            package::set_annotations(&compact, &set).map_err(|e| Error::Input(e.to_string()))?;
+        input.items.push(text);
+        input.paths.push(String::new());
+        input
+            .originals
+            .insert(index.clone(), [String::new(), index]);
+    }
+    Ok(input)
+}
+
+/// A stream that is one ResourceList or List (with `items` or
+/// `functionConfig`), as kyaml unwraps it.
+fn wrapped_list(text: &str) -> Result<Option<package::ListText>, Error> {
+    // kyaml unwraps only when the stream has no `---` separator.
+    let single = !text.contains("\n---");
+    if !single {
+        return Ok(None);
+    }
+    let docs = package::split_documents(text).map_err(|e| Error::Input(e.to_string()))?;
+    let [doc] = docs.as_slice() else {
+        return Ok(None);
+    };
+    let meta = package::meta(&doc.text).map_err(|e| Error::Input(e.to_string()))?;
+    if meta.kind != "ResourceList" && meta.kind != "List" {
+        return Ok(None);
+    }
+    let list = package::split_list(&doc.text).map_err(|e| Error::Input(e.to_string()))?;
+    if !list.has_items && !list.rest.contains_key("functionConfig") {
+        return Ok(None);
+    }
+    Ok(Some(list))
+}
+
+/// The `functionConfig` as text indented under `functionConfig:`.
+fn function_config(cfg: &FnConfig) -> Result<String, Error> {
+    match cfg {
+        FnConfig::File(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|_| Error::MissingFnConfig(path.display().to_string()))?;
+            let text = package::normalize_newlines(&text);
+            let docs = package::split_documents(&text)
+                .map_err(|e| Error::BadFnConfig(path.display().to_string(), e.to_string()))?;
+            let Some(doc) = docs.first() else {
+                return Err(Error::BadFnConfig(
+                    path.display().to_string(),
+                    "it is empty".into(),
+                ));
+            };
+            let set = [
+                (ann::LEGACY_INDEX, "0"),
+                (ann::INDEX, "0"),
+                (ann::SEQ_INDENT, doc.seq_indent),
+            ];
+            let doc = package::set_annotations(&doc.text, &set)
+                .map_err(|e| Error::BadFnConfig(path.display().to_string(), e.to_string()))?;
+            let mut out = String::new();
+            package::push_indented(&mut out, &doc, 2);
+            Ok(out)
+        }
+        FnConfig::Args(args) => {
+            let mut kind = "ConfigMap";
+            let mut data: Vec<(&str, &str)> = Vec::new();
+            for (i, arg) in args.iter().enumerate() {
+                match arg.split_once('=') {
+                    Some(("", _)) => return Err(Error::BadArg),
+                    Some((k, v)) => match data.iter_mut().find(|d| d.0 == k) {
+                        Some(d) => d.1 = v,
+                        None => data.push((k, v)),
+                    },
+                    None if i == 0 => kind = arg,
+                    None => return Err(Error::BadArg),
+                }
+            }
+            let pairs: Vec<String> = data
+                .iter()
+                .map(|(k, v)| format!("{}: {}", emit::flow_arg_key(k), emit::flow_arg(v)))
+                .collect();
+            Ok(format!(
+                "  metadata:\n    name: function-input\n  data: {{{}}}\n  kind: {}\n  apiVersion: v1\n",
+                pairs.join(", "),
+                emit::string(kind, false)
+            ))
+        }
+    }
+}
+
+/// The ResourceList sent to the function.
+fn assemble(items: &[String], fn_config: &str) -> Bytes {
+    let size = items
+        .iter()
+        .map(|i| i.len() + i.len() / 16 + 8)
+        .sum::<usize>()
+        + fn_config.len()
+        + 128;
+    let mut out = String::with_capacity(size);
+    out.push_str("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n");
+    if items.is_empty() {
+        out.push_str("items: []\n");
+    } else {
+        out.push_str("items:\n");
+        for item in items {
+            package::push_item(&mut out, item);
+        }
+    }
+    out.push_str("functionConfig:\n");
+    out.push_str(fn_config);
+    Bytes::from(out)
+}
+
+/// kpt's `AreKRM`: `apiVersion`, `kind` and `metadata.name` are required.
+fn krm_problem(meta: &Meta) -> Option<&'static str> {
+    if !meta.has_metadata && meta.api_version.is_empty() && meta.kind.is_empty() {
+        Some("resource must have `apiVersion`, `kind`, and `name`")
+    } else if meta.api_version.is_empty() {
+        Some("resource must have `apiVersion`")
+    } else if meta.kind.is_empty() {
+        Some("resource must have `kind`")
+    } else if meta.name.is_empty() {
+        Some("resource must have `metadata.name`")
+    } else {
+        None
+    }
+}
+
+fn check_krm(input: &Input) -> Result<(), Error> {
+    for (item, path) in input.items.iter().zip(&input.paths) {
+        let meta = package::meta(item).map_err(|e| Error::InputNotKrm(format!("{path}: {e}")))?;
+        if let Some(problem) = krm_problem(&meta) {
+            return Err(Error::InputNotKrm(format!("{path}: {problem}")));
+        }
+    }
+    Ok(())
+}
+
+/// What the function did.
+struct Ran {
+    exit_code: i32,
+    stdout: Bytes,
+    stderr: Bytes,
+}
+
+/// Splits a command line as Go's `shlex.Split` does (quotes and
+/// backslashes, no expansion).
+pub fn shlex_split(s: &str) -> Result<Vec<String>, &'static str> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(n) => cur.push(n),
+                    None => return Err("EOF found after escape character"),
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(n) => cur.push(n),
+                        None => return Err("EOF found when expecting closing quote"),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(n @ ('"' | '\\' | '$' | '`')) => cur.push(n),
+                            Some('\n') => {}
+                            Some(n) => {
+                                cur.push('\\');
+                                cur.push(n);
+                            }
+                            None => return Err("EOF found after escape character"),
+                        },
+                        Some(n) => cur.push(n),
+                        None => return Err("EOF found when expecting closing quote"),
+                    }
+                }
+            }
+            '#' if !in_word => {
+                for n in chars.by_ref() {
+                    if n == '\n' {
+                        break;
+                    }
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    Ok(words)
+}
+
+async fn run_exec(cmd: &str, input: Bytes, max_output_bytes: usize) -> Result<Ran, Error> {
+    let argv = shlex_split(cmd).map_err(|e| Error::BadExec {
+        command: cmd.to_owned(),
+        reason: e,
+    })?;
+    let spec = ExecSpec::from_argv(argv).ok_or_else(|| Error::BadExec {
+        command: cmd.to_owned(),
+        reason: "it is empty",
+    })?;
+    let limits = Limits {
+        max_stdout_bytes: max_output_bytes,
+        max_stderr_bytes: 16 << 20,
+        drain_grace: Duration::from_millis(500),
+    };
+    match exec::run(&spec, input, &limits).await {
+        Ok(out) => Ok(Ran {
+            exit_code: match out.status {
+                ExitStatus::Code(c) => c,
+                // Go's ExitCode() for a process killed by a signal.
+                ExitStatus::Signal(_) => -1,
+            },
+            stdout: out.stdout,
+            stderr: out.stderr,
+        }),
+        Err(ExecError::Spawn { program, source }) => Err(Error::Exec(
+            if !program.contains('/') && source.kind() == io::ErrorKind::NotFound {
+                format!(
+                    "exec: {}: executable file not found in $PATH",
+                    go_quote(&program)
+                )
+            } else {
+                format!("fork/exec {program}: {}", go_os_error(&source))
+            },
+        )),
+        Err(e) => Err(Error::Exec(e.to_string())),
+    }
+}
+
+/// An OS error in Go's words: `no such file or directory`.
+fn go_os_error(e: &io::Error) -> String {
+    let s = e.to_string();
+    let s = match s.find(" (os error") {
+        Some(i) => &s[..i],
+        None => &s,
+    };
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+async fn run_image(image: &str, input: Bytes, evaluator: &dyn Evaluator) -> Result<Ran, Error> {
+    let req = EvalRequest::new(EvaluateFunctionRequest {
+        resource_list: input,
+        image: image.to_owned(),
+        tag: String::new(),
+    });
+    match evaluator.evaluate(req).await {
+        Ok(resp) => Ok(Ran {
+            exit_code: 0,
+            stdout: resp.resource_list,
+            stderr: resp.log,
+        }),
+        Err(e) => Err(Error::Evaluator(e.to_string())),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Output
+
+/// The function's output, checked, as item documents and results.
+fn parse_output(stdout: &[u8]) -> Result<(Vec<String>, Vec<KptResult>), Error> {
+    if let Err(e) = wrapper_server::results::parse_output(stdout) {
+        return Err(Error::BadOutput(e.to_string()));
+    }
+    let text =
+        std::str::from_utf8(stdout).map_err(|_| Error::BadOutput("not UTF-8 text".into()))?;
+    let text = package::normalize_newlines(text);
+    let list = package::split_list(&text).map_err(|e| Error::BadOutput(e.to_string()))?;
+    if !list.has_items {
+        return Err(Error::BadOutput("the ResourceList has no items".into()));
+    }
+    let results = list
+        .rest
+        .get("results")
+        .map(parse_results)
+        .unwrap_or_default();
+    Ok((list.items, results))
+}
+
+enum Processed {
+    Files(Vec<Placed>),
+    Text(String),
+    /// kpt reports this after `[PASS]`.
+    Mismatch(Error),
+}
+
+fn index_value(path: &str, v: &Option<String>) -> Result<Option<i64>, Error> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_empty() => Ok(None),
+        Some(s) => s.trim().parse::<i64>().map(Some).map_err(|_| {
+            Error::Package(PackageError::BadIndex {
+                path: path.to_owned(),
+                value: s.clone(),
+            })
+        }),
+    }
+}
+
+/// The path and index annotations of an item, both forms (`""` when
+/// missing), and its migration id.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct PathAnns {
+    internal: [String; 2],
+    legacy: [String; 2],
+    migration_id: String,
+}
+
+const INTERNAL_KEYS: [&str; 2] = [ann::PATH, ann::INDEX];
+const LEGACY_KEYS: [&str; 2] = [ann::LEGACY_PATH, ann::LEGACY_INDEX];
+const FORMS: [&str; 2] = ["path", "index"];
+
+impl PathAnns {
+    fn read(anns: &[(String, Option<String>)]) -> Self {
+        let get = |k: &str| {
+            anns.iter()
+                .rev()
+                .find(|a| a.0 == k)
+                .and_then(|a| a.1.clone())
+                .unwrap_or_default()
+        };
+        PathAnns {
+            internal: INTERNAL_KEYS.map(get),
+            legacy: LEGACY_KEYS.map(get),
+            migration_id: get(ann::MIGRATION_ID),
+        }
+    }
+
+    /// kyaml's `ReconcileInternalAnnotations`: a missing form is copied
+    /// from the other; if one form still has the value that was sent, it
+    /// takes the other's; if both changed differently, it is an error.
+    fn reconcile(
+        &self,
+        originals: &HashMap<String, [String; 2]>,
+    ) -> Result<PathAnns, &'static str> {
+        let mut cur = self.clone();
+        for k in 0..2 {
+            if cur.internal[k].is_empty() && !cur.legacy[k].is_empty() {
+                cur.internal[k] = cur.legacy[k].clone();
+            } else if cur.legacy[k].is_empty() && !cur.internal[k].is_empty() {
+                cur.legacy[k] = cur.internal[k].clone();
+            }
+        }
+        if let Some(original) = originals.get(&cur.migration_id) {
+            for k in 0..2 {
+                let o = &original[k];
+                if o.is_empty() {
+                    continue;
+                }
+                if *o != cur.internal[k] && *o != cur.legacy[k] && cur.internal[k] != cur.legacy[k]
+                {
+                    return Err(FORMS[k]);
+                } else if *o != cur.internal[k] {
+                    cur.legacy[k] = cur.internal[k].clone();
+                } else if *o != cur.legacy[k] {
+                    cur.internal[k] = cur.legacy[k].clone();
+                }
+            }
+        }
+        for (k, form) in FORMS.iter().enumerate() {
+            let (i, l) = (&cur.internal[k], &cur.legacy[k]);
+            if !i.is_empty() && !l.is_empty() && i != l {
+                return Err(form);
+            }
+        }
+        Ok(cur)
+    }
+}
+
+/// Reconciles, places and cleans the items for `output`.
+fn process_items(
+    items: Vec<String>,
+    input: &Input,
+    output: &Output,
+    progress: &mut Progress<'_>,
+) -> Result<Processed, Error> {
+    let total = items.len();
+    let mut placed = Vec::with_capacity(items.len());
+    let mut text = String::new();
+    if *output == Output::Stdout {
+        text.reserve(
+            items
+                .iter()
+                .map(|i| i.len() + i.len() / 16 + 8)
+                .sum::<usize>()
+                + 64,
+        );
+        text.push_str(&format!(
+            "apiVersion: {}\nkind: {}\n",
+            input.wrapper.0, input.wrapper.1
+        ));
+        text.push_str(if items.is_empty() {
+            "items: []\n"
+        } else {
+            "items:\n"
+        });
+    }
+    // kpt's checks on what the function returned (before reconciling).
+    let mut read = Vec::with_capacity(items.len());
+    let mut explicit: Vec<(String, String)> = Vec::new();
+    for item in items {
+        let (meta, anns) =
+            package::meta_and_annotations(&item).map_err(|e| Error::OutputNotKrm(e.to_string()))?;
+        let found = PathAnns::read(&anns);
+        let path = if found.internal[0].is_empty() {
+            &found.legacy[0]
+        } else {
+            &found.internal[0]
+        };
+        let index = if found.internal[1].is_empty() {
+            &found.legacy[1]
+        } else {
+            &found.internal[1]
+        };
+        if let Some(problem) = krm_problem(&meta) {
+            let shown = if path.is_empty() {
+                package::default_path(&meta)
+            } else {
+                path.clone()
+            };
+            return Err(Error::OutputNotKrm(format!("{shown}: {problem}")));
+        }
+        if !path.is_empty() {
+            explicit.push((package::clean_path(path), index.clone()));
+        }
+        let wide = anns
+            .iter()
+            .any(|a| a.0 == ann::SEQ_INDENT && a.1.as_deref() == Some("wide"));
+        read.push((item, meta, found, wide));
+    }
+    package::check_paths(&explicit)?;
+    let mut first_doc = true;
+    for (n, (item, meta, found, wide)) in read.into_iter().enumerate() {
+        progress.tick(|| format!("processing the function's output: {n} of {total} resources"));
+        let cur = match found.reconcile(&input.originals) {
+            Ok(c) => c,
+            Err(what) => {
+                return Ok(Processed::Mismatch(Error::Package(
+                    PackageError::Mismatched(what),
+                )))
+            }
+        };
+        let path = cur.internal[0].clone();
+        match output {
+            Output::InPlace | Output::Dir(_) => {
+                let clean = package::remove_annotations(&item, &ann::is_kpt)
+                    .map_err(|e| Error::BadOutput(e.to_string()))?;
+                let doc = package::normalize(&package::set_seq_style(&clean, wide)).into_owned();
+                let rel = if path.is_empty() {
+                    package::default_path(&meta)
+                } else {
+                    path
+                };
+                let rel = package::clean_path(rel.trim_start_matches('/'));
+                if rel == ".." || rel.starts_with("../") {
+                    return Err(PackageError::OutsidePackage(rel).into());
+                }
+                placed.push(Placed {
+                    index: index_value(&rel, &Some(cur.internal[1].clone()))?,
+                    path: rel,
+                    text: doc,
+                });
+            }
+            Output::Stdout => {
+                let mut set: Vec<(&str, String)> = Vec::new();
+                for k in 0..2 {
+                    if cur.internal[k] != found.internal[k] {
+                        set.push((INTERNAL_KEYS[k], cur.internal[k].clone()));
+                    }
+                    if cur.legacy[k] != found.legacy[k] {
+                        set.push((LEGACY_KEYS[k], cur.legacy[k].clone()));
+                    }
+                }
+                if path.is_empty() {
+                    let default = package::default_path(&meta);
+                    if input.use_internal {
+                        set.push((ann::PATH, default.clone()));
+                    }
+                    if input.use_legacy {
+                        set.push((ann::LEGACY_PATH, default));
+                    }
+                }
+                let set: Vec<(&str, &str)> = set.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let with = package::set_annotations(&item, &set)
+                    .map_err(|e| Error::BadOutput(e.to_string()))?;
+                let (ui, ul) = (input.use_internal, input.use_legacy);
+                let remove = move |k: &str| {
+                    ann::is_id(k)
+                        || (!ui && matches!(k, ann::PATH | ann::INDEX | ann::SEQ_INDENT))
+                        || (!ul && matches!(k, ann::LEGACY_PATH | ann::LEGACY_INDEX))
+                };
+                let clean = package::remove_annotations(&with, &remove)
+                    .map_err(|e| Error::BadOutput(e.to_string()))?;
+                package::push_item(
+                    &mut text,
+                    &package::normalize(&package::set_seq_style(&clean, false)),
+                );
+            }
+            Output::Unwrap => {
+                let clean = package::remove_annotations(&item, &ann::is_kpt)
+                    .map_err(|e| Error::BadOutput(e.to_string()))?;
+                if !first_doc {
+                    text.push_str("---\n");
+                }
+                first_doc = false;
+                text.push_str(&package::normalize(&package::set_seq_style(&clean, wide)));
+            }
+        }
+    }
+    Ok(match output {
+        Output::InPlace | Output::Dir(_) => Processed::Files(placed),
+        _ => Processed::Text(text),
+    })
+}
+
+fn write_files(
+    input: &Input,
+    placed: Vec<Placed>,
+    output: &Output,
+    stderr: &mut (dyn Write + Send),
+) -> Result<(), Error> {
+    let (root, delete) = match (output, &input.dir) {
+        (Output::Dir(d), _) => {
+            std::fs::create_dir_all(d).map_err(|source| PackageError::Io {
+                path: d.clone(),
+                source,
+            })?;
+            (d.clone(), false)
+        }
+        (_, Some(d)) => (d.clone(), true),
+        (_, None) => (PathBuf::from("."), false),
+    };
+    let mut progress = Progress::new(Some(stderr));
+    let (_, kept) = package::write_package(&root, placed, &mut progress)?;
+    if delete {
+        package::delete_gone(&root, &input.files_read, &kept)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Results, as kpt reads and prints them
+
+/// A structured result, as kpt (kyaml's `framework.Result`) reads it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KptResult {
+    pub message: String,
+    /// As written (empty when missing; printed as `info`).
+    pub severity: String,
+    pub resource_ref: Option<[String; 4]>,
+    pub field: Option<(String, Option<Value>, Option<Value>)>,
+    pub file: Option<(String, i64)>,
+    pub tags: Vec<(String, String)>,
+}
+
+fn str_of(v: Option<&Value>) -> String {
+    v.and_then(package::scalar_string).unwrap_or_default()
+}
+
+/// Reads `results` as kpt does: a list, or the legacy `{items: [...]}`;
+/// `resourceRef.metadata.name|namespace` and `field.suggestedValue` are
+/// migrated. Entries that are not mappings are skipped.
+pub fn parse_results(v: &Value) -> Vec<KptResult> {
+    let list = match v {
+        Value::Mapping(m) => match m.get("items") {
+            Some(Value::Sequence(s)) => s.as_slice(),
+            _ => &[],
+        },
+        Value::Sequence(s) => s.as_slice(),
+        _ => &[],
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for item in list {
+        let Value::Mapping(m) = item else {
+            continue;
+        };
+        let mut r = KptResult {
+            message: str_of(m.get("message")),
+            severity: str_of(m.get("severity")),
+            ..KptResult::default()
+        };
+        if let Some(Value::Mapping(rr)) = m.get("resourceRef") {
+            let mut name = str_of(rr.get("name"));
+            let mut namespace = str_of(rr.get("namespace"));
+            if let Some(Value::Mapping(md)) = rr.get("metadata") {
+                if md.get("name").is_some() {
+                    name = str_of(md.get("name")).trim().to_owned();
+                }
+                let ns = str_of(md.get("namespace"));
+                let ns = ns.trim();
+                if !ns.is_empty() && ns != "''" {
+                    namespace = ns.to_owned();
+                }
+            }
+            r.resource_ref = Some([
+                str_of(rr.get("apiVersion")),
+                str_of(rr.get("kind")),
+                name,
+                namespace,
+            ]);
+        }
+        match m.get("field") {
+            Some(Value::Mapping(f)) => {
+                let proposed = f.get("suggestedValue").or(f.get("proposedValue")).cloned();
+                r.field = Some((
+                    str_of(f.get("path")),
+                    f.get("currentValue").cloned(),
+                    proposed,
+                ));
+            }
+            Some(Value::String(s)) => r.field = Some((s.clone(), None, None)),
+            _ => {}
+        }
+        if let Some(Value::Mapping(f)) = m.get("file") {
+            let index = f.get("index").and_then(Value::as_i64).unwrap_or(0);
+            r.file = Some((str_of(f.get("path")), index));
+        }
+        if let Some(Value::Mapping(t)) = m.get("tags") {
+            let mut tags: Vec<(String, String)> = t
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        package::scalar_string(k).unwrap_or_default(),
+                        package::scalar_string(v).unwrap_or_default(),
+                    )
+                })
+                .collect();
+            tags.sort();
+            r.tags = tags;
+        }
+        out.push(r);
+    }
+    out
+}
+
+impl KptResult {
+    /// kpt's line: `[severity] apiVersion/kind/namespace/name field.path: message`.
+    pub fn line(&self) -> String {
+        let severity = if self.severity.is_empty() {
+            "info"
+        } else {
+            &self.severity
+        };
+        let mut s = format!("[{severity}]");
+        if let Some([api_version, kind, name, namespace]) = &self.resource_ref {
+            let ids: Vec<&str> = [api_version, kind, namespace, name]
+                .into_iter()
+                .map(String::as_str)
+                .filter(|p| !p.is_empty())
+                .collect();
+            if !ids.is_empty() {
+                s.push(' ');
+                s.push_str(&ids.join("/"));
+            }
+        }
+        if let Some((path, _, _)) = &self.field {
+            s.push(' ');
+            s.push_str(path);
+        }
+        s.push_str(": ");
+        s.push_str(&self.message);
+        s
+    }
+
+    /// As kpt writes it in `results.yaml`.
+    fn to_value(&self) -> Value {
+        let mut m = Mapping::new();
+        let put = |m: &mut Mapping, k: &str, v: &str| {
+            if !v.is_empty() {
+                m.insert(k.into(), v.into());
+            }
+        };
+        put(&mut m, "message", &self.message);
+        put(&mut m, "severity", &self.severity);
+        if let Some([api_version, kind, name, namespace]) = &self.resource_ref {
+            let mut r = Mapping::new();
+            put(&mut r, "apiVersion", api_version);
+            put(&mut r, "kind", kind);
+            put(&mut r, "name", name);
+            put(&mut r, "namespace", namespace);
+            m.insert("resourceRef".into(), Value::Mapping(r));
+        }
+        if let Some((path, current, proposed)) = &self.field {
+            let mut f = Mapping::new();
+            put(&mut f, "path", path);
+            if let Some(c) = current {
+                f.insert("currentValue".into(), c.clone());
+            }
+            if let Some(p) = proposed {
+                f.insert("proposedValue".into(), p.clone());
+            }
+            m.insert("field".into(), Value::Mapping(f));
+        }
+        if let Some((path, index)) = &self.file {
+            let mut f = Mapping::new();
+            put(&mut f, "path", path);
+            if *index != 0 {
+                f.insert("index".into(), (*index).into());
+            }
+            m.insert("file".into(), Value::Mapping(f));
+        }
+        if !self.tags.is_empty() {
+            let t: Mapping = self
+                .tags
+                .iter()
+                .map(|(k, v)| (Value::from(k.as_str()), Value::from(v.as_str())))
+                .collect();
+            m.insert("tags".into(), Value::Mapping(t));
+        }
+        Value::Mapping(m)
+    }
+}
+
+/// One function's entry in `results.yaml`.
+struct FnRecord {
+    key: &'static str,
+    name: String,
+    stderr: String,
+    exit_code: i32,
+    results: Vec<KptResult>,
+}
+
+/// kpt's `FunctionResultList`.
+fn results_yaml(record: &FnRecord) -> String {
+    let mut item = Mapping::new();
+    item.insert(record.key.into(), record.name.as_str().into());
+    if !record.stderr.is_empty() {
+        item.insert("stderr".into(), record.stderr.as_str().into());
+    }
+    item.insert("exitCode".into(), record.exit_code.into());
+    if !record.results.is_empty() {
+        item.insert(
+            "results".into(),
+            Value::Sequence(record.results.iter().map(KptResult::to_value).collect()),
+        );
+    }
+    let mut list = Mapping::new();
+    list.insert("apiVersion".into(), "kpt.dev/v1".into());
+    list.insert("kind".into(), "FunctionResultList".into());
+    let mut md = Mapping::new();
+    md.insert("name".into(), "fnresults".into());
+    list.insert("metadata".into(), Value::Mapping(md));
+    list.insert("exitCode".into(), i32::from(record.exit_code != 0).into());
+    list.insert("items".into(), Value::Sequence(vec![Value::Mapping(item)]));
+    emit::document(&Value::Mapping(list), true)
+}
+
+/// Writes `results.yaml` (if asked) and says where it is.
+fn finish_results(
+    opts: &EvalOptions,
+    record: &FnRecord,
+    stderr: &mut (dyn Write + Send),
+) -> Result<(), Error> {
+    let Some(dir) = &opts.results_dir else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).map_err(Error::Results)?;
+    let path = dir.join("results.yaml");
+    std::fs::write(&path, results_yaml(record)).map_err(Error::Results)?;
+    write!(stderr, "\nFor complete results, see {}\n", path.display())?;
+    Ok(())
+}
+
+fn fail_line(stderr: &mut (dyn Write + Send), name: &str, started: Instant) -> io::Result<()> {
+    writeln!(
+        stderr,
+        "[FAIL] {} in {}",
+        go_quote(name),
+        kpt_duration(started.elapsed())
+    )
+}
+
+/// kpt's multi-line block: a title, the lines (newlines as spaces), at
+/// most four of them when truncating.
+fn block(title: &str, lines: &[String], truncate: bool) -> String {
+    let mut s = format!("  {title}:\n");
+    let max = if truncate { 4 } else { usize::MAX };
+    for l in lines.iter().take(max) {
+        s.push_str("    ");
+        s.push_str(&l.replace('\n', " "));
+        s.push('\n');
+    }
+    if lines.len() > max {
+        s.push_str(&format!(
+            "    ...({} line(s) truncated, use '--truncate-output=false' to disable)\n",
+            lines.len() - max
+        ));
+    }
+    s
+}
+
+fn print_results(
+    stderr: &mut (dyn Write + Send),
+    results: &[KptResult],
+    truncate: bool,
+) -> io::Result<()> {
+    if results.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = results.iter().map(KptResult::line).collect();
+    stderr.write_all(block("Results", &lines, truncate).as_bytes())
+}
+
+fn print_stderr(stderr: &mut (dyn Write + Send), text: &[u8], truncate: bool) -> io::Result<()> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = text.split(|b| *b == b'\n').map(go_quote_bytes).collect();
+    stderr.write_all(block("Stderr", &lines, truncate).as_bytes())
+}
+
+/// Go's `Duration.String()` of the time truncated to 100 ms, as kpt
+/// prints it (`0s`, `200ms`, `1.5s`, `1m2.3s`).
+pub fn kpt_duration(d: Duration) -> String {
+    let ms = (d.as_millis() / 100 * 100) as u64;
+    if ms == 0 {
+        return "0s".into();
+    }
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = ms / 1000;
+    let tenths = (ms % 1000) / 100;
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    let sec = if tenths == 0 {
+        format!("{s}s")
+    } else {
+        format!("{s}.{tenths}s")
+    };
+    if h > 0 {
+        format!("{h}h{m}m{sec}")
+    } else if m > 0 {
+        format!("{m}m{sec}")
+    } else {
+        sec
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_as_go_prints_them() {
+        assert_eq!(kpt_duration(Duration::from_millis(0)), "0s");
+        assert_eq!(kpt_duration(Duration::from_millis(99)), "0s");
+        assert_eq!(kpt_duration(Duration::from_millis(250)), "200ms");
+        assert_eq!(kpt_duration(Duration::from_millis(1000)), "1s");
+        assert_eq!(kpt_duration(Duration::from_millis(1570)), "1.5s");
+        assert_eq!(kpt_duration(Duration::from_millis(62_300)), "1m2.3s");
+        assert_eq!(kpt_duration(Duration::from_secs(3600)), "1h0m0s");
+    }
+
+    #[test]
+    fn shlex() {
+        assert_eq!(
+            shlex_split("./fn a 'b c' \"d \\\"e\\\"\" f\\ g").unwrap(),
+            vec!["./fn", "a", "b c", "d \"e\"", "f g"]
+        );
+        assert_eq!(shlex_split("  cat  ").unwrap(), vec!["cat"]);
+        assert!(shlex_split("'open").is_err());
+    }
+
+    #[test]
+    fn function_input_config_map_as_kpt_writes_it() {
+        let args = |a: &[&str]| FnConfig::Args(a.iter().map(|s| s.to_string()).collect());
+        assert_eq!(
+            function_config(&args(&[])).unwrap(),
+            "  metadata:\n    name: function-input\n  data: {}\n  kind: ConfigMap\n  apiVersion: v1\n"
+        );
+        // Observed with kpt 1.0.0-beta.56.
+        let got = function_config(&args(&[
+            "z=1",
+            "a=2",
+            "b=true",
+            "c=yes",
+            "d=hello world",
+            "e=",
+            "f=1.5",
+            "g=null",
+            "h=~",
+            "i=0x1",
+            "j=:x",
+            "k=-x",
+            "l=a,b",
+            "m=#x",
+            "n=a: b",
+            "o=Yes",
+            "p=y",
+            "q=off",
+            "r=it's",
+            "s=\"q\"",
+            "t=1e3",
+            "u=.inf",
+            "v=2001-01-01",
+            "w=a\nb",
+            "x= lead",
+        ]))
+        .unwrap();
+        assert!(got.contains(r##"  data: {z: "1", a: "2", b: "true", c: "yes", d: hello world, e: "", f: "1.5", g: "null", h: "~", i: "0x1", j: ':x', k: -x, l: 'a,b', m: "#x", n: "a: b", o: "Yes", p: "y", q: "off", r: it's, s: '"q"', t: "1e3", u: ".inf", v: "2001-01-01", w: "a\nb", x: ' lead'}"##), "{got}");
+        let got = function_config(&args(&["novalue", "a=b=c", "a=x"])).unwrap();
+        assert!(got.contains("  data: {a: x}\n  kind: novalue\n"), "{got}");
+        assert!(matches!(
+            function_config(&args(&["a=b", "novalue"])),
+            Err(Error::BadArg)
+        ));
+        assert!(matches!(
+            function_config(&args(&["=x"])),
+            Err(Error::BadArg)
+        ));
+    }
+
+    #[test]
+    fn result_lines_as_kpt_prints_them() {
+        let v: Value = serde_yaml::from_str(
+            r#"
+- message: bad replicas
+  severity: error
+  resourceRef: {apiVersion: apps/v1, kind: Deployment, name: app, namespace: ns}
+  field: {path: spec.replicas, currentValue: 1, proposedValue: 3}
+  file: {path: sub/deploy.yaml, index: 0}
+- message: just a warning
+  severity: warning
+- message: nosev
+- message: withfield
+  field: {path: a.b}
+- message: legacy
+  severity: warn
+  resourceRef: {kind: ConfigMap, metadata: {name: cm, namespace: "''"}}
+"#,
+        )
+        .unwrap();
+        let lines: Vec<String> = parse_results(&v).iter().map(KptResult::line).collect();
+        assert_eq!(
+            lines,
+            vec![
+                "[error] apps/v1/Deployment/ns/app spec.replicas: bad replicas",
+                "[warning]: just a warning",
+                "[info]: nosev",
+                "[info] a.b: withfield",
+                "[warn] ConfigMap/cm: legacy",
+            ]
+        );
+        let wrapped: Value =
+            serde_yaml::from_str("{name: x, items: [{message: m, severity: info}]}").unwrap();
+        assert_eq!(parse_results(&wrapped).len(), 1);
+    }
+
+    #[test]
+    fn results_file_as_kpt_writes_it() {
+        let v: Value = serde_yaml::from_str(
+            "- {message: bad replicas, severity: error, resourceRef: {apiVersion: apps/v1, kind: Deployment, name: app, namespace: ns}, field: {path: spec.replicas, currentValue: 1, proposedValue: 3}, file: {path: sub/deploy.yaml, index: 0}}\n- {message: \"multi\\nline\", severity: warning}\n",
+        )
+        .unwrap();
+        let record = FnRecord {
+            key: "exec",
+            name: "./fail.sh".into(),
+            stderr: "some stderr line\nsecond stderr line\n".into(),
+            exit_code: 1,
+            results: parse_results(&v),
+        };
+        assert_eq!(
+            results_yaml(&record),
+            "apiVersion: kpt.dev/v1
+kind: FunctionResultList
+metadata:
+  name: fnresults
+exitCode: 1
+items:
+  - exec: ./fail.sh
+    stderr: |
+      some stderr line
+      second stderr line
+    exitCode: 1
+    results:
+      - message: bad replicas
+        severity: error
+        resourceRef:
+          apiVersion: apps/v1
+          kind: Deployment
+          name: app
+          namespace: ns
+        field:
+          path: spec.replicas
+          currentValue: 1
+          proposedValue: 3
+        file:
+          path: sub/deploy.yaml
+      - message: |-
+          multi
+          line
+        severity: warning
+"
+        );
+    }
+
+    #[test]
+    fn blocks_truncate_like_kpt() {
+        let lines: Vec<String> = (1..=6).map(|i| format!("\"line {i}\"")).collect();
+        assert_eq!(
+            block("Stderr", &lines, true),
+            "  Stderr:\n    \"line 1\"\n    \"line 2\"\n    \"line 3\"\n    \"line 4\"\n    ...(2 line(s) truncated, use '--truncate-output=false' to disable)\n"
+        );
+        assert_eq!(block("Stderr", &lines, false).lines().count(), 7);
+    }
+}

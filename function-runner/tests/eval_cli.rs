@@ -1,0 +1,406 @@
+//! `function-runner eval` on its own (no kpt needed): the lines, files and
+//! outputs kpt gives, recorded from kpt 1.0.0-beta.56 (see eval_kpt.rs for
+//! the live comparison).
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/eval")
+        .join(name)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn tree(dir: &Path) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(
+                    rel,
+                    String::from_utf8_lossy(&fs::read(&path).unwrap()).into_owned(),
+                );
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    fs::write(&path, body).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn eval(cwd: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_function-runner"))
+        .current_dir(cwd)
+        .arg("eval")
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// stderr with the durations of `[PASS]`/`[FAIL]` lines as `<t>`.
+fn untimed(stderr: &str) -> String {
+    let mut out = String::new();
+    for l in stderr.lines() {
+        if (l.starts_with("[PASS] ") || l.starts_with("[FAIL] ")) && l.contains(" in ") {
+            out.push_str(&l[..l.rfind(" in ").unwrap()]);
+            out.push_str(" in <t>");
+        } else {
+            out.push_str(l);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn cat_leaves_a_canonical_package_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    copy_dir(&fixture("basic"), &pkg);
+    let before = fs::metadata(pkg.join("multi.yaml"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let r = eval(tmp.path(), &["pkg", "--exec", "cat"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // Quiet: no progress lines for a small package.
+    assert_eq!(
+        untimed(&r.stderr),
+        "[RUNNING] \"cat\"\n[PASS] \"cat\" in <t>\n"
+    );
+    assert_eq!(r.stdout, "");
+    assert_eq!(tree(&pkg), tree(&fixture("basic")));
+    // Unchanged files are not rewritten.
+    assert_eq!(
+        fs::metadata(pkg.join("multi.yaml"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        before
+    );
+}
+
+#[test]
+fn messy_package_is_formatted_as_kpt_writes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    copy_dir(&fixture("messy"), &pkg);
+    fs::write(
+        pkg.join("crlf.yaml"),
+        "apiVersion: v1\r\nkind: ConfigMap\r\nmetadata:\r\n  name: crlf\r\n",
+    )
+    .unwrap();
+    let r = eval(tmp.path(), &["pkg", "--exec", "cat"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let t = tree(&pkg);
+    // Recorded from kpt 1.0.0-beta.56.
+    assert_eq!(
+        t["crlf.yaml"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: crlf\n"
+    );
+    assert_eq!(
+        t["markers.yaml"],
+        "# head comment after the marker\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: lead\ndata:\n  a: 1\n  b: 2\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: second\n\n# after the end marker\n"
+    );
+    assert_eq!(
+        t["flow.yaml"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: flow-meta, namespace: x}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: empty-ann\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: flow-ann\n  annotations: {a: b}\n"
+    );
+    assert_eq!(
+        t["comments.yaml"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foot\nx: 1\n# c\n\ny: 2\n\n# foot1\n\n# foot2\n"
+    );
+    assert_eq!(
+        t["pretty.json"],
+        "{\n  \"apiVersion\": \"v1\",\n  \"data\": {\n    \"a\": \"\\u003c\\u0026\\u003e\",\n    \"z\": \"1\"\n  },\n  \"kind\": \"ConfigMap\",\n  \"metadata\": {\n    \"name\": \"pretty-json\"\n  }\n}\n"
+    );
+    // Untouched: ignored, without resources, the wide subpackage file.
+    for f in [
+        "ignored/i.yaml",
+        "nothing.yaml",
+        "subpkg/wide.yaml",
+        ".hidden/h.yaml",
+    ] {
+        assert_eq!(
+            t[f],
+            fs::read_to_string(fixture("messy").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}
+
+#[test]
+fn failing_function_prints_kpt_lines_and_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    copy_dir(&fixture("basic"), &pkg);
+    let fail = script(
+        tmp.path(),
+        "fail.sh",
+        r#"#!/bin/sh
+cat >/dev/null
+echo "some stderr line" >&2
+cat <<'YAML'
+kind: ResourceList
+items: []
+results:
+- message: bad replicas
+  severity: error
+  resourceRef: {apiVersion: apps/v1, kind: Deployment, name: app, namespace: ns}
+  field: {path: spec.replicas, currentValue: 1, proposedValue: 3}
+  file: {path: sub/deploy.yaml, index: 0}
+- message: just a warning
+  severity: warning
+- message: no severity
+YAML
+exit 3
+"#,
+    );
+    let r = eval(
+        tmp.path(),
+        &["pkg", "--exec", &fail, "--results-dir", "res"],
+        None,
+    );
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        untimed(&r.stderr),
+        format!(
+            "[RUNNING] \"{fail}\"\n[FAIL] \"{fail}\" in <t>\n  Results:\n    [error] apps/v1/Deployment/ns/app spec.replicas: bad replicas\n    [warning]: just a warning\n    [info]: no severity\n  Stderr:\n    \"some stderr line\"\n    \"\"\n  Exit code: 3\n\n\nFor complete results, see res/results.yaml\n"
+        )
+    );
+    assert_eq!(
+        tree(&pkg),
+        tree(&fixture("basic")),
+        "a failing function changes nothing"
+    );
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("res/results.yaml")).unwrap(),
+        format!(
+            "apiVersion: kpt.dev/v1
+kind: FunctionResultList
+metadata:
+  name: fnresults
+exitCode: 1
+items:
+  - exec: {fail}
+    stderr: |
+      some stderr line
+    exitCode: 3
+    results:
+      - message: bad replicas
+        severity: error
+        resourceRef:
+          apiVersion: apps/v1
+          kind: Deployment
+          name: app
+          namespace: ns
+        field:
+          path: spec.replicas
+          currentValue: 1
+          proposedValue: 3
+        file:
+          path: sub/deploy.yaml
+      - message: just a warning
+        severity: warning
+      - message: no severity
+"
+        )
+    );
+}
+
+#[test]
+fn stdin_resource_list_to_stdout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: A\n  metadata:\n    name: a # c\n- apiVersion: v1\n  kind: B\n  metadata:\n    name: b\n    namespace: ns\n    annotations:\n      config.kubernetes.io/path: \"x/y.yaml\"\n";
+    let r = eval(tmp.path(), &["-", "--exec", "cat"], Some(input));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // As kpt: the path annotation in the form the input used, a default
+    // path for the item without one, kpt's ids gone.
+    assert_eq!(
+        r.stdout,
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: A\n  metadata:\n    name: a # c\n    annotations:\n      config.kubernetes.io/path: 'a_a.yaml'\n- apiVersion: v1\n  kind: B\n  metadata:\n    name: b\n    namespace: ns\n    annotations:\n      config.kubernetes.io/path: \"x/y.yaml\"\n"
+    );
+    let r = eval(
+        tmp.path(),
+        &["-", "--exec", "cat", "-o", "unwrap"],
+        Some(input),
+    );
+    assert_eq!(
+        r.stdout,
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: a # c\n---\napiVersion: v1\nkind: B\nmetadata:\n  name: b\n  namespace: ns\n"
+    );
+    // Documents in, a ResourceList out.
+    let r = eval(
+        tmp.path(),
+        &["-", "--exec", "cat"],
+        Some(b"apiVersion: v1\nkind: A\nmetadata:\n  name: a\n  namespace: n\n"),
+    );
+    assert_eq!(
+        r.stdout,
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: A\n  metadata:\n    name: a\n    namespace: n\n    annotations:\n      config.kubernetes.io/index: '0'\n      internal.config.kubernetes.io/index: '0'\n      internal.config.kubernetes.io/seqindent: 'compact'\n      internal.config.kubernetes.io/path: 'n/a_a.yaml'\n      config.kubernetes.io/path: 'n/a_a.yaml'\n"
+    );
+}
+
+#[test]
+fn function_config_from_arguments_and_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sent = tmp.path().join("sent.yaml");
+    let tee = script(tmp.path(), "tee.sh", "#!/bin/sh\nexec tee \"$1\"\n");
+    let cmd = format!("{tee} {}", sent.display());
+    let input = b"apiVersion: v1\nkind: A\nmetadata:\n  name: a\n";
+    let fc = |r: &Run| {
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let s = fs::read_to_string(&sent).unwrap();
+        s[s.find("functionConfig:").unwrap()..].to_owned()
+    };
+    let r = eval(
+        tmp.path(),
+        &["-", "--exec", &cmd, "--", "n=3", "on=yes", "s=a b", "e="],
+        Some(input),
+    );
+    assert_eq!(
+        fc(&r),
+        "functionConfig:\n  metadata:\n    name: function-input\n  data: {n: \"3\", on: \"yes\", s: a b, e: \"\"}\n  kind: ConfigMap\n  apiVersion: v1\n"
+    );
+    let r = eval(tmp.path(), &["-", "--exec", &cmd], Some(input));
+    assert_eq!(
+        fc(&r),
+        "functionConfig:\n  metadata:\n    name: function-input\n  data: {}\n  kind: ConfigMap\n  apiVersion: v1\n"
+    );
+    let cfg = fixture("fn-config.yaml");
+    let r = eval(
+        tmp.path(),
+        &["-", "--exec", &cmd, "--fn-config", cfg.to_str().unwrap()],
+        Some(input),
+    );
+    assert_eq!(
+        fc(&r),
+        "functionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: my-config\n    annotations:\n      config.kubernetes.io/index: '0'\n      internal.config.kubernetes.io/index: '0'\n      internal.config.kubernetes.io/seqindent: 'compact'\n  data:\n    # a comment\n    key: value\n    list: |\n      - a\n"
+    );
+    let r = eval(
+        tmp.path(),
+        &["-", "--exec", &cmd, "--fn-config", "x.yaml", "--", "a=b"],
+        Some(input),
+    );
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (
+            1,
+            "error: function arguments can only be specified without function config file\n"
+        )
+    );
+}
+
+#[test]
+fn errors_like_kpt() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("basic"), &tmp.path().join("pkg"));
+    fs::create_dir(tmp.path().join("out")).unwrap();
+    let r = eval(tmp.path(), &["pkg", "--exec", "cat", "-o", "out"], None);
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (
+            1,
+            "error: directory \"out\" already exists, please delete the directory and retry\n"
+        )
+    );
+    let r = eval(tmp.path(), &["pkg", "--exec", "./nope"], None);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        untimed(&r.stderr),
+        "[RUNNING] \"./nope\"\n[FAIL] \"./nope\" in <t>\nerror: unexpected function error: fork/exec ./nope: no such file or directory\n"
+    );
+    // Output that is not a ResourceList.
+    let bad = script(
+        tmp.path(),
+        "bad.sh",
+        "#!/bin/sh\ncat >/dev/null\necho garbage\n",
+    );
+    let r = eval(tmp.path(), &["pkg", "--exec", &bad], None);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("[FAIL]") && r.stderr.contains("error: function output:"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(tree(&tmp.path().join("pkg")), tree(&fixture("basic")));
+}
+
+#[test]
+fn many_files_report_progress_only_when_slow() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    fs::create_dir(&pkg).unwrap();
+    for i in 0..300 {
+        fs::write(
+            pkg.join(format!("cm-{i}.yaml")),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\ndata:\n  i: \"{i}\"\n"
+            ),
+        )
+        .unwrap();
+    }
+    let before = tree(&pkg);
+    let r = eval(tmp.path(), &["pkg", "--exec", "cat"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        untimed(&r.stderr),
+        "[RUNNING] \"cat\"\n[PASS] \"cat\" in <t>\n"
+    );
+    assert_eq!(tree(&pkg), before);
+}

@@ -1,0 +1,525 @@
+//! `function-runner eval` against `kpt fn eval --exec`: same package, same
+//! function, same files, exit codes, stderr lines, stdout and results.
+//!
+//! Needs kpt (`/usr/bin/kpt` or on PATH); without it each test prints
+//! `SKIPPED: kpt not found` and passes. Functions are small shell/awk
+//! scripts written by the tests.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn ours() -> &'static str {
+    env!("CARGO_BIN_EXE_function-runner")
+}
+
+fn kpt() -> Option<PathBuf> {
+    let fixed = PathBuf::from("/usr/bin/kpt");
+    if fixed.is_file() {
+        return Some(fixed);
+    }
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("kpt"))
+            .find(|k| k.is_file())
+    })
+}
+
+macro_rules! require_kpt {
+    () => {
+        match kpt() {
+            Some(k) => k,
+            None => {
+                println!("SKIPPED: kpt not found");
+                return;
+            }
+        }
+    };
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/eval")
+        .join(name)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// All files under `dir`, by relative path.
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(rel, fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+fn assert_same_tree(kpt_dir: &Path, our_dir: &Path, what: &str) {
+    let (k, o) = (tree(kpt_dir), tree(our_dir));
+    assert_eq!(
+        k.keys().collect::<Vec<_>>(),
+        o.keys().collect::<Vec<_>>(),
+        "{what}: different files"
+    );
+    for (path, kb) in &k {
+        assert_eq!(
+            String::from_utf8_lossy(kb),
+            String::from_utf8_lossy(&o[path]),
+            "{what}: {path} differs (left kpt, right ours)"
+        );
+    }
+}
+
+/// A package for the messy fixture with a CRLF file (made here: git may
+/// rewrite line ends in fixtures).
+fn messy_package(dst: &Path) {
+    copy_dir(&fixture("messy"), dst);
+    fs::write(
+        dst.join("crlf.yaml"),
+        "apiVersion: v1\r\nkind: ConfigMap\r\nmetadata:\r\n  name: crlf\r\ndata:\r\n  x: \"1\"\r\n",
+    )
+    .unwrap();
+}
+
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    fs::write(&path, body).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// The functions the tests run (paths to executables).
+struct Functions {
+    annotate: String,
+    add_delete: String,
+    fail: String,
+    results: String,
+    tee: String,
+}
+
+fn functions(dir: &Path) -> Functions {
+    Functions {
+        // Appends an annotation to each item's block annotations, as kyaml's
+        // SetAnnotation does.
+        annotate: script(
+            dir,
+            "annotate.sh",
+            r#"#!/bin/sh
+exec awk '
+inann && !/^      / { print "      example.com/touched: \"yes\""; inann = 0 }
+{ print }
+/^    annotations:$/ { inann = 1 }
+END { if (inann) print "      example.com/touched: \"yes\"" }'
+"#,
+        ),
+        // Drops the item named cm2 and adds three: two without a path, one
+        // with only the internal path annotation.
+        add_delete: script(
+            dir,
+            "add-delete.sh",
+            r#"#!/bin/sh
+exec awk '
+function flush() { if (buf != "" && index(buf, "  name: cm2\n") == 0) printf "%s", buf; buf = "" }
+/^functionConfig:/ { fc = 1 }
+fc { next }
+/^- / { flush() }
+{ buf = buf $0 "\n" }
+END {
+  flush()
+  print "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: added\n    namespace: team-a\n  data:\n    k: v"
+  print "- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: Added-Secret"
+  print "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: placed\n    annotations:\n      internal.config.kubernetes.io/path: sub/placed.yaml"
+}'
+"#,
+        ),
+        // Fails with structured results and stderr.
+        fail: script(
+            dir,
+            "fail.sh",
+            r#"#!/bin/sh
+cat >/dev/null
+echo "some stderr line" >&2
+printf 'a "quoted" line\twith a tab\n' >&2
+cat <<'YAML'
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items: []
+results:
+- message: bad replicas
+  severity: error
+  resourceRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: app
+    namespace: ns
+  field:
+    path: spec.replicas
+    currentValue: 1
+    proposedValue: 3
+  file:
+    path: sub/deploy.yaml
+    index: 0
+- message: just a warning
+  severity: warning
+- message: "two\nlines"
+  severity: info
+  resourceRef:
+    apiVersion: v1
+    kind: ConfigMap
+    name: cm1
+  file:
+    path: multi.yaml
+    index: 2
+- message: no severity
+- message: fifth
+  severity: warning
+  tags:
+    b: "2"
+    a: "1"
+YAML
+exit 1
+"#,
+        ),
+        // Passes, with results and stderr.
+        results: script(
+            dir,
+            "results.sh",
+            r#"#!/bin/sh
+cat
+cat <<'YAML'
+results:
+- message: all good
+  severity: info
+- message: withfield
+  field:
+    path: a.b
+YAML
+echo "stderr on pass" >&2
+"#,
+        ),
+        // Passes its input through and keeps a copy in the file named by its
+        // first argument.
+        tee: script(dir, "tee.sh", "#!/bin/sh\nexec tee \"$1\"\n"),
+    }
+}
+
+struct Run {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+fn run(program: &Path, cwd: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let mut cmd = Command::new(program);
+    cmd.current_dir(cwd)
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    if let Some(input) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(input).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// stderr without the durations of `[PASS]`/`[FAIL]` lines.
+fn untimed(stderr: &str) -> String {
+    stderr
+        .lines()
+        .map(|l| {
+            if (l.starts_with("[PASS] ") || l.starts_with("[FAIL] ")) && l.contains(" in ") {
+                format!("{} in <t>", &l[..l.rfind(" in ").unwrap()])
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Builds a package at the given path.
+type MakePackage = fn(&Path);
+
+/// Two work directories, `k` (kpt) and `o` (ours), each with the package
+/// at `pkg`.
+struct Pair {
+    _tmp: tempfile::TempDir,
+    k: PathBuf,
+    o: PathBuf,
+}
+
+fn pair(make: &dyn Fn(&Path)) -> Pair {
+    let tmp = tempfile::tempdir().unwrap();
+    let (k, o) = (tmp.path().join("k"), tmp.path().join("o"));
+    for d in [&k, &o] {
+        fs::create_dir_all(d).unwrap();
+        make(&d.join("pkg"));
+    }
+    Pair { _tmp: tmp, k, o }
+}
+
+/// Runs both on the pair with the same arguments (after `fn eval` / `eval`).
+fn both(kpt: &Path, p: &Pair, args: &[&str], stdin: Option<&[u8]>) -> (Run, Run) {
+    let mut kargs = vec!["fn", "eval"];
+    kargs.extend_from_slice(args);
+    let mut oargs = vec!["eval"];
+    oargs.extend_from_slice(args);
+    let k = run(kpt, &p.k, &kargs, stdin);
+    let o = run(Path::new(ours()), &p.o, &oargs, stdin);
+    (k, o)
+}
+
+fn assert_same_run(k: &Run, o: &Run, what: &str) {
+    assert_eq!(
+        k.code, o.code,
+        "{what}: exit codes (kpt stderr:\n{}\nours:\n{})",
+        k.stderr, o.stderr
+    );
+    assert_eq!(
+        untimed(&k.stderr),
+        untimed(&o.stderr),
+        "{what}: stderr (left kpt, right ours)"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&k.stdout),
+        String::from_utf8_lossy(&o.stdout),
+        "{what}: stdout (left kpt, right ours)"
+    );
+}
+
+#[test]
+fn same_files_as_kpt_for_cat_annotating_and_adding_functions() {
+    let kpt = require_kpt!();
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    fn basic(d: &Path) {
+        copy_dir(&fixture("basic"), d);
+    }
+    let packages: [(&str, MakePackage); 2] = [("basic", basic), ("messy", messy_package)];
+    for (name, make) in packages {
+        for function in ["cat", f.annotate.as_str(), f.add_delete.as_str()] {
+            let p = pair(&make);
+            let (k, o) = both(&kpt, &p, &["pkg", "--exec", function], None);
+            let what = format!("{name} with {function}");
+            assert_eq!(k.code, 0, "{what}: kpt failed:\n{}", k.stderr);
+            assert_same_run(&k, &o, &what);
+            assert_same_tree(&p.k, &p.o, &what);
+        }
+    }
+}
+
+#[test]
+fn failing_function_same_lines_exit_code_and_results() {
+    let kpt = require_kpt!();
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let p = pair(&|d| copy_dir(&fixture("basic"), d));
+    let (k, o) = both(
+        &kpt,
+        &p,
+        &["pkg", "--exec", &f.fail, "--results-dir", "results"],
+        None,
+    );
+    assert_eq!(k.code, 1);
+    assert_same_run(&k, &o, "failing function");
+    assert!(o.stderr.contains(
+        "  Results:\n    [error] apps/v1/Deployment/ns/app spec.replicas: bad replicas\n"
+    ));
+    assert!(o.stderr.contains("  Exit code: 1\n"));
+    assert_same_tree(&p.k, &p.o, "failing function");
+    assert_same_tree(
+        &p.k.join("pkg"),
+        &fixture("basic"),
+        "the package is not touched",
+    );
+
+    // Untruncated.
+    let (k, o) = both(
+        &kpt,
+        &p,
+        &["pkg", "--exec", &f.fail, "--truncate-output=false"],
+        None,
+    );
+    assert_same_run(&k, &o, "failing function, --truncate-output=false");
+}
+
+#[test]
+fn passing_function_with_results_and_stderr() {
+    let kpt = require_kpt!();
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let p = pair(&|d| copy_dir(&fixture("basic"), d));
+    let (k, o) = both(
+        &kpt,
+        &p,
+        &["pkg", "--exec", &f.results, "--results-dir", "results"],
+        None,
+    );
+    assert_eq!(k.code, 0);
+    assert_same_run(&k, &o, "results");
+    assert_same_tree(&p.k, &p.o, "results");
+}
+
+#[test]
+fn missing_function_and_bad_arguments() {
+    let kpt = require_kpt!();
+    let p = pair(&|d| copy_dir(&fixture("basic"), d));
+    for args in [
+        &["pkg", "--exec", "./no-such-function"][..],
+        &["pkg", "--exec", "no-such-function-on-path"],
+        &["pkg", "--exec", "cat", "--fn-config", "missing.yaml"],
+        &["pkg", "--exec", "cat", "--", "a=b", "novalue"],
+    ] {
+        let (k, o) = both(&kpt, &p, args, None);
+        assert_same_run(&k, &o, &format!("{args:?}"));
+    }
+    assert_same_tree(&p.k, &p.o, "errors");
+}
+
+#[test]
+fn stdin_and_stdout_like_kpt() {
+    let kpt = require_kpt!();
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let p = pair(&|d| copy_dir(&fixture("basic"), d));
+    // A package to stdout, wrapped and unwrapped.
+    for out in ["stdout", "unwrap"] {
+        for function in ["cat", f.annotate.as_str(), f.add_delete.as_str()] {
+            let (k, o) = both(&kpt, &p, &["pkg", "--exec", function, "-o", out], None);
+            assert_eq!(k.code, 0, "{}", k.stderr);
+            assert_same_run(&k, &o, &format!("-o {out} with {function}"));
+        }
+    }
+    assert_same_tree(&p.k, &p.o, "-o stdout leaves the package alone");
+    assert_same_tree(
+        &p.k.join("pkg"),
+        &fixture("basic"),
+        "-o stdout leaves the package alone",
+    );
+
+    // A ResourceList on stdin (with kpt's annotations, as `-o stdout`
+    // writes it) and plain documents, to stdout and unwrapped.
+    let (k, _) = both(&kpt, &p, &["pkg", "--exec", "cat", "-o", "stdout"], None);
+    let list = k.stdout;
+    let docs = fs::read(fixture("basic/multi.yaml")).unwrap();
+    let bare = b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a # c\n    namespace: n\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: b\n    annotations:\n      config.kubernetes.io/path: \"x/y.yaml\"\nfunctionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: ignored\n";
+    for (name, input) in [
+        ("list", &list[..]),
+        ("documents", &docs[..]),
+        ("bare list", &bare[..]),
+    ] {
+        for extra in [&[][..], &["-o", "unwrap"][..], &["-o", "stdout"][..]] {
+            for function in ["cat", f.annotate.as_str(), f.results.as_str()] {
+                let mut args = vec!["-", "--exec", function];
+                args.extend_from_slice(extra);
+                let (k, o) = both(&kpt, &p, &args, Some(input));
+                assert_eq!(k.code, 0, "{}", k.stderr);
+                assert_same_run(&k, &o, &format!("stdin {name} {extra:?} with {function}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn function_receives_the_same_resource_list() {
+    let kpt = require_kpt!();
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let cfg = fixture("fn-config.yaml");
+    let cfg = cfg.to_str().unwrap();
+    let p = pair(&|d| copy_dir(&fixture("basic"), d));
+    let cases: [&[&str]; 4] = [
+        &[],
+        &[
+            "--",
+            "replicas=3",
+            "enabled=yes",
+            "name=hello world",
+            "empty=",
+            "colon=a: b",
+        ],
+        &["--", "MyKind", "k=v"],
+        &["--fn-config", cfg],
+    ];
+    for extra in cases {
+        let kfile = p.k.join("sent.yaml");
+        let ofile = p.o.join("sent.yaml");
+        let kcmd = format!("{} {}", f.tee, kfile.display());
+        let ocmd = format!("{} {}", f.tee, ofile.display());
+        let mut kargs = vec!["fn", "eval", "pkg", "--exec", kcmd.as_str(), "-o", "stdout"];
+        kargs.extend_from_slice(extra);
+        let mut oargs = vec!["eval", "pkg", "--exec", ocmd.as_str(), "-o", "stdout"];
+        oargs.extend_from_slice(extra);
+        let k = run(&kpt, &p.k, &kargs, None);
+        let o = run(Path::new(ours()), &p.o, &oargs, None);
+        assert_eq!((k.code, o.code), (0, 0), "{}\n{}", k.stderr, o.stderr);
+        assert_eq!(
+            fs::read_to_string(&kfile).unwrap(),
+            fs::read_to_string(&ofile).unwrap(),
+            "ResourceList sent with {extra:?} (left kpt, right ours)"
+        );
+        assert_eq!(k.stdout, o.stdout);
+    }
+}
+
+#[test]
+fn output_directory_like_kpt() {
+    let kpt = require_kpt!();
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let p = pair(&|d| copy_dir(&fixture("basic"), d));
+    let (k, o) = both(
+        &kpt,
+        &p,
+        &["pkg", "--exec", &f.add_delete, "-o", "out"],
+        None,
+    );
+    assert_same_run(&k, &o, "-o out");
+    assert_same_tree(&p.k, &p.o, "-o out");
+    // It must not exist: both fail (kpt after running the function).
+    let (k, o) = both(&kpt, &p, &["pkg", "--exec", "cat", "-o", "out"], None);
+    assert_eq!((k.code, o.code), (1, 1));
+    let last = |s: &str| s.lines().last().unwrap_or("").to_owned();
+    assert_eq!(last(&k.stderr), last(&o.stderr));
+}
