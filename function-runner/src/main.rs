@@ -36,12 +36,15 @@ enum Command {
     /// Serve evaluator.FunctionEvaluator (Porch's protocol) and health.
     Serve(Box<ServeArgs>),
     /// Run one function on a package or ResourceList, like `kpt fn eval`.
-    Eval {
-        #[command(flatten)]
-        args: cli_eval::EvalArgs,
-        #[command(flatten)]
-        pods: EvalPodArgs,
-    },
+    Eval(Box<EvalCommand>),
+}
+
+#[derive(Debug, clap::Args)]
+struct EvalCommand {
+    #[command(flatten)]
+    args: cli_eval::EvalArgs,
+    #[command(flatten)]
+    pods: EvalPodArgs,
 }
 
 /// How `eval --image` runs the image: through the same evaluator chain as
@@ -128,7 +131,7 @@ struct ServeArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = matches!(&cli.command, Command::Serve(a) if a.log_format == "json");
-    init_logging(json, matches!(cli.command, Command::Eval { .. }));
+    init_logging(json, matches!(cli.command, Command::Eval(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -142,7 +145,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Serve(args) => run_serve(*args).await.map(|()| ExitCode::SUCCESS),
-            Command::Eval { args, pods } => run_eval(args, pods).await,
+            Command::Eval(cmd) => run_eval(cmd.args, cmd.pods).await,
         }
     });
     match result {
