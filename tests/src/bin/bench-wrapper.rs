@@ -8,9 +8,10 @@
 //! ```
 //!
 //! Subcommands: `evaluate` (EvaluateFunction through wrapper-server vs
-//! spawning the same program directly), `pieces` (where the time of a call
-//! goes), `probe` (health-probe vs grpcurl), `footprint` (binary sizes, idle
-//! RSS, exec to SERVING, RSS growth during a large call), `all`.
+//! spawning the same program directly), `pieces` (where the time and CPU of
+//! a call go), `nodelay` (Nagle regression check), `malloc` (glibc malloc
+//! thresholds A/B), `probe` (health-probe vs grpcurl), `footprint` (binary
+//! sizes, idle RSS, exec to SERVING, RSS growth during a large call), `all`.
 //!
 //! Measured variants alternate within each round (A/B on even rounds, B/A on
 //! odd ones), so machine noise and drift hit every variant alike. The
@@ -59,8 +60,9 @@ enum Cmd {
     /// EvaluateFunction through wrapper-server vs spawning the program directly:
     /// latency (p50, p90) and throughput with concurrent clients.
     Evaluate(EvaluateArgs),
-    /// Where a call's time goes: direct spawn, the wrapper's exec core in
-    /// process, the ResourceList check, a gRPC round trip, the whole call.
+    /// Where a call's time and CPU go: direct spawn, the wrapper's exec core
+    /// in process, the ResourceList check, gRPC round trip and transfer, the
+    /// whole call; CPU per call of caller, wrapper-server and function.
     Pieces(PiecesArgs),
     /// Nagle on the server's accepted sockets: the release binary vs a tonic
     /// echo server with Nagle on and off, and direct spawn.
@@ -73,8 +75,8 @@ enum Cmd {
     Probe(ProbeArgs),
     /// Binary sizes, idle RSS, exec to SERVING, RSS growth during a large call.
     Footprint(FootprintArgs),
-    /// Everything above with default settings (`--rounds` applies to evaluate
-    /// and pieces).
+    /// Everything above with default settings (`--rounds` applies to
+    /// evaluate, pieces, nodelay and malloc).
     All {
         #[arg(long, default_value_t = 5)]
         rounds: usize,
@@ -427,6 +429,63 @@ fn process_cpu_ms(pid: u32) -> anyhow::Result<f64> {
     Ok(ns as f64 / 1e6)
 }
 
+/// CPU used so far (ms): this process, its reaped children, the server's
+/// threads and the server's reaped children.
+#[derive(Debug, Default, Clone, Copy)]
+struct CpuSnap {
+    this: f64,
+    children: f64,
+    server: f64,
+    server_children: f64,
+}
+
+impl CpuSnap {
+    fn take(server: Option<u32>) -> anyhow::Result<Self> {
+        let (cu, cs) = children_cpu_ms()?;
+        let mut snap = CpuSnap {
+            this: self_cpu_ms()?,
+            children: cu + cs,
+            ..Default::default()
+        };
+        if let Some(pid) = server {
+            snap.server = process_cpu_ms(pid)?;
+            snap.server_children = reaped_children_cpu_ms(pid)?;
+        }
+        Ok(snap)
+    }
+
+    fn minus(&self, o: &Self) -> Self {
+        CpuSnap {
+            this: self.this - o.this,
+            children: self.children - o.children,
+            server: self.server - o.server,
+            server_children: self.server_children - o.server_children,
+        }
+    }
+
+    fn plus(&self, o: &Self) -> Self {
+        CpuSnap {
+            this: self.this + o.this,
+            children: self.children + o.children,
+            server: self.server + o.server,
+            server_children: self.server_children + o.server_children,
+        }
+    }
+}
+
+/// cutime + cstime of `pid` (its reaped children), from /proc/PID/stat, in
+/// ms (clock ticks of 10 ms: coarse, fine over hundreds of calls).
+fn reaped_children_cpu_ms(pid: u32) -> anyhow::Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let (_, rest) = stat.rsplit_once(')').context("bad /proc stat")?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = [13, 14]
+        .iter()
+        .map(|&i| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0))
+        .sum();
+    Ok(ticks as f64 * 10.0)
+}
+
 /// CPU time (user+sys) of this process so far, in ms.
 fn self_cpu_ms() -> anyhow::Result<f64> {
     let u = getrusage(UsageWho::RUSAGE_SELF)?;
@@ -502,6 +561,22 @@ type Client = FunctionEvaluatorClient<Channel>;
 async fn connect(endpoint: &str) -> anyhow::Result<Client> {
     // Big HTTP/2 windows (16 MiB), nodelay, 64 MiB message limits.
     evaluator_client(endpoint, 64 << 20).await
+}
+
+/// Like [`connect`], also advertising 1 MiB HTTP/2 frames, so that the
+/// server sends the response in 1 MiB DATA frames rather than 16 KiB ones.
+async fn connect_big_frames(endpoint: &str) -> anyhow::Result<Client> {
+    let channel = tonic::transport::Endpoint::from_shared(endpoint.to_string())?
+        .tcp_nodelay(true)
+        .initial_connection_window_size(16 << 20)
+        .initial_stream_window_size(16 << 20)
+        .max_frame_size(1 << 20)
+        .connect()
+        .await
+        .with_context(|| format!("connecting to {endpoint}"))?;
+    Ok(FunctionEvaluatorClient::new(channel)
+        .max_decoding_message_size(64 << 20)
+        .max_encoding_message_size(64 << 20))
 }
 
 /// One EvaluateFunction call; the time until the response is decoded.
@@ -1026,6 +1101,8 @@ enum Piece {
     CheckIndented,
     HealthRtt,
     GrpcEcho,
+    GrpcEchoBigFrames,
+    EvaluateBigFrames,
     Evaluate,
 }
 
@@ -1043,6 +1120,12 @@ impl Piece {
                 "gRPC transfer only: EvaluateFunction to an in-process tonic echo (same settings, TCP_NODELAY), no process"
             }
             Piece::Evaluate => "EvaluateFunction through wrapper-server, whole call",
+            Piece::GrpcEchoBigFrames => {
+                "the same echo, client advertising 1 MiB HTTP/2 frames (default 16 KiB)"
+            }
+            Piece::EvaluateBigFrames => {
+                "EvaluateFunction through wrapper-server, client advertising 1 MiB HTTP/2 frames"
+            }
         }
     }
 }
@@ -1077,6 +1160,8 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
     let mut health = HealthClient::new(channel);
     let (_echo_server, echo_endpoint) = start_echo(Duration::ZERO, true).await?;
     let mut echo = connect(&echo_endpoint).await?;
+    let mut echo_big = connect_big_frames(&echo_endpoint).await?;
+    let mut wrapper_big = connect_big_frames(&bench.endpoint).await?;
     let variants = [
         Piece::Direct,
         Piece::ExecCore,
@@ -1084,6 +1169,8 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
         Piece::CheckIndented,
         Piece::HealthRtt,
         Piece::GrpcEcho,
+        Piece::GrpcEchoBigFrames,
+        Piece::EvaluateBigFrames,
         Piece::Evaluate,
     ];
     for &size in &args.sizes {
@@ -1095,23 +1182,21 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
             args.calls
         };
         let mut all: BTreeMap<Piece, Samples> = BTreeMap::new();
-        // CPU of whole calls: the server process (its threads) and this one.
-        let (mut server_cpu_ms, mut client_cpu_ms, mut cpu_calls) = (0.0, 0.0, 0usize);
+        // CPU of whole calls, per process: for Direct and Evaluate batches.
+        let mut cpu: BTreeMap<Piece, (CpuSnap, usize)> = BTreeMap::new();
         for round in 0..=args.rounds {
             // Round 0 is the warm-up, not recorded.
             for v in round_order(&variants, round) {
                 let mut s = Samples::default();
-                let cpu0 = (server_pid.map(process_cpu_ms).transpose()?, self_cpu_ms()?);
+                let cpu0 = CpuSnap::take(server_pid)?;
                 for _ in 0..calls {
                     let started = Instant::now();
                     match v {
                         Piece::Direct => {
                             s.push(call_tokio(&bench.program, &input).await?);
-                            continue;
                         }
                         Piece::Evaluate => {
                             s.push(call_wrapper(&mut bench.client, &input).await?);
-                            continue;
                         }
                         Piece::ExecCore => {
                             let out = wrapper_server::exec::run(&spec, input.clone(), &limits)
@@ -1129,7 +1214,12 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
                         }
                         Piece::GrpcEcho => {
                             s.push(call_wrapper(&mut echo, &input).await?);
-                            continue;
+                        }
+                        Piece::GrpcEchoBigFrames => {
+                            s.push(call_wrapper(&mut echo_big, &input).await?);
+                        }
+                        Piece::EvaluateBigFrames => {
+                            s.push(call_wrapper(&mut wrapper_big, &input).await?);
                         }
                         Piece::HealthRtt => {
                             health
@@ -1142,12 +1232,11 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
                     }
                 }
                 if round > 0 {
-                    if let (Piece::Evaluate, (Some(server0), self0)) = (v, cpu0) {
-                        if let Some(pid) = server_pid {
-                            server_cpu_ms += process_cpu_ms(pid)? - server0;
-                        }
-                        client_cpu_ms += self_cpu_ms()? - self0;
-                        cpu_calls += calls;
+                    if matches!(v, Piece::Direct | Piece::Evaluate) {
+                        let used = CpuSnap::take(server_pid)?.minus(&cpu0);
+                        let entry = cpu.entry(v).or_default();
+                        entry.0 = entry.0.plus(&used);
+                        entry.1 += calls;
                     }
                     all.entry(v).or_default().0.extend(s.0);
                 }
@@ -1178,13 +1267,29 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
             p(Piece::Check) / (input.len() as f64 / f64::from(1u32 << 20)),
             p(Piece::CheckIndented) / (indented.len() as f64 / f64::from(1u32 << 20))
         );
-        if cpu_calls > 0 {
+        println!("CPU per call (mean ms, user+sys):\n");
+        println!("| path | caller (this process) | wrapper-server | function (`cat`) | total |");
+        println!("|---|---:|---:|---:|---:|");
+        for (v, (used, n)) in &cpu {
+            let n = *n as f64;
+            let (name, caller, children) = match v {
+                Piece::Direct => ("direct spawn", used.this, used.children),
+                _ => ("through wrapper-server", used.this, used.server_children),
+            };
+            let server = if *v == Piece::Direct {
+                0.0
+            } else {
+                used.server
+            };
             println!(
-                "CPU per whole call (mean): wrapper-server process {:.2} ms, client (this process) {:.2} ms; compare the direct spawn's wall time\n",
-                server_cpu_ms / cpu_calls as f64,
-                client_cpu_ms / cpu_calls as f64
+                "| {name} | {:.3} | {:.3} | {:.3} | {:.3} |",
+                caller / n,
+                server / n,
+                children / n,
+                (caller + server + children) / n
             );
         }
+        println!();
     }
     Ok(())
 }
