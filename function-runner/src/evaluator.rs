@@ -121,7 +121,9 @@ impl ExecEvaluator {
     }
 
     /// Runs `spec` the way the wrapper runs an entrypoint, with the same
-    /// outcome mapping. Shared by the exec evaluator and `eval --exec`.
+    /// outcome mapping, so a binaryExecutor answers exactly as a pod would.
+    /// (`eval --exec` uses the exec core directly: it prints exit code,
+    /// results and stderr itself, as kpt does.)
     pub async fn run_spec(
         spec: &ExecSpec,
         image: &str,

@@ -174,6 +174,7 @@ pub async fn evaluator_client(
         .tcp_nodelay(true)
         .initial_connection_window_size(16 << 20)
         .initial_stream_window_size(16 << 20)
+        .max_frame_size(1 << 20)
         .connect()
         .await
         .with_context(|| format!("connecting to {endpoint}"))?;

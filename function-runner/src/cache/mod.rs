@@ -917,7 +917,14 @@ impl Actor {
             return;
         }
         let endpoint = match Endpoint::from_shared(ready.endpoint.clone()) {
-            Ok(endpoint) => endpoint.connect_timeout(CONNECT_TIMEOUT),
+            // Big windows and frames: ResourceLists run to megabytes, and
+            // HTTP/2's 64 KiB defaults would cost round trips per call.
+            Ok(endpoint) => endpoint
+                .connect_timeout(CONNECT_TIMEOUT)
+                .tcp_nodelay(true)
+                .initial_connection_window_size(16 << 20)
+                .initial_stream_window_size(16 << 20)
+                .max_frame_size(1 << 20),
             Err(error) => {
                 let error = BackendError::StartFailed {
                     image: image.to_string(),
