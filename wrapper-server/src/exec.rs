@@ -175,7 +175,10 @@ pub async fn run(spec: &ExecSpec, input: Bytes, limits: &Limits) -> Result<Outpu
     // Large payloads: bigger pipes mean fewer wake-ups per MiB. Best effort
     // (the kernel caps the size at /proc/sys/fs/pipe-max-size).
     if input_len > DEFAULT_PIPE_BYTES {
-        for fd in [stdio.stdin.as_ref(), stdio.stdout.as_ref()].into_iter().flatten() {
+        for fd in [stdio.stdin.as_ref(), stdio.stdout.as_ref()]
+            .into_iter()
+            .flatten()
+        {
             let _ = rustix::pipe::fcntl_setpipe_size(fd, LARGE_PIPE_BYTES);
         }
     }
