@@ -269,3 +269,46 @@ pub fn require_root() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// A gate for a test function: the function's script marks that it started,
+/// then waits until the test opens the gate, then runs the rest.
+pub struct Gate {
+    dir: tempfile::TempDir,
+}
+
+impl Gate {
+    pub fn new() -> anyhow::Result<Gate> {
+        Ok(Gate {
+            dir: tempfile::tempdir()?,
+        })
+    }
+
+    fn started_path(&self) -> PathBuf {
+        self.dir.path().join("started")
+    }
+
+    fn gate_path(&self) -> PathBuf {
+        self.dir.path().join("gate")
+    }
+
+    /// A shell script that signals its start, waits for the gate, then runs `then`.
+    pub fn script(&self, then: &str) -> String {
+        format!(
+            "touch {s}; while [ ! -e {g} ]; do sleep 0.01; done; {then}",
+            s = self.started_path().display(),
+            g = self.gate_path().display()
+        )
+    }
+
+    /// Waits until the function started (false after 20 s).
+    pub async fn wait_started(&self) -> bool {
+        let started = self.started_path();
+        eventually(Duration::from_secs(20), || started.exists()).await
+    }
+
+    /// Lets the function go on.
+    pub fn open(&self) -> anyhow::Result<()> {
+        std::fs::write(self.gate_path(), b"")?;
+        Ok(())
+    }
+}

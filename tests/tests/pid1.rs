@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use e2e_tests::{
-    bin, children_of, eventually, health_status, process_alive, resource_list, Wrapper,
+    bin, children_of, eventually, health_status, process_alive, resource_list, Gate, Wrapper,
 };
 use nix::sys::signal::Signal;
 use proto::pb::EvaluateFunctionRequest;
@@ -99,14 +99,8 @@ async fn orphans_are_reaped_and_exit_statuses_are_not_stolen() {
 
 #[tokio::test]
 async fn sigterm_drains_then_exits_zero() {
-    let dir = tempfile::tempdir().unwrap();
-    let started = dir.path().join("started");
-    let gate = dir.path().join("gate");
-    let script = format!(
-        "touch {s}; while [ ! -e {g} ]; do sleep 0.01; done; cat",
-        s = started.display(),
-        g = gate.display()
-    );
+    let gate = Gate::new().unwrap();
+    let script = gate.script("cat");
     let Some((mut w, host_pid)) = start_as_pid1(&script) else {
         return;
     };
@@ -114,7 +108,7 @@ async fn sigterm_drains_then_exits_zero() {
     let rl = resource_list(3);
     let r = rl.clone();
     let in_flight = tokio::spawn(async move { client.evaluate_function(request(&r)).await });
-    assert!(eventually(Duration::from_secs(20), || started.exists()).await);
+    assert!(gate.wait_started().await);
 
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(host_pid), Signal::SIGTERM).unwrap();
     // Health turns NOT_SERVING (2) for both names, on new connections too.
@@ -139,7 +133,7 @@ async fn sigterm_drains_then_exits_zero() {
     assert!(!in_flight.is_finished());
 
     // The in-flight call finishes with its answer, then the server exits 0.
-    std::fs::write(&gate, b"").unwrap();
+    gate.open().unwrap();
     let resp = in_flight.await.unwrap().unwrap();
     assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
     let status = tokio::task::spawn_blocking(move || w.child.wait().unwrap())

@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use e2e_tests::{bin, children_of, eventually, health_status, process_alive, Wrapper};
+use e2e_tests::{bin, children_of, eventually, health_status, process_alive, Gate, Wrapper};
 use nix::sys::signal::Signal;
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
@@ -310,20 +310,15 @@ async fn pods_never_outlive_a_killed_runner() {
 #[tokio::test]
 async fn sigterm_drains_in_flight_calls_then_stops_pods() {
     let fx = Fixture::new();
-    let started = fx.dir.path().join("started");
-    let gate = fx.dir.path().join("gate");
+    let gate = Gate::new().unwrap();
     write_script(
         &fx.dir.path().join("pods/slow-fn"),
-        &format!(
-            "touch {s}; while [ ! -e {g} ]; do sleep 0.01; done; exec cat",
-            s = started.display(),
-            g = gate.display()
-        ),
+        &gate.script("exec cat"),
     );
     let mut runner = fx.start(&[]);
     let mut client = runner.client().await.unwrap();
     let in_flight = tokio::spawn(async move { client.evaluate_function(request("slow-fn")).await });
-    assert!(eventually(Duration::from_secs(20), || started.exists()).await);
+    assert!(gate.wait_started().await);
     let pods = wrapper_pids(runner.child.id());
     runner.signal(Signal::SIGTERM);
     let endpoint = runner.endpoint();
@@ -344,7 +339,7 @@ async fn sigterm_drains_in_flight_calls_then_stops_pods() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err:?}");
-    std::fs::write(&gate, b"").unwrap();
+    gate.open().unwrap();
     let resp = in_flight.await.unwrap().unwrap().into_inner();
     assert_eq!(resp.resource_list, example_rl().as_bytes());
     let status = tokio::task::spawn_blocking(move || runner.child.wait().unwrap())

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use e2e_tests::{bin, eventually, health_status, process_alive, resource_list, Wrapper};
+use e2e_tests::{bin, eventually, health_status, process_alive, resource_list, Gate, Wrapper};
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
 
@@ -348,21 +348,15 @@ async fn function_that_never_reads_stdin_answers() {
 
 #[tokio::test]
 async fn concurrency_cap_answers_resource_exhausted() {
-    let dir = tempfile::tempdir().unwrap();
-    let gate = dir.path().join("gate");
-    let started = dir.path().join("started");
-    let script = format!(
-        "touch {s}; while [ ! -e {g} ]; do sleep 0.01; done; cat",
-        s = started.display(),
-        g = gate.display()
-    );
+    let gate = Gate::new().unwrap();
+    let script = gate.script("cat");
     let w = start_sh(&["--max-concurrent-evaluations", "1"], &script);
     let mut c1 = w.client().await.unwrap();
     let rl = resource_list(1);
     let r = rl.clone();
     let first = tokio::spawn(async move { c1.evaluate_function(request(r)).await });
     // Wait until the first call holds the slot (its process is running).
-    assert!(eventually(Duration::from_secs(20), || started.exists()).await);
+    assert!(gate.wait_started().await);
     let mut c2 = w.client().await.unwrap();
     let err = c2.evaluate_function(request(rl.clone())).await.unwrap_err();
     assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
@@ -371,7 +365,7 @@ async fn concurrency_cap_answers_resource_exhausted() {
         "{}",
         err.message()
     );
-    std::fs::write(&gate, b"").unwrap();
+    gate.open().unwrap();
     let resp = first.await.unwrap().unwrap();
     assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
     // The slot is free again.
@@ -528,14 +522,8 @@ fn probe(addr: std::net::SocketAddr, extra: &[&str]) -> std::process::Output {
 
 #[tokio::test]
 async fn health_probe_follows_the_wrapper_through_its_drain() {
-    let dir = tempfile::tempdir().unwrap();
-    let started = dir.path().join("started");
-    let gate = dir.path().join("gate");
-    let script = format!(
-        "touch {s}; while [ ! -e {g} ]; do sleep 0.01; done; cat",
-        s = started.display(),
-        g = gate.display()
-    );
+    let gate = Gate::new().unwrap();
+    let script = gate.script("cat");
     let mut w = start_sh(&[], &script);
     let out = probe(w.addr, &[]);
     assert_eq!(
@@ -555,7 +543,7 @@ async fn health_probe_follows_the_wrapper_through_its_drain() {
     let rl = resource_list(2);
     let r = rl.clone();
     let call = tokio::spawn(async move { client.evaluate_function(request(r)).await });
-    assert!(eventually(Duration::from_secs(20), || started.exists()).await);
+    assert!(gate.wait_started().await);
     w.signal(nix::sys::signal::Signal::SIGTERM);
     let mut code = None;
     for _ in 0..300 {
@@ -571,7 +559,7 @@ async fn health_probe_follows_the_wrapper_through_its_drain() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert_eq!(code, Some(4), "the probe never saw NOT_SERVING");
-    std::fs::write(&gate, b"").unwrap();
+    gate.open().unwrap();
     let resp = call.await.unwrap().unwrap();
     assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
     let addr = w.addr;
