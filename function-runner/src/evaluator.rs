@@ -205,14 +205,7 @@ impl PodEvaluator {
             .try_pod_settings_for(&req.request.image, &req.request.tag)
             .map_err(|e| EvalError::Function(Status::invalid_argument(e.to_string())))?
         {
-            Some(m) => (
-                m.resolved_image.clone(),
-                PodRequestSettings {
-                    ttl: m.ttl,
-                    max_parallel_pods: m.max_parallel_executions.map(|n| n as usize),
-                    max_queue_length: m.preferred_max_queue_length.map(|n| n as usize),
-                },
-            ),
+            Some(m) => (m.resolved_image.clone(), PodRequestSettings::from(&m)),
             None => (
                 self.index.normalize(&req.request.image),
                 PodRequestSettings::default(),

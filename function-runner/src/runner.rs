@@ -101,11 +101,7 @@ impl Runner {
                 .map(|image| {
                     let settings = index
                         .pod_settings_for(&image, "")
-                        .map(|m| PodRequestSettings {
-                            ttl: m.ttl,
-                            max_parallel_pods: m.max_parallel_executions.map(|n| n as usize),
-                            max_queue_length: m.preferred_max_queue_length.map(|n| n as usize),
-                        })
+                        .map(|m| PodRequestSettings::from(&m))
                         .unwrap_or_default();
                     (image, settings)
                 })

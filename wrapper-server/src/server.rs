@@ -279,7 +279,7 @@ impl Inner {
                     Outcome::Busy,
                     Status::resource_exhausted(format!(
                         "wrapper-server is already running {} evaluations (--max-concurrent-evaluations)",
-                        slots_limit(&self.config)
+                        self.config.max_concurrent.unwrap_or_default()
                     )),
                 )
             })?),
@@ -320,10 +320,6 @@ impl Inner {
             )),
         }
     }
-}
-
-fn slots_limit(config: &ServerConfig) -> usize {
-    config.max_concurrent.unwrap_or(0)
 }
 
 /// Longest stderr quoted in an error message: statuses travel in HTTP/2

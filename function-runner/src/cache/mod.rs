@@ -113,6 +113,18 @@ pub struct PodRequestSettings {
     pub max_queue_length: Option<usize>,
 }
 
+impl From<&crate::config::PodMatch> for PodRequestSettings {
+    /// A FunctionConfig podExecutor's overrides: `timeToLive`,
+    /// `maxParallelExecutions` (pods), `preferredMaxQueueLength` (waitlist).
+    fn from(m: &crate::config::PodMatch) -> Self {
+        Self {
+            ttl: m.ttl,
+            max_parallel_pods: m.max_parallel_executions.map(|n| n as usize),
+            max_queue_length: m.preferred_max_queue_length.map(|n| n as usize),
+        }
+    }
+}
+
 /// Why the cache could not hand out a pod.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CacheError {
