@@ -512,6 +512,65 @@ async fn unknown_request_fields_are_ignored() {
     assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
 }
 
+/// A request with its fields in an order Go's marshaller never uses: `image`
+/// first, then an unknown field, then `resource_list`, then `image` again.
+#[derive(Clone, PartialEq, prost::Message)]
+struct ReorderedRequest {
+    #[prost(string, tag = "2")]
+    image: String,
+    #[prost(string, tag = "9")]
+    future_field: String,
+    #[prost(bytes = "bytes", tag = "1")]
+    resource_list: Bytes,
+}
+
+#[tokio::test]
+async fn fields_in_any_order_are_read_and_the_function_named_by_image() {
+    let w = start_sh(&[], "cat >/dev/null; echo 'it broke' >&2; exit 2");
+    let channel = tonic::transport::Endpoint::from_shared(w.endpoint())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    let req = ReorderedRequest {
+        image: "example.com/fn/ordered:v1".into(),
+        future_field: "from the future".into(),
+        resource_list: Bytes::from(resource_list(1000)),
+    };
+    let path =
+        http::uri::PathAndQuery::from_static("/evaluator.FunctionEvaluator/EvaluateFunction");
+    let codec =
+        tonic_prost::ProstCodec::<ReorderedRequest, proto::pb::EvaluateFunctionResponse>::default();
+    let err = grpc
+        .unary(tonic::Request::new(req), path, codec)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal, "{err:?}");
+    assert!(
+        err.message().contains("example.com/fn/ordered:v1"),
+        "{}",
+        err.message()
+    );
+    assert!(err.message().contains("it broke"), "{}", err.message());
+}
+
+/// Compressed requests take the buffered path (tonic's generated server):
+/// they work the same.
+#[tokio::test]
+async fn gzip_compressed_requests_are_served() {
+    let w = start_sh(&[], "cat");
+    let rl = resource_list(200);
+    let mut client = w
+        .client()
+        .await
+        .unwrap()
+        .send_compressed(tonic::codec::CompressionEncoding::Gzip);
+    let resp = client.evaluate_function(request(rl.clone())).await.unwrap();
+    assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
+}
+
 fn probe(addr: std::net::SocketAddr, extra: &[&str]) -> std::process::Output {
     std::process::Command::new(bin("health-probe"))
         .args(["-addr", &addr.to_string()])

@@ -10,7 +10,9 @@
 //!   `waitpid(-1)`, which would steal other children's exit statuses.
 //! - stdin is written while stdout and stderr are drained concurrently, so no
 //!   size of input or output can deadlock the pipes. A function that exits
-//!   without reading stdin is fine (EPIPE is expected, not an error).
+//!   without reading stdin is fine (EPIPE is expected, not an error). The
+//!   input may also arrive in chunks while the function already runs
+//!   ([`Input::Chunks`]: the wrapper streams a request body straight in).
 //! - When the entrypoint exits, the rest of its process group is killed while
 //!   the leader is still a zombie (so the group id cannot have been reused),
 //!   then the pipes are drained for a short grace period and the leader reaped.
@@ -158,10 +160,49 @@ pub enum ExecError {
     },
 }
 
+/// What a call writes on the function's stdin.
+#[derive(Debug)]
+pub enum Input {
+    /// All of it, known up front.
+    Bytes(Bytes),
+    /// Chunks written as they arrive; stdin is closed when the sender side
+    /// is dropped. `len` is the total announced (it sizes the pipes and the
+    /// stdout buffer; a different total is not an error).
+    Chunks {
+        rx: tokio::sync::mpsc::Receiver<Bytes>,
+        len: usize,
+    },
+}
+
+impl Input {
+    /// The input's size, announced or actual.
+    pub fn len(&self) -> usize {
+        match self {
+            Input::Bytes(b) => b.len(),
+            Input::Chunks { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl From<Bytes> for Input {
+    fn from(bytes: Bytes) -> Self {
+        Input::Bytes(bytes)
+    }
+}
+
 /// Runs `spec` with `input` on stdin and returns its output once it exited.
 ///
 /// Cancel-safe: dropping the future kills the whole process group.
-pub async fn run(spec: &ExecSpec, input: Bytes, limits: &Limits) -> Result<Output, ExecError> {
+pub async fn run(
+    spec: &ExecSpec,
+    input: impl Into<Input>,
+    limits: &Limits,
+) -> Result<Output, ExecError> {
+    let input = input.into();
     let mut cmd = spec.command();
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -200,12 +241,25 @@ pub async fn run(spec: &ExecSpec, input: Bytes, limits: &Limits) -> Result<Outpu
 
     let write_stdin = async move {
         if let Some(mut stdin) = stdin {
+            let written = match input {
+                Input::Bytes(bytes) => stdin.write_all(&bytes).await,
+                Input::Chunks { mut rx, .. } => {
+                    async {
+                        while let Some(chunk) = rx.recv().await {
+                            stdin.write_all(&chunk).await?;
+                        }
+                        Ok(())
+                    }
+                    .await
+                }
+            };
             // EPIPE: the function exited or closed stdin without reading it all.
-            match stdin.write_all(&input).await {
+            match written {
                 Err(e) if e.kind() != io::ErrorKind::BrokenPipe => return Err(e),
                 _ => {}
             }
-            // Dropping `stdin` closes the pipe: the function sees EOF.
+            // Dropping `stdin` closes the pipe: the function sees EOF (and
+            // dropping the receiver tells a chunk sender to stop sending).
         }
         Ok(())
     };
@@ -219,10 +273,13 @@ pub async fn run(spec: &ExecSpec, input: Bytes, limits: &Limits) -> Result<Outpu
         status
     };
     // Functions mostly answer with about what they were given: size the
-    // buffer for that up front instead of growing it by copies.
+    // buffer for that up front instead of growing it by copies. The slack is
+    // kept small for small inputs, so that their buffer stays off the
+    // allocator's mmap/trim path.
+    let slack = (input_len / 4).clamp(4096, DEFAULT_PIPE_BYTES);
     let mut stdout_buf = BytesMut::with_capacity(
         input_len
-            .saturating_add(DEFAULT_PIPE_BYTES)
+            .saturating_add(slack)
             .min(limits.max_stdout_bytes.saturating_add(1)),
     );
     let mut stderr_buf = BytesMut::new();

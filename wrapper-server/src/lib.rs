@@ -5,6 +5,8 @@
 //!   exec evaluator and process backend);
 //! - [`results`]: checks stdout as a ResourceList and formats its results;
 //! - [`server`]: `evaluator.FunctionEvaluator` + health on one port, drain;
+//!   `stream` serves EvaluateFunction with the request streamed into the
+//!   function;
 //! - [`metrics`]: Prometheus metrics and their HTTP endpoint;
 //! - [`install`]: the init container's self-install;
 //! - [`cp`]: a minimal `cp`, so Porch's `cp -a` init template works with no shell.
@@ -15,3 +17,4 @@ pub mod install;
 pub mod metrics;
 pub mod results;
 pub mod server;
+mod stream;

@@ -26,6 +26,9 @@ pub enum Outcome {
     OutputTooLarge,
     Busy,
     ShuttingDown,
+    /// The request itself was refused: over the size limit, or not a
+    /// well-formed EvaluateFunctionRequest.
+    RequestRejected,
     Internal,
 }
 
@@ -41,6 +44,7 @@ impl Outcome {
             Outcome::OutputTooLarge => "output_too_large",
             Outcome::Busy => "busy",
             Outcome::ShuttingDown => "shutting_down",
+            Outcome::RequestRejected => "request_rejected",
             Outcome::Internal => "internal",
         }
     }
@@ -164,6 +168,13 @@ impl CallMetrics {
 
     pub fn input_bytes(&self) -> usize {
         self.input_bytes
+    }
+
+    /// Counts input that became known after the call started (a streamed
+    /// request's ResourceList).
+    pub fn add_input_bytes(&mut self, n: usize) {
+        self.input_bytes += n;
+        self.metrics.input_bytes.inc_by(n as u64);
     }
 }
 

@@ -480,30 +480,47 @@ fn parse_block_yaml(bytes: &[u8]) -> Option<Result<ResourceListOutput, OutputErr
 }
 
 /// The start of the first line after `from` that does not begin with a space
-/// (`from` is a line's `\n` or any earlier index), if any.
+/// and is not an entry of a compact block sequence (`- ` at column 0, as kpt
+/// writes `items`), if any. `from` is a line's `\n` or any earlier index.
+///
+/// Skipping `- ` lines here changes nothing for the caller, which treats them
+/// as part of the current section; it keeps kpt-style `items` (every item at
+/// column 0) on the fast scan instead of stopping once per item.
 ///
 /// The scan is the only per-byte work of the block-YAML fast path, so it
 /// goes by fixed-size chunks that the compiler vectorises: nearly every line
-/// of `items` is indented and need not be looked at.
+/// of `items` is indented or a sequence entry and need not be looked at.
 fn next_column0_line(bytes: &[u8], from: usize) -> Option<usize> {
     const CHUNK: usize = 64;
-    let is_hit = |b: u8, next: u8| (b == b'\n') & (next != b' ');
+    let is_hit = |b: u8, next: u8, after: u8| {
+        (b == b'\n') & (next != b' ') & !((next == b'-') & (after == b' '))
+    };
     let mut i = from;
-    while i + CHUNK < bytes.len() {
-        let (here, next) = (&bytes[i..i + CHUNK], &bytes[i + 1..i + 1 + CHUNK]);
-        if here
-            .iter()
-            .zip(next)
-            .fold(false, |hit, (b, n)| hit | is_hit(*b, *n))
+    while i + CHUNK + 2 <= bytes.len() {
+        let here = &bytes[i..i + CHUNK];
+        let next = &bytes[i + 1..i + 1 + CHUNK];
+        let after = &bytes[i + 2..i + 2 + CHUNK];
+        let hits = here.iter().zip(next).zip(after);
+        if hits
+            .clone()
+            .fold(false, |hit, ((b, n), a)| hit | is_hit(*b, *n, *a))
         {
-            let k = here.iter().zip(next).position(|(b, n)| is_hit(*b, *n))?;
+            let k = hits.clone().position(|((b, n), a)| is_hit(*b, *n, *a))?;
             return Some(i + k + 1);
         }
         i += CHUNK;
     }
-    let tail = bytes.get(i..)?;
-    let k = tail.windows(2).position(|w| is_hit(w[0], w[1]))?;
-    Some(i + k + 1)
+    // The last bytes, where a line may end the input (no byte after it).
+    let last = bytes.len().checked_sub(1)?;
+    (i..last)
+        .find(|&k| {
+            is_hit(
+                bytes[k],
+                bytes[k + 1],
+                bytes.get(k + 2).copied().unwrap_or(b'\n'),
+            )
+        })
+        .map(|k| k + 1)
 }
 
 fn is_yaml_space(b: u8) -> bool {
@@ -1825,7 +1842,10 @@ results:
     fn column0_search_matches_a_naive_one() {
         let naive = |b: &[u8], from: usize| {
             (from..b.len().saturating_sub(1))
-                .find(|&i| b[i] == b'\n' && b[i + 1] != b' ')
+                .find(|&i| {
+                    let entry = b[i + 1] == b'-' && b.get(i + 2) == Some(&b' ');
+                    b[i] == b'\n' && b[i + 1] != b' ' && !entry
+                })
                 .map(|i| i + 1)
         };
         let mut seed = 0x2545_f491_u64;
@@ -1837,6 +1857,7 @@ results:
                         match seed >> 60 {
                             0..=1 => b'\n',
                             2 => b'x',
+                            3..=4 => b'-',
                             _ => b' ',
                         }
                     })

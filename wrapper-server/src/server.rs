@@ -1,10 +1,15 @@
 //! The gRPC side of the wrapper: `evaluator.FunctionEvaluator` and health on
 //! one port, one function process per call.
 //!
-//! A call goes: [`WrapperService::evaluate_function`] → admission (draining?
-//! over the concurrency cap?) → [`exec::run`] under the call's deadline →
-//! [`outcome`] maps exit status and stdout to the answer of DESIGN.md's
-//! outcome table.
+//! A call goes: admission (draining? over the concurrency cap?) →
+//! [`exec::run`] under the call's deadline → [`outcome`] maps exit status and
+//! stdout to the answer of DESIGN.md's outcome table.
+//!
+//! EvaluateFunction requests are served by [`crate::stream`], which writes
+//! the ResourceList into the function while the request is still arriving;
+//! requests it does not handle (a compressed request, another method) go to
+//! tonic's generated server around [`WrapperService`], which buffers the
+//! whole request first. Both share admission, deadline and outcome mapping.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -26,7 +31,7 @@ use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
 use crate::exec::{self, ExecError, ExecSpec, Limits, Output};
-use crate::metrics::{Metrics, Outcome};
+use crate::metrics::{CallMetrics, Metrics, Outcome};
 use crate::results;
 
 /// How the server runs functions.
@@ -68,17 +73,27 @@ impl Wrapper {
         Self { service }
     }
 
+    #[cfg(test)]
+    pub(crate) fn inner(&self) -> Arc<Inner> {
+        self.service.inner.clone()
+    }
+
     /// Serves until `shutdown` resolves, then drains (see [`serve_evaluator`]).
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), tonic::transport::Error> {
-        let max = self.service.inner.config.max_message_bytes;
-        let drain = self.service.inner.drain.clone();
-        let evaluator = FunctionEvaluatorServer::new(self.service)
+        let inner = self.service.inner.clone();
+        let max = inner.config.max_message_bytes;
+        let drain = inner.drain.clone();
+        // Compressed requests (gzip, as grpc-go clients can send them) take
+        // the buffered path.
+        let buffered = FunctionEvaluatorServer::new(self.service)
+            .accept_compressed(tonic::codec::CompressionEncoding::Gzip)
             .max_decoding_message_size(max)
             .max_encoding_message_size(max);
+        let evaluator = crate::stream::Evaluator::new(inner, buffered);
         serve_evaluator(listener, evaluator, drain, max, shutdown).await
     }
 }
@@ -157,12 +172,19 @@ pub struct WrapperService {
     inner: Arc<Inner>,
 }
 
-struct Inner {
-    config: ServerConfig,
-    limits: Limits,
+pub(crate) struct Inner {
+    pub(crate) config: ServerConfig,
+    pub(crate) limits: Limits,
     slots: Option<Arc<Semaphore>>,
     drain: Drain,
-    metrics: Arc<Metrics>,
+    pub(crate) metrics: Arc<Metrics>,
+}
+
+/// Held while an admitted call runs: counts it for the drain, and holds its
+/// concurrency slot.
+pub(crate) struct Admission {
+    _drain: DrainGuard,
+    _slot: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 /// Graceful drain: counts calls in progress, and once draining refuses new
@@ -229,17 +251,69 @@ impl FunctionEvaluator for WrapperService {
         let started = Instant::now();
         // The deadline is enforced here rather than by tonic's own timeout
         // layer, which answers CANCELLED; a few ms early so ours wins.
-        let deadline = grpc_timeout(request.metadata())
-            .map(|d| started + d.saturating_sub(Duration::from_millis(5)));
+        let deadline = Inner::deadline(started, grpc_timeout(request.metadata()));
         let req = request.into_inner();
-        let image = if req.image.is_empty() {
-            inner.config.entrypoint.display_program()
-        } else {
-            req.image
-        };
+        let image = inner.image_or_entrypoint(req.image);
         let mut call = inner.metrics.start_call(req.resource_list.len());
         let result = inner.evaluate(&image, req.resource_list, deadline).await;
-        let outcome = match &result {
+        inner.log_call(&image, &result, started, &mut call);
+        result.map(Response::new).map_err(|(_, status)| status)
+    }
+}
+
+pub(crate) type CallError = (Outcome, Status);
+
+impl Inner {
+    /// The image a call names, or the entrypoint if it names none.
+    pub(crate) fn image_or_entrypoint(&self, image: String) -> String {
+        if image.is_empty() {
+            self.config.entrypoint.display_program()
+        } else {
+            image
+        }
+    }
+
+    /// The call's deadline: a few ms before the client's `grpc-timeout`, so
+    /// that our DEADLINE_EXCEEDED (and the kill) wins over the client's own.
+    pub(crate) fn deadline(started: Instant, timeout: Option<Duration>) -> Option<Instant> {
+        timeout.map(|d| started + d.saturating_sub(Duration::from_millis(5)))
+    }
+
+    /// Admits a call, or refuses it: draining, or at the concurrency cap.
+    pub(crate) fn admit(&self) -> Result<Admission, CallError> {
+        let Some(drain) = self.drain.enter() else {
+            return Err((
+                Outcome::ShuttingDown,
+                Status::unavailable("wrapper-server is shutting down; retry on another pod"),
+            ));
+        };
+        let slot = match &self.slots {
+            None => None,
+            Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
+                (
+                    Outcome::Busy,
+                    Status::resource_exhausted(format!(
+                        "wrapper-server is already running {} evaluations (--max-concurrent-evaluations)",
+                        self.config.max_concurrent.unwrap_or_default()
+                    )),
+                )
+            })?),
+        };
+        Ok(Admission {
+            _drain: drain,
+            _slot: slot,
+        })
+    }
+
+    /// Accounts for a finished call (metrics) and logs it, without contents.
+    pub(crate) fn log_call(
+        &self,
+        image: &str,
+        result: &Result<EvaluateFunctionResponse, CallError>,
+        started: Instant,
+        call: &mut CallMetrics,
+    ) {
+        let outcome = match result {
             Ok(_) => Outcome::Ok,
             Err((outcome, _)) => *outcome,
         };
@@ -253,37 +327,15 @@ impl FunctionEvaluator for WrapperService {
             output_bytes,
             "evaluated"
         );
-        result.map(Response::new).map_err(|(_, status)| status)
     }
-}
 
-type CallError = (Outcome, Status);
-
-impl Inner {
     async fn evaluate(
         &self,
         image: &str,
         input: Bytes,
         deadline: Option<Instant>,
     ) -> Result<EvaluateFunctionResponse, CallError> {
-        let Some(_admitted) = self.drain.enter() else {
-            return Err((
-                Outcome::ShuttingDown,
-                Status::unavailable("wrapper-server is shutting down; retry on another pod"),
-            ));
-        };
-        let _slot = match &self.slots {
-            None => None,
-            Some(slots) => Some(slots.clone().try_acquire_owned().map_err(|_| {
-                (
-                    Outcome::Busy,
-                    Status::resource_exhausted(format!(
-                        "wrapper-server is already running {} evaluations (--max-concurrent-evaluations)",
-                        self.config.max_concurrent.unwrap_or_default()
-                    )),
-                )
-            })?),
-        };
+        let _admitted = self.admit()?;
         let run = exec::run(&self.config.entrypoint, input, &self.limits);
         let output = match deadline {
             None => run.await,
@@ -291,17 +343,19 @@ impl Inner {
                 match tokio::time::timeout_at(deadline.into(), run).await {
                     Ok(res) => res,
                     // The future was dropped: the process group is killed.
-                    Err(_) => {
-                        return Err((
-                            Outcome::DeadlineExceeded,
-                            Status::deadline_exceeded(format!(
-                                "function {image:?} did not finish before the deadline; its processes were killed"
-                            )),
-                        ))
-                    }
+                    Err(_) => return Err(deadline_exceeded(image)),
                 }
             }
         };
+        self.answer(image, output)
+    }
+
+    /// The answer for a call whose function ran (or could not run).
+    pub(crate) fn answer(
+        &self,
+        image: &str,
+        output: Result<Output, ExecError>,
+    ) -> Result<EvaluateFunctionResponse, CallError> {
         match output {
             Ok(output) => outcome(image, output, self.config.max_message_bytes),
             Err(err @ ExecError::Spawn { .. }) => Err((
@@ -320,6 +374,16 @@ impl Inner {
             )),
         }
     }
+}
+
+/// The answer when a call's deadline passed (its processes were killed).
+pub(crate) fn deadline_exceeded(image: &str) -> CallError {
+    (
+        Outcome::DeadlineExceeded,
+        Status::deadline_exceeded(format!(
+            "function {image:?} did not finish before the deadline; its processes were killed"
+        )),
+    )
 }
 
 /// Longest stderr quoted in an error message: statuses travel in HTTP/2
@@ -431,6 +495,11 @@ fn truncate_tail(text: &str, max: usize) -> String {
 pub fn grpc_timeout(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
     let value = metadata.get("grpc-timeout")?.to_str().ok()?;
     parse_grpc_timeout(value)
+}
+
+/// [`grpc_timeout`] from HTTP headers.
+pub(crate) fn grpc_timeout_header(headers: &http::HeaderMap) -> Option<Duration> {
+    parse_grpc_timeout(headers.get("grpc-timeout")?.to_str().ok()?)
 }
 
 fn parse_grpc_timeout(value: &str) -> Option<Duration> {

@@ -1290,6 +1290,25 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
             );
         }
         println!();
+        if let (Some((d, dn)), Some((w, wn))) = (cpu.get(&Piece::Direct), cpu.get(&Piece::Evaluate))
+        {
+            // When every core is busy, calls/s is inversely proportional to
+            // CPU per call. Whatever the server does, it must at least do the
+            // direct caller's part (spawn, write stdin, read stdout), so its
+            // CPU cannot be below that caller's: a bound on the throughput
+            // ratio that no server implementation can pass.
+            let (dn, wn) = (*dn as f64, *wn as f64);
+            let direct_total = (d.this + d.children) / dn;
+            let floor = (w.this + w.server_children) / wn + d.this / dn;
+            println!(
+                "Throughput bound from CPU per call: a server that spent only the direct caller's CPU ({:.3} ms) and nothing on its socket would reach at most {direct_total:.3} / ({:.3} + {:.3} + {:.3}) = **{:.2}** of the direct throughput (caller through the wrapper + function + direct caller's share).\n",
+                d.this / dn,
+                w.this / wn,
+                w.server_children / wn,
+                d.this / dn,
+                direct_total / floor
+            );
+        }
     }
     Ok(())
 }

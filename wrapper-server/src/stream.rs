@@ -1,0 +1,796 @@
+//! EvaluateFunction without buffering the request: the ResourceList is
+//! written into the function's stdin while the request body is still
+//! arriving, straight from the HTTP/2 DATA frames (no copy in user space).
+//!
+//! tonic's generated server would first collect the whole message into one
+//! buffer, decode it, and only then could the function start: for a 6 MiB
+//! request that serialises the upload and the function's run. Here the
+//! function is spawned as soon as the `resource_list` field's header has
+//! arrived.
+//!
+//! What is parsed by hand is only the framing: the gRPC message prefix
+//! (compressed flag, length) and, up to `resource_list`, the protobuf field
+//! keys and lengths. Every other byte of the message (the fields before and
+//! after `resource_list`, known or not) is kept and decoded with prost at
+//! the end, so unknown fields are ignored and malformed ones refused exactly
+//! as a generated decoder does. Protobuf's rule that the last occurrence of
+//! a field wins is kept too: if `resource_list` comes again later in the
+//! message, the streamed run is discarded and the function runs on the last
+//! value.
+//!
+//! Requests this path does not take go to the buffered server unchanged: a
+//! `grpc-encoding` other than `identity` (compressed messages), and any
+//! other method of the service.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures::future::BoxFuture;
+use http_body::Frame;
+use http_body_util::{BodyExt, StreamBody};
+use prost::Message;
+use proto::pb::function_evaluator_server::FunctionEvaluatorServer;
+use proto::pb::EvaluateFunctionResponse;
+use tonic::body::Body;
+use tonic::server::NamedService;
+use tonic::Status;
+
+use crate::exec::{self, Input};
+use crate::metrics::{CallMetrics, Outcome};
+use crate::server::{deadline_exceeded, grpc_timeout_header, CallError, Inner, WrapperService};
+
+/// The one method served here.
+pub(crate) const EVALUATE_PATH: &str = "/evaluator.FunctionEvaluator/EvaluateFunction";
+
+/// Chunks queued between the request body and the function's stdin. The
+/// HTTP/2 flow-control window bounds what is in flight anyway; this only
+/// lets the body run a little ahead of the pipe.
+const QUEUED_CHUNKS: usize = 16;
+
+/// The `evaluator.FunctionEvaluator` service: EvaluateFunction streamed into
+/// the function, everything else to the buffered tonic server.
+#[derive(Clone)]
+pub(crate) struct Evaluator {
+    inner: Arc<Inner>,
+    buffered: FunctionEvaluatorServer<WrapperService>,
+}
+
+impl Evaluator {
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        buffered: FunctionEvaluatorServer<WrapperService>,
+    ) -> Self {
+        Self { inner, buffered }
+    }
+}
+
+impl NamedService for Evaluator {
+    const NAME: &'static str = proto::EVALUATOR_SERVICE;
+}
+
+impl tower::Service<http::Request<Body>> for Evaluator {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // The generated server is always ready too.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        if req.uri().path() != EVALUATE_PATH || !identity_encoding(req.headers()) {
+            return Box::pin(tower::Service::call(&mut self.buffered, req));
+        }
+        let inner = self.inner.clone();
+        Box::pin(async move { Ok(evaluate(&inner, req).await) })
+    }
+}
+
+/// No `grpc-encoding`, or `identity`: messages are not compressed.
+fn identity_encoding(headers: &http::HeaderMap) -> bool {
+    headers
+        .get("grpc-encoding")
+        .is_none_or(|v| v.as_bytes() == b"identity")
+}
+
+async fn evaluate(inner: &Inner, req: http::Request<Body>) -> http::Response<Body> {
+    let started = Instant::now();
+    let deadline = Inner::deadline(started, grpc_timeout_header(req.headers()));
+    let mut call = inner.metrics.start_call(0);
+    // Known once the request's other fields are decoded.
+    let mut image = None;
+    let call_fut = run_call(inner, req.into_body(), &mut call, &mut image);
+    let result = match deadline {
+        None => call_fut.await,
+        // Dropping the call kills the function's process group.
+        Some(deadline) => match tokio::time::timeout_at(deadline.into(), call_fut).await {
+            Ok(result) => result,
+            Err(_) => Err(deadline_exceeded(
+                &inner.image_or_entrypoint(image.clone().unwrap_or_default()),
+            )),
+        },
+    };
+    let image = inner.image_or_entrypoint(image.unwrap_or_default());
+    inner.log_call(&image, &result, started, &mut call);
+    match result {
+        Ok(resp) => ok_response(resp),
+        Err((_, status)) => status.into_http(),
+    }
+}
+
+/// The fields of EvaluateFunctionRequest, with `resource_list` repeated: on
+/// the wire a repeated `bytes` field is the same as a singular one given
+/// several times, so this sees every occurrence (the last one wins).
+#[derive(Clone, PartialEq, prost::Message)]
+struct RequestFields {
+    #[prost(bytes = "bytes", repeated, tag = "1")]
+    resource_list: Vec<Bytes>,
+    #[prost(string, tag = "2")]
+    image: String,
+    #[prost(string, tag = "3")]
+    tag: String,
+}
+
+/// Reads the request and runs the function on it; see the module docs.
+async fn run_call(
+    inner: &Inner,
+    body: Body,
+    call: &mut CallMetrics,
+    image: &mut Option<String>,
+) -> Result<EvaluateFunctionResponse, CallError> {
+    let _admitted = inner.admit()?;
+    let mut body = BodyReader::new(body);
+    let len = body.message_prefix(inner.config.max_message_bytes).await?;
+    let mut msg = MessageReader {
+        body,
+        remaining: len,
+    };
+    // Everything of the message but the streamed `resource_list`.
+    let mut other = BytesMut::new();
+    let streamed = msg.find_resource_list(&mut other).await?;
+    let spec = &inner.config.entrypoint;
+    let streamed_output = match streamed {
+        None => {
+            msg.rest_into(&mut other).await?;
+            msg.body.finish().await?;
+            None
+        }
+        Some(n) => {
+            call.add_input_bytes(n);
+            let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_CHUNKS);
+            let run = async {
+                Ok::<_, CallError>(
+                    exec::run(spec, Input::Chunks { rx, len: n }, &inner.limits).await,
+                )
+            };
+            let feed = async {
+                let mut tx = Some(tx);
+                let mut left = n;
+                while left > 0 {
+                    let chunk = msg.chunk(left).await?;
+                    left -= chunk.len();
+                    // A closed channel: the function stopped reading stdin
+                    // (or exited). The rest is read and dropped.
+                    if let Some(sender) = &tx {
+                        if sender.send(chunk).await.is_err() {
+                            tx = None;
+                        }
+                    }
+                }
+                drop(tx); // EOF on the function's stdin
+                msg.rest_into(&mut other).await?;
+                msg.body.finish().await
+            };
+            // A broken request ends the call at once, killing the function.
+            let (output, ()) = tokio::try_join!(run, feed)?;
+            Some(output)
+        }
+    };
+    let fields = RequestFields::decode(other.freeze()).map_err(|err| {
+        rejected(Status::internal(format!(
+            "failed to decode Protobuf message: {err}"
+        )))
+    })?;
+    *image = Some(fields.image);
+    let image = inner.image_or_entrypoint(image.clone().unwrap_or_default());
+    let output = match (fields.resource_list.last(), streamed_output) {
+        // The streamed value was the only (hence last) one.
+        (None, Some(output)) => output,
+        (last, _) => {
+            let input = last.cloned().unwrap_or_default();
+            if streamed.is_none() {
+                call.add_input_bytes(input.len());
+            }
+            exec::run(spec, input, &inner.limits).await
+        }
+    };
+    inner.answer(&image, output)
+}
+
+fn rejected(status: Status) -> CallError {
+    (Outcome::RequestRejected, status)
+}
+
+/// The OK answer: one gRPC message, then `grpc-status: 0` in the trailers.
+///
+/// The function's stdout goes out as it is, in a frame of its own (HTTP/2
+/// sends it without copying it): only the framing before it and the log
+/// field after it are encoded here.
+fn ok_response(resp: EvaluateFunctionResponse) -> http::Response<Body> {
+    let len = resp.encoded_len();
+    let EvaluateFunctionResponse { resource_list, log } = resp;
+    let mut head = BytesMut::with_capacity(32);
+    head.put_u8(0);
+    // `fit_response` kept the message within the limit, which fits in u32.
+    head.put_u32(u32::try_from(len).unwrap_or(u32::MAX));
+    let mut tail = BytesMut::new();
+    let mut frames = Vec::with_capacity(4);
+    // proto3: an empty field is not encoded at all.
+    if !resource_list.is_empty() {
+        prost::encoding::encode_key(1, prost::encoding::WireType::LengthDelimited, &mut head);
+        prost::encoding::encode_varint(resource_list.len() as u64, &mut head);
+    }
+    if !log.is_empty() {
+        prost::encoding::bytes::encode(2, &log, &mut tail);
+    }
+    frames.push(Ok::<_, Status>(Frame::data(head.freeze())));
+    if !resource_list.is_empty() {
+        frames.push(Ok(Frame::data(resource_list)));
+    }
+    if !tail.is_empty() {
+        frames.push(Ok(Frame::data(tail.freeze())));
+    }
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+    frames.push(Ok(Frame::trailers(trailers)));
+    let mut response =
+        http::Response::new(Body::new(StreamBody::new(futures::stream::iter(frames))));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/grpc"),
+    );
+    response
+}
+
+/// The request body, read a DATA frame at a time.
+struct BodyReader {
+    body: Body,
+    /// The unread rest of the current DATA frame.
+    chunk: Bytes,
+    ended: bool,
+}
+
+impl BodyReader {
+    fn new(body: Body) -> Self {
+        Self {
+            body,
+            chunk: Bytes::new(),
+            ended: false,
+        }
+    }
+
+    /// Makes `chunk` non-empty; `false` at the end of the body.
+    async fn fill(&mut self) -> Result<bool, CallError> {
+        while self.chunk.is_empty() {
+            if self.ended {
+                return Ok(false);
+            }
+            match self.body.frame().await {
+                None => self.ended = true,
+                // The client reset the stream or the connection broke.
+                Some(Err(status)) => return Err((Outcome::Cancelled, status)),
+                Some(Ok(frame)) => {
+                    // Trailers from a client carry nothing we use.
+                    if let Ok(data) = frame.into_data() {
+                        self.chunk = data;
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// The 5-byte gRPC message prefix: returns the message length.
+    async fn message_prefix(&mut self, max: usize) -> Result<usize, CallError> {
+        let mut prefix = [0u8; 5];
+        for (i, byte) in prefix.iter_mut().enumerate() {
+            if !self.fill().await? {
+                return Err(rejected(if i == 0 {
+                    Status::internal("Missing request message.")
+                } else {
+                    Status::internal("request body ended inside the gRPC message prefix")
+                }));
+            }
+            *byte = self.chunk[0];
+            self.chunk = self.chunk.slice(1..);
+        }
+        match prefix[0] {
+            0 => {}
+            1 => {
+                return Err(rejected(Status::internal(
+                    "protocol error: received message with compressed-flag but no grpc-encoding was specified",
+                )))
+            }
+            f => {
+                return Err(rejected(Status::internal(format!(
+                    "protocol error: received message with invalid compression flag: {f} (valid flags are 0 and 1)"
+                ))))
+            }
+        }
+        let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
+        if len > max {
+            return Err(rejected(Status::resource_exhausted(format!(
+                "request message of {len} bytes exceeds the limit of {max} bytes (--max-request-body-size)"
+            ))));
+        }
+        Ok(len)
+    }
+
+    /// Reads the body to its end. Bytes after the one message are ignored,
+    /// as tonic's unary server ignores further messages.
+    async fn finish(&mut self) -> Result<(), CallError> {
+        while self.fill().await? {
+            self.chunk = Bytes::new();
+        }
+        Ok(())
+    }
+}
+
+/// The request message: its length is known from the prefix.
+struct MessageReader {
+    body: BodyReader,
+    remaining: usize,
+}
+
+impl MessageReader {
+    /// Up to `max` next bytes of the message (at least one), without copying.
+    async fn chunk(&mut self, max: usize) -> Result<Bytes, CallError> {
+        let max = max.min(self.remaining);
+        if max == 0 {
+            return Err(malformed("a field runs past the end of the message"));
+        }
+        if !self.body.fill().await? {
+            return Err(rejected(Status::internal(format!(
+                "request body ended {} bytes before the end of its message",
+                self.remaining
+            ))));
+        }
+        let n = max.min(self.body.chunk.len());
+        self.remaining -= n;
+        Ok(self.body.chunk.split_to(n))
+    }
+
+    async fn byte(&mut self) -> Result<u8, CallError> {
+        Ok(self.chunk(1).await?[0])
+    }
+
+    /// The next `n` bytes of the message, appended to `out`.
+    async fn copy_into(&mut self, mut n: usize, out: &mut BytesMut) -> Result<(), CallError> {
+        if n > self.remaining {
+            return Err(malformed("a field runs past the end of the message"));
+        }
+        while n > 0 {
+            let chunk = self.chunk(n).await?;
+            n -= chunk.len();
+            out.extend_from_slice(&chunk);
+        }
+        Ok(())
+    }
+
+    /// The rest of the message, appended to `out`.
+    async fn rest_into(&mut self, out: &mut BytesMut) -> Result<(), CallError> {
+        self.copy_into(self.remaining, out).await
+    }
+
+    /// A varint (at most 10 bytes), its bytes also appended to `out`.
+    async fn varint(&mut self, out: &mut BytesMut) -> Result<u64, CallError> {
+        let mut value = 0u64;
+        for i in 0..10 {
+            let b = self.byte().await?;
+            out.put_u8(b);
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(malformed("invalid varint"))
+    }
+
+    /// Reads fields up to the first `resource_list` (field 1, bytes), copying
+    /// them to `other`, and returns that field's length with the message
+    /// positioned at its first byte. `None` if the message has no such field
+    /// before its end, or before something this scan leaves to prost (a
+    /// group, an invalid wire type): the rest is then in `other`.
+    async fn find_resource_list(
+        &mut self,
+        other: &mut BytesMut,
+    ) -> Result<Option<usize>, CallError> {
+        while self.remaining > 0 {
+            let key_at = other.len();
+            let key = self.varint(other).await?;
+            match (key >> 3, key & 7) {
+                (1, 2) => {
+                    other.truncate(key_at);
+                    let mut scratch = BytesMut::new();
+                    let len = self.varint(&mut scratch).await?;
+                    return match usize::try_from(len) {
+                        Ok(len) if len <= self.remaining => Ok(Some(len)),
+                        _ => Err(malformed("resource_list runs past the end of the message")),
+                    };
+                }
+                (_, 0) => {
+                    self.varint(other).await?;
+                }
+                (_, 1) => self.copy_into(8, other).await?,
+                (_, 5) => self.copy_into(4, other).await?,
+                (_, 2) => {
+                    let len = self.varint(other).await?;
+                    let len = usize::try_from(len)
+                        .map_err(|_| malformed("a field runs past the end of the message"))?;
+                    self.copy_into(len, other).await?;
+                }
+                _ => {
+                    self.rest_into(other).await?;
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn malformed(what: &str) -> CallError {
+    rejected(Status::internal(format!(
+        "failed to decode Protobuf message: {what}"
+    )))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::exec::ExecSpec;
+    use crate::metrics::Metrics;
+    use crate::server::{ServerConfig, Wrapper};
+    use proto::pb::EvaluateFunctionRequest;
+    use std::time::Duration;
+    use tonic::Code;
+
+    const RL: &str = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
+
+    fn inner(script: &str) -> Arc<Inner> {
+        let config = ServerConfig {
+            entrypoint: ExecSpec::from_argv(["/bin/sh", "-c", script]).unwrap(),
+            max_message_bytes: 1 << 20,
+            max_output_bytes: 1 << 20,
+            max_concurrent: None,
+        };
+        Wrapper::new(config, Arc::new(Metrics::new())).inner()
+    }
+
+    /// A gRPC-framed message.
+    fn framed(message: &[u8]) -> Vec<u8> {
+        let mut out = vec![0];
+        out.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
+        out.extend_from_slice(message);
+        out
+    }
+
+    /// A request whose body arrives in DATA frames of `frame` bytes.
+    fn request(body: Vec<u8>, frame: usize) -> http::Request<Body> {
+        let frames: Vec<Result<Frame<Bytes>, Status>> = body
+            .chunks(frame)
+            .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
+            .collect();
+        let body = Body::new(StreamBody::new(futures::stream::iter(frames)));
+        http::Request::builder()
+            .method("POST")
+            .uri(EVALUATE_PATH)
+            .body(body)
+            .unwrap()
+    }
+
+    /// The answer: the decoded message, or the status.
+    async fn answer(resp: http::Response<Body>) -> Result<EvaluateFunctionResponse, Status> {
+        if let Some(status) = Status::from_header_map(resp.headers()) {
+            if status.code() != Code::Ok {
+                return Err(status);
+            }
+        }
+        let collected = resp.into_body().collect().await.unwrap();
+        let trailers = collected.trailers().cloned().unwrap();
+        let status = Status::from_header_map(&trailers).unwrap();
+        if status.code() != Code::Ok {
+            return Err(status);
+        }
+        let bytes = collected.to_bytes();
+        assert_eq!(bytes[0], 0);
+        let len = u32::from_be_bytes([bytes[1], bytes[2], bytes[3], bytes[4]]) as usize;
+        assert_eq!(bytes.len(), 5 + len);
+        Ok(EvaluateFunctionResponse::decode(bytes.slice(5..)).unwrap())
+    }
+
+    async fn call(
+        inner: &Inner,
+        message: &[u8],
+        frame: usize,
+    ) -> Result<EvaluateFunctionResponse, Status> {
+        answer(evaluate(inner, request(framed(message), frame)).await).await
+    }
+
+    fn key(field: u8, wire: u8) -> u8 {
+        (field << 3) | wire
+    }
+
+    /// A length-delimited field (short values only: one-byte length).
+    fn field(n: u8, value: &[u8]) -> Vec<u8> {
+        let mut out = vec![key(n, 2), u8::try_from(value.len()).unwrap()];
+        out.extend_from_slice(value);
+        out
+    }
+
+    #[tokio::test]
+    async fn any_frame_split_streams_the_resource_list_through() {
+        let inner = inner("cat");
+        let req = EvaluateFunctionRequest {
+            resource_list: Bytes::from(format!("{RL}{}", "# padding\n".repeat(200))),
+            image: "example.com/fn:v1".into(),
+            tag: String::new(),
+        };
+        for frame in [1, 2, 3, 7, 64, 1 << 20] {
+            let resp = call(&inner, &req.encode_to_vec(), frame).await.unwrap();
+            assert_eq!(resp.resource_list, req.resource_list, "frames of {frame}");
+        }
+    }
+
+    #[tokio::test]
+    async fn fields_before_and_after_and_unknown_ones_are_read() {
+        let inner = inner("cat; echo \"$0\" >&2");
+        let mut msg = Vec::new();
+        msg.extend(field(9, b"from the future"));
+        msg.extend([key(10, 0), 0x96, 0x01]); // varint 150
+        msg.extend([key(11, 5), 1, 2, 3, 4]); // fixed32
+        msg.extend([key(12, 1), 1, 2, 3, 4, 5, 6, 7, 8]); // fixed64
+        msg.extend(field(1, RL.as_bytes()));
+        msg.extend(field(2, b"example.com/fn:v1"));
+        msg.extend(field(3, b">=1.0"));
+        let resp = call(&inner, &msg, 5).await.unwrap();
+        assert_eq!(&resp.resource_list[..], RL.as_bytes());
+    }
+
+    #[tokio::test]
+    async fn image_before_resource_list_names_the_function_in_errors() {
+        let inner = inner("cat >/dev/null; echo broken >&2; exit 3");
+        let mut msg = field(2, b"example.com/fn:v1");
+        msg.extend(field(1, RL.as_bytes()));
+        let err = call(&inner, &msg, 4).await.unwrap_err();
+        assert_eq!(err.code(), Code::Internal);
+        assert!(
+            err.message().contains("example.com/fn:v1"),
+            "{}",
+            err.message()
+        );
+        assert!(err.message().contains("broken"), "{}", err.message());
+    }
+
+    #[tokio::test]
+    async fn the_last_resource_list_wins() {
+        let inner = inner("cat");
+        let first = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [] # first\n";
+        let mut msg = field(1, first.as_bytes());
+        msg.extend(field(2, b"img"));
+        msg.extend(field(1, RL.as_bytes()));
+        let resp = call(&inner, &msg, 3).await.unwrap();
+        assert_eq!(&resp.resource_list[..], RL.as_bytes());
+        // An empty last occurrence wins too.
+        let mut msg = field(1, RL.as_bytes());
+        msg.extend(field(1, b""));
+        let err = call(&inner, &msg, 3).await.unwrap_err();
+        assert!(
+            err.message().contains("not a ResourceList"),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_group_before_resource_list_leaves_the_message_to_prost() {
+        let inner = inner("cat");
+        // Field 7 as a group (start, a varint inside, end), then the list.
+        let mut msg = vec![key(7, 3), key(1, 0), 5, key(7, 4)];
+        msg.extend(field(1, RL.as_bytes()));
+        let resp = call(&inner, &msg, 2).await.unwrap();
+        assert_eq!(&resp.resource_list[..], RL.as_bytes());
+    }
+
+    #[tokio::test]
+    async fn no_resource_list_runs_the_function_on_empty_stdin() {
+        let inner = inner("wc -c >&2; exit 1");
+        let err = call(&inner, &field(2, b"img"), 1).await.unwrap_err();
+        assert!(err.message().contains("\n0"), "{}", err.message());
+    }
+
+    #[tokio::test]
+    async fn malformed_requests_are_refused_with_what_was_wrong() {
+        let inner = inner("cat");
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            // resource_list claims more bytes than the message has.
+            (vec![key(1, 2), 100, b'a'], "past the end"),
+            // A varint that never ends.
+            (
+                [key(10, 0)].into_iter().chain([0xff; 11]).collect(),
+                "invalid varint",
+            ),
+            // image is not UTF-8 (prost's own check, after the list ran).
+            (
+                [field(1, RL.as_bytes()), field(2, &[0xff, 0xfe])].concat(),
+                "failed to decode",
+            ),
+            // resource_list with a wrong wire type.
+            (vec![key(1, 0), 5], "failed to decode"),
+        ];
+        for (msg, want) in cases {
+            let err = call(&inner, &msg, 3).await.unwrap_err();
+            assert_eq!(err.code(), Code::Internal, "{msg:?}: {err:?}");
+            assert!(err.message().contains(want), "{msg:?}: {}", err.message());
+        }
+    }
+
+    #[tokio::test]
+    async fn broken_framing_is_refused() {
+        let inner = inner("cat");
+        let check = |body: Vec<u8>, code: Code, want: &'static str| {
+            let inner = inner.clone();
+            async move {
+                let err = answer(evaluate(&inner, request(body, 2)).await)
+                    .await
+                    .unwrap_err();
+                assert_eq!(err.code(), code, "{err:?}");
+                assert!(err.message().contains(want), "{}", err.message());
+            }
+        };
+        check(Vec::new(), Code::Internal, "Missing request message").await;
+        check(vec![0, 0, 0], Code::Internal, "prefix").await;
+        check(vec![1, 0, 0, 0, 1, 0], Code::Internal, "compressed-flag").await;
+        // Announced 100 bytes, sent 3.
+        check(
+            vec![0, 0, 0, 0, 100, key(2, 2), 1, b'x'],
+            Code::Internal,
+            "ended",
+        )
+        .await;
+        // Over --max-request-body-size (1 MiB here): refused from the prefix.
+        check(
+            vec![0, 0, 0x20, 0, 0],
+            Code::ResourceExhausted,
+            "--max-request-body-size",
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_function_that_ignores_stdin_answers_while_the_body_streams() {
+        let inner = inner(&format!("printf '{}'", RL.replace('\n', "\\n")));
+        let req = EvaluateFunctionRequest {
+            resource_list: Bytes::from(vec![b'#'; 900 * 1024]),
+            image: "img".into(),
+            tag: String::new(),
+        };
+        let resp = call(&inner, &req.encode_to_vec(), 16 * 1024).await.unwrap();
+        assert_eq!(&resp.resource_list[..], RL.as_bytes());
+    }
+
+    #[tokio::test]
+    async fn a_client_that_breaks_off_kills_the_function() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let config = ServerConfig {
+            entrypoint: ExecSpec {
+                env: vec![("PIDFILE".into(), pidfile.clone().into())],
+                ..ExecSpec::from_argv([
+                    "/bin/sh",
+                    "-c",
+                    "echo $$ > \"$PIDFILE\"; cat >/dev/null; sleep 30",
+                ])
+                .unwrap()
+            },
+            max_message_bytes: 1 << 20,
+            max_output_bytes: 1 << 20,
+            max_concurrent: None,
+        };
+        let inner = Wrapper::new(config, Arc::new(Metrics::new())).inner();
+        // The list's header and a few bytes, then the stream fails.
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(4);
+        let body = Body::new(StreamBody::new(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        ));
+        let req = http::Request::builder()
+            .uri(EVALUATE_PATH)
+            .body(body)
+            .unwrap();
+        let mut head = vec![0, 0, 0, 0, 110, key(1, 2), 100];
+        head.extend_from_slice(b"apiVersion: v1\n");
+        tx.send(Ok(Frame::data(Bytes::from(head)))).await.unwrap();
+        let call = tokio::spawn({
+            let inner = inner.clone();
+            async move { answer(evaluate(&inner, req).await).await }
+        });
+        let mut pid = None;
+        for _ in 0..1000 {
+            pid = std::fs::read_to_string(&pidfile)
+                .ok()
+                .and_then(|text| text.trim().parse::<i32>().ok());
+            if pid.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let pid = pid.expect("the function started while the body was still arriving");
+        tx.send(Err(Status::cancelled("client went away")))
+            .await
+            .unwrap();
+        let err = call.await.unwrap().unwrap_err();
+        assert_eq!(err.code(), Code::Cancelled, "{err:?}");
+        // The process group is gone (killed, then reaped by a task).
+        let mut gone = false;
+        for _ in 0..500 {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                gone = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(gone, "function process {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn grpc_timeout_bounds_a_stalled_upload() {
+        let inner = inner("cat");
+        let (_tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(1);
+        let body = Body::new(StreamBody::new(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        ));
+        let req = http::Request::builder()
+            .uri(EVALUATE_PATH)
+            .header("grpc-timeout", "100m")
+            .body(body)
+            .unwrap();
+        let err = answer(evaluate(&inner, req).await).await.unwrap_err();
+        assert_eq!(err.code(), Code::DeadlineExceeded, "{err:?}");
+    }
+
+    #[tokio::test]
+    async fn ok_response_is_exactly_the_encoded_message() {
+        for (rl, log) in [("rl", "log"), ("rl", ""), ("", "log"), ("", "")] {
+            let resp = EvaluateFunctionResponse {
+                resource_list: Bytes::from(rl.repeat(100)),
+                log: Bytes::from(log),
+            };
+            let body = ok_response(resp.clone())
+                .into_body()
+                .collect()
+                .await
+                .unwrap();
+            let trailers = body.trailers().cloned().unwrap();
+            assert_eq!(trailers.get("grpc-status").unwrap(), "0");
+            let mut want = vec![0];
+            want.extend_from_slice(&u32::try_from(resp.encoded_len()).unwrap().to_be_bytes());
+            want.extend(resp.encode_to_vec());
+            assert_eq!(body.to_bytes(), want, "{rl:?} {log:?}");
+        }
+    }
+
+    #[test]
+    fn only_identity_encoding_is_streamed() {
+        let mut h = http::HeaderMap::new();
+        assert!(identity_encoding(&h));
+        h.insert("grpc-encoding", http::HeaderValue::from_static("identity"));
+        assert!(identity_encoding(&h));
+        h.insert("grpc-encoding", http::HeaderValue::from_static("gzip"));
+        assert!(!identity_encoding(&h));
+    }
+}
