@@ -30,7 +30,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -202,7 +202,7 @@ pub async fn run(
     input: impl Into<Input>,
     limits: &Limits,
 ) -> Result<Output, ExecError> {
-    let input = input.into();
+    let mut input = input.into();
     let mut cmd = spec.command();
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -223,8 +223,23 @@ pub async fn run(
             let _ = rustix::pipe::fcntl_setpipe_size(fd, LARGE_PIPE_BYTES);
         }
     }
-    let stdin = stdio
-        .stdin
+    // Most inputs fit in the pipe: write them at once, before any event loop
+    // turn, and close stdin (no registration with the reactor needed).
+    let mut stdin_fd = stdio.stdin;
+    if let (Some(fd), Input::Bytes(bytes)) = (&stdin_fd, &mut input) {
+        rustix::io::ioctl_fionbio(fd, true).map_err(|e| io_err("stdin pipe")(e.into()))?;
+        match rustix::io::write(fd, bytes) {
+            Ok(n) => *bytes = bytes.slice(n..),
+            // The function already closed stdin: as EPIPE below.
+            Err(rustix::io::Errno::PIPE) => *bytes = Bytes::new(),
+            Err(rustix::io::Errno::AGAIN) => {}
+            Err(e) => return Err(io_err("writing stdin")(e.into())),
+        }
+        if bytes.is_empty() {
+            stdin_fd = None; // closed: EOF for the function
+        }
+    }
+    let stdin = stdin_fd
         .map(pipe::Sender::from_owned_fd)
         .transpose()
         .map_err(io_err("stdin pipe"))?;
@@ -419,17 +434,19 @@ impl Process {
     /// inside a tokio runtime.
     pub fn spawn(cmd: &mut Command) -> io::Result<(Process, Stdio3)> {
         cmd.process_group(0);
-        // Spawn and register under the registry lock, so that the orphan
+        // Spawn and register inside the spawn gate, so that the orphan
         // reaper (PID 1 only) never reaps a child of ours before it is known.
-        let mut registry = lock_registry();
+        // Spawns share the gate: a spawn blocks its thread until the child
+        // has exec'd (vfork), and other spawns need not wait for that.
+        let gate = SPAWN_GATE.read().unwrap_or_else(PoisonError::into_inner);
         let mut child = cmd.spawn()?;
         let raw = child.id();
         let pid = i32::try_from(raw)
             .ok()
             .and_then(Pid::from_raw)
             .ok_or_else(|| io::Error::other(format!("invalid child pid {raw}")))?;
-        registry.insert(pid.as_raw_pid());
-        drop(registry);
+        lock_registry().insert(pid.as_raw_pid());
+        drop(gate);
         let stdio = Stdio3 {
             stdin: child.stdin.take().map(OwnedFd::from),
             stdout: child.stdout.take().map(OwnedFd::from),
@@ -613,6 +630,11 @@ fn peek_exit(fd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
 /// Pids of the children spawned through [`Process`] and not reaped yet.
 static REGISTRY: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
+/// Held shared from a spawn until its pid is in [`REGISTRY`], and exclusively
+/// by [`reap_orphans`]: the reaper never sees a child of ours that is not
+/// registered yet. (Lock order: gate, then registry.)
+static SPAWN_GATE: RwLock<()> = RwLock::new(());
+
 fn lock_registry() -> MutexGuard<'static, BTreeSet<i32>> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -633,6 +655,7 @@ pub fn kill_all_groups() {
 ///
 /// Returns the pids reaped.
 pub fn reap_orphans() -> Vec<i32> {
+    let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
     let registry = lock_registry();
     let me = std::process::id();
     let mut reaped = Vec::new();
