@@ -78,6 +78,11 @@ impl Wrapper {
         self.service.inner.clone()
     }
 
+    #[cfg(test)]
+    pub(crate) fn drain(&self) -> Drain {
+        self.service.inner.drain.clone()
+    }
+
     /// Serves until `shutdown` resolves, then drains (see [`serve_evaluator`]).
     pub async fn serve(
         self,

@@ -146,7 +146,6 @@ async fn run_call(
     call: &mut CallMetrics,
     image: &mut Option<String>,
 ) -> Result<EvaluateFunctionResponse, CallError> {
-    let _admitted = inner.admit()?;
     let mut body = BodyReader::new(body);
     let len = body.message_prefix(inner.config.max_message_bytes).await?;
     let mut msg = MessageReader {
@@ -156,6 +155,10 @@ async fn run_call(
     // Everything of the message but the streamed `resource_list`.
     let mut other = BytesMut::new();
     let streamed = msg.find_resource_list(&mut other).await?;
+    // Admitted only now, right before the function starts: a client that
+    // stalls before its ResourceList holds no slot and does not keep a drain
+    // waiting.
+    let _admitted = inner.admit()?;
     let spec = &inner.config.entrypoint;
     let streamed_output = match streamed {
         None => {
@@ -761,6 +764,48 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         assert!(gone, "function process {pid} survived");
+    }
+
+    #[tokio::test]
+    async fn a_stalled_upload_holds_no_slot_and_does_not_keep_a_drain_waiting() {
+        let config = ServerConfig {
+            entrypoint: ExecSpec::from_argv(["cat"]).unwrap(),
+            max_message_bytes: 1 << 20,
+            max_output_bytes: 1 << 20,
+            max_concurrent: Some(1),
+        };
+        let wrapper = Wrapper::new(config, Arc::new(Metrics::new()));
+        let inner = wrapper.inner();
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(4);
+        let body = Body::new(StreamBody::new(
+            tokio_stream::wrappers::ReceiverStream::new(rx),
+        ));
+        let req = http::Request::builder()
+            .uri(EVALUATE_PATH)
+            .body(body)
+            .unwrap();
+        // Only the message prefix arrives; the ResourceList does not, yet.
+        tx.send(Ok(Frame::data(Bytes::from_static(&[0, 0, 0, 0, 4]))))
+            .await
+            .unwrap();
+        let stalled = tokio::spawn({
+            let inner = inner.clone();
+            async move { answer(evaluate(&inner, req).await).await }
+        });
+        tokio::task::yield_now().await;
+        // The one slot is free for another call meanwhile.
+        let resp = call(&inner, &field(1, RL.as_bytes()), 64).await.unwrap();
+        assert_eq!(&resp.resource_list[..], RL.as_bytes());
+        // A drain does not wait for the stalled call.
+        tokio::time::timeout(Duration::from_secs(10), wrapper.drain().drain())
+            .await
+            .expect("the drain waited for a call whose function never started");
+        // Its ResourceList arriving after the drain began: refused.
+        let rest = Bytes::from(vec![key(1, 2), 2, b'a', b'b']);
+        tx.send(Ok(Frame::data(rest))).await.unwrap();
+        drop(tx);
+        let err = stalled.await.unwrap().unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable, "{err:?}");
     }
 
     #[tokio::test]
