@@ -62,7 +62,8 @@ enum Cmd {
     Evaluate(EvaluateArgs),
     /// Where a call's time and CPU go: direct spawn, the wrapper's exec core
     /// in process, the ResourceList check, gRPC round trip and transfer, the
-    /// whole call; CPU per call of caller, wrapper-server and function.
+    /// whole call; CPU per call of caller, wrapper-server and function, and
+    /// the throughput ratio that CPU leaves reachable for any server.
     Pieces(PiecesArgs),
     /// Nagle on the server's accepted sockets: the release binary vs a tonic
     /// echo server with Nagle on and off, and direct spawn.
