@@ -27,6 +27,19 @@ fn example_rl() -> String {
     .unwrap()
 }
 
+/// One EvaluateFunction call on a new connection.
+async fn evaluate(
+    w: &Wrapper,
+    rl: impl Into<Bytes>,
+) -> Result<proto::pb::EvaluateFunctionResponse, tonic::Status> {
+    w.client()
+        .await
+        .unwrap()
+        .evaluate_function(request(rl))
+        .await
+        .map(tonic::Response::into_inner)
+}
+
 fn sh(script: &str) -> Vec<String> {
     vec!["/bin/sh".into(), "-c".into(), script.into()]
 }
@@ -41,14 +54,7 @@ fn start_sh(extra: &[&str], script: &str) -> Wrapper {
 async fn ok_returns_stdout_unchanged_and_stderr_as_log() {
     let fn_path = bin("example-fn");
     let w = Wrapper::start(&[], &[fn_path.to_str().unwrap()]).unwrap();
-    let resp = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(example_rl()))
-        .await
-        .unwrap();
-    let resp = resp.into_inner();
+    let resp = evaluate(&w, example_rl()).await.unwrap();
     let out = String::from_utf8(resp.resource_list.to_vec()).unwrap();
     assert!(out.contains("owner: team-shop"), "{out}");
     assert!(out.contains("kind: ResourceList"), "{out}");
@@ -57,14 +63,8 @@ async fn ok_returns_stdout_unchanged_and_stderr_as_log() {
     // Bytes unchanged: a function whose output we know byte for byte.
     let w = start_sh(&[], "cat");
     let input = "# comment kept\napiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []  # trailing\n";
-    let resp = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(input))
-        .await
-        .unwrap();
-    assert_eq!(&resp.into_inner().resource_list[..], input.as_bytes());
+    let resp = evaluate(&w, input).await.unwrap();
+    assert_eq!(&resp.resource_list[..], input.as_bytes());
 }
 
 #[tokio::test]
@@ -73,13 +73,7 @@ async fn exit_zero_with_non_resource_list_output_is_internal() {
         &[],
         "cat >/dev/null; echo 'just: [broken'; echo diagnostics >&2",
     );
-    let err = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(example_rl()))
-        .await
-        .unwrap_err();
+    let err = evaluate(&w, example_rl()).await.unwrap_err();
     assert_eq!(err.code(), Code::Internal);
     let msg = err.message();
     assert!(
@@ -90,13 +84,7 @@ async fn exit_zero_with_non_resource_list_output_is_internal() {
     assert!(msg.contains("diagnostics"), "quotes stderr: {msg}");
 
     let w = start_sh(&[], "cat >/dev/null; echo 'kind: ConfigMap'");
-    let err = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(example_rl()))
-        .await
-        .unwrap_err();
+    let err = evaluate(&w, example_rl()).await.unwrap_err();
     assert_eq!(err.code(), Code::Internal);
     assert!(err.message().contains("ConfigMap"), "{}", err.message());
 }
@@ -104,13 +92,7 @@ async fn exit_zero_with_non_resource_list_output_is_internal() {
 #[tokio::test]
 async fn exit_zero_with_empty_output_is_internal() {
     let w = start_sh(&[], "cat >/dev/null");
-    let err = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(example_rl()))
-        .await
-        .unwrap_err();
+    let err = evaluate(&w, example_rl()).await.unwrap_err();
     assert_eq!(err.code(), Code::Internal);
     assert!(
         err.message().contains("example.com/fn/test:v1"),
@@ -124,13 +106,7 @@ async fn failure_with_results_lists_each_result_then_stderr() {
     let fn_path = bin("example-fn");
     let w = Wrapper::start(&[], &[fn_path.to_str().unwrap()]).unwrap();
     let rl = example_rl().replace("tier: frontend", "fail: replicas must be odd");
-    let err = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(rl))
-        .await
-        .unwrap_err();
+    let err = evaluate(&w, rl).await.unwrap_err();
     assert_eq!(err.code(), Code::Internal);
     let msg = err.message();
     assert!(msg.contains("example.com/fn/test:v1"), "{msg}");
@@ -151,13 +127,7 @@ async fn failure_with_results_lists_each_result_then_stderr() {
 #[tokio::test]
 async fn failure_with_unparsable_output_is_internal_with_parse_error() {
     let w = start_sh(&[], "cat >/dev/null; echo '{{{'; echo 'boom' >&2; exit 4");
-    let err = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(example_rl()))
-        .await
-        .unwrap_err();
+    let err = evaluate(&w, example_rl()).await.unwrap_err();
     assert_eq!(err.code(), Code::Internal);
     let msg = err.message();
     assert!(msg.contains("exit code 4"), "{msg}");
@@ -168,13 +138,7 @@ async fn failure_with_unparsable_output_is_internal_with_parse_error() {
 #[tokio::test]
 async fn entrypoint_that_cannot_start_is_internal_with_os_error() {
     let w = Wrapper::start(&[], &["/nonexistent/krm-fn"]).unwrap();
-    let err = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(example_rl()))
-        .await
-        .unwrap_err();
+    let err = evaluate(&w, example_rl()).await.unwrap_err();
     assert_eq!(err.code(), Code::Internal);
     let msg = err.message();
     assert!(msg.contains("/nonexistent/krm-fn"), "{msg}");
@@ -317,14 +281,8 @@ async fn six_mib_resource_list_round_trips_through_cat() {
     while rl.len() < 6 * 1024 * 1024 - 4096 {
         rl.push_str("# padding padding padding padding padding padding padding padding\n");
     }
-    let resp = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(rl.clone()))
-        .await
-        .unwrap();
-    assert_eq!(resp.into_inner().resource_list.len(), rl.len());
+    let resp = evaluate(&w, rl.clone()).await.unwrap();
+    assert_eq!(resp.resource_list.len(), rl.len());
 }
 
 #[tokio::test]
@@ -334,16 +292,8 @@ async fn function_that_never_reads_stdin_answers() {
         "echo 'apiVersion: config.kubernetes.io/v1'; echo 'kind: ResourceList'; echo 'items: []'",
     );
     let big = resource_list(30_000); // ~4 MiB, far more than a pipe buffer
-    let resp = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(big))
-        .await
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&resp.into_inner().resource_list).contains("kind: ResourceList")
-    );
+    let resp = evaluate(&w, big).await.unwrap();
+    assert!(String::from_utf8_lossy(&resp.resource_list).contains("kind: ResourceList"));
 }
 
 #[tokio::test]
@@ -389,13 +339,7 @@ async fn logs_never_contain_resource_list_contents() {
     let w2 = start_sh(&[], "cat >&2; exit 1");
     let mut rl2 = resource_list(1);
     rl2.push_str("# SECRET-MARKER-8d1f\n");
-    let err = w2
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(rl2))
-        .await
-        .unwrap_err();
+    let err = evaluate(&w2, rl2).await.unwrap_err();
     assert!(err.message().contains("SECRET-MARKER"));
     assert!(
         eventually(Duration::from_secs(5), || w.logs().contains("evaluated")).await,
@@ -488,6 +432,24 @@ struct NewerRequest {
 async fn unknown_request_fields_are_ignored() {
     let w = start_sh(&[], "cat");
     let rl = resource_list(1);
+    let req = NewerRequest {
+        resource_list: Bytes::from(rl.clone()),
+        image: "example.com/fn/test:v1".into(),
+        tag: ">=1.0".into(),
+        future_field: "from the future".into(),
+    };
+    let resp = evaluate_as(&w, req).await.unwrap();
+    assert_eq!(&resp.resource_list[..], rl.as_bytes());
+}
+
+/// EvaluateFunction with `req` encoded as it is, whatever its message type.
+async fn evaluate_as<M>(
+    w: &Wrapper,
+    req: M,
+) -> Result<proto::pb::EvaluateFunctionResponse, tonic::Status>
+where
+    M: prost::Message + Send + Sync + 'static,
+{
     let channel = tonic::transport::Endpoint::from_shared(w.endpoint())
         .unwrap()
         .connect()
@@ -495,21 +457,12 @@ async fn unknown_request_fields_are_ignored() {
         .unwrap();
     let mut grpc = tonic::client::Grpc::new(channel);
     grpc.ready().await.unwrap();
-    let req = NewerRequest {
-        resource_list: Bytes::from(rl.clone()),
-        image: "example.com/fn/test:v1".into(),
-        tag: ">=1.0".into(),
-        future_field: "from the future".into(),
-    };
     let path =
         http::uri::PathAndQuery::from_static("/evaluator.FunctionEvaluator/EvaluateFunction");
-    let codec =
-        tonic_prost::ProstCodec::<NewerRequest, proto::pb::EvaluateFunctionResponse>::default();
-    let resp = grpc
-        .unary(tonic::Request::new(req), path, codec)
+    let codec = tonic_prost::ProstCodec::<M, proto::pb::EvaluateFunctionResponse>::default();
+    grpc.unary(tonic::Request::new(req), path, codec)
         .await
-        .unwrap();
-    assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
+        .map(tonic::Response::into_inner)
 }
 
 /// A request with its fields in an order Go's marshaller never uses: `image`
@@ -527,26 +480,12 @@ struct ReorderedRequest {
 #[tokio::test]
 async fn fields_in_any_order_are_read_and_the_function_named_by_image() {
     let w = start_sh(&[], "cat >/dev/null; echo 'it broke' >&2; exit 2");
-    let channel = tonic::transport::Endpoint::from_shared(w.endpoint())
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let mut grpc = tonic::client::Grpc::new(channel);
-    grpc.ready().await.unwrap();
     let req = ReorderedRequest {
         image: "example.com/fn/ordered:v1".into(),
         future_field: "from the future".into(),
         resource_list: Bytes::from(resource_list(1000)),
     };
-    let path =
-        http::uri::PathAndQuery::from_static("/evaluator.FunctionEvaluator/EvaluateFunction");
-    let codec =
-        tonic_prost::ProstCodec::<ReorderedRequest, proto::pb::EvaluateFunctionResponse>::default();
-    let err = grpc
-        .unary(tonic::Request::new(req), path, codec)
-        .await
-        .unwrap_err();
+    let err = evaluate_as(&w, req).await.unwrap_err();
     assert_eq!(err.code(), Code::Internal, "{err:?}");
     assert!(
         err.message().contains("example.com/fn/ordered:v1"),
@@ -641,13 +580,7 @@ async fn huge_message_limit_still_serves() {
     // Flow-control windows derive from the limit; HTTP/2 caps them at 2^31-1.
     let w = start_sh(&["--max-request-body-size", "4000000000"], "cat");
     let rl = resource_list(3);
-    let resp = w
-        .client()
-        .await
-        .unwrap()
-        .evaluate_function(request(rl.clone()))
-        .await
-        .unwrap();
-    assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
+    let resp = evaluate(&w, rl.clone()).await.unwrap();
+    assert_eq!(&resp.resource_list[..], rl.as_bytes());
     assert_eq!(health_status(&w.endpoint(), "").await.unwrap(), 1);
 }

@@ -342,15 +342,9 @@ impl Inner {
     ) -> Result<EvaluateFunctionResponse, CallError> {
         let _admitted = self.admit()?;
         let run = exec::run(&self.config.entrypoint, input, &self.limits);
-        let output = match deadline {
-            None => run.await,
-            Some(deadline) => {
-                match tokio::time::timeout_at(deadline.into(), run).await {
-                    Ok(res) => res,
-                    // The future was dropped: the process group is killed.
-                    Err(_) => return Err(deadline_exceeded(image)),
-                }
-            }
+        // Past the deadline the run is dropped: its process group is killed.
+        let Some(output) = before(deadline, run).await else {
+            return Err(deadline_exceeded(image));
         };
         self.answer(image, output)
     }
@@ -378,6 +372,18 @@ impl Inner {
                 Status::internal(format!("running function {image:?}: {err}")),
             )),
         }
+    }
+}
+
+/// Runs `fut` to completion, or until `deadline` (`None` then; `fut` is
+/// dropped).
+pub(crate) async fn before<T>(
+    deadline: Option<Instant>,
+    fut: impl Future<Output = T>,
+) -> Option<T> {
+    match deadline {
+        None => Some(fut.await),
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), fut).await.ok(),
     }
 }
 
@@ -498,8 +504,7 @@ fn truncate_tail(text: &str, max: usize) -> String {
 
 /// The `grpc-timeout` the client sent (`<digits><unit>`, units H M S m u n).
 pub fn grpc_timeout(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
-    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
-    parse_grpc_timeout(value)
+    grpc_timeout_header(metadata.as_ref())
 }
 
 /// [`grpc_timeout`] from HTTP headers.

@@ -44,7 +44,9 @@ use tonic::Status;
 
 use crate::exec::{self, Input};
 use crate::metrics::{CallMetrics, Outcome};
-use crate::server::{deadline_exceeded, grpc_timeout_header, CallError, Inner, WrapperService};
+use crate::server::{
+    before, deadline_exceeded, grpc_timeout_header, CallError, Inner, WrapperService,
+};
 
 /// The one method served here.
 pub(crate) const EVALUATE_PATH: &str = "/evaluator.FunctionEvaluator/EvaluateFunction";
@@ -109,20 +111,13 @@ async fn evaluate(inner: &Inner, req: http::Request<Body>) -> http::Response<Bod
     let started = Instant::now();
     let deadline = Inner::deadline(started, grpc_timeout_header(req.headers()));
     let mut call = inner.metrics.start_call(0);
-    // Known once the request's other fields are decoded.
+    // The function's name, known once the request's other fields are decoded.
     let mut image = None;
     let call_fut = run_call(inner, req.into_body(), &mut call, &mut image);
-    let result = match deadline {
-        None => call_fut.await,
-        // Dropping the call kills the function's process group.
-        Some(deadline) => match tokio::time::timeout_at(deadline.into(), call_fut).await {
-            Ok(result) => result,
-            Err(_) => Err(deadline_exceeded(
-                &inner.image_or_entrypoint(image.clone().unwrap_or_default()),
-            )),
-        },
-    };
-    let image = inner.image_or_entrypoint(image.unwrap_or_default());
+    // Past the deadline the call is dropped: its process group is killed.
+    let finished = before(deadline, call_fut).await;
+    let image = image.unwrap_or_else(|| inner.image_or_entrypoint(String::new()));
+    let result = finished.unwrap_or_else(|| Err(deadline_exceeded(&image)));
     inner.log_call(&image, &result, started, &mut call);
     match result {
         Ok(resp) => ok_response(resp),
@@ -212,8 +207,7 @@ async fn run_call(
             "failed to decode Protobuf message: {err}"
         )))
     })?;
-    *image = Some(fields.image);
-    let image = inner.image_or_entrypoint(image.clone().unwrap_or_default());
+    let image: &str = image.insert(inner.image_or_entrypoint(fields.image));
     let output = match (fields.resource_list.last(), streamed_output) {
         // The streamed value was the only (hence last) one.
         (None, Some(output)) => output,
@@ -225,7 +219,7 @@ async fn run_call(
             exec::run(spec, input, &inner.limits).await
         }
     };
-    inner.answer(&image, output)
+    inner.answer(image, output)
 }
 
 fn rejected(status: Status) -> CallError {
@@ -489,14 +483,30 @@ mod tests {
 
     const RL: &str = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n";
 
-    fn inner(script: &str) -> Arc<Inner> {
-        let config = ServerConfig {
-            entrypoint: ExecSpec::from_argv(["/bin/sh", "-c", script]).unwrap(),
+    /// A 1 MiB limit both ways, no concurrency cap.
+    fn config(entrypoint: ExecSpec) -> ServerConfig {
+        ServerConfig {
+            entrypoint,
             max_message_bytes: 1 << 20,
             max_output_bytes: 1 << 20,
             max_concurrent: None,
-        };
-        Wrapper::new(config, Arc::new(Metrics::new())).inner()
+        }
+    }
+
+    fn inner(script: &str) -> Arc<Inner> {
+        let entrypoint = ExecSpec::from_argv(["/bin/sh", "-c", script]).unwrap();
+        Wrapper::new(config(entrypoint), Arc::new(Metrics::new())).inner()
+    }
+
+    /// Polls `done` every 10 ms for up to 10 s.
+    async fn eventually(mut done: impl FnMut() -> bool) -> bool {
+        for _ in 0..1000 {
+            if done() {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
     }
 
     /// A gRPC-framed message.
@@ -507,18 +517,30 @@ mod tests {
         out
     }
 
+    fn post(body: Body) -> http::Request<Body> {
+        http::Request::builder()
+            .method("POST")
+            .uri(EVALUATE_PATH)
+            .body(body)
+            .unwrap()
+    }
+
     /// A request whose body arrives in DATA frames of `frame` bytes.
     fn request(body: Vec<u8>, frame: usize) -> http::Request<Body> {
         let frames: Vec<Result<Frame<Bytes>, Status>> = body
             .chunks(frame)
             .map(|c| Ok(Frame::data(Bytes::copy_from_slice(c))))
             .collect();
-        let body = Body::new(StreamBody::new(futures::stream::iter(frames)));
-        http::Request::builder()
-            .method("POST")
-            .uri(EVALUATE_PATH)
-            .body(body)
-            .unwrap()
+        post(Body::new(StreamBody::new(futures::stream::iter(frames))))
+    }
+
+    type FrameSender = tokio::sync::mpsc::Sender<Result<Frame<Bytes>, Status>>;
+
+    /// A request whose body frames (or error) the test sends when it likes.
+    fn open_request() -> (FrameSender, http::Request<Body>) {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let body = tokio_stream::wrappers::ReceiverStream::new(rx);
+        (tx, post(Body::new(StreamBody::new(body))))
     }
 
     /// The answer: the decoded message, or the status.
@@ -724,30 +746,18 @@ mod tests {
     async fn a_client_that_breaks_off_kills_the_function() {
         let dir = tempfile::tempdir().unwrap();
         let pidfile = dir.path().join("pid");
-        let config = ServerConfig {
-            entrypoint: ExecSpec {
-                env: vec![("PIDFILE".into(), pidfile.clone().into())],
-                ..ExecSpec::from_argv([
-                    "/bin/sh",
-                    "-c",
-                    "echo $$ > \"$PIDFILE\"; cat >/dev/null; sleep 30",
-                ])
-                .unwrap()
-            },
-            max_message_bytes: 1 << 20,
-            max_output_bytes: 1 << 20,
-            max_concurrent: None,
+        let entrypoint = ExecSpec {
+            env: vec![("PIDFILE".into(), pidfile.clone().into())],
+            ..ExecSpec::from_argv([
+                "/bin/sh",
+                "-c",
+                "echo $$ > \"$PIDFILE\"; cat >/dev/null; sleep 30",
+            ])
+            .unwrap()
         };
-        let inner = Wrapper::new(config, Arc::new(Metrics::new())).inner();
+        let inner = Wrapper::new(config(entrypoint), Arc::new(Metrics::new())).inner();
         // The list's header and a few bytes, then the stream fails.
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(4);
-        let body = Body::new(StreamBody::new(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        ));
-        let req = http::Request::builder()
-            .uri(EVALUATE_PATH)
-            .body(body)
-            .unwrap();
+        let (tx, req) = open_request();
         let mut head = vec![0, 0, 0, 0, 110, key(1, 2), 100];
         head.extend_from_slice(b"apiVersion: v1\n");
         tx.send(Ok(Frame::data(Bytes::from(head)))).await.unwrap();
@@ -756,15 +766,13 @@ mod tests {
             async move { answer(evaluate(&inner, req).await).await }
         });
         let mut pid = None;
-        for _ in 0..1000 {
+        eventually(|| {
             pid = std::fs::read_to_string(&pidfile)
                 .ok()
                 .and_then(|text| text.trim().parse::<i32>().ok());
-            if pid.is_some() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+            pid.is_some()
+        })
+        .await;
         let pid = pid.expect("the function started while the body was still arriving");
         tx.send(Err(Status::cancelled("client went away")))
             .await
@@ -772,35 +780,20 @@ mod tests {
         let err = call.await.unwrap().unwrap_err();
         assert_eq!(err.code(), Code::Cancelled, "{err:?}");
         // The process group is gone (killed, then reaped by a task).
-        let mut gone = false;
-        for _ in 0..500 {
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                gone = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        let proc_dir = format!("/proc/{pid}");
+        let gone = eventually(|| !std::path::Path::new(&proc_dir).exists()).await;
         assert!(gone, "function process {pid} survived");
     }
 
     #[tokio::test]
     async fn a_stalled_upload_holds_no_slot_and_does_not_keep_a_drain_waiting() {
         let config = ServerConfig {
-            entrypoint: ExecSpec::from_argv(["cat"]).unwrap(),
-            max_message_bytes: 1 << 20,
-            max_output_bytes: 1 << 20,
             max_concurrent: Some(1),
+            ..config(ExecSpec::from_argv(["cat"]).unwrap())
         };
         let wrapper = Wrapper::new(config, Arc::new(Metrics::new()));
         let inner = wrapper.inner();
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(4);
-        let body = Body::new(StreamBody::new(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        ));
-        let req = http::Request::builder()
-            .uri(EVALUATE_PATH)
-            .body(body)
-            .unwrap();
+        let (tx, req) = open_request();
         // Only the message prefix arrives; the ResourceList does not, yet.
         tx.send(Ok(Frame::data(Bytes::from_static(&[0, 0, 0, 0, 4]))))
             .await
@@ -828,15 +821,9 @@ mod tests {
     #[tokio::test]
     async fn grpc_timeout_bounds_a_stalled_upload() {
         let inner = inner("cat");
-        let (_tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Status>>(1);
-        let body = Body::new(StreamBody::new(
-            tokio_stream::wrappers::ReceiverStream::new(rx),
-        ));
-        let req = http::Request::builder()
-            .uri(EVALUATE_PATH)
-            .header("grpc-timeout", "100m")
-            .body(body)
-            .unwrap();
+        let (_tx, mut req) = open_request();
+        req.headers_mut()
+            .insert("grpc-timeout", http::HeaderValue::from_static("100m"));
         let err = answer(evaluate(&inner, req).await).await.unwrap_err();
         assert_eq!(err.code(), Code::DeadlineExceeded, "{err:?}");
     }
