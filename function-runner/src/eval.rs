@@ -25,7 +25,7 @@
 //! `-o DIR` fails before running the function if DIR exists (kpt runs it
 //! first); comments a function dropped are not copied back from the input
 //! and keys it added are not moved to the end of their mapping (see
-//! [`package`]); `--exec` runs the command with `wrapper_server::exec`
+//! [`package`]); `--exec` runs the command with `krm_fn::exec`
 //! directly rather than through [`crate::evaluator::ExecEvaluator::run_spec`],
 //! whose gRPC-status mapping would lose the exit code, results and stderr
 //! that kpt's `[FAIL]` block shows.
@@ -37,9 +37,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use krm_fn::exec::{self, ExecError, ExecSpec, ExitStatus, Limits};
 use proto::pb::EvaluateFunctionRequest;
 use serde_yaml::{Mapping, Value};
-use wrapper_server::exec::{self, ExecError, ExecSpec, ExitStatus, Limits};
 
 use crate::evaluator::{EvalRequest, Evaluator};
 use crate::package::{
@@ -726,7 +726,7 @@ async fn run_image(image: &str, input: Bytes, evaluator: &dyn Evaluator) -> Resu
 
 /// The function's output, checked, as item documents and results.
 fn parse_output(stdout: &[u8]) -> Result<(Vec<String>, Vec<KptResult>), Error> {
-    if let Err(e) = wrapper_server::results::parse_output(stdout) {
+    if let Err(e) = krm_fn::results::parse_output(stdout) {
         return Err(Error::BadOutput(e.to_string()));
     }
     let text =

@@ -2,30 +2,30 @@
 //!
 //! [`Evaluator`] has one async method. [`EvalError::NotFound`] means "not
 //! mine" and lets a [`MultiEvaluator`] fall through to the next evaluator;
-//! every other error stops the chain. [`EvalError::into_status`] is the one
-//! place errors become gRPC statuses.
+//! every other error stops the chain. `From<EvalError> for Status` is the
+//! one place the runner's errors become gRPC statuses.
 //!
 //! - [`ExecEvaluator`]: FunctionConfig `binaryExecutor`: runs a local binary
-//!   with the wrapper's exec core (`wrapper_server::exec`), and maps its
-//!   outcome with the wrapper's own mapping, so both answer alike.
-//! - [`PodEvaluator`]: asks the [`PodCache`] for a pod, calls it; on
-//!   UNAVAILABLE evicts that pod and retries (bounded).
+//!   through the same call core as the wrapper ([`krm_fn::call`]), so both
+//!   answer alike.
+//! - [`PodEvaluator`]: asks the [`PodCache`] for a pod, calls it; when the
+//!   pod cannot be reached, evicts it and retries (bounded).
 //! - [`MultiEvaluator`]: a fixed, configured order (exec first).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::future::BoxFuture;
+use krm_fn::call::{CallError, Function};
+use krm_fn::exec::ExecSpec;
 use proto::pb::function_evaluator_client::FunctionEvaluatorClient;
 use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tokio::time::Instant;
 use tonic::{Code, Status};
-use wrapper_server::exec::{self, ExecError, ExecSpec, Limits};
 
 use crate::backend::BackendError;
 use crate::cache::{CacheError, PodCache, PodRequestSettings};
-use crate::config::ImageIndex;
+use crate::config::{ConfigError, ImageIndex};
 
 /// One evaluation: the request and when the caller stops waiting.
 #[derive(Debug, Clone)]
@@ -48,9 +48,20 @@ pub enum EvalError {
     /// No evaluator of this kind knows the image: try the next one.
     #[error("no function is configured for image {image:?}")]
     NotFound { image: String },
-    /// The function ran (or could not), and the answer is this status.
-    #[error("{}", .0.message())]
-    Function(Status),
+    #[error("EvaluateFunctionRequest.image is empty")]
+    EmptyImage,
+    /// The request's tag constraint does not parse.
+    #[error(transparent)]
+    InvalidTag(ConfigError),
+    /// A local binary ran, or could not.
+    #[error(transparent)]
+    Call(#[from] CallError),
+    /// The pod answered with an error: passed on as the pod said it.
+    #[error("{}", .source.message())]
+    PodAnswered {
+        #[source]
+        source: Status,
+    },
     #[error("getting a pod for {image:?}: {source}")]
     Pod {
         image: String,
@@ -59,23 +70,56 @@ pub enum EvalError {
     },
     #[error("function {image:?} did not finish before the deadline")]
     DeadlineExceeded { image: String },
+    #[error("function-runner is shutting down")]
+    ShuttingDown,
 }
 
 impl EvalError {
-    /// The gRPC status a caller of the runner gets for this error.
-    pub fn into_status(self) -> Status {
-        match self {
-            EvalError::NotFound { .. } => Status::not_found(self.to_string()),
-            EvalError::Function(status) => status,
-            EvalError::Pod { ref source, .. } => match source {
-                CacheError::ShuttingDown => Status::unavailable(self.to_string()),
-                CacheError::PodStart {
-                    source: BackendError::UnknownImage { .. },
-                    ..
-                } => Status::not_found(self.to_string()),
-                _ => Status::internal(self.to_string()),
-            },
-            EvalError::DeadlineExceeded { .. } => Status::deadline_exceeded(self.to_string()),
+    /// The gRPC code for this error, chosen by walking its causes: the first
+    /// one that decides a code wins.
+    pub fn code(&self) -> Code {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(err) = cause {
+            if let Some(code) = decided_code(err) {
+                return code;
+            }
+            cause = err.source();
+        }
+        Code::Internal
+    }
+}
+
+/// The code that `err` itself decides, if it does.
+fn decided_code(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
+    if let Some(err) = err.downcast_ref::<EvalError>() {
+        return match err {
+            EvalError::NotFound { .. } => Some(Code::NotFound),
+            EvalError::EmptyImage | EvalError::InvalidTag(_) => Some(Code::InvalidArgument),
+            EvalError::Call(call) => Some(call.code()),
+            EvalError::PodAnswered { source } => Some(source.code()),
+            EvalError::DeadlineExceeded { .. } => Some(Code::DeadlineExceeded),
+            EvalError::ShuttingDown => Some(Code::Unavailable),
+            EvalError::Pod { .. } => None,
+        };
+    }
+    if let Some(err) = err.downcast_ref::<CacheError>() {
+        return match err {
+            CacheError::ShuttingDown => Some(Code::Unavailable),
+            CacheError::PodStart { .. } | CacheError::ActorGone => None,
+        };
+    }
+    if let Some(BackendError::UnknownImage { .. }) = err.downcast_ref::<BackendError>() {
+        return Some(Code::NotFound);
+    }
+    None
+}
+
+impl From<EvalError> for Status {
+    fn from(err: EvalError) -> Status {
+        match err {
+            // The pod's own status, details and all.
+            EvalError::PodAnswered { source } => source,
+            err => Status::new(err.code(), err.to_string()),
         }
     }
 }
@@ -108,7 +152,6 @@ async fn with_deadline<T>(
 pub struct ExecEvaluator {
     index: Arc<ImageIndex>,
     max_message_bytes: usize,
-    limits: Limits,
 }
 
 impl ExecEvaluator {
@@ -116,30 +159,6 @@ impl ExecEvaluator {
         Self {
             index,
             max_message_bytes,
-            limits: Limits::new(max_message_bytes),
-        }
-    }
-
-    /// Runs `spec` the way the wrapper runs an entrypoint, with the same
-    /// outcome mapping, so a binaryExecutor answers exactly as a pod would.
-    /// (`eval --exec` uses the exec core directly: it prints exit code,
-    /// results and stderr itself, as kpt does.)
-    pub async fn run_spec(
-        spec: &ExecSpec,
-        image: &str,
-        input: Bytes,
-        limits: &Limits,
-        max_message_bytes: usize,
-    ) -> Result<EvaluateFunctionResponse, EvalError> {
-        match exec::run(spec, input, limits).await {
-            Ok(output) => wrapper_server::server::outcome(image, output, max_message_bytes)
-                .map_err(|(_, status)| EvalError::Function(status)),
-            Err(err @ ExecError::OutputTooLarge { .. }) => Err(EvalError::Function(
-                Status::resource_exhausted(format!("function {image:?}: {err}")),
-            )),
-            Err(err) => Err(EvalError::Function(Status::internal(format!(
-                "cannot run function {image:?}: {err}"
-            )))),
         }
     }
 }
@@ -154,7 +173,7 @@ impl Evaluator for ExecEvaluator {
             let Some(found) = self
                 .index
                 .try_binary_for(&image, &req.request.tag)
-                .map_err(|e| EvalError::Function(Status::invalid_argument(e.to_string())))?
+                .map_err(EvalError::InvalidTag)?
             else {
                 return Err(EvalError::NotFound { image });
             };
@@ -164,13 +183,13 @@ impl Evaluator for ExecEvaluator {
                 env: Vec::new(),
                 current_dir: None,
             };
-            let run = Self::run_spec(
-                &spec,
-                &found.resolved_image,
-                req.request.resource_list,
-                &self.limits,
-                self.max_message_bytes,
-            );
+            // Run as the wrapper runs an entrypoint, answered alike.
+            let function = Function::new(spec, self.max_message_bytes, self.max_message_bytes);
+            let run = async {
+                Ok(function
+                    .run(&found.resolved_image, req.request.resource_list, None)
+                    .await?)
+            };
             with_deadline(req.deadline, &image, run).await
         })
     }
@@ -203,7 +222,7 @@ impl PodEvaluator {
         let (image, overrides) = match self
             .index
             .try_pod_settings_for(&req.request.image, &req.request.tag)
-            .map_err(|e| EvalError::Function(Status::invalid_argument(e.to_string())))?
+            .map_err(EvalError::InvalidTag)?
         {
             Some(m) => (m.resolved_image.clone(), PodRequestSettings::from(&m)),
             None => (
@@ -243,7 +262,7 @@ impl PodEvaluator {
                     self.cache.evict(lease.pod_id()).await;
                     attempt += 1;
                 }
-                Err(status) => return Err(EvalError::Function(status)),
+                Err(source) => return Err(EvalError::PodAnswered { source }),
             }
         }
     }

@@ -7,6 +7,7 @@
 //! `wrapper-server`.
 //!
 //! - [`config`]: FunctionConfig documents and image matching;
+//! - [`metrics`]: the runner's Prometheus metrics;
 //! - [`runner`]: assembles all of the above from options;
 //! - [`package`] and [`eval`]: `function-runner eval`, kpt-style local runs.
 
@@ -17,6 +18,7 @@ pub mod cache;
 pub mod config;
 pub mod eval;
 pub mod evaluator;
+pub mod metrics;
 pub mod package;
 pub mod runner;
 pub mod server;

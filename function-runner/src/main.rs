@@ -233,12 +233,12 @@ async fn run_serve(args: ServeArgs) -> anyhow::Result<()> {
             .with_context(|| format!("listening for metrics on {maddr}"))?;
         let metrics = runner.metrics.clone();
         let cache = runner.cache.clone();
-        let render: wrapper_server::metrics::Render = Arc::new(move || {
+        let render: krm_fn::metrics::Render = Arc::new(move || {
             let metrics = metrics.clone();
             let cache = cache.clone();
             Box::pin(async move { metrics.render(Some(&cache)).await })
         });
-        tokio::spawn(wrapper_server::metrics::serve_http(
+        tokio::spawn(krm_fn::metrics::serve_http(
             mlistener,
             render,
             std::future::pending(),

@@ -2,214 +2,21 @@
 //! health on one port, and Prometheus metrics.
 //!
 //! A call goes: [`RunnerService::evaluate_function`] → the evaluator chain
-//! (exec, then pod) under the call's deadline → [`EvalError::into_status`].
+//! (exec, then pod) under the call's deadline → its error, if any, becomes
+//! a status in [`crate::evaluator`].
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::future::BoxFuture;
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use krm_fn::call::deadline;
+use krm_fn::drain::Drain;
 use proto::pb::function_evaluator_server::{FunctionEvaluator, FunctionEvaluatorServer};
 use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tokio::net::TcpListener;
-use tokio::sync::mpsc;
 use tonic::{Request, Response, Status};
-use wrapper_server::server::Drain;
 
-use crate::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod};
-use crate::cache::{PodCache, PodState};
-use crate::evaluator::{EvalRequest, Evaluator};
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct EvalLabels {
-    image: String,
-    outcome: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct ImageLabel {
-    image: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct OutcomeLabel {
-    outcome: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-struct StateLabel {
-    state: String,
-}
-
-/// The runner's metrics. Cache figures are read from the cache actor at
-/// scrape time, so the warm path pays nothing for them.
-pub struct RunnerMetrics {
-    registry: Registry,
-    evaluations: Family<EvalLabels, Counter>,
-    latency: Family<ImageLabel, Histogram, fn() -> Histogram>,
-    pod_starts: Family<OutcomeLabel, Counter>,
-    pod_start_seconds: Histogram,
-    cache_hits: Counter,
-    cache_misses: Counter,
-    pods: Family<StateLabel, Gauge>,
-}
-
-impl Default for RunnerMetrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl RunnerMetrics {
-    pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("function_runner");
-        let evaluations = Family::<EvalLabels, Counter>::default();
-        registry.register(
-            "evaluations",
-            "EvaluateFunction calls by image and outcome (gRPC code)",
-            evaluations.clone(),
-        );
-        let latency: Family<ImageLabel, Histogram, fn() -> Histogram> =
-            Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.001, 2.0, 18)));
-        registry.register(
-            "evaluation_duration_seconds",
-            "EvaluateFunction latency by image",
-            latency.clone(),
-        );
-        let pod_starts = Family::<OutcomeLabel, Counter>::default();
-        registry.register("pod_starts", "Pod starts by outcome", pod_starts.clone());
-        let pod_start_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 16));
-        registry.register(
-            "pod_start_duration_seconds",
-            "Time from pod start to SERVING",
-            pod_start_seconds.clone(),
-        );
-        let cache_hits = Counter::default();
-        registry.register(
-            "cache_hits",
-            "Calls served by a ready pod",
-            cache_hits.clone(),
-        );
-        let cache_misses = Counter::default();
-        registry.register(
-            "cache_misses",
-            "Calls that waited for a pod to start",
-            cache_misses.clone(),
-        );
-        let pods = Family::<StateLabel, Gauge>::default();
-        registry.register("pods", "Pods owned by this runner, by state", pods.clone());
-        Self {
-            registry,
-            evaluations,
-            latency,
-            pod_starts,
-            pod_start_seconds,
-            cache_hits,
-            cache_misses,
-            pods,
-        }
-    }
-
-    fn observe_call(&self, image: &str, code: tonic::Code, started: Instant) {
-        let outcome = format!("{code:?}");
-        self.evaluations
-            .get_or_create(&EvalLabels {
-                image: image.to_string(),
-                outcome,
-            })
-            .inc();
-        self.latency
-            .get_or_create(&ImageLabel {
-                image: image.to_string(),
-            })
-            .observe(started.elapsed().as_secs_f64());
-    }
-
-    /// The metrics text, with the cache's current figures.
-    pub async fn render(&self, cache: Option<&PodCache>) -> String {
-        if let Some(cache) = cache {
-            let snap = cache.snapshot().await;
-            // Counters only move forward: set them to the actor's totals.
-            let hits = snap.counters.hits.saturating_sub(self.cache_hits.get());
-            self.cache_hits.inc_by(hits);
-            let misses = snap.counters.misses.saturating_sub(self.cache_misses.get());
-            self.cache_misses.inc_by(misses);
-            let (mut starting, mut ready) = (0i64, 0i64);
-            for image in &snap.images {
-                for pod in &image.pods {
-                    match pod.state {
-                        PodState::Starting => starting += 1,
-                        PodState::Ready => ready += 1,
-                    }
-                }
-            }
-            self.pods
-                .get_or_create(&StateLabel {
-                    state: "starting".into(),
-                })
-                .set(starting);
-            self.pods
-                .get_or_create(&StateLabel {
-                    state: "ready".into(),
-                })
-                .set(ready);
-        }
-        wrapper_server::metrics::encode(&self.registry)
-    }
-}
-
-/// A backend that records pod starts and their duration.
-pub struct MeteredBackend {
-    inner: Arc<dyn Backend>,
-    metrics: Arc<RunnerMetrics>,
-}
-
-impl MeteredBackend {
-    pub fn new(inner: Arc<dyn Backend>, metrics: Arc<RunnerMetrics>) -> Self {
-        Self { inner, metrics }
-    }
-}
-
-impl Backend for MeteredBackend {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
-        let fut = self.inner.start(spec);
-        let metrics = self.metrics.clone();
-        Box::pin(async move {
-            let started = Instant::now();
-            let res = fut.await;
-            let outcome = if res.is_ok() { "ok" } else { "failed" };
-            metrics
-                .pod_starts
-                .get_or_create(&OutcomeLabel {
-                    outcome: outcome.into(),
-                })
-                .inc();
-            if res.is_ok() {
-                metrics
-                    .pod_start_seconds
-                    .observe(started.elapsed().as_secs_f64());
-            }
-            res
-        })
-    }
-
-    fn stop(&self, id: PodId) -> BoxFuture<'static, Result<(), BackendError>> {
-        self.inner.stop(id)
-    }
-
-    fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>) {
-        self.inner.set_events(events)
-    }
-}
+use crate::evaluator::{EvalError, EvalRequest, Evaluator};
+use crate::metrics::RunnerMetrics;
 
 /// The runner's `evaluator.FunctionEvaluator`.
 #[derive(Clone)]
@@ -236,28 +43,21 @@ impl FunctionEvaluator for RunnerService {
         request: Request<EvaluateFunctionRequest>,
     ) -> Result<Response<EvaluateFunctionResponse>, Status> {
         let Some(_admitted) = self.drain.enter() else {
-            return Err(Status::unavailable("function-runner is shutting down"));
+            return Err(EvalError::ShuttingDown.into());
         };
         let started = Instant::now();
-        // As in the wrapper: a few ms before tonic's own timeout fires, so
-        // the caller gets DEADLINE_EXCEEDED rather than CANCELLED.
-        let deadline = wrapper_server::server::grpc_timeout(request.metadata()).map(|d| {
-            tokio::time::Instant::from_std(
-                started + d.saturating_sub(std::time::Duration::from_millis(5)),
-            )
-        });
+        let deadline = deadline::from_headers(started, request.metadata().as_ref())
+            .map(tokio::time::Instant::from_std);
         let request = request.into_inner();
         if request.image.is_empty() {
-            return Err(Status::invalid_argument(
-                "EvaluateFunctionRequest.image is empty",
-            ));
+            return Err(EvalError::EmptyImage.into());
         }
         let image = request.image.clone();
         let result = self
             .evaluator
             .evaluate(EvalRequest { request, deadline })
             .await;
-        let result = result.map_err(|e| e.into_status());
+        let result = result.map_err(Status::from);
         let code = result
             .as_ref()
             .map_or_else(Status::code, |_| tonic::Code::Ok);
@@ -279,6 +79,5 @@ pub async fn serve(
     let evaluator = FunctionEvaluatorServer::new(service)
         .max_decoding_message_size(max_message_bytes)
         .max_encoding_message_size(max_message_bytes);
-    wrapper_server::server::serve_evaluator(listener, evaluator, drain, max_message_bytes, shutdown)
-        .await
+    krm_fn::server::serve_evaluator(listener, evaluator, drain, max_message_bytes, shutdown).await
 }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand, ValueEnum};
+use krm_fn::exec::{self, ExecSpec};
 use tokio::signal::unix::{signal, SignalKind};
-use wrapper_server::exec::{self, ExecSpec};
 use wrapper_server::metrics::{self, Metrics};
 use wrapper_server::server::{ServerConfig, Wrapper};
 
@@ -215,7 +215,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             let mlistener = tokio::net::TcpListener::bind(maddr)
                 .await
                 .with_context(|| format!("listening for metrics on {maddr}"))?;
-            tokio::spawn(metrics::serve_http(
+            tokio::spawn(krm_fn::metrics::serve_http(
                 mlistener,
                 metrics::render_with(metrics.clone()),
                 std::future::pending(),

@@ -1,65 +1,31 @@
-//! Prometheus metrics of the wrapper, and a minimal `/metrics` HTTP endpoint
-//! (also used by the function runner) so no HTTP server stack is pulled in.
+//! Prometheus metrics of the wrapper; [`krm_fn::metrics`] serves them.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
+pub use krm_fn::call::Outcome;
+use krm_fn::metrics::{encode, Render};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
-/// How one EvaluateFunction call ended.
+/// [`Outcome`] as a label value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    Ok,
-    FunctionFailed,
-    InvalidOutput,
-    StartFailed,
-    DeadlineExceeded,
-    Cancelled,
-    OutputTooLarge,
-    Busy,
-    ShuttingDown,
-    /// The request itself was refused: over the size limit, or not a
-    /// well-formed EvaluateFunctionRequest.
-    RequestRejected,
-    Internal,
-}
+struct OutcomeValue(Outcome);
 
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Ok => "ok",
-            Outcome::FunctionFailed => "function_failed",
-            Outcome::InvalidOutput => "invalid_output",
-            Outcome::StartFailed => "start_failed",
-            Outcome::DeadlineExceeded => "deadline_exceeded",
-            Outcome::Cancelled => "cancelled",
-            Outcome::OutputTooLarge => "output_too_large",
-            Outcome::Busy => "busy",
-            Outcome::ShuttingDown => "shutting_down",
-            Outcome::RequestRejected => "request_rejected",
-            Outcome::Internal => "internal",
-        }
-    }
-}
-
-impl EncodeLabelValue for Outcome {
+impl EncodeLabelValue for OutcomeValue {
     fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
         use std::fmt::Write;
-        encoder.write_str(self.as_str())
+        encoder.write_str(self.0.as_str())
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct OutcomeLabel {
-    outcome: Outcome,
+    outcome: OutcomeValue,
 }
 
 /// The wrapper's metrics, registered in [`Metrics::registry`].
@@ -162,7 +128,11 @@ impl CallMetrics {
         let m = &self.metrics;
         m.in_flight.dec();
         m.output_bytes.inc_by(output_bytes as u64);
-        m.evaluations.get_or_create(&OutcomeLabel { outcome }).inc();
+        m.evaluations
+            .get_or_create(&OutcomeLabel {
+                outcome: OutcomeValue(outcome),
+            })
+            .inc();
         m.duration.observe(self.started.elapsed().as_secs_f64());
     }
 
@@ -190,17 +160,6 @@ impl Drop for CallMetrics {
     }
 }
 
-/// A registry in Prometheus' text exposition format.
-pub fn encode(registry: &Registry) -> String {
-    let mut text = String::new();
-    // Writing to a String cannot fail.
-    let _ = prometheus_client::encoding::text::encode(&mut text, registry);
-    text
-}
-
-/// Renders the metrics text for one scrape.
-pub type Render = Arc<dyn Fn() -> futures::future::BoxFuture<'static, String> + Send + Sync>;
-
 /// A [`Render`] of the wrapper's own metrics.
 pub fn render_with(metrics: Arc<Metrics>) -> Render {
     Arc::new(move || {
@@ -209,64 +168,13 @@ pub fn render_with(metrics: Arc<Metrics>) -> Render {
     })
 }
 
-/// Serves `GET /metrics` (any path, in fact) over plain HTTP/1.1 until
-/// `shutdown` resolves. `render` is called per scrape.
-pub async fn serve_http<F>(listener: TcpListener, render: Render, shutdown: F)
-where
-    F: Future<Output = ()>,
-{
-    tokio::pin!(shutdown);
-    loop {
-        let (mut stream, _) = tokio::select! {
-            _ = &mut shutdown => return,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(err) => {
-                    tracing::warn!(%err, "metrics: accept failed");
-                    continue;
-                }
-            },
-        };
-        let render = render.clone();
-        tokio::spawn(async move {
-            // Read the request head (bounded); its content does not matter.
-            let mut head = Vec::with_capacity(1024);
-            let mut buf = [0u8; 1024];
-            let read = tokio::time::timeout(std::time::Duration::from_secs(5), async {
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
-                    match stream.read(&mut buf).await {
-                        Ok(0) | Err(_) => return false,
-                        Ok(n) => head.extend_from_slice(&buf[..n]),
-                    }
-                }
-                true
-            })
-            .await;
-            if read != Ok(true) {
-                return;
-            }
-            let (status, body) = if head.starts_with(b"GET ") {
-                ("200 OK", render().await)
-            } else {
-                (
-                    "405 Method Not Allowed",
-                    String::from("only GET is served\n"),
-                )
-            };
-            let response = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(response.as_bytes()).await;
-            let _ = stream.shutdown().await;
-        });
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use krm_fn::metrics::serve_http;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
 
     #[tokio::test]
     async fn metrics_are_served_over_http() {

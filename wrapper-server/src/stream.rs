@@ -35,6 +35,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures::future::BoxFuture;
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
+use krm_fn::call::{deadline, CallError, RequestError};
+use krm_fn::exec::{self, Input};
 use prost::Message;
 use proto::pb::function_evaluator_server::FunctionEvaluatorServer;
 use proto::pb::EvaluateFunctionResponse;
@@ -42,11 +44,8 @@ use tonic::body::Body;
 use tonic::server::NamedService;
 use tonic::Status;
 
-use crate::exec::{self, Input};
-use crate::metrics::{CallMetrics, Outcome};
-use crate::server::{
-    before, deadline_exceeded, grpc_timeout_header, CallError, Inner, WrapperService,
-};
+use crate::metrics::CallMetrics;
+use crate::service::{Buffered, Service};
 
 /// The one method served here.
 pub(crate) const EVALUATE_PATH: &str = "/evaluator.FunctionEvaluator/EvaluateFunction";
@@ -64,16 +63,13 @@ const SMALL_RESPONSE: usize = 64 * 1024;
 /// the function, everything else to the buffered tonic server.
 #[derive(Clone)]
 pub(crate) struct Evaluator {
-    inner: Arc<Inner>,
-    buffered: FunctionEvaluatorServer<WrapperService>,
+    service: Arc<Service>,
+    buffered: FunctionEvaluatorServer<Buffered>,
 }
 
 impl Evaluator {
-    pub(crate) fn new(
-        inner: Arc<Inner>,
-        buffered: FunctionEvaluatorServer<WrapperService>,
-    ) -> Self {
-        Self { inner, buffered }
+    pub(crate) fn new(service: Arc<Service>, buffered: FunctionEvaluatorServer<Buffered>) -> Self {
+        Self { service, buffered }
     }
 }
 
@@ -95,8 +91,8 @@ impl tower::Service<http::Request<Body>> for Evaluator {
         if req.uri().path() != EVALUATE_PATH || !identity_encoding(req.headers()) {
             return Box::pin(tower::Service::call(&mut self.buffered, req));
         }
-        let inner = self.inner.clone();
-        Box::pin(async move { Ok(evaluate(&inner, req).await) })
+        let service = self.service.clone();
+        Box::pin(async move { Ok(evaluate(&service, req).await) })
     }
 }
 
@@ -107,21 +103,25 @@ fn identity_encoding(headers: &http::HeaderMap) -> bool {
         .is_none_or(|v| v.as_bytes() == b"identity")
 }
 
-async fn evaluate(inner: &Inner, req: http::Request<Body>) -> http::Response<Body> {
+async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response<Body> {
     let started = Instant::now();
-    let deadline = Inner::deadline(started, grpc_timeout_header(req.headers()));
-    let mut call = inner.metrics.start_call(0);
+    let deadline = deadline::from_headers(started, req.headers());
+    let mut call = service.metrics.start_call(0);
     // The function's name, known once the request's other fields are decoded.
     let mut image = None;
-    let call_fut = run_call(inner, req.into_body(), &mut call, &mut image);
+    let call_fut = run_call(service, req.into_body(), &mut call, &mut image);
     // Past the deadline the call is dropped: its process group is killed.
-    let finished = before(deadline, call_fut).await;
-    let image = image.unwrap_or_else(|| inner.image_or_entrypoint(String::new()));
-    let result = finished.unwrap_or_else(|| Err(deadline_exceeded(&image)));
-    inner.log_call(&image, &result, started, &mut call);
+    let finished = deadline::before(deadline, call_fut).await;
+    let image = image.unwrap_or_else(|| service.function.name_or_entrypoint(String::new()));
+    let result = finished.unwrap_or_else(|| {
+        Err(CallError::DeadlineExceeded {
+            image: image.clone(),
+        })
+    });
+    service.log_call(&image, &result, started, &mut call);
     match result {
         Ok(resp) => ok_response(resp),
-        Err((_, status)) => status.into_http(),
+        Err(err) => Status::from(err).into_http(),
     }
 }
 
@@ -140,13 +140,14 @@ struct RequestFields {
 
 /// Reads the request and runs the function on it; see the module docs.
 async fn run_call(
-    inner: &Inner,
+    service: &Service,
     body: Body,
     call: &mut CallMetrics,
     image: &mut Option<String>,
 ) -> Result<EvaluateFunctionResponse, CallError> {
     let mut body = BodyReader::new(body);
-    let len = body.message_prefix(inner.config.max_message_bytes).await?;
+    let function = &service.function;
+    let len = body.message_prefix(function.max_message_bytes).await?;
     let mut msg = MessageReader {
         body,
         remaining: len,
@@ -157,8 +158,7 @@ async fn run_call(
     // Admitted only now, right before the function starts: a client that
     // stalls before its ResourceList holds no slot and does not keep a drain
     // waiting.
-    let _admitted = inner.admit()?;
-    let spec = &inner.config.entrypoint;
+    let _admitted = service.gate.admit()?;
     let streamed_output = match streamed {
         None => {
             msg.rest_into(&mut other).await?;
@@ -180,7 +180,9 @@ async fn run_call(
                 let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_CHUNKS);
                 (Input::Chunks { rx, len: n }, Some(tx), n)
             };
-            let run = async { Ok::<_, CallError>(exec::run(spec, input, &inner.limits).await) };
+            let run = async {
+                Ok::<_, CallError>(exec::run(&function.entrypoint, input, &function.limits).await)
+            };
             let feed = async {
                 while left > 0 {
                     let chunk = msg.chunk(left).await?;
@@ -202,12 +204,8 @@ async fn run_call(
             Some(output)
         }
     };
-    let fields = RequestFields::decode(other.freeze()).map_err(|err| {
-        rejected(Status::internal(format!(
-            "failed to decode Protobuf message: {err}"
-        )))
-    })?;
-    let image: &str = image.insert(inner.image_or_entrypoint(fields.image));
+    let fields = RequestFields::decode(other.freeze()).map_err(RequestError::from)?;
+    let image: &str = image.insert(function.name_or_entrypoint(fields.image));
     let output = match (fields.resource_list.last(), streamed_output) {
         // The streamed value was the only (hence last) one.
         (None, Some(output)) => output,
@@ -216,14 +214,10 @@ async fn run_call(
             if streamed.is_none() {
                 call.add_input_bytes(input.len());
             }
-            exec::run(spec, input, &inner.limits).await
+            exec::run(&function.entrypoint, input, &function.limits).await
         }
     };
-    inner.answer(image, output)
-}
-
-fn rejected(status: Status) -> CallError {
-    (Outcome::RequestRejected, status)
+    function.answer(image, output)
 }
 
 /// The OK answer: one gRPC message, then `grpc-status: 0` in the trailers.
@@ -299,7 +293,7 @@ impl BodyReader {
             match self.body.frame().await {
                 None => self.ended = true,
                 // The client reset the stream or the connection broke.
-                Some(Err(status)) => return Err((Outcome::Cancelled, status)),
+                Some(Err(source)) => return Err(CallError::Cancelled { source }),
                 Some(Ok(frame)) => {
                     // Trailers from a client carry nothing we use.
                     if let Ok(data) = frame.into_data() {
@@ -316,33 +310,24 @@ impl BodyReader {
         let mut prefix = [0u8; 5];
         for (i, byte) in prefix.iter_mut().enumerate() {
             if !self.fill().await? {
-                return Err(rejected(if i == 0 {
-                    Status::internal("Missing request message.")
+                return Err(if i == 0 {
+                    RequestError::MissingMessage
                 } else {
-                    Status::internal("request body ended inside the gRPC message prefix")
-                }));
+                    RequestError::TruncatedPrefix
+                }
+                .into());
             }
             *byte = self.chunk[0];
             self.chunk = self.chunk.slice(1..);
         }
         match prefix[0] {
             0 => {}
-            1 => {
-                return Err(rejected(Status::internal(
-                    "protocol error: received message with compressed-flag but no grpc-encoding was specified",
-                )))
-            }
-            f => {
-                return Err(rejected(Status::internal(format!(
-                    "protocol error: received message with invalid compression flag: {f} (valid flags are 0 and 1)"
-                ))))
-            }
+            1 => return Err(RequestError::CompressedWithoutEncoding.into()),
+            f => return Err(RequestError::InvalidCompressionFlag(f).into()),
         }
         let len = u32::from_be_bytes([prefix[1], prefix[2], prefix[3], prefix[4]]) as usize;
         if len > max {
-            return Err(rejected(Status::resource_exhausted(format!(
-                "request message of {len} bytes exceeds the limit of {max} bytes (--max-request-body-size)"
-            ))));
+            return Err(RequestError::TooLarge { len, max }.into());
         }
         Ok(len)
     }
@@ -371,10 +356,10 @@ impl MessageReader {
             return Err(malformed("a field runs past the end of the message"));
         }
         if !self.body.fill().await? {
-            return Err(rejected(Status::internal(format!(
-                "request body ended {} bytes before the end of its message",
-                self.remaining
-            ))));
+            return Err(RequestError::TruncatedMessage {
+                remaining: self.remaining,
+            }
+            .into());
         }
         let n = max.min(self.body.chunk.len());
         self.remaining -= n;
@@ -403,22 +388,19 @@ impl MessageReader {
         self.copy_into(self.remaining, out).await
     }
 
-    /// A varint (at most 10 bytes), its bytes also appended to `out`.
+    /// A varint, its bytes also appended to `out`. The bytes are gathered
+    /// here (they may span DATA frames); prost decodes and checks them.
     async fn varint(&mut self, out: &mut BytesMut) -> Result<u64, CallError> {
-        let mut value = 0u64;
-        for i in 0..10 {
+        let start = out.len();
+        // A varint is at most 10 bytes; prost refuses longer or overflowing ones.
+        for _ in 0..10 {
             let b = self.byte().await?;
             out.put_u8(b);
-            // The 10th byte holds bit 63 only (prost refuses more, too).
-            if i == 9 && b > 1 {
+            if b & 0x80 == 0 {
                 break;
             }
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                return Ok(value);
-            }
         }
-        Err(malformed("invalid varint"))
+        prost::encoding::decode_varint(&mut &out[start..]).map_err(|_| malformed("invalid varint"))
     }
 
     /// Reads fields up to the first `resource_list` (field 1, bytes), copying
@@ -464,19 +446,17 @@ impl MessageReader {
     }
 }
 
-fn malformed(what: &str) -> CallError {
-    rejected(Status::internal(format!(
-        "failed to decode Protobuf message: {what}"
-    )))
+fn malformed(what: &'static str) -> CallError {
+    RequestError::Malformed(what).into()
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::exec::ExecSpec;
     use crate::metrics::Metrics;
     use crate::server::{ServerConfig, Wrapper};
+    use krm_fn::exec::ExecSpec;
     use proto::pb::EvaluateFunctionRequest;
     use std::time::Duration;
     use tonic::Code;
@@ -493,9 +473,9 @@ mod tests {
         }
     }
 
-    fn inner(script: &str) -> Arc<Inner> {
+    fn inner(script: &str) -> Arc<Service> {
         let entrypoint = ExecSpec::from_argv(["/bin/sh", "-c", script]).unwrap();
-        Wrapper::new(config(entrypoint), Arc::new(Metrics::new())).inner()
+        Wrapper::new(config(entrypoint), Arc::new(Metrics::new())).service()
     }
 
     /// Polls `done` every 10 ms for up to 10 s.
@@ -564,7 +544,7 @@ mod tests {
     }
 
     async fn call(
-        inner: &Inner,
+        inner: &Service,
         message: &[u8],
         frame: usize,
     ) -> Result<EvaluateFunctionResponse, Status> {
@@ -755,7 +735,7 @@ mod tests {
             ])
             .unwrap()
         };
-        let inner = Wrapper::new(config(entrypoint), Arc::new(Metrics::new())).inner();
+        let inner = Wrapper::new(config(entrypoint), Arc::new(Metrics::new())).service();
         // The list's header and a few bytes, then the stream fails.
         let (tx, req) = open_request();
         let mut head = vec![0, 0, 0, 0, 110, key(1, 2), 100];
@@ -792,7 +772,7 @@ mod tests {
             ..config(ExecSpec::from_argv(["cat"]).unwrap())
         };
         let wrapper = Wrapper::new(config, Arc::new(Metrics::new()));
-        let inner = wrapper.inner();
+        let inner = wrapper.service();
         let (tx, req) = open_request();
         // Only the message prefix arrives; the ResourceList does not, yet.
         tx.send(Ok(Frame::data(Bytes::from_static(&[0, 0, 0, 0, 4]))))
@@ -807,7 +787,7 @@ mod tests {
         let resp = call(&inner, &field(1, RL.as_bytes()), 64).await.unwrap();
         assert_eq!(&resp.resource_list[..], RL.as_bytes());
         // A drain does not wait for the stalled call.
-        tokio::time::timeout(Duration::from_secs(10), wrapper.drain().drain())
+        tokio::time::timeout(Duration::from_secs(10), inner.gate.drain().drain())
             .await
             .expect("the drain waited for a call whose function never started");
         // Its ResourceList arriving after the drain began: refused.

@@ -34,11 +34,11 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use krm_fn::exec::{Process, Signal};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::StreamExt;
-use wrapper_server::exec::{Process, Signal};
 
 use super::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod};
 

@@ -1151,9 +1151,9 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
         Running::Child(w) => Some(w.child.id()),
         Running::Task(_) => None,
     };
-    let spec = wrapper_server::exec::ExecSpec::from_argv([bench.program.as_os_str()])
-        .context("empty argv")?;
-    let limits = wrapper_server::exec::Limits::new(proto::DEFAULT_MAX_MESSAGE_BYTES);
+    let spec =
+        krm_fn::exec::ExecSpec::from_argv([bench.program.as_os_str()]).context("empty argv")?;
+    let limits = krm_fn::exec::Limits::new(proto::DEFAULT_MAX_MESSAGE_BYTES);
     let channel = tonic::transport::Endpoint::from_shared(bench.endpoint.clone())?
         .tcp_nodelay(true)
         .connect()
@@ -1200,7 +1200,7 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
                             s.push(call_wrapper(&mut bench.client, &input).await?);
                         }
                         Piece::ExecCore => {
-                            let out = wrapper_server::exec::run(&spec, input.clone(), &limits)
+                            let out = krm_fn::exec::run(&spec, input.clone(), &limits)
                                 .await
                                 .map_err(|e| anyhow!("exec::run: {e}"))?;
                             s.push(started.elapsed());
@@ -1209,7 +1209,7 @@ async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
                         Piece::Check | Piece::CheckIndented => {
                             let doc: &[u8] = if v == Piece::Check { &input } else { &indented };
                             let started = Instant::now();
-                            let res = wrapper_server::results::parse_output(doc);
+                            let res = krm_fn::results::parse_output(doc);
                             s.push(started.elapsed());
                             ensure!(res.is_ok(), "payload is not a ResourceList");
                         }

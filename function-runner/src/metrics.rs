@@ -1,0 +1,150 @@
+//! The runner's Prometheus metrics, served by [`krm_fn::metrics`].
+
+use std::time::Instant;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::cache::{PodCache, PodState};
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct EvalLabels {
+    image: String,
+    outcome: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ImageLabel {
+    image: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(crate) struct OutcomeLabel {
+    pub(crate) outcome: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct StateLabel {
+    state: String,
+}
+
+/// The runner's metrics. Cache figures are read from the cache actor at
+/// scrape time, so the warm path pays nothing for them.
+pub struct RunnerMetrics {
+    registry: Registry,
+    evaluations: Family<EvalLabels, Counter>,
+    latency: Family<ImageLabel, Histogram, fn() -> Histogram>,
+    pub(crate) pod_starts: Family<OutcomeLabel, Counter>,
+    pub(crate) pod_start_seconds: Histogram,
+    cache_hits: Counter,
+    cache_misses: Counter,
+    pods: Family<StateLabel, Gauge>,
+}
+
+impl Default for RunnerMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RunnerMetrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("function_runner");
+        let evaluations = Family::<EvalLabels, Counter>::default();
+        registry.register(
+            "evaluations",
+            "EvaluateFunction calls by image and outcome (gRPC code)",
+            evaluations.clone(),
+        );
+        let latency: Family<ImageLabel, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.001, 2.0, 18)));
+        registry.register(
+            "evaluation_duration_seconds",
+            "EvaluateFunction latency by image",
+            latency.clone(),
+        );
+        let pod_starts = Family::<OutcomeLabel, Counter>::default();
+        registry.register("pod_starts", "Pod starts by outcome", pod_starts.clone());
+        let pod_start_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 16));
+        registry.register(
+            "pod_start_duration_seconds",
+            "Time from pod start to SERVING",
+            pod_start_seconds.clone(),
+        );
+        let cache_hits = Counter::default();
+        registry.register(
+            "cache_hits",
+            "Calls served by a ready pod",
+            cache_hits.clone(),
+        );
+        let cache_misses = Counter::default();
+        registry.register(
+            "cache_misses",
+            "Calls that waited for a pod to start",
+            cache_misses.clone(),
+        );
+        let pods = Family::<StateLabel, Gauge>::default();
+        registry.register("pods", "Pods owned by this runner, by state", pods.clone());
+        Self {
+            registry,
+            evaluations,
+            latency,
+            pod_starts,
+            pod_start_seconds,
+            cache_hits,
+            cache_misses,
+            pods,
+        }
+    }
+
+    pub(crate) fn observe_call(&self, image: &str, code: tonic::Code, started: Instant) {
+        let outcome = format!("{code:?}");
+        self.evaluations
+            .get_or_create(&EvalLabels {
+                image: image.to_string(),
+                outcome,
+            })
+            .inc();
+        self.latency
+            .get_or_create(&ImageLabel {
+                image: image.to_string(),
+            })
+            .observe(started.elapsed().as_secs_f64());
+    }
+
+    /// The metrics text, with the cache's current figures.
+    pub async fn render(&self, cache: Option<&PodCache>) -> String {
+        if let Some(cache) = cache {
+            let snap = cache.snapshot().await;
+            // Counters only move forward: set them to the actor's totals.
+            let hits = snap.counters.hits.saturating_sub(self.cache_hits.get());
+            self.cache_hits.inc_by(hits);
+            let misses = snap.counters.misses.saturating_sub(self.cache_misses.get());
+            self.cache_misses.inc_by(misses);
+            let (mut starting, mut ready) = (0i64, 0i64);
+            for image in &snap.images {
+                for pod in &image.pods {
+                    match pod.state {
+                        PodState::Starting => starting += 1,
+                        PodState::Ready => ready += 1,
+                    }
+                }
+            }
+            self.pods
+                .get_or_create(&StateLabel {
+                    state: "starting".into(),
+                })
+                .set(starting);
+            self.pods
+                .get_or_create(&StateLabel {
+                    state: "ready".into(),
+                })
+                .set(ready);
+        }
+        krm_fn::metrics::encode(&self.registry)
+    }
+}

@@ -1,0 +1,74 @@
+//! A call's deadline, from the client's `grpc-timeout`.
+//!
+//! Servers enforce it themselves rather than through tonic's timeout layer,
+//! which answers CANCELLED where clients expect DEADLINE_EXCEEDED; and a few
+//! ms before the client's own timer, so that our answer (and the kill of the
+//! function's processes) wins.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+/// How much earlier than the client's deadline a server answers.
+const HEADROOM: Duration = Duration::from_millis(5);
+
+/// The call's deadline: `HEADROOM` before the client's `grpc-timeout`.
+pub fn deadline(started: Instant, timeout: Option<Duration>) -> Option<Instant> {
+    timeout.map(|d| started + d.saturating_sub(HEADROOM))
+}
+
+/// The deadline of a call that started at `started` with these headers.
+pub fn from_headers(started: Instant, headers: &http::HeaderMap) -> Option<Instant> {
+    deadline(started, grpc_timeout(headers))
+}
+
+/// Runs `fut` to completion, or until `deadline` (`None` then; `fut` is
+/// dropped).
+pub async fn before<T>(deadline: Option<Instant>, fut: impl Future<Output = T>) -> Option<T> {
+    match deadline {
+        None => Some(fut.await),
+        Some(deadline) => tokio::time::timeout_at(deadline.into(), fut).await.ok(),
+    }
+}
+
+/// The `grpc-timeout` the client sent (`<digits><unit>`, units H M S m u n).
+pub fn grpc_timeout(headers: &http::HeaderMap) -> Option<Duration> {
+    parse_grpc_timeout(headers.get("grpc-timeout")?.to_str().ok()?)
+}
+
+fn parse_grpc_timeout(value: &str) -> Option<Duration> {
+    if value.len() < 2 || value.len() > 9 {
+        return None;
+    }
+    let (digits, unit) = value.split_at(value.len() - 1);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.checked_mul(3600)?),
+        "M" => Duration::from_secs(n.checked_mul(60)?),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeout_units() {
+        assert_eq!(parse_grpc_timeout("1S"), Some(Duration::from_secs(1)));
+        assert_eq!(parse_grpc_timeout("250m"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_grpc_timeout("2H"), Some(Duration::from_secs(7200)));
+        assert_eq!(parse_grpc_timeout("3M"), Some(Duration::from_secs(180)));
+        assert_eq!(parse_grpc_timeout("10u"), Some(Duration::from_micros(10)));
+        assert_eq!(
+            parse_grpc_timeout("99999999n"),
+            Some(Duration::from_nanos(99_999_999))
+        );
+        assert_eq!(parse_grpc_timeout("123456789S"), None, "more than 8 digits");
+        assert_eq!(parse_grpc_timeout("1x"), None);
+        assert_eq!(parse_grpc_timeout("S"), None);
+    }
+}

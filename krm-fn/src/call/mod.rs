@@ -1,0 +1,197 @@
+//! One EvaluateFunction call, from admission to answer: what the wrapper
+//! does per request and the runner's exec evaluator does per binary call.
+//!
+//! A call goes: [`Gate::admit`] (draining? over the concurrency cap?) →
+//! [`exec::run`] under the call's [`deadline`] → [`Function::answer`] maps
+//! exit status and stdout to the answer of the README's outcome table, or to
+//! a [`CallError`], which becomes a gRPC status in [`error`].
+
+pub mod deadline;
+pub mod error;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use prost::Message;
+use proto::pb::EvaluateFunctionResponse;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+pub use error::{CallError, Failure, Outcome, RequestError};
+
+use crate::drain::{Drain, DrainGuard};
+use crate::exec::{self, ExecError, ExecSpec, Input, Limits, Output};
+use crate::results;
+
+/// A function's entrypoint and the limits its calls run under.
+#[derive(Debug, Clone)]
+pub struct Function {
+    pub entrypoint: ExecSpec,
+    pub limits: Limits,
+    /// Limit on the response message (`--max-request-body-size`).
+    pub max_message_bytes: usize,
+}
+
+impl Function {
+    /// stdout is limited to `max_output_bytes`; stderr goes back in the same
+    /// message as stdout, so it is limited to the message size.
+    pub fn new(entrypoint: ExecSpec, max_message_bytes: usize, max_output_bytes: usize) -> Self {
+        let mut limits = Limits::new(max_output_bytes);
+        limits.max_stderr_bytes = max_message_bytes;
+        Self {
+            entrypoint,
+            limits,
+            max_message_bytes,
+        }
+    }
+
+    /// The image a call names, or the entrypoint if it names none.
+    pub fn name_or_entrypoint(&self, image: String) -> String {
+        if image.is_empty() {
+            self.entrypoint.display_program()
+        } else {
+            image
+        }
+    }
+
+    /// Runs the function once on `input` and answers; past `deadline` the
+    /// run is dropped, which kills its process group.
+    pub async fn run(
+        &self,
+        image: &str,
+        input: impl Into<Input>,
+        deadline: Option<Instant>,
+    ) -> Result<EvaluateFunctionResponse, CallError> {
+        let run = exec::run(&self.entrypoint, input.into(), &self.limits);
+        let Some(output) = deadline::before(deadline, run).await else {
+            return Err(CallError::DeadlineExceeded {
+                image: image.to_string(),
+            });
+        };
+        self.answer(image, output)
+    }
+
+    /// The answer for a call whose function ran (or could not run).
+    pub fn answer(
+        &self,
+        image: &str,
+        output: Result<Output, ExecError>,
+    ) -> Result<EvaluateFunctionResponse, CallError> {
+        let image = image.to_string();
+        match output {
+            Ok(output) => outcome(image, output, self.max_message_bytes),
+            Err(source @ ExecError::Spawn { .. }) => Err(CallError::StartFailed { image, source }),
+            Err(ExecError::OutputTooLarge { limit }) => {
+                Err(CallError::OutputTooLarge { image, limit })
+            }
+            Err(source @ ExecError::Io { .. }) => Err(CallError::Io { image, source }),
+        }
+    }
+}
+
+/// Maps a finished process to the answer of the outcome table.
+pub fn outcome(
+    image: String,
+    output: Output,
+    max_message_bytes: usize,
+) -> Result<EvaluateFunctionResponse, CallError> {
+    let parsed = results::parse_output(&output.stdout);
+    if output.status.success() {
+        return match parsed {
+            Ok(_) => fit_response(image, output, max_message_bytes),
+            Err(source) => Err(CallError::InvalidOutput {
+                image,
+                source,
+                stderr: output.stderr,
+            }),
+        };
+    }
+    let failure = match parsed {
+        Ok(rl) => Failure::Results(rl.results),
+        Err(err) => Failure::Unparsable(err),
+    };
+    Err(CallError::FunctionFailed {
+        image,
+        status: output.status,
+        failure,
+        stderr: output.stderr,
+    })
+}
+
+/// Builds the OK answer, shortening the log (keeping its end, where errors
+/// usually are) if stdout and stderr together exceed the message limit.
+fn fit_response(
+    image: String,
+    output: Output,
+    max_message_bytes: usize,
+) -> Result<EvaluateFunctionResponse, CallError> {
+    let mut resp = EvaluateFunctionResponse {
+        resource_list: output.stdout,
+        log: output.stderr,
+    };
+    let over = resp.encoded_len().saturating_sub(max_message_bytes);
+    if over > 0 {
+        if over <= resp.log.len() {
+            // Drop `over` bytes of log, plus a little for the shorter varint.
+            let keep = resp.log.len().saturating_sub(over + 16);
+            resp.log = resp.log.slice(resp.log.len() - keep..);
+        } else {
+            return Err(CallError::ResponseTooLarge {
+                image,
+                size: resp.resource_list.len(),
+                max: max_message_bytes,
+            });
+        }
+    }
+    Ok(resp)
+}
+
+/// Who may start a call: not while draining, and at most `max` at once.
+#[derive(Clone, Default)]
+pub struct Gate {
+    drain: Drain,
+    slots: Option<(Arc<Semaphore>, usize)>,
+}
+
+/// Held while an admitted call runs: counts it for the drain, and holds its
+/// concurrency slot.
+pub struct Admission {
+    _drain: DrainGuard,
+    _slot: Option<OwnedSemaphorePermit>,
+}
+
+impl Gate {
+    /// `max_concurrent`: at most this many calls at once, the rest get
+    /// RESOURCE_EXHAUSTED; `None` for no cap.
+    pub fn new(max_concurrent: Option<usize>) -> Self {
+        Self {
+            drain: Drain::default(),
+            slots: max_concurrent.map(|n| (Arc::new(Semaphore::new(n)), n)),
+        }
+    }
+
+    pub fn drain(&self) -> &Drain {
+        &self.drain
+    }
+
+    /// Admits a call, or refuses it: draining, or at the concurrency cap.
+    pub fn admit(&self) -> Result<Admission, CallError> {
+        let drain = self.drain.enter().ok_or(CallError::ShuttingDown)?;
+        let slot = match &self.slots {
+            None => None,
+            Some((slots, max)) => Some(
+                slots
+                    .clone()
+                    .try_acquire_owned()
+                    .map_err(|_| CallError::Busy { max: *max })?,
+            ),
+        };
+        Ok(Admission {
+            _drain: drain,
+            _slot: slot,
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

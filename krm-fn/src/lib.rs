@@ -1,0 +1,20 @@
+//! What both binaries share for running a KRM function call.
+//!
+//! - [`exec`]: runs one function process per call: stdin in, stdout and
+//!   stderr out, every process it started killed when the call ends;
+//! - [`results`]: the function's stdout checked as a ResourceList, and its
+//!   structured results;
+//! - [`call`]: one EvaluateFunction call: admission, deadline, the answer
+//!   and its errors, and the one mapping from errors to gRPC statuses;
+//! - [`drain`]: the graceful drain of calls in progress;
+//! - [`server`]: `evaluator.FunctionEvaluator` and gRPC health on one port;
+//! - [`metrics`]: the Prometheus endpoint.
+
+#![forbid(unsafe_code)]
+
+pub mod call;
+pub mod drain;
+pub mod exec;
+pub mod metrics;
+pub mod results;
+pub mod server;

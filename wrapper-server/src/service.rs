@@ -1,0 +1,127 @@
+//! What every EvaluateFunction call of the wrapper shares: its function,
+//! the gate that admits calls, the metrics; and the buffered path, tonic's
+//! generated server, for the requests [`crate::stream`] leaves to it
+//! (compressed ones).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use krm_fn::call::{deadline, CallError, Function, Gate};
+use proto::pb::function_evaluator_server::FunctionEvaluator;
+use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
+use tonic::{Request, Response, Status};
+
+use crate::metrics::{CallMetrics, Metrics, Outcome};
+
+/// The wrapper's state, shared by every call.
+pub(crate) struct Service {
+    pub(crate) function: Function,
+    pub(crate) gate: Gate,
+    pub(crate) metrics: Arc<Metrics>,
+}
+
+impl Service {
+    /// Accounts for a finished call (metrics) and logs it, without contents.
+    pub(crate) fn log_call(
+        &self,
+        image: &str,
+        result: &Result<EvaluateFunctionResponse, CallError>,
+        started: Instant,
+        call: &mut CallMetrics,
+    ) {
+        let outcome = match result {
+            Ok(_) => Outcome::Ok,
+            Err(err) => err.outcome(),
+        };
+        let output_bytes = result.as_ref().map_or(0, |r| r.resource_list.len());
+        call.finish(outcome, output_bytes);
+        tracing::info!(
+            image = %image,
+            outcome = outcome.as_str(),
+            duration_ms = started.elapsed().as_secs_f64() * 1000.0,
+            input_bytes = call.input_bytes(),
+            output_bytes,
+            "evaluated"
+        );
+    }
+}
+
+/// EvaluateFunction with the whole request decoded first.
+#[derive(Clone)]
+pub(crate) struct Buffered(pub(crate) Arc<Service>);
+
+#[tonic::async_trait]
+impl FunctionEvaluator for Buffered {
+    async fn evaluate_function(
+        &self,
+        request: Request<EvaluateFunctionRequest>,
+    ) -> Result<Response<EvaluateFunctionResponse>, Status> {
+        let service = &self.0;
+        let started = Instant::now();
+        let deadline = deadline::from_headers(started, request.metadata().as_ref());
+        let req = request.into_inner();
+        let image = service.function.name_or_entrypoint(req.image);
+        let mut call = service.metrics.start_call(req.resource_list.len());
+        let result = async {
+            let _admitted = service.gate.admit()?;
+            service
+                .function
+                .run(&image, req.resource_list, deadline)
+                .await
+        }
+        .await;
+        service.log_call(&image, &result, started, &mut call);
+        result.map(Response::new).map_err(Status::from)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use krm_fn::exec::ExecSpec;
+    use std::time::Duration;
+    use tonic::Code;
+
+    fn service(entrypoint: &[&str]) -> Buffered {
+        let entrypoint = ExecSpec::from_argv(entrypoint.iter().copied()).unwrap();
+        Buffered(Arc::new(Service {
+            function: Function::new(entrypoint, 1 << 20, 1 << 20),
+            gate: Gate::new(None),
+            metrics: Arc::new(Metrics::new()),
+        }))
+    }
+
+    #[tokio::test]
+    async fn deadline_from_grpc_timeout_answers_deadline_exceeded() {
+        let svc = service(&["/bin/sh", "-c", "sleep 30"]);
+        let mut req = Request::new(EvaluateFunctionRequest {
+            resource_list: Bytes::from_static(b"x"),
+            image: "img".into(),
+            tag: String::new(),
+        });
+        req.metadata_mut()
+            .insert("grpc-timeout", "200m".parse().unwrap());
+        let started = Instant::now();
+        let err = svc.evaluate_function(req).await.unwrap_err();
+        assert_eq!(err.code(), Code::DeadlineExceeded);
+        assert!(err.message().contains("img"), "{}", err.message());
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn draining_refuses_new_calls_with_unavailable() {
+        let svc = service(&["cat"]);
+        let drain = svc.0.gate.drain().clone();
+        tokio::spawn(async move { drain.drain().await });
+        tokio::task::yield_now().await;
+        assert!(svc.0.gate.drain().is_draining());
+        let err = svc
+            .evaluate_function(Request::new(EvaluateFunctionRequest::default()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable);
+        assert_eq!(svc.0.gate.drain().in_flight(), 0);
+    }
+}
