@@ -283,12 +283,15 @@ impl Evaluator for PodEvaluator {
 
 /// Whether a pod call failed because the pod is not reachable (rather than
 /// because of what the function did): UNAVAILABLE, or a broken connection,
-/// which tonic reports as UNKNOWN with a transport error as its source.
-/// Functions are pure, so calling another pod is safe.
+/// which tonic reports as UNKNOWN with a transport error as its source, or
+/// as CANCELLED when the connection's task ended under a call in flight
+/// (the pod died mid-call). Our own caller's cancellation never shows up
+/// here: it drops this future instead. Functions are pure, so calling
+/// another pod is safe.
 fn pod_unreachable(status: &Status) -> bool {
     use std::error::Error;
     match status.code() {
-        Code::Unavailable => true,
+        Code::Unavailable | Code::Cancelled => true,
         Code::Unknown => {
             let mut source = status.source();
             while let Some(err) = source {

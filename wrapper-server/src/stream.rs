@@ -7,10 +7,9 @@
 //! then could the function start; its answer is copied once more into an
 //! encode buffer. Here the function is spawned as soon as the
 //! `resource_list` field's header has arrived, and stdout is sent as it is
-//! (see `ok_response`). On loopback hyper has usually read the whole body
-//! before the handler first runs, so the gain there is the copies and the
-//! memory (BENCHMARKS.md, session 2); between nodes the upload also overlaps
-//! the function's run.
+//! (see `ok_response`). The gain is memory and copies wherever the body is
+//! already in when the handler runs, and the overlap of upload and run where
+//! it is not.
 //!
 //! What is parsed by hand is only the framing: the gRPC message prefix
 //! (compressed flag, length) and, up to `resource_list`, the protobuf field

@@ -1,4 +1,4 @@
-//! `bench-runner`: issue #3's speed targets for `function-runner serve`,
+//! `bench-runner`: the speed of `function-runner serve` (warm path, cold starts),
 //! measured side by side in one run, printed as markdown.
 //!
 //! ```sh
@@ -23,10 +23,7 @@ use proto::pb::EvaluateFunctionRequest;
 use tokio::task::JoinSet;
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "bench-runner",
-    about = "Issue #3 benchmarks: function-runner serve"
-)]
+#[command(name = "bench-runner", about = "Benchmarks: function-runner serve")]
 struct Cli {
     #[command(subcommand)]
     command: Cmd,

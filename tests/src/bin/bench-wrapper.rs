@@ -1,4 +1,4 @@
-//! `bench-wrapper`: issue #2's speed and memory targets for the in-pod
+//! `bench-wrapper`: the speed and memory of the in-pod
 //! toolkit, each measured side by side with its baseline in one run, printed
 //! as markdown tables (BENCHMARKS.md quotes them).
 //!
@@ -48,7 +48,7 @@ const SERVING: i32 = 1;
 #[derive(Debug, Parser)]
 #[command(
     name = "bench-wrapper",
-    about = "Issue #2 benchmarks: wrapper-server and health-probe vs their baselines"
+    about = "Benchmarks: wrapper-server and health-probe vs their baselines"
 )]
 struct Cli {
     #[command(subcommand)]

@@ -5,9 +5,13 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
+use function_runner::cache::CacheSettings;
+use function_runner::config::DEFAULT_IMAGE_PREFIX;
 use function_runner::eval::{self, EvalOptions, FnConfig, Function, Output, Source};
 use function_runner::evaluator::Evaluator;
+use function_runner::runner::{BackendKind, Runner, RunnerOptions};
 
 /// Arguments of `function-runner eval`.
 #[derive(Debug, clap::Args)]
@@ -48,7 +52,7 @@ pub struct EvalArgs {
 
 /// Runs `eval`; errors are printed the way kpt prints them (`error: ...`)
 /// and give exit code 1, like a failing function.
-pub async fn run(
+pub async fn run_args(
     args: EvalArgs,
     image_evaluator: Option<Arc<dyn Evaluator>>,
 ) -> anyhow::Result<ExitCode> {
@@ -103,4 +107,56 @@ async fn run_inner(
     let code = eval::run(opts, &mut stdout, stderr).await?;
     stdout.flush()?;
     Ok(code)
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EvalCommand {
+    #[command(flatten)]
+    args: EvalArgs,
+    #[command(flatten)]
+    pods: EvalPodArgs,
+}
+
+/// How `eval --image` runs the image: through the same evaluator chain as
+/// `serve` (FunctionConfigs, then a process pod).
+#[derive(Debug, clap::Args)]
+struct EvalPodArgs {
+    /// Directory of FunctionConfig documents (binaryExecutor images run as
+    /// local binaries).
+    #[arg(long)]
+    functions: Option<PathBuf>,
+    /// process backend: image → entrypoint (directory or YAML map).
+    #[arg(long)]
+    process_functions: Option<PathBuf>,
+    /// process backend: the wrapper-server binary (default: next to this one).
+    #[arg(long)]
+    wrapper_server: Option<PathBuf>,
+    /// Prefix for short image names.
+    #[arg(long, default_value = DEFAULT_IMAGE_PREFIX)]
+    default_image_prefix: String,
+}
+
+/// `function-runner eval`.
+pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
+    let EvalCommand { args, pods } = cmd;
+    if args.image.is_none() {
+        return run_args(args, None).await;
+    }
+    let runner = Runner::start(RunnerOptions {
+        functions: pods.functions,
+        default_image_prefix: pods.default_image_prefix,
+        cache: CacheSettings::default(),
+        warm_up: false,
+        max_message_bytes: args.max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
+        max_grpc_retries: 2,
+        backend: BackendKind::Process,
+        wrapper_server: pods.wrapper_server.unwrap_or_else(
+            function_runner::backend::process::ProcessBackend::default_wrapper_path,
+        ),
+        process_functions: pods.process_functions,
+    })
+    .await?;
+    let code = run_args(args, Some(runner.evaluator.clone())).await;
+    runner.shutdown(Duration::from_secs(10)).await;
+    code
 }

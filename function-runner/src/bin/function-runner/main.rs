@@ -1,0 +1,83 @@
+//! `function-runner`: Porch's function runner (`serve`) and a function
+//! author's tool modelled on `kpt fn eval` (`eval`).
+
+#![forbid(unsafe_code)]
+
+mod eval;
+mod serve;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use function_runner::config::parse_go_duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "function-runner",
+    version,
+    about = "Runs KRM functions: Porch's function runner, and kpt-style local evaluation"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve evaluator.FunctionEvaluator (Porch's protocol) and health.
+    Serve(Box<serve::ServeArgs>),
+    /// Run one function on a package or ResourceList, like `kpt fn eval`.
+    Eval(Box<eval::EvalCommand>),
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    parse_go_duration(s).map_err(|e| e.to_string())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = matches!(&cli.command, Command::Serve(a) if a.log_format == "json");
+    init_logging(json, matches!(cli.command, Command::Eval(_)));
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("function-runner: starting the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        match cli.command {
+            Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
+            Command::Eval(cmd) => eval::run(*cmd).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("function-runner: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(json: bool, quiet: bool) {
+    let default = if quiet { "warn" } else { "info" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        // If whoever reads our stderr is gone, logging must not panic.
+        .log_internal_errors(false)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
