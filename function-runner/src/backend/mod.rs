@@ -12,6 +12,7 @@ pub mod metered;
 pub mod process;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -91,8 +92,18 @@ pub enum PodEvent {
     Failed { id: PodId, reason: String },
 }
 
+/// What made a start fail, kept whole rather than flattened into text so
+/// that callers can walk its causes. Shared: every caller waiting for the
+/// pod gets the same error.
+pub type Cause = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A [`Cause`] from any error, or from a message.
+pub fn cause(err: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>) -> Cause {
+    Arc::from(err.into())
+}
+
 /// Why a backend could not start or stop a pod.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum BackendError {
     #[error("no function is known for image {image:?}: {reason}")]
     UnknownImage { image: String, reason: String },
@@ -102,10 +113,49 @@ pub enum BackendError {
         timeout: Duration,
         detail: String,
     },
-    #[error("pod for {image:?} failed to start: {reason}")]
-    StartFailed { image: String, reason: String },
-    #[error("deleting pod {id}: {reason}")]
-    StopFailed { id: PodId, reason: String },
+    #[error("pod for {image:?} failed to start: {source}")]
+    StartFailed {
+        image: String,
+        #[source]
+        source: Cause,
+    },
+}
+
+/// Equal when of the same kind, for the same image, and saying the same:
+/// causes are compared by their text, as they carry no identity.
+impl PartialEq for BackendError {
+    fn eq(&self, other: &Self) -> bool {
+        use BackendError::*;
+        match (self, other) {
+            (
+                UnknownImage { image, reason },
+                UnknownImage {
+                    image: i2,
+                    reason: r2,
+                },
+            ) => image == i2 && reason == r2,
+            (
+                ReadyTimeout {
+                    image,
+                    timeout,
+                    detail,
+                },
+                ReadyTimeout {
+                    image: i2,
+                    timeout: t2,
+                    detail: d2,
+                },
+            ) => image == i2 && timeout == t2 && detail == d2,
+            (
+                StartFailed { image, source },
+                StartFailed {
+                    image: i2,
+                    source: s2,
+                },
+            ) => image == i2 && source.to_string() == s2.to_string(),
+            _ => false,
+        }
+    }
 }
 
 /// The side effects of pod management. Object safe so that `serve` can pick

@@ -249,12 +249,16 @@ impl Backend for ProcessBackend {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-            let failed = |reason: String| BackendError::StartFailed {
+            let failed = |err: StartError| BackendError::StartFailed {
                 image: spec.image.clone(),
-                reason,
+                source: super::cause(err),
             };
-            let (mut process, stdio) = Process::spawn(&mut cmd)
-                .map_err(|e| failed(format!("spawning {}: {e}", wrapper.display())))?;
+            let (mut process, stdio) = Process::spawn(&mut cmd).map_err(|source| {
+                failed(StartError::Spawn {
+                    wrapper: wrapper.clone(),
+                    source,
+                })
+            })?;
             // The lifeline: dropped (closed) only when this pod is stopped or
             // the runner is gone.
             let lifeline = stdio.stdin;
@@ -262,7 +266,7 @@ impl Backend for ProcessBackend {
                 .stdout
                 .map(pipe::Receiver::from_owned_fd)
                 .transpose()
-                .map_err(|e| failed(format!("wrapper stdout: {e}")))?;
+                .map_err(|e| failed(StartError::Stdout(e)))?;
             if let Some(stderr) = stdio
                 .stderr
                 .map(pipe::Receiver::from_owned_fd)
@@ -284,26 +288,25 @@ impl Backend for ProcessBackend {
                     BufReader::new(stdout)
                         .read_line(&mut first)
                         .await
-                        .map_err(|e| format!("reading the wrapper's address: {e}"))?;
+                        .map_err(StartError::ReadAddress)?;
                 }
                 let addr = first.trim().to_string();
                 if addr.is_empty() {
-                    return Err("the wrapper exited before listening".to_string());
+                    return Err(StartError::NoAddress);
                 }
                 let endpoint = format!("http://{addr}");
                 wait_serving(&endpoint).await?;
-                Ok::<_, String>(endpoint)
+                Ok::<_, StartError>(endpoint)
             };
             let endpoint = tokio::select! {
                 res = tokio::time::timeout(spec.ready_timeout, ready) => match res {
                     Ok(Ok(endpoint)) => endpoint,
-                    Ok(Err(reason)) => {
+                    Ok(Err(err)) => {
                         let status = tokio::time::timeout(Duration::from_millis(200), process.wait()).await;
-                        let reason = match status {
-                            Ok(Ok(status)) => format!("{reason} (wrapper-server {status})"),
-                            _ => reason,
-                        };
-                        return Err(failed(reason));
+                        return Err(failed(match status {
+                            Ok(Ok(status)) => StartError::WrapperExited { source: Box::new(err), status },
+                            _ => err,
+                        }));
                     }
                     Err(_) => {
                         return Err(BackendError::ReadyTimeout {
@@ -315,8 +318,8 @@ impl Backend for ProcessBackend {
                 },
                 status = process.wait() => {
                     return Err(failed(match status {
-                        Ok(status) => format!("wrapper-server exited ({status}) before it was ready"),
-                        Err(e) => format!("waiting for wrapper-server: {e}"),
+                        Ok(status) => StartError::ExitedEarly { status },
+                        Err(e) => StartError::Wait(e),
                     }));
                 }
             };
@@ -377,29 +380,88 @@ impl Backend for ProcessBackend {
     }
 }
 
+/// Why a process pod did not start.
+#[derive(Debug, thiserror::Error)]
+enum StartError {
+    #[error("spawning {}: {source}", .wrapper.display())]
+    Spawn {
+        wrapper: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("wrapper stdout: {0}")]
+    Stdout(#[source] std::io::Error),
+    #[error("reading the wrapper's address: {0}")]
+    ReadAddress(#[source] std::io::Error),
+    #[error("the wrapper exited before listening")]
+    NoAddress,
+    #[error("bad endpoint {endpoint}: {source}")]
+    BadEndpoint {
+        endpoint: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    #[error("connecting to {endpoint}: {source}")]
+    Connect {
+        endpoint: String,
+        #[source]
+        source: tonic::transport::Error,
+    },
+    #[error("health watch on {endpoint}: {source}")]
+    Watch {
+        endpoint: String,
+        #[source]
+        source: tonic::Status,
+    },
+    #[error("health watch on {endpoint} ended before SERVING")]
+    WatchEnded { endpoint: String },
+    #[error("{source} (wrapper-server {status})")]
+    WrapperExited {
+        #[source]
+        source: Box<StartError>,
+        status: krm_fn::exec::ExitStatus,
+    },
+    #[error("wrapper-server exited ({status}) before it was ready")]
+    ExitedEarly { status: krm_fn::exec::ExitStatus },
+    #[error("waiting for wrapper-server: {0}")]
+    Wait(#[source] std::io::Error),
+}
+
 /// Waits until the health service at `endpoint` says SERVING for `""`, with
 /// a Watch stream (the server pushes the change; nothing polls).
-async fn wait_serving(endpoint: &str) -> Result<(), String> {
+async fn wait_serving(endpoint: &str) -> Result<(), StartError> {
     use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
+    let watch_failed = |source| StartError::Watch {
+        endpoint: endpoint.to_string(),
+        source,
+    };
     let channel = tonic::transport::Endpoint::from_shared(endpoint.to_string())
-        .map_err(|e| format!("bad endpoint {endpoint}: {e}"))?
+        .map_err(|source| StartError::BadEndpoint {
+            endpoint: endpoint.to_string(),
+            source,
+        })?
         .connect()
         .await
-        .map_err(|e| format!("connecting to {endpoint}: {e}"))?;
+        .map_err(|source| StartError::Connect {
+            endpoint: endpoint.to_string(),
+            source,
+        })?;
     let mut stream = HealthClient::new(channel)
         .watch(HealthCheckRequest {
             service: String::new(),
         })
         .await
-        .map_err(|e| format!("health watch on {endpoint}: {e}"))?
+        .map_err(watch_failed)?
         .into_inner();
     while let Some(msg) = stream.next().await {
-        let msg = msg.map_err(|e| format!("health watch on {endpoint}: {e}"))?;
+        let msg = msg.map_err(watch_failed)?;
         if msg.status == ServingStatus::Serving as i32 {
             return Ok(());
         }
     }
-    Err(format!("health watch on {endpoint} ended before SERVING"))
+    Err(StartError::WatchEnded {
+        endpoint: endpoint.to_string(),
+    })
 }
 
 #[cfg(test)]

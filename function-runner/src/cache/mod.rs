@@ -126,7 +126,7 @@ impl From<&crate::config::PodMatch> for PodRequestSettings {
 }
 
 /// Why the cache could not hand out a pod.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CacheError {
     /// Starting the pod failed; every caller waiting for it gets this.
     #[error("no pod for {image}: {source}")]
@@ -141,6 +141,21 @@ pub enum CacheError {
     /// The cache task ended (it panicked); nothing can be served.
     #[error("the pod cache task is gone")]
     ActorGone,
+}
+
+/// A start task that ended without reporting (it panicked or was aborted).
+#[derive(Debug, thiserror::Error)]
+#[error("the start task ended without an answer")]
+struct StartLost;
+
+/// A backend named a pod endpoint that is not a URI.
+#[derive(Debug, thiserror::Error)]
+#[error("pod {pod} has an invalid endpoint {endpoint:?}: {source}")]
+struct InvalidEndpoint {
+    pod: PodId,
+    endpoint: String,
+    #[source]
+    source: tonic::transport::Error,
 }
 
 /// What a pod is doing, as shown in a [`CacheSnapshot`]. Failed pods are not
@@ -689,7 +704,7 @@ impl Drop for StartReport {
                 serial: self.serial,
                 result: Err(BackendError::StartFailed {
                     image: self.image.to_string(),
-                    reason: "the start task ended without an answer".to_string(),
+                    source: crate::backend::cause(StartLost),
                 }),
             });
         }
@@ -940,10 +955,11 @@ impl Actor {
             Err(error) => {
                 let error = BackendError::StartFailed {
                     image: image.to_string(),
-                    reason: format!(
-                        "pod {} has an invalid endpoint {:?}: {error}",
-                        ready.id, ready.endpoint
-                    ),
+                    source: crate::backend::cause(InvalidEndpoint {
+                        pod: ready.id.clone(),
+                        endpoint: ready.endpoint.clone(),
+                        source: error,
+                    }),
                 };
                 self.ctx.spawn_stop(ready.id);
                 self.fail_start(image, serial, error);

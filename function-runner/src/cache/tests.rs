@@ -93,7 +93,7 @@ impl Fake {
             .expect("no start is waiting");
         let _ = tx.send(Err(BackendError::StartFailed {
             image,
-            reason: "image pull backoff".to_string(),
+            source: crate::backend::cause("image pull backoff"),
         }));
     }
 
@@ -123,7 +123,7 @@ impl Backend for Fake {
                 rx.await.unwrap_or_else(|_| {
                     Err(BackendError::StartFailed {
                         image: spec.image,
-                        reason: "test dropped the start".to_string(),
+                        source: crate::backend::cause("test dropped the start"),
                     })
                 })
             }
@@ -133,7 +133,7 @@ impl Backend for Fake {
             state.fail_next -= 1;
             return future::ready(Err(BackendError::StartFailed {
                 image: spec.image,
-                reason: "image pull backoff".to_string(),
+                source: crate::backend::cause("image pull backoff"),
             }))
             .boxed();
         }
