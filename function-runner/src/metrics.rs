@@ -1,6 +1,10 @@
-//! The runner's Prometheus metrics, served by [`krm_fn::metrics`].
+//! The runner's Prometheus metrics, served by [`krm_fn::metrics`], and the
+//! backend decorator that records pod starts.
 
+use std::sync::Arc;
 use std::time::Instant;
+
+use futures::future::BoxFuture;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -9,6 +13,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use tokio::sync::mpsc;
+
+use crate::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod};
 use crate::cache::{PodCache, PodState};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -23,8 +30,8 @@ struct ImageLabel {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
-pub(crate) struct OutcomeLabel {
-    pub(crate) outcome: String,
+struct OutcomeLabel {
+    outcome: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -38,8 +45,8 @@ pub struct RunnerMetrics {
     registry: Registry,
     evaluations: Family<EvalLabels, Counter>,
     latency: Family<ImageLabel, Histogram, fn() -> Histogram>,
-    pub(crate) pod_starts: Family<OutcomeLabel, Counter>,
-    pub(crate) pod_start_seconds: Histogram,
+    pod_starts: Family<OutcomeLabel, Counter>,
+    pod_start_seconds: Histogram,
     cache_hits: Counter,
     cache_misses: Counter,
     pods: Family<StateLabel, Gauge>,
@@ -146,5 +153,53 @@ impl RunnerMetrics {
                 .set(ready);
         }
         krm_fn::metrics::encode(&self.registry)
+    }
+}
+
+/// A backend that records pod starts and their duration.
+pub struct MeteredBackend {
+    inner: Arc<dyn Backend>,
+    metrics: Arc<RunnerMetrics>,
+}
+
+impl MeteredBackend {
+    pub fn new(inner: Arc<dyn Backend>, metrics: Arc<RunnerMetrics>) -> Self {
+        Self { inner, metrics }
+    }
+}
+
+impl Backend for MeteredBackend {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
+        let fut = self.inner.start(spec);
+        let metrics = self.metrics.clone();
+        Box::pin(async move {
+            let started = Instant::now();
+            let res = fut.await;
+            let outcome = if res.is_ok() { "ok" } else { "failed" };
+            metrics
+                .pod_starts
+                .get_or_create(&OutcomeLabel {
+                    outcome: outcome.into(),
+                })
+                .inc();
+            if res.is_ok() {
+                metrics
+                    .pod_start_seconds
+                    .observe(started.elapsed().as_secs_f64());
+            }
+            res
+        })
+    }
+
+    fn stop(&self, id: PodId) -> BoxFuture<'static, Result<(), BackendError>> {
+        self.inner.stop(id)
+    }
+
+    fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>) {
+        self.inner.set_events(events)
     }
 }

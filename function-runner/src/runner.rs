@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::metered::MeteredBackend;
 use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
 use crate::backend::Backend;
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
 use crate::config::{self, ImageIndex};
 use crate::evaluator::{Evaluator, ExecEvaluator, MultiEvaluator, PodEvaluator};
+use crate::metrics::MeteredBackend;
 use crate::metrics::RunnerMetrics;
 
 /// Which backend creates pods.

@@ -1,6 +1,6 @@
 //! What every EvaluateFunction call of the wrapper shares: its function,
 //! the gate that admits calls, the metrics; and the buffered path, tonic's
-//! generated server, for the requests [`crate::stream`] leaves to it
+//! generated server, for the requests that the streamed path leaves to it
 //! (compressed ones).
 
 use std::sync::Arc;

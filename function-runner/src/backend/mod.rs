@@ -8,7 +8,6 @@
 //! The pod cache owns all bookkeeping; a backend only does the side effects
 //! and reports a pod's death on the event channel it was given.
 
-pub mod metered;
 pub mod process;
 
 use std::fmt;
