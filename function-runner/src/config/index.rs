@@ -6,11 +6,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use krm_fn::duration::PositiveDuration;
+
 use super::image::{join_image, normalize_image_name, trim_prefix, ImageRef};
 use super::tag::best_tag;
 use super::{
-    ConfigError, DocLocation, FunctionConfig, FunctionConfigSpec, GoDuration, TagConstraint,
-    TemplateOverrides, LATEST_TAG,
+    ConfigError, DocLocation, FunctionConfig, FunctionConfigSpec, TagConstraint, TemplateOverrides,
+    LATEST_TAG,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -282,7 +284,7 @@ impl ImageIndex {
                 (
                     &e.tags,
                     Arc::new(PodTarget {
-                        ttl: e.time_to_live.as_ref().map(GoDuration::duration),
+                        ttl: e.time_to_live.as_ref().map(PositiveDuration::duration),
                         max_parallel_executions: e.max_parallel_executions,
                         preferred_max_queue_length: e.preferred_max_queue_length,
                         template_overrides: e.template_overrides.clone().map(Arc::new),

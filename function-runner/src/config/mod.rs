@@ -12,9 +12,11 @@
 //!   with its file, document number and field while the good ones still load (`load`),
 //! * builds an [`ImageIndex`] answering "which binary / which pod settings for this requested
 //!   image and tag constraint" with hash-map lookups (`index`),
-//! * resolves semver tag constraints ([`resolve_tag`], [`TagConstraint`]; `tag`), splits
-//!   image references ([`ImageRef`]; `image`) and parses Go duration strings
-//!   ([`parse_go_duration`]; `duration`).
+//! * resolves semver tag constraints ([`resolve_tag`], [`TagConstraint`]; `tag`) and splits
+//!   image references ([`ImageRef`]; `image`).
+//!
+//! Go durations are parsed by [`krm_fn::duration`]; the names this module has always
+//! offered for them are re-exported here.
 //!
 //! # Image names
 //!
@@ -35,7 +37,6 @@
 //! `resources` or `securityContext`) are errors. As in serde_yaml generally, an unquoted
 //! scalar in a string field is taken as written (`tags: [1.10]` is the tag `1.10`).
 
-mod duration;
 mod image;
 mod index;
 mod load;
@@ -56,8 +57,8 @@ pub use types::{
     PodExecutor, TemplateOverrides,
 };
 
-pub use duration::{parse_go_duration, DurationError, GoDuration};
 pub use image::{normalize_image_name, ImageRef};
+pub use krm_fn::duration::{parse_go_duration, DurationError, PositiveDuration};
 
 /// The API group of FunctionConfig.
 pub const GROUP: &str = "config.porch.kpt.dev";

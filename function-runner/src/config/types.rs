@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
+use krm_fn::duration::PositiveDuration;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{DocLocation, GoDuration};
+use super::DocLocation;
 
 /// `null` (or an absent field) becomes the type's default, as Kubernetes treats them.
 fn null_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
@@ -208,7 +209,7 @@ pub struct PodExecutor {
     pub tags: Vec<String>,
     /// How long an idle pod stays cached (Go duration, must be positive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub time_to_live: Option<GoDuration>,
+    pub time_to_live: Option<PositiveDuration>,
     /// Maximum number of pods for one image (at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_parallel_executions: Option<u32>,

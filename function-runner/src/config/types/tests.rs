@@ -1,6 +1,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use krm_fn::duration::PositiveDuration as GoDuration;
+
 use crate::config::test_support::*;
 use crate::config::*;
 
