@@ -7,6 +7,7 @@
 //! `wrapper-server`.
 //!
 //! - [`config`]: FunctionConfig documents and image matching;
+//! - [`image`]: image references, split one way for config, backends and pod names;
 //! - [`runner`]: assembles all of the above from options;
 //! - [`package`] and [`eval`]: `function-runner eval`, kpt-style local runs.
 
@@ -17,6 +18,7 @@ pub mod cache;
 pub mod config;
 pub mod eval;
 pub mod evaluator;
+pub mod image;
 pub mod package;
 pub mod runner;
 pub mod server;

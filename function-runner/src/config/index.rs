@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use krm_fn::duration::PositiveDuration;
 
-use super::image::{join_image, normalize_image_name, trim_prefix, ImageRef};
 use super::tag::best_tag;
 use super::{
     ConfigError, DocLocation, FunctionConfig, FunctionConfigSpec, TagConstraint, TemplateOverrides,
     LATEST_TAG,
 };
+use crate::image::{join_image, normalize_image_name, trim_prefix, ImageRef};
 
 // ---------------------------------------------------------------------------------------------
 // What a config maps

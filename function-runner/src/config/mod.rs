@@ -12,16 +12,16 @@
 //!   with its file, document number and field while the good ones still load (`load`),
 //! * builds an [`ImageIndex`] answering "which binary / which pod settings for this requested
 //!   image and tag constraint" with hash-map lookups (`index`),
-//! * resolves semver tag constraints ([`resolve_tag`], [`TagConstraint`]; `tag`) and splits
-//!   image references ([`ImageRef`]; `image`).
+//! * resolves semver tag constraints ([`resolve_tag`], [`TagConstraint`]; `tag`).
 //!
-//! Go durations are parsed by [`krm_fn::duration`]; the names this module has always
-//! offered for them are re-exported here.
+//! Image references are split by [`crate::image`] and Go durations parsed by
+//! [`krm_fn::duration`]; the names this module has always offered for them are re-exported
+//! here.
 //!
 //! # Image names
 //!
 //! A request names an image as `[REGISTRY/PATH/]NAME[:TAG][@DIGEST]`; a name without any `/`
-//! is a short name of the default image prefix (see `image`).
+//! is a short name of the default image prefix (see [`crate::image`]).
 //!
 //! A FunctionConfig whose `spec.image` has no `/` (e.g. `set-namespace`) matches
 //! `PREFIX/set-namespace:TAG` for every prefix in `spec.prefixes` and every tag of the
@@ -37,7 +37,6 @@
 //! `resources` or `securityContext`) are errors. As in serde_yaml generally, an unquoted
 //! scalar in a string field is taken as written (`tags: [1.10]` is the tag `1.10`).
 
-mod image;
 mod index;
 mod load;
 mod tag;
@@ -57,7 +56,7 @@ pub use types::{
     PodExecutor, TemplateOverrides,
 };
 
-pub use image::{normalize_image_name, ImageRef};
+pub use crate::image::{normalize_image_name, ImageRef};
 pub use krm_fn::duration::{parse_go_duration, DurationError, PositiveDuration};
 
 /// The API group of FunctionConfig.

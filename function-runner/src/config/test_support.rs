@@ -1,4 +1,4 @@
-//! Helpers shared by the tests of the config submodules (and of `image`).
+//! Helpers shared by the tests of the config submodules (and of [`crate::image`]).
 
 use super::{parse_str, FunctionConfig, LoadReport};
 

@@ -1,7 +1,10 @@
-//! Image references, `[REGISTRY/PATH/]NAME[:TAG][@DIGEST]`, as requests name images.
+//! Image references, `[REGISTRY/PATH/]NAME[:TAG][@DIGEST]`, split one way for the whole
+//! runner: FunctionConfig matching ([`crate::config`]), the process backend's function map
+//! and pod names ([`crate::backend`]) all read the same name, tag and digest out of a
+//! requested image.
 //!
 //! A name without any `/` is a short name of the default image prefix (by default
-//! [`super::DEFAULT_IMAGE_PREFIX`]), so `set-namespace:v0.4.1` and
+//! [`crate::config::DEFAULT_IMAGE_PREFIX`]), so `set-namespace:v0.4.1` and
 //! `ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1` are the same image. A name
 //! that contains a `/` is taken literally (there is no Docker Hub `docker.io/library/`
 //! normalisation).
