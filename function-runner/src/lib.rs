@@ -7,6 +7,7 @@
 //! `wrapper-server`.
 //!
 //! - [`config`]: FunctionConfig documents and image matching;
+//! - [`image`]: image references, split one way for config, backends and pod names;
 //! - [`metrics`]: the runner's Prometheus metrics;
 //! - [`runner`]: assembles all of the above from options;
 //! - [`package`] and [`eval`]: `function-runner eval`, kpt-style local runs.
@@ -18,6 +19,7 @@ pub mod cache;
 pub mod config;
 pub mod eval;
 pub mod evaluator;
+pub mod image;
 pub mod metrics;
 pub mod package;
 pub mod runner;

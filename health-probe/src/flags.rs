@@ -3,7 +3,7 @@
 //! separate value (`-tls`, `-tls=false`); parsing stops at the first non-flag argument
 //! or after `--`.
 
-use crate::duration::GoDuration;
+use krm_fn::duration::GoDuration;
 
 /// The parsed command line.
 #[derive(Debug, Clone)]

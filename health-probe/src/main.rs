@@ -16,7 +16,6 @@ macro_rules! log {
 }
 
 mod dial;
-mod duration;
 mod flags;
 mod grpc;
 mod probe;

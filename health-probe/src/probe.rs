@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use krm_fn::duration::GoDuration;
+
 use crate::dial::{self, Stage};
-use crate::duration::GoDuration;
 use crate::flags::Options;
 use crate::grpc::{self, Code};
 

@@ -1,4 +1,4 @@
-//! What both binaries share for running a KRM function call.
+//! What the binaries share for running a KRM function call.
 //!
 //! - [`exec`]: runs one function process per call: stdin in, stdout and
 //!   stderr out, every process it started killed when the call ends;
@@ -8,12 +8,14 @@
 //!   and its errors, and the one mapping from errors to gRPC statuses;
 //! - [`drain`]: the graceful drain of calls in progress;
 //! - [`server`]: `evaluator.FunctionEvaluator` and gRPC health on one port;
-//! - [`metrics`]: the Prometheus endpoint.
+//! - [`metrics`]: the Prometheus endpoint;
+//! - [`duration`]: Go's `time.Duration` syntax, for flags and configs.
 
 #![forbid(unsafe_code)]
 
 pub mod call;
 pub mod drain;
+pub mod duration;
 pub mod exec;
 pub mod metrics;
 pub mod results;

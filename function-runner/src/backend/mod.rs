@@ -17,6 +17,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
+use crate::image::ImageRef;
+
 /// Identifies one pod across its whole life. Unique within a runner process.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PodId(pub String);
@@ -33,11 +35,15 @@ impl fmt::Display for PodId {
 /// (`name@sha256:…`) and tags with `.`/`_` give valid names too: the Go
 /// original produced invalid ones for digests.
 pub fn pod_name(image: &str, unique: &str) -> String {
-    let no_digest = image.split('@').next().unwrap_or(image);
-    let last = no_digest.rsplit('/').next().unwrap_or(no_digest);
+    // The last path segment and the tag name the function for a reader of `kubectl get
+    // pods`; the digest would only fill the 63 characters with hex.
+    let image = ImageRef::split(image);
+    let tag = image.tag.map(|tag| std::iter::once(':').chain(tag.chars()));
     let mut name = String::with_capacity(63);
-    for c in last
+    for c in image
+        .last_segment()
         .chars()
+        .chain(tag.into_iter().flatten())
         .chain(std::iter::once('-'))
         .chain(unique.chars())
     {

@@ -41,6 +41,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_stream::StreamExt;
 
 use super::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod};
+use crate::image::ImageRef;
 
 /// How long a stopping wrapper may drain before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -112,7 +113,7 @@ impl FunctionMap {
     }
 }
 
-/// `registry/path/name:tag@digest`, split.
+/// The keys a function map looks an image up by: the pieces of its [`ImageRef`].
 struct ImageParts<'a> {
     without_tag: &'a str,
     name: &'a str,
@@ -121,21 +122,13 @@ struct ImageParts<'a> {
 
 impl<'a> ImageParts<'a> {
     fn parse(image: &'a str) -> Self {
-        let no_digest = image.split('@').next().unwrap_or(image);
-        // A tag is after the last ':' that comes after the last '/'
-        // (a ':' before it is a registry port).
-        let last_slash = no_digest.rfind('/').map_or(0, |i| i + 1);
-        let (without_tag, tag) = match no_digest[last_slash..].rfind(':') {
-            Some(i) => (
-                &no_digest[..last_slash + i],
-                Some(&no_digest[last_slash + i + 1..]),
-            ),
-            None => (no_digest, None),
-        };
+        // `split`, not `parse`: the map answers for whatever image it is handed; refusing
+        // malformed requests is not its job.
+        let image = ImageRef::split(image);
         Self {
-            without_tag,
-            name: &without_tag[last_slash..],
-            tag,
+            without_tag: image.name,
+            name: image.last_segment(),
+            tag: image.tag,
         }
     }
 

@@ -1,0 +1,408 @@
+//! Loading FunctionConfigs: from a directory ([`load_dir`]) or one text ([`parse_str`]),
+//! each document validated on its own so that one bad document is reported (with its
+//! source, document number, field and position) while the good ones still load.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::{remove_duplicates, FunctionConfig, API_VERSION, DEFAULT_IMAGE_PREFIX, GROUP, KIND};
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+/// Where a document came from: a file path (or another source name) and, for documents of a
+/// multi-document stream, the 1-based document number.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct DocLocation {
+    /// File path as it was opened (directory argument joined with the file name), or the
+    /// source name given to [`parse_str`].
+    pub source: String,
+    /// 1-based index of the YAML document within the source (every `---` separated document
+    /// counts, including empty and non-FunctionConfig ones). `None` for objects that did not
+    /// come from a parsed text.
+    pub document: Option<usize>,
+}
+
+impl fmt::Display for DocLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.document {
+            Some(n) => write!(f, "{} (document {n})", self.source),
+            None => write!(f, "{}", self.source),
+        }
+    }
+}
+
+/// Errors from loading, validating and matching FunctionConfigs.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The configuration directory could not be listed.
+    #[error("{}: cannot read directory: {source}", path.display())]
+    ReadDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A configuration file could not be read.
+    #[error("{}: cannot read file: {source}", path.display())]
+    ReadFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A document could not be parsed at all (YAML syntax) or failed at its root.
+    /// A syntax error ends the parsing of that file: later documents are not reached.
+    #[error("{at}: {message}{}", fmt_position(position))]
+    Parse {
+        at: DocLocation,
+        message: String,
+        /// Where in the source text, when known.
+        position: Option<Position>,
+    },
+    /// A field has the wrong type or an invalid value.
+    #[error("{at}: {field}: {message}{}", fmt_position(position))]
+    Invalid {
+        at: DocLocation,
+        /// Dotted path of the field, e.g. `spec.podExecutor.maxParallelExecutions`.
+        field: String,
+        message: String,
+        /// Where in the source text, when known.
+        position: Option<Position>,
+    },
+    /// An (image, tag) pair is already mapped by an earlier FunctionConfig. The later
+    /// FunctionConfig (the one at `at`) is dropped as a whole; the first one is kept.
+    #[error(
+        "{at}: {field}: image \"{image}\" is already configured by {first}; this FunctionConfig is ignored"
+    )]
+    Duplicate {
+        at: DocLocation,
+        field: String,
+        /// Full image reference `NAME:TAG` that is mapped twice.
+        image: String,
+        /// Description of the FunctionConfig that keeps the mapping.
+        first: String,
+    },
+    /// A tag constraint could not be parsed.
+    #[error("invalid tag constraint \"{constraint}\": {reason}")]
+    InvalidConstraint { constraint: String, reason: String },
+}
+
+fn fmt_position(position: &Option<Position>) -> String {
+    match position {
+        Some(p) => format!(" (at line {}, column {})", p.line, p.column),
+        None => String::new(),
+    }
+}
+
+/// A 1-based line and column in a source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Position {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl ConfigError {
+    /// The location of the offending document, if the error concerns one.
+    pub fn location(&self) -> Option<&DocLocation> {
+        match self {
+            ConfigError::Parse { at, .. }
+            | ConfigError::Invalid { at, .. }
+            | ConfigError::Duplicate { at, .. } => Some(at),
+            _ => None,
+        }
+    }
+
+    /// The dotted field path the error concerns, if any.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ConfigError::Invalid { field, .. } | ConfigError::Duplicate { field, .. } => {
+                Some(field)
+            }
+            _ => None,
+        }
+    }
+}
+// ---------------------------------------------------------------------------------------------
+// Loading
+// ---------------------------------------------------------------------------------------------
+
+/// The outcome of loading: every FunctionConfig that passed validation (in file-name order,
+/// then document order) and one error per rejected document / file.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    pub configs: Vec<FunctionConfig>,
+    pub errors: Vec<ConfigError>,
+}
+
+impl LoadReport {
+    /// True when nothing was rejected.
+    pub fn is_clean(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+/// Loads every `*.yaml`, `*.yml` and `*.json` file (extension case-insensitive) directly in
+/// `dir` — not recursively; entries whose name starts with `.` are skipped, which keeps the
+/// `..data` links of a mounted ConfigMap from being read twice. Files are read in name
+/// order; each may hold several `---` documents (JSON files are parsed by the same YAML
+/// parser). Documents that are not `config.porch.kpt.dev` FunctionConfigs are skipped.
+/// Relative `binaryExecutor.path`s are resolved against the directory (made absolute).
+/// Duplicates are judged with [`DEFAULT_IMAGE_PREFIX`]; see [`load_dir_with_prefix`].
+pub fn load_dir(dir: impl AsRef<Path>) -> LoadReport {
+    load_dir_with_prefix(dir, DEFAULT_IMAGE_PREFIX)
+}
+
+/// [`load_dir`] with the default image prefix used to decide which short and full image
+/// names are the same image (for duplicate detection).
+pub fn load_dir_with_prefix(dir: impl AsRef<Path>, default_prefix: &str) -> LoadReport {
+    let dir = dir.as_ref();
+    let mut report = LoadReport::default();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(source) => {
+            report.errors.push(ConfigError::ReadDir {
+                path: dir.to_path_buf(),
+                source,
+            });
+            return report;
+        }
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(source) => {
+                report.errors.push(ConfigError::ReadDir {
+                    path: dir.to_path_buf(),
+                    source,
+                });
+                continue;
+            }
+        };
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.starts_with('.') || !has_config_extension(name) {
+            continue;
+        }
+        let path = entry.path();
+        // Follows symlinks: ConfigMap mounts are links to regular files.
+        if std::fs::metadata(&path)
+            .map(|m| m.is_file())
+            .unwrap_or(false)
+        {
+            files.push(path);
+        }
+    }
+    files.sort();
+
+    let base_dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let mut parsed = Vec::new();
+    for path in files {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(source) => {
+                report.errors.push(ConfigError::ReadFile { path, source });
+                continue;
+            }
+        };
+        let source_name = path.display().to_string();
+        parse_documents(
+            &text,
+            &source_name,
+            Some(&base_dir),
+            &mut parsed,
+            &mut report.errors,
+        );
+    }
+    let (configs, duplicates) = remove_duplicates(parsed, default_prefix);
+    report.configs = configs;
+    report.errors.extend(duplicates);
+    report
+}
+
+fn has_config_extension(name: &str) -> bool {
+    let Some((_, ext)) = name.rsplit_once('.') else {
+        return false;
+    };
+    ["yaml", "yml", "json"]
+        .iter()
+        .any(|e| ext.eq_ignore_ascii_case(e))
+}
+
+/// Parses one text (one or more `---` documents) exactly like [`load_dir`] parses a file;
+/// `source_name` names it in errors. Relative `binaryExecutor.path`s are left as written.
+/// Duplicates within the text are judged with [`DEFAULT_IMAGE_PREFIX`].
+pub fn parse_str(text: &str, source_name: &str) -> LoadReport {
+    parse_str_with(text, source_name, None, DEFAULT_IMAGE_PREFIX)
+}
+
+/// [`parse_str`] resolving relative `binaryExecutor.path`s against `base_dir` (when given)
+/// and judging duplicates with `default_prefix`.
+pub fn parse_str_with(
+    text: &str,
+    source_name: &str,
+    base_dir: Option<&Path>,
+    default_prefix: &str,
+) -> LoadReport {
+    let mut parsed = Vec::new();
+    let mut errors = Vec::new();
+    parse_documents(text, source_name, base_dir, &mut parsed, &mut errors);
+    let (configs, duplicates) = remove_duplicates(parsed, default_prefix);
+    errors.extend(duplicates);
+    LoadReport { configs, errors }
+}
+
+/// What the first pass learns about a document.
+enum Probe {
+    FunctionConfig,
+    Other,
+    BadVersion(String),
+}
+
+fn probe(value: &serde_yaml::Value) -> Probe {
+    let Some(map) = value.as_mapping() else {
+        return Probe::Other;
+    };
+    let kind = map.get("kind").and_then(serde_yaml::Value::as_str);
+    let api_version = map.get("apiVersion").and_then(serde_yaml::Value::as_str);
+    match (kind, api_version) {
+        (Some(KIND), Some(API_VERSION)) => Probe::FunctionConfig,
+        (Some(KIND), Some(v)) if v.split('/').next() == Some(GROUP) => {
+            Probe::BadVersion(v.to_string())
+        }
+        _ => Probe::Other,
+    }
+}
+
+fn parse_documents(
+    text: &str,
+    source_name: &str,
+    base_dir: Option<&Path>,
+    configs: &mut Vec<FunctionConfig>,
+    errors: &mut Vec<ConfigError>,
+) {
+    // First pass: find the FunctionConfig documents (and syntax errors) via generic values.
+    // Second pass: deserialise those documents again into the typed struct, so that type
+    // errors carry serde_yaml's field path and line numbers relative to the whole text.
+    let mut wanted = HashSet::new();
+    let mut last_wanted = 0;
+    let mut previous_error: Option<String> = None;
+    for (i, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let at = DocLocation {
+            source: source_name.to_string(),
+            document: Some(i + 1),
+        };
+        match serde_yaml::Value::deserialize(document) {
+            Ok(value) => match probe(&value) {
+                Probe::FunctionConfig => {
+                    wanted.insert(i);
+                    last_wanted = i;
+                }
+                Probe::Other => {}
+                Probe::BadVersion(version) => errors.push(ConfigError::Invalid {
+                    at,
+                    field: "apiVersion".to_string(),
+                    message: format!(
+                        "unsupported apiVersion \"{version}\" for kind {KIND} (expected \"{API_VERSION}\")"
+                    ),
+                    position: None,
+                }),
+            },
+            Err(e) => {
+                // After a YAML syntax error the parser cannot resynchronise: every later
+                // "document" repeats the same error. Other errors (e.g. a duplicate key)
+                // concern one document only, and the next documents still load.
+                let message = e.to_string();
+                if previous_error.as_deref() == Some(message.as_str()) {
+                    break;
+                }
+                errors.push(yaml_error(at, &e));
+                previous_error = Some(message);
+                continue;
+            }
+        }
+        previous_error = None;
+    }
+    if wanted.is_empty() {
+        return;
+    }
+    for (i, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        if i > last_wanted {
+            break;
+        }
+        if !wanted.contains(&i) {
+            continue;
+        }
+        let at = DocLocation {
+            source: source_name.to_string(),
+            document: Some(i + 1),
+        };
+        let mut config = match FunctionConfig::deserialize(document) {
+            Ok(config) => config,
+            Err(e) => {
+                errors.push(yaml_error(at, &e));
+                continue;
+            }
+        };
+        let problems = config.validate();
+        if !problems.is_empty() {
+            for (field, message) in problems {
+                errors.push(ConfigError::Invalid {
+                    at: at.clone(),
+                    field,
+                    message,
+                    position: None,
+                });
+            }
+            continue;
+        }
+        if let (Some(binary), Some(base)) = (config.spec.binary_executor.as_mut(), base_dir) {
+            if binary.path.is_relative() {
+                binary.path = base.join(&binary.path);
+            }
+        }
+        config.source = Some(at);
+        configs.push(config);
+    }
+}
+
+/// Turns a serde_yaml error into a [`ConfigError`], splitting off the field path
+/// (`spec.podExecutor.maxParallelExecutions: ...`) and the position suffix.
+fn yaml_error(at: DocLocation, error: &serde_yaml::Error) -> ConfigError {
+    let mut message = error.to_string();
+    let position = error.location().map(|loc| {
+        let suffix = format!(" at line {} column {}", loc.line(), loc.column());
+        if let Some(stripped) = message.strip_suffix(&suffix) {
+            message = stripped.to_string();
+        }
+        Position {
+            line: loc.line(),
+            column: loc.column(),
+        }
+    });
+    if let Some((path, rest)) = message.split_once(": ") {
+        let looks_like_path = !path.is_empty()
+            && !path.contains(char::is_whitespace)
+            && !path.contains('`')
+            && !path.contains('"');
+        if looks_like_path {
+            return ConfigError::Invalid {
+                at,
+                field: path.to_string(),
+                message: rest.to_string(),
+                position,
+            };
+        }
+    }
+    ConfigError::Parse {
+        at,
+        message,
+        position,
+    }
+}
+
+#[cfg(test)]
+mod tests;
