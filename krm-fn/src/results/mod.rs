@@ -5,6 +5,17 @@
 //! function failed (exit ≠ 0: its `results` become the gRPC error message),
 //! and by `function-runner eval` (kpt-style result lines).
 //!
+//! - this module: the result model ([`FnResult`], [`Severity`],
+//!   [`ResourceRef`], [`Field`], [`File`]) and its text form
+//!   ([`format_results`]); what a parse gives ([`ResourceListOutput`]) or why
+//!   it fails ([`OutputError`]); the entry points [`parse_output`] (the fast
+//!   path first) and [`parse_output_strict`] (always the full parse);
+//! - `scan`: the fast path: JSON read with `items` skipped, and the
+//!   block-YAML line scan that leaves `items` unread;
+//! - `de`: the serde deserialisers every parse goes through: the top level of
+//!   the first document, and `results` in the spec's shape or the variants
+//!   real functions emit, normalised into [`FnResult`]s.
+//!
 //! # Accepted input
 //!
 //! YAML or JSON (JSON is YAML too): a mapping with `kind: ResourceList`
@@ -13,28 +24,12 @@
 //! `results` may use the spec's shape or the variants real functions emit;
 //! see [`FnResult`]. Only the first document of a stream counts.
 //!
-//! # Cost, and the fast path
-//!
-//! Measured in release mode (opt-level 3, no LTO, x86_64) on the shared
-//! 2-core build box, which was busy (load average 4-6), so these are the best
-//! of several runs and worst cases ran 2-3x higher. Input: a ResourceList of
-//! 5,421 Deployments (6.0 MiB of block YAML, 4.8 MiB as compact JSON) with
-//! one result; see the `bench_6mib` test.
-//!
-//! | what                                                              | time     |
-//! |-------------------------------------------------------------------|----------|
-//! | `serde_yaml` into `serde_yaml::Value` (the whole tree)            | ~370 ms  |
-//! | `serde_yaml` into a struct skipping `items` (`IgnoredAny`)        | ~180 ms  |
-//! | `serde_json`, JSON form, into a struct skipping `items`           | ~3.8 ms  |
-//! | [`parse_output`], block YAML (line scan below)                    | ~0.6 ms  |
-//! | [`parse_output`], block YAML with CRLF line ends                  | ~0.7 ms  |
-//! | [`parse_output`], JSON (that is `serde_json` + `IgnoredAny`)      | ~4 ms    |
-//! | [`parse_output`], block YAML plus 1,000 results (130 KiB of them) | ~6 ms    |
+//! # The fast path
 //!
 //! libyaml has to scan every character of `items` to find where it ends, so
-//! even a parse that skips `items` costs ~30 ms per MiB; the results that are
-//! read cost ~40 µs per KiB. [`parse_output`] therefore avoids parsing
-//! `items` at all:
+//! even a parse that skips `items` costs time in proportion to the whole
+//! output, of which `items` is nearly all; only `kind` and `results` are
+//! needed here. [`parse_output`] therefore avoids parsing `items` at all:
 //!
 //! - **JSON** (first non-blank byte `{` or `[`): `serde_json` with
 //!   `IgnoredAny` for everything not needed; this still checks the whole JSON
@@ -74,7 +69,10 @@
 //!   libyaml nevertheless accepts: a multi-line quoted scalar or flow
 //!   collection *nested inside* `items` whose continuation lines start at
 //!   column 0 (no serializer writes this); such a line is taken as a
-//!   top-level key. Tests run both parsers on every input and compare.
+//!   top-level key.
+//!
+//! Tests run both parsers on every input and compare; the ignored
+//! `bench_6mib` test times each parse on a 6 MiB ResourceList.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -308,8 +306,9 @@ pub fn parse_output(stdout: &[u8]) -> Result<ResourceListOutput, OutputError> {
 }
 
 /// Like [`parse_output`], but always parses the whole first document with
-/// `serde_yaml`, `items` included (~30 ms per MiB): the reference the fast
-/// path is tested against, and a stricter check where cost does not matter.
+/// `serde_yaml`, `items` included (a cost in proportion to the whole output):
+/// the reference the fast path is tested against, and a stricter check where
+/// cost does not matter.
 pub fn parse_output_strict(stdout: &[u8]) -> Result<ResourceListOutput, OutputError> {
     if is_blank(stdout) {
         return Err(OutputError::Empty);
