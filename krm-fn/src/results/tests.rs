@@ -1,0 +1,238 @@
+use serde_json::json;
+
+use super::fixtures::{err, ok, result, rref, spec_shape_expected, SPEC_SHAPE, VARIANTS};
+use super::*;
+
+#[test]
+fn kind_quoting_and_layout() {
+    for input in [
+        "kind: \"ResourceList\"\nitems: []\n",
+        "kind: 'ResourceList' # comment\nitems: []\n",
+        "kind:\n  ResourceList\nitems: []\n",
+        "kind: !!str ResourceList\nitems: []\n",
+        "{apiVersion: config.kubernetes.io/v1, kind: ResourceList, items: []}",
+        "---\napiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n",
+        "--- # c\nkind: ResourceList\nitems: []\n...\n",
+        "%YAML 1.1\n---\nkind: ResourceList\nitems: []\n",
+    ] {
+        assert_eq!(ok(input), vec![], "input:\n{input}");
+    }
+    assert_eq!(
+        ok("kind: &k ResourceList\nitems: []\nresults: [{message: *k}]\n"),
+        vec![result(Severity::Error, "ResourceList")]
+    );
+}
+
+#[test]
+fn only_the_first_document_counts() {
+    assert_eq!(
+        ok("kind: ResourceList\nitems: []\nresults: [{message: first doc}]\n---\nkind: Other\n---\n: : bad [\n"),
+        vec![result(Severity::Error, "first doc")]
+    );
+    assert_eq!(
+        ok("kind: ResourceList\nresults: [{message: first doc}]\n...\nkind: Other\n"),
+        vec![result(Severity::Error, "first doc")]
+    );
+    assert_eq!(
+        ok("{\"kind\": \"ResourceList\", \"results\": [{\"message\": \"j\"}]}\n---\nkind: X\n"),
+        vec![result(Severity::Error, "j")]
+    );
+    assert_eq!(err("---\n---\nkind: ResourceList\n"), OutputError::Empty);
+}
+
+#[test]
+fn not_a_resource_list() {
+    let kind = |k: &str| OutputError::NotResourceList { kind: k.to_owned() };
+    assert_eq!(
+        err("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n"),
+        kind("Deployment")
+    );
+    assert_eq!(
+        err("{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\"}"),
+        kind("Deployment")
+    );
+    assert_eq!(err("apiVersion: v1\nitems: []\n"), kind(NO_KIND));
+    assert_eq!(err("items:\n- a: 1\n"), kind(NO_KIND));
+    assert_eq!(err("kind: null\nitems: []\n"), kind(NO_KIND));
+    assert_eq!(err("kind: [a, b]\n"), kind("(a sequence)"));
+    // `results` of another kind is not read.
+    assert_eq!(err("kind: Deployment\nresults: 5\n"), kind("Deployment"));
+    assert_eq!(
+        err("- a\n- b\n"),
+        OutputError::NotAMapping {
+            found: "a sequence"
+        }
+    );
+    assert_eq!(
+        err("[1, 2]"),
+        OutputError::NotAMapping {
+            found: "a sequence"
+        }
+    );
+    assert_eq!(
+        err("just a string\n"),
+        OutputError::NotAMapping { found: "a string" }
+    );
+    assert_eq!(err("42\n"), OutputError::NotAMapping { found: "a number" });
+    assert_eq!(
+        err("apiVersion: apps/v1\nkind: Deployment\n").to_string(),
+        "stdout is not a ResourceList: its kind is \"Deployment\""
+    );
+    assert_eq!(
+        err("apiVersion: v1\n").to_string(),
+        "stdout is not a ResourceList: it has no kind"
+    );
+    assert_eq!(
+        err("- a\n").to_string(),
+        "stdout is not a ResourceList: its top level is a sequence, not a mapping"
+    );
+}
+
+#[test]
+fn empty() {
+    for input in [
+        "",
+        " \n\t\r\n",
+        "# nothing but a comment\n",
+        "---\n",
+        "---\n# c\n...\n",
+        "null\n",
+        "~",
+    ] {
+        assert_eq!(err(input), OutputError::Empty, "input: {input:?}");
+    }
+    assert_eq!(
+        OutputError::Empty.to_string(),
+        "stdout is empty, expected a ResourceList"
+    );
+}
+
+#[test]
+fn invalid_yaml_says_where() {
+    let cases = [
+        ("kind: ResourceList\nitems: []\nresults: [\n", "line 4"),
+        (
+            "kind: ResourceList\nitems: []\nthis line has no colon\n",
+            "line 4 column 1",
+        ),
+        (
+            "kind: ResourceList\nresults:\n- message: x\n  severity: [\n",
+            "line 5",
+        ),
+        (
+            "kind: ResourceList\nresults:\n- message: a\n   severity: b\n",
+            "line 4 column 12",
+        ),
+        ("kind: ResourceList\nitems: @bad\n", "line 2 column 8"),
+        (
+            "kind: ResourceList\nitems: []\nitems: []\n",
+            "line 3 column 1",
+        ),
+    ];
+    for (input, place) in cases {
+        let e = err(input);
+        let OutputError::Parse(message) = &e else {
+            panic!("not a parse error: {e:?}, input:\n{input}");
+        };
+        assert!(
+            message.contains(place),
+            "{message:?} does not name {place}, input:\n{input}"
+        );
+    }
+    assert_eq!(
+        err("kind: ResourceList\nitems: []\nkind: ResourceList\n").to_string(),
+        "cannot parse stdout as a ResourceList: duplicate top-level key `kind` at line 3 column 1"
+    );
+    // Not UTF-8.
+    assert!(matches!(
+        parse_output(b"kind: ResourceList\nitems: [\xff]\n"),
+        Err(OutputError::Parse(_))
+    ));
+}
+
+#[test]
+fn format_results_lines() {
+    let results = vec![
+        FnResult {
+            message: "replicas too low".into(),
+            severity: Severity::Error,
+            resource_ref: rref("apps/v1", "Deployment", "prod", "app"),
+            field: Some(Field {
+                path: "spec.replicas".into(),
+                ..Field::default()
+            }),
+            ..FnResult::default()
+        },
+        FnResult {
+            message: "cluster-scoped".into(),
+            severity: Severity::Warning,
+            resource_ref: rref("v1", "Namespace", "", "team"),
+            ..FnResult::default()
+        },
+        FnResult {
+            message: "only a field".into(),
+            severity: Severity::Info,
+            field: Some(Field {
+                path: "data.x".into(),
+                ..Field::default()
+            }),
+            ..FnResult::default()
+        },
+        result(Severity::Error, "plain message\n"),
+        FnResult {
+            message: "kind and name only".into(),
+            resource_ref: rref("", "ConfigMap", "", "cm"),
+            file: Some(File {
+                path: "cm.yaml".into(),
+                index: Some(1),
+            }),
+            ..FnResult::default()
+        },
+    ];
+    assert_eq!(
+        format_results(&results),
+        "[error] apps/v1/Deployment/prod/app spec.replicas: replicas too low\n\
+         [warning] v1/Namespace/team: cluster-scoped\n\
+         [info] data.x: only a field\n\
+         [error] plain message\n\
+         [error] ConfigMap/cm: kind and name only"
+    );
+    assert_eq!(format_results(&[]), "");
+    assert_eq!(
+        format_results(&ok(SPEC_SHAPE)),
+        "[error] apps/v1/Deployment/prod/app spec.replicas: replicas too low\n[info] just so you know"
+    );
+    assert_eq!(
+        format_results(&ok(VARIANTS)),
+        "[warning] a warn\n\
+         [warning] shouting\n\
+         [info] mixed case\n\
+         [error] no severity\n\
+         [error] null severity\n\
+         [error] odd severity\n\
+         [warning] v1/ConfigMap/default/cm data.key: legacy one\n\
+         [error] legacy two\n\
+         [error] v1/Namespace/team spec.template: field as string"
+    );
+    assert_eq!(Severity::Warning.to_string(), "warning");
+    assert_eq!(
+        results[1].to_string(),
+        "[warning] v1/Namespace/team: cluster-scoped"
+    );
+}
+
+#[test]
+fn results_serialize_in_the_spec_shape() {
+    let json = serde_json::to_value(spec_shape_expected()).unwrap();
+    assert_eq!(
+        json,
+        json!([
+            {"message": "replicas too low", "severity": "error",
+             "resourceRef": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "prod", "name": "app"},
+             "field": {"path": "spec.replicas", "currentValue": 1, "proposedValue": 2},
+             "file": {"path": "deploy/app.yaml", "index": 0},
+             "tags": {"level": "3", "rule": "min-replicas"}},
+            {"message": "just so you know", "severity": "info"}
+        ])
+    );
+}
