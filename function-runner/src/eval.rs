@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use krm_fn::exec::{self, ExecError, ExecSpec, ExitStatus, Limits};
 use proto::pb::EvaluateFunctionRequest;
-use serde_yaml::{Mapping, Value};
+use serde_yaml_ng::{Mapping, Value};
 
 use crate::evaluator::{EvalRequest, Evaluator};
 use crate::package::{
@@ -1380,7 +1380,7 @@ mod tests {
 
     #[test]
     fn result_lines_as_kpt_prints_them() {
-        let v: Value = serde_yaml::from_str(
+        let v: Value = serde_yaml_ng::from_str(
             r#"
 - message: bad replicas
   severity: error
@@ -1410,13 +1410,13 @@ mod tests {
             ]
         );
         let wrapped: Value =
-            serde_yaml::from_str("{name: x, items: [{message: m, severity: info}]}").unwrap();
+            serde_yaml_ng::from_str("{name: x, items: [{message: m, severity: info}]}").unwrap();
         assert_eq!(parse_results(&wrapped).len(), 1);
     }
 
     #[test]
     fn results_file_as_kpt_writes_it() {
-        let v: Value = serde_yaml::from_str(
+        let v: Value = serde_yaml_ng::from_str(
             "- {message: bad replicas, severity: error, resourceRef: {apiVersion: apps/v1, kind: Deployment, name: app, namespace: ns}, field: {path: spec.replicas, currentValue: 1, proposedValue: 3}, file: {path: sub/deploy.yaml, index: 0}}\n- {message: \"multi\\nline\", severity: warning}\n",
         )
         .unwrap();

@@ -70,7 +70,7 @@
 //! Where the text cannot be edited safely (anchors, aliases or tags on
 //! `metadata` or `annotations`, keys this scanner does not read around
 //! them, content on a `---` line, a `%` directive) the document is parsed
-//! with `serde_yaml` and written again with [`emit`] (yaml.v3's style): its
+//! with `serde_yaml_ng` and written again with [`emit`] (yaml.v3's style): its
 //! comments are lost, as they would be with any tool that parses YAML. A
 //! function's output that is not block YAML at the top (JSON, a flow
 //! `items` list) is parsed the same way and its items written in block
@@ -125,7 +125,7 @@ pub mod annotations {
 /// Why a document could not be read or edited.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DocError {
-    /// The document is not YAML this module or serde_yaml can read.
+    /// The document is not YAML this module or serde_yaml_ng can read.
     #[error("{0}")]
     Invalid(String),
     /// The document is not a mapping (a resource must be).
@@ -1450,7 +1450,7 @@ fn plain_key(k: &str) -> Cow<'_, str> {
 }
 
 // ---------------------------------------------------------------------------
-// Document operations (with the serde_yaml fall-back)
+// Document operations (with the serde_yaml_ng fall-back)
 
 /// The metadata of a resource document.
 pub fn meta(doc: &str) -> Result<Meta, DocError> {
@@ -1461,7 +1461,8 @@ pub fn meta(doc: &str) -> Result<Meta, DocError> {
             let map = value
                 .as_mapping()
                 .ok_or(DocError::NotAMapping(kind_name(&value)))?;
-            let s = |v: Option<&serde_yaml::Value>| v.and_then(scalar_string).unwrap_or_default();
+            let s =
+                |v: Option<&serde_yaml_ng::Value>| v.and_then(scalar_string).unwrap_or_default();
             let md = map.get("metadata").and_then(|m| m.as_mapping());
             Ok(Meta {
                 api_version: s(map.get("apiVersion")),
@@ -1518,7 +1519,7 @@ pub fn set_annotations(doc: &str, set: &[(&str, &str)]) -> Result<String, DocErr
         .ok_or(DocError::NotAMapping("not a mapping"))?;
     let md = map
         .entry("metadata".into())
-        .or_insert_with(|| serde_yaml::Value::Mapping(Default::default()));
+        .or_insert_with(|| serde_yaml_ng::Value::Mapping(Default::default()));
     if !md.is_mapping() {
         return Err(DocError::Invalid("metadata is not a mapping".into()));
     }
@@ -1526,9 +1527,9 @@ pub fn set_annotations(doc: &str, set: &[(&str, &str)]) -> Result<String, DocErr
         .as_mapping_mut()
         .ok_or(DocError::Invalid("metadata is not a mapping".into()))?
         .entry("annotations".into())
-        .or_insert_with(|| serde_yaml::Value::Mapping(Default::default()));
+        .or_insert_with(|| serde_yaml_ng::Value::Mapping(Default::default()));
     if anns.is_null() {
-        *anns = serde_yaml::Value::Mapping(Default::default());
+        *anns = serde_yaml_ng::Value::Mapping(Default::default());
     }
     let anns = anns.as_mapping_mut().ok_or(DocError::Invalid(
         "metadata.annotations is not a mapping".into(),
@@ -1569,30 +1570,30 @@ pub fn remove_annotations<'a>(
     Ok(Cow::Owned(emit::document(&value, false)))
 }
 
-fn parse_value(doc: &str) -> Result<serde_yaml::Value, DocError> {
-    serde_yaml::from_str(doc).map_err(|e| DocError::Invalid(e.to_string()))
+fn parse_value(doc: &str) -> Result<serde_yaml_ng::Value, DocError> {
+    serde_yaml_ng::from_str(doc).map_err(|e| DocError::Invalid(e.to_string()))
 }
 
-fn kind_name(v: &serde_yaml::Value) -> &'static str {
+fn kind_name(v: &serde_yaml_ng::Value) -> &'static str {
     match v {
-        serde_yaml::Value::Null => "null",
-        serde_yaml::Value::Bool(_) => "a boolean",
-        serde_yaml::Value::Number(_) => "a number",
-        serde_yaml::Value::String(_) => "a string",
-        serde_yaml::Value::Sequence(_) => "a sequence",
-        serde_yaml::Value::Mapping(_) => "a mapping",
-        serde_yaml::Value::Tagged(_) => "a tagged value",
+        serde_yaml_ng::Value::Null => "null",
+        serde_yaml_ng::Value::Bool(_) => "a boolean",
+        serde_yaml_ng::Value::Number(_) => "a number",
+        serde_yaml_ng::Value::String(_) => "a string",
+        serde_yaml_ng::Value::Sequence(_) => "a sequence",
+        serde_yaml_ng::Value::Mapping(_) => "a mapping",
+        serde_yaml_ng::Value::Tagged(_) => "a tagged value",
     }
 }
 
 /// A scalar as the string YAML would read for a `string` field.
-pub fn scalar_string(v: &serde_yaml::Value) -> Option<String> {
+pub fn scalar_string(v: &serde_yaml_ng::Value) -> Option<String> {
     match v {
-        serde_yaml::Value::String(s) => Some(s.clone()),
-        serde_yaml::Value::Bool(b) => Some(b.to_string()),
-        serde_yaml::Value::Number(n) => Some(n.to_string()),
-        serde_yaml::Value::Null => Some(String::new()),
-        serde_yaml::Value::Tagged(t) => scalar_string(&t.value),
+        serde_yaml_ng::Value::String(s) => Some(s.clone()),
+        serde_yaml_ng::Value::Bool(b) => Some(b.to_string()),
+        serde_yaml_ng::Value::Number(n) => Some(n.to_string()),
+        serde_yaml_ng::Value::Null => Some(String::new()),
+        serde_yaml_ng::Value::Tagged(t) => scalar_string(&t.value),
         _ => None,
     }
 }
@@ -2051,9 +2052,9 @@ fn compact_flow(text: &str) -> Option<String> {
 }
 
 fn fallback_document(piece: &str, seq_indent: &'static str) -> Result<Option<Document>, DocError> {
-    let value: serde_yaml::Value = match serde_yaml::Deserializer::from_str(piece).next() {
+    let value: serde_yaml_ng::Value = match serde_yaml_ng::Deserializer::from_str(piece).next() {
         Some(d) => serde::Deserialize::deserialize(d)
-            .map_err(|e: serde_yaml::Error| DocError::Invalid(e.to_string()))?,
+            .map_err(|e: serde_yaml_ng::Error| DocError::Invalid(e.to_string()))?,
         None => return Ok(None),
     };
     if value.is_null() {
@@ -2107,7 +2108,7 @@ pub struct ListText {
     /// Whether there was an `items` key at all.
     pub has_items: bool,
     /// Everything but `items`, parsed (a small document).
-    pub rest: serde_yaml::Mapping,
+    pub rest: serde_yaml_ng::Mapping,
 }
 
 impl ListText {
@@ -2119,7 +2120,7 @@ impl ListText {
 
 /// Splits a ResourceList's text into its items (as document texts) and the
 /// rest (parsed). Block-style `items` are cut textually; anything else
-/// (JSON, flow style, anchors across items) goes through `serde_yaml`, and
+/// (JSON, flow style, anchors across items) goes through `serde_yaml_ng`, and
 /// its items are written again in block style by [`emit`].
 pub fn split_list(text: &str) -> Result<ListText, DocError> {
     let first = text.bytes().position(|b| !b.is_ascii_whitespace());
@@ -2177,8 +2178,8 @@ fn split_list_flow(text: &str, open: usize) -> Option<ListText> {
         }
     }
     rest.push('}');
-    match serde_yaml::from_str(&rest).ok()? {
-        serde_yaml::Value::Mapping(m) => list.rest = m,
+    match serde_yaml_ng::from_str(&rest).ok()? {
+        serde_yaml_ng::Value::Mapping(m) => list.rest = m,
         _ => return None,
     }
     Some(list)
@@ -2272,12 +2273,12 @@ fn split_list_text(text: &str) -> Option<Result<ListText, DocError>> {
             None => return None,
         }
     }
-    let rest: serde_yaml::Value = match serde_yaml::from_str(&rest_doc) {
+    let rest: serde_yaml_ng::Value = match serde_yaml_ng::from_str(&rest_doc) {
         Ok(v) => v,
         Err(_) => return None,
     };
     match rest {
-        serde_yaml::Value::Mapping(m) => list.rest = m,
+        serde_yaml_ng::Value::Mapping(m) => list.rest = m,
         _ => return None,
     }
     Some(Ok(list))
@@ -2340,24 +2341,24 @@ fn split_items(body: &str) -> Option<Vec<String>> {
 }
 
 fn split_list_value(text: &str) -> Result<ListText, DocError> {
-    let value: serde_yaml::Value = match serde_yaml::Deserializer::from_str(text).next() {
+    let value: serde_yaml_ng::Value = match serde_yaml_ng::Deserializer::from_str(text).next() {
         Some(d) => serde::Deserialize::deserialize(d)
-            .map_err(|e: serde_yaml::Error| DocError::Invalid(e.to_string()))?,
-        None => serde_yaml::Value::Null,
+            .map_err(|e: serde_yaml_ng::Error| DocError::Invalid(e.to_string()))?,
+        None => serde_yaml_ng::Value::Null,
     };
-    let serde_yaml::Value::Mapping(mut map) = value else {
+    let serde_yaml_ng::Value::Mapping(mut map) = value else {
         return Err(DocError::NotAMapping(kind_name(&value)));
     };
     let mut list = ListText::default();
     if let Some(items) = map.remove("items") {
         list.has_items = true;
         match items {
-            serde_yaml::Value::Sequence(seq) => {
+            serde_yaml_ng::Value::Sequence(seq) => {
                 for item in seq {
                     list.items.push(emit::document(&item, false));
                 }
             }
-            serde_yaml::Value::Null => {}
+            serde_yaml_ng::Value::Null => {}
             other => {
                 return Err(DocError::Invalid(format!(
                     "items is {}, not a sequence",
@@ -2719,7 +2720,7 @@ pub fn file_content(path: &str, docs: &[&str]) -> Result<String, PackageError> {
             .is_some_and(|n| glob_match(b"*.json", n.as_bytes()))
     {
         let value: serde_json::Value =
-            serde_yaml::from_str(docs[0]).map_err(|e| PackageError::File {
+            serde_yaml_ng::from_str(docs[0]).map_err(|e| PackageError::File {
                 path: path.to_owned(),
                 message: e.to_string(),
             })?;
@@ -2883,7 +2884,7 @@ pub fn go_quote_bytes(b: &[u8]) -> String {
 /// indentation, compact or wide sequences, yaml.v3's choice of plain,
 /// single-quoted, double-quoted or literal scalars.
 pub mod emit {
-    use serde_yaml::Value;
+    use serde_yaml_ng::Value;
 
     /// A document (a mapping, usually), ending with a newline.
     pub fn document(v: &Value, wide: bool) -> String {
@@ -2909,7 +2910,7 @@ pub mod emit {
     }
 
     /// Writes `key: value` lines of a mapping at `indent`.
-    pub fn mapping(out: &mut String, m: &serde_yaml::Mapping, indent: usize, wide: bool) {
+    pub fn mapping(out: &mut String, m: &serde_yaml_ng::Mapping, indent: usize, wide: bool) {
         for (k, v) in m {
             out.extend(std::iter::repeat_n(' ', indent));
             out.push_str(&key(k));
@@ -3040,7 +3041,7 @@ pub mod emit {
         }
     }
 
-    fn number(n: &serde_yaml::Number) -> String {
+    fn number(n: &serde_yaml_ng::Number) -> String {
         if let Some(f) = n.as_f64().filter(|_| n.is_f64()) {
             if f.is_nan() {
                 return ".nan".into();
@@ -3497,7 +3498,7 @@ pub mod emit {
         if s.contains('\n') {
             return false;
         }
-        match serde_yaml::from_str::<Value>(s) {
+        match serde_yaml_ng::from_str::<Value>(s) {
             Ok(Value::String(_)) => v3_non_string(s.trim()),
             Ok(_) => true,
             Err(_) => false,
@@ -3536,8 +3537,8 @@ mod tests {
                 "{k} missing in:\n{with}"
             );
         }
-        let parsed: serde_yaml::Value =
-            serde_yaml::from_str(&with).unwrap_or_else(|e| panic!("{e}:\n{with}"));
+        let parsed: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str(&with).unwrap_or_else(|e| panic!("{e}:\n{with}"));
         assert_eq!(
             parsed["metadata"]["annotations"][annotations::LEGACY_PATH],
             "a.yaml",
@@ -3655,10 +3656,10 @@ mod tests {
 
     #[test]
     fn fall_back_for_what_text_cannot_edit() {
-        // An alias as metadata: serde_yaml resolves it.
+        // An alias as metadata: serde_yaml_ng resolves it.
         let doc = "base: &m\n  name: a\napiVersion: v1\nkind: A\nmetadata: *m\n";
         let with = set(doc);
-        let v: serde_yaml::Value = serde_yaml::from_str(&with).unwrap();
+        let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&with).unwrap();
         assert_eq!(v["metadata"]["name"], "a");
         assert_eq!(v["metadata"]["annotations"][annotations::LEGACY_INDEX], "0");
         assert!(matches!(
@@ -3858,8 +3859,8 @@ mod tests {
 
     #[test]
     fn emits_as_yaml_v3() {
-        let v: serde_yaml::Value =
-            serde_yaml::from_str("a: [1, {b: c}]\ns: \"multi\\nline\\n\"\ne: ''\nq: 'yes'\nn: null\nk: {}\nt: \"a: b\"\nlead: ' x'\n").unwrap();
+        let v: serde_yaml_ng::Value =
+            serde_yaml_ng::from_str("a: [1, {b: c}]\ns: \"multi\\nline\\n\"\ne: ''\nq: 'yes'\nn: null\nk: {}\nt: \"a: b\"\nlead: ' x'\n").unwrap();
         assert_eq!(
             emit::document(&v, false),
             "a:\n- 1\n- b: c\ns: |\n  multi\n  line\ne: \"\"\nq: \"yes\"\n\"n\": null\nk: {}\nt: 'a: b'\nlead: ' x'\n"

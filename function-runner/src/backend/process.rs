@@ -65,7 +65,7 @@ pub enum FunctionMapError {
     Parse {
         path: PathBuf,
         #[source]
-        source: serde_yaml::Error,
+        source: serde_yaml_ng::Error,
     },
     #[error("{path}: entry {image:?} has an empty command")]
     Empty { path: PathBuf, image: String },
@@ -82,7 +82,7 @@ impl FunctionMap {
             source,
         })?;
         let map: HashMap<String, Vec<String>> =
-            serde_yaml::from_str(&text).map_err(|source| FunctionMapError::Parse {
+            serde_yaml_ng::from_str(&text).map_err(|source| FunctionMapError::Parse {
                 path: path.to_path_buf(),
                 source,
             })?;

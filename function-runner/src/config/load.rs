@@ -262,12 +262,12 @@ enum Probe {
     BadVersion(String),
 }
 
-fn probe(value: &serde_yaml::Value) -> Probe {
+fn probe(value: &serde_yaml_ng::Value) -> Probe {
     let Some(map) = value.as_mapping() else {
         return Probe::Other;
     };
-    let kind = map.get("kind").and_then(serde_yaml::Value::as_str);
-    let api_version = map.get("apiVersion").and_then(serde_yaml::Value::as_str);
+    let kind = map.get("kind").and_then(serde_yaml_ng::Value::as_str);
+    let api_version = map.get("apiVersion").and_then(serde_yaml_ng::Value::as_str);
     match (kind, api_version) {
         (Some(KIND), Some(API_VERSION)) => Probe::FunctionConfig,
         (Some(KIND), Some(v)) if v.split('/').next() == Some(GROUP) => {
@@ -286,16 +286,16 @@ fn parse_documents(
 ) {
     // First pass: find the FunctionConfig documents (and syntax errors) via generic values.
     // Second pass: deserialise those documents again into the typed struct, so that type
-    // errors carry serde_yaml's field path and line numbers relative to the whole text.
+    // errors carry serde_yaml_ng's field path and line numbers relative to the whole text.
     let mut wanted = HashSet::new();
     let mut last_wanted = 0;
     let mut previous_error: Option<String> = None;
-    for (i, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+    for (i, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         let at = DocLocation {
             source: source_name.to_string(),
             document: Some(i + 1),
         };
-        match serde_yaml::Value::deserialize(document) {
+        match serde_yaml_ng::Value::deserialize(document) {
             Ok(value) => match probe(&value) {
                 Probe::FunctionConfig => {
                     wanted.insert(i);
@@ -329,7 +329,7 @@ fn parse_documents(
     if wanted.is_empty() {
         return;
     }
-    for (i, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+    for (i, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
         if i > last_wanted {
             break;
         }
@@ -369,9 +369,9 @@ fn parse_documents(
     }
 }
 
-/// Turns a serde_yaml error into a [`ConfigError`], splitting off the field path
+/// Turns a serde_yaml_ng error into a [`ConfigError`], splitting off the field path
 /// (`spec.podExecutor.maxParallelExecutions: ...`) and the position suffix.
-fn yaml_error(at: DocLocation, error: &serde_yaml::Error) -> ConfigError {
+fn yaml_error(at: DocLocation, error: &serde_yaml_ng::Error) -> ConfigError {
     let mut message = error.to_string();
     let position = error.location().map(|loc| {
         let suffix = format!(" at line {} column {}", loc.line(), loc.column());

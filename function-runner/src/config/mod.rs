@@ -34,7 +34,7 @@
 //!
 //! Unknown fields are ignored and `null` counts as absent. Values of the wrong shape (a
 //! string for a list, a list for a string, a non-number for a count, a non-mapping for
-//! `resources` or `securityContext`) are errors. As in serde_yaml generally, an unquoted
+//! `resources` or `securityContext`) are errors. As in serde_yaml_ng generally, an unquoted
 //! scalar in a string field is taken as written (`tags: [1.10]` is the tag `1.10`).
 
 mod index;

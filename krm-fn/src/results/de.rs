@@ -118,7 +118,7 @@ enum Key {
 }
 
 /// Reads a top-level key, failing on a string key already `seen` (as kyaml
-/// does). Failing here rather than in the map visitor lets serde_yaml give the
+/// does). Failing here rather than in the map visitor lets serde_yaml_ng give the
 /// error the key's line and column.
 struct KeySeed<'a> {
     seen: &'a [String],
@@ -298,11 +298,11 @@ struct RawMetadata {
 struct RawFieldMap {
     path: Text,
     #[serde(rename = "currentValue")]
-    current_value: Option<serde_yaml::Value>,
+    current_value: Option<serde_yaml_ng::Value>,
     #[serde(rename = "proposedValue")]
-    proposed_value: Option<serde_yaml::Value>,
+    proposed_value: Option<serde_yaml_ng::Value>,
     #[serde(rename = "suggestedValue")]
-    suggested_value: Option<serde_yaml::Value>,
+    suggested_value: Option<serde_yaml_ng::Value>,
 }
 
 /// `field`: a mapping, or just the path as a string.
@@ -429,9 +429,9 @@ fn normalise(r: RawResult) -> FnResult {
 }
 
 /// A YAML value as JSON: tags dropped, non-string keys written as text.
-fn yaml_to_json(value: serde_yaml::Value) -> serde_json::Value {
+fn yaml_to_json(value: serde_yaml_ng::Value) -> serde_json::Value {
     use serde_json::Value as J;
-    use serde_yaml::Value as Y;
+    use serde_yaml_ng::Value as Y;
     match value {
         Y::Null => J::Null,
         Y::Bool(b) => J::Bool(b),
@@ -456,12 +456,12 @@ fn yaml_to_json(value: serde_yaml::Value) -> serde_json::Value {
     }
 }
 
-fn yaml_key_text(key: serde_yaml::Value) -> String {
+fn yaml_key_text(key: serde_yaml_ng::Value) -> String {
     match key {
-        serde_yaml::Value::String(s) => s,
-        serde_yaml::Value::Null => "null".to_owned(),
-        serde_yaml::Value::Bool(b) => b.to_string(),
-        serde_yaml::Value::Number(n) => n.to_string(),
+        serde_yaml_ng::Value::String(s) => s,
+        serde_yaml_ng::Value::Null => "null".to_owned(),
+        serde_yaml_ng::Value::Bool(b) => b.to_string(),
+        serde_yaml_ng::Value::Number(n) => n.to_string(),
         other => serde_json::to_string(&yaml_to_json(other)).unwrap_or_default(),
     }
 }

@@ -40,14 +40,14 @@
 //!   of a compact sequence is a key of the root mapping. The scan cuts the
 //!   document into one section per top-level key (its key line through the
 //!   line before the next key). All sections but `items` are concatenated, in
-//!   order, into a small document parsed by the same `serde_yaml` code as the
+//!   order, into a small document parsed by the same `serde_yaml_ng` code as the
 //!   full parse; so `kind` (whatever its quoting), `results`,
 //!   `functionConfig` and unknown keys are read, and syntax-checked, by
 //!   libyaml itself. Only a block-style `items` section (`items:` with nothing
 //!   but a comment after it) is skipped unread. Once inside the root mapping
 //!   the scan only looks at lines that do not start with a space, found by a
 //!   chunked, vectorised search for `\n` followed by a non-space byte.
-//! - **Fall-back rules**: the full `serde_yaml` parse ([`parse_output_strict`])
+//! - **Fall-back rules**: the full `serde_yaml_ng` parse ([`parse_output_strict`])
 //!   runs instead whenever the scan meets anything it does not fully
 //!   understand: input that is not UTF-8 (or starts with a BOM); line breaks
 //!   other than LF/CRLF (a lone CR, NEL, LS, PS: libyaml breaks lines there);
@@ -306,7 +306,7 @@ pub fn parse_output(stdout: &[u8]) -> Result<ResourceListOutput, OutputError> {
 }
 
 /// Like [`parse_output`], but always parses the whole first document with
-/// `serde_yaml`, `items` included (a cost in proportion to the whole output):
+/// `serde_yaml_ng`, `items` included (a cost in proportion to the whole output):
 /// the reference the fast path is tested against, and a stricter check where
 /// cost does not matter.
 pub fn parse_output_strict(stdout: &[u8]) -> Result<ResourceListOutput, OutputError> {
@@ -326,13 +326,13 @@ pub fn parse_output_strict(stdout: &[u8]) -> Result<ResourceListOutput, OutputEr
 }
 
 /// The YAML syntax error in the first document, if any.
-fn syntax_error(bytes: &[u8]) -> Option<serde_yaml::Error> {
-    let document = serde_yaml::Deserializer::from_slice(bytes).next()?;
+fn syntax_error(bytes: &[u8]) -> Option<serde_yaml_ng::Error> {
+    let document = serde_yaml_ng::Deserializer::from_slice(bytes).next()?;
     IgnoredAny::deserialize(document).err()
 }
 
-fn parse_first_yaml_document(bytes: &[u8]) -> Result<Top, serde_yaml::Error> {
-    match serde_yaml::Deserializer::from_slice(bytes).next() {
+fn parse_first_yaml_document(bytes: &[u8]) -> Result<Top, serde_yaml_ng::Error> {
+    match serde_yaml_ng::Deserializer::from_slice(bytes).next() {
         Some(document) => Top::deserialize(document),
         None => Ok(Top::Null),
     }

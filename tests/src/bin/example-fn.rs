@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 
-use serde_yaml::{Mapping, Value};
+use serde_yaml_ng::{Mapping, Value};
 
 fn main() -> std::process::ExitCode {
     match run() {
@@ -24,7 +24,7 @@ fn run() -> Result<u8, String> {
         .read_to_string(&mut input)
         .map_err(|e| format!("reading stdin: {e}"))?;
     let mut rl: Value =
-        serde_yaml::from_str(&input).map_err(|e| format!("parsing ResourceList: {e}"))?;
+        serde_yaml_ng::from_str(&input).map_err(|e| format!("parsing ResourceList: {e}"))?;
     let data = rl
         .get("functionConfig")
         .and_then(|fc| fc.get("data"))
@@ -61,7 +61,7 @@ fn run() -> Result<u8, String> {
             map.insert("results".into(), Value::Sequence(results));
         }
     }
-    let out = serde_yaml::to_string(&rl).map_err(|e| format!("writing ResourceList: {e}"))?;
+    let out = serde_yaml_ng::to_string(&rl).map_err(|e| format!("writing ResourceList: {e}"))?;
     std::io::stdout()
         .write_all(out.as_bytes())
         .map_err(|e| format!("writing stdout: {e}"))?;

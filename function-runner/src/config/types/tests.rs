@@ -159,7 +159,7 @@ podExecutor:
 #[test]
 fn serialises_back_to_an_equivalent_document() {
     let original = set_namespace_config();
-    let text = serde_yaml::to_string(&original).expect("serialise");
+    let text = serde_yaml_ng::to_string(&original).expect("serialise");
     let again = parse_ok(&text);
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].spec, original.spec);
@@ -300,7 +300,7 @@ fn semantic_errors_name_the_field() {
 
 #[test]
 fn plain_scalars_are_taken_as_written_for_string_fields() {
-    // YAML leniency (as serde_yaml does it): an unquoted number in a string field is its
+    // YAML leniency (as serde_yaml_ng does it): an unquoted number in a string field is its
     // text, so `1.10` stays `1.10`.
     let cfg = config("n", "image: 7\npodExecutor:\n  tags: [1.10, 2, true]\n");
     assert_eq!(cfg.spec.image, "7");

@@ -13,14 +13,14 @@ fn spec_shape_yaml_and_json() {
     assert_eq!(ok(SPEC_SHAPE), spec_shape_expected());
     assert_eq!(ok(SPEC_SHAPE_JSON), spec_shape_expected());
     // JSON written out by serde_json, compact.
-    let value: serde_json::Value = serde_yaml::from_str(SPEC_SHAPE).unwrap();
+    let value: serde_json::Value = serde_yaml_ng::from_str(SPEC_SHAPE).unwrap();
     assert_eq!(ok(&value.to_string()), spec_shape_expected());
 }
 
 #[test]
 fn variants_real_functions_emit() {
     assert_eq!(ok(VARIANTS), variants_expected());
-    let value: serde_json::Value = serde_yaml::from_str(VARIANTS).unwrap();
+    let value: serde_json::Value = serde_yaml_ng::from_str(VARIANTS).unwrap();
     assert_eq!(
         ok(&serde_json::to_string_pretty(&value).unwrap()),
         variants_expected()

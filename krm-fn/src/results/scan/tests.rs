@@ -236,7 +236,8 @@ fn big_output() {
     let input = big_list(40, "results:\n- message: big\n  severity: info\n");
     assert_eq!(ok(&input), vec![result(Severity::Info, "big")]);
     let json =
-        serde_json::to_string(&serde_yaml::from_str::<serde_json::Value>(&input).unwrap()).unwrap();
+        serde_json::to_string(&serde_yaml_ng::from_str::<serde_json::Value>(&input).unwrap())
+            .unwrap();
     assert_eq!(ok(&json), vec![result(Severity::Info, "big")]);
 }
 
@@ -363,8 +364,8 @@ fn bench_6mib() {
         n += 1;
     }
     yaml.push_str(RESULTS);
-    let json =
-        serde_json::to_string(&serde_yaml::from_str::<serde_json::Value>(&yaml).unwrap()).unwrap();
+    let json = serde_json::to_string(&serde_yaml_ng::from_str::<serde_json::Value>(&yaml).unwrap())
+        .unwrap();
     println!(
         "{n} Deployments: block YAML {} bytes, compact JSON {} bytes",
         yaml.len(),
@@ -375,10 +376,10 @@ fn bench_6mib() {
         assert!(parse_fast(input.as_bytes()).is_some());
         let fast = best_of(20, || parse_output(input.as_bytes()));
         let strict = best_of(3, || parse_output_strict(input.as_bytes()));
-        let value = best_of(2, || serde_yaml::from_str::<serde_yaml::Value>(input));
+        let value = best_of(2, || serde_yaml_ng::from_str::<serde_yaml_ng::Value>(input));
         println!(
-            "{name}: parse_output {fast:?}; parse_output_strict (serde_yaml, IgnoredAny items) \
-             {strict:?}; serde_yaml::Value {value:?}"
+            "{name}: parse_output {fast:?}; parse_output_strict (serde_yaml_ng, IgnoredAny items) \
+             {strict:?}; serde_yaml_ng::Value {value:?}"
         );
     }
     let crlf = yaml.replace('\n', "\r\n");
