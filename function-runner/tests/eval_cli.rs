@@ -10,9 +10,11 @@ use common::{copy_dir, fixture, script};
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
+
+use e2e_tests::output_within;
 
 fn tree(dir: &Path) -> BTreeMap<String, String> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
@@ -45,23 +47,15 @@ struct Run {
 }
 
 fn eval(cwd: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_function-runner"))
-        .current_dir(cwd)
-        .arg("eval")
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = output_within(
+        Command::new(env!("CARGO_BIN_EXE_function-runner"))
+            .current_dir(cwd)
+            .arg("eval")
+            .args(args),
+        stdin,
+        Duration::from_secs(120),
+    )
+    .unwrap();
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -2,8 +2,9 @@
 //! function, same files, exit codes, stderr lines, stdout and results.
 //!
 //! Needs kpt (`/usr/bin/kpt` or on PATH); without it each test prints
-//! `SKIPPED: kpt not found` and passes. Functions are small shell/awk
-//! scripts written by the tests.
+//! `SKIPPED: kpt not found` and passes, except in CI, where it fails (see
+//! `e2e_tests::prerequisite`). Functions are small shell/awk scripts written
+//! by the tests.
 
 #![allow(clippy::unwrap_used)]
 
@@ -13,36 +14,14 @@ use common::{copy_dir, fixture, script};
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::time::Duration;
+
+use e2e_tests::{output_within, prerequisite, require_kpt};
 
 fn ours() -> &'static str {
     env!("CARGO_BIN_EXE_function-runner")
-}
-
-fn kpt() -> Option<PathBuf> {
-    let fixed = PathBuf::from("/usr/bin/kpt");
-    if fixed.is_file() {
-        return Some(fixed);
-    }
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("kpt"))
-            .find(|k| k.is_file())
-    })
-}
-
-macro_rules! require_kpt {
-    () => {
-        match kpt() {
-            Some(k) => k,
-            None => {
-                println!("SKIPPED: kpt not found");
-                return;
-            }
-        }
-    };
 }
 
 /// All files under `dir`, by relative path.
@@ -217,22 +196,12 @@ struct Run {
 }
 
 fn run(program: &Path, cwd: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
-    let mut cmd = Command::new(program);
-    cmd.current_dir(cwd)
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        pipe.write_all(input).unwrap();
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = output_within(
+        Command::new(program).current_dir(cwd).args(args),
+        stdin,
+        Duration::from_secs(120),
+    )
+    .unwrap();
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: out.stdout,
@@ -307,7 +276,9 @@ fn assert_same_run(k: &Run, o: &Run, what: &str) {
 
 #[test]
 fn same_files_as_kpt_for_cat_annotating_and_adding_functions() {
-    let kpt = require_kpt!();
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
     let fns_dir = tempfile::tempdir().unwrap();
     let f = functions(fns_dir.path());
     fn basic(d: &Path) {
@@ -328,7 +299,9 @@ fn same_files_as_kpt_for_cat_annotating_and_adding_functions() {
 
 #[test]
 fn failing_function_same_lines_exit_code_and_results() {
-    let kpt = require_kpt!();
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
     let fns_dir = tempfile::tempdir().unwrap();
     let f = functions(fns_dir.path());
     let p = pair(&|d| copy_dir(&fixture("basic"), d));
@@ -363,7 +336,9 @@ fn failing_function_same_lines_exit_code_and_results() {
 
 #[test]
 fn passing_function_with_results_and_stderr() {
-    let kpt = require_kpt!();
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
     let fns_dir = tempfile::tempdir().unwrap();
     let f = functions(fns_dir.path());
     let p = pair(&|d| copy_dir(&fixture("basic"), d));
@@ -380,7 +355,9 @@ fn passing_function_with_results_and_stderr() {
 
 #[test]
 fn missing_function_and_bad_arguments() {
-    let kpt = require_kpt!();
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
     let p = pair(&|d| copy_dir(&fixture("basic"), d));
     for args in [
         &["pkg", "--exec", "./no-such-function"][..],
@@ -396,7 +373,9 @@ fn missing_function_and_bad_arguments() {
 
 #[test]
 fn stdin_and_stdout_like_kpt() {
-    let kpt = require_kpt!();
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
     let fns_dir = tempfile::tempdir().unwrap();
     let f = functions(fns_dir.path());
     let p = pair(&|d| copy_dir(&fixture("basic"), d));
@@ -440,7 +419,9 @@ fn stdin_and_stdout_like_kpt() {
 
 #[test]
 fn function_receives_the_same_resource_list() {
-    let kpt = require_kpt!();
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
     let fns_dir = tempfile::tempdir().unwrap();
     let f = functions(fns_dir.path());
     let cfg = fixture("fn-config.yaml");
@@ -482,7 +463,9 @@ fn function_receives_the_same_resource_list() {
 
 #[test]
 fn output_directory_like_kpt() {
-    let kpt = require_kpt!();
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
     let fns_dir = tempfile::tempdir().unwrap();
     let f = functions(fns_dir.path());
     let p = pair(&|d| copy_dir(&fixture("basic"), d));

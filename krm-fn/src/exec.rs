@@ -794,9 +794,16 @@ mod tests {
     async fn grandchild_holding_stdout_does_not_keep_call_open() {
         // The leader exits at once; a background grandchild keeps stdout open
         // for an hour. The call must end promptly and kill the grandchild.
+        // Bounded: were the call to wait for the grandchild, the test fails
+        // after 30 s (and dropping the call kills the group) instead of
+        // hanging for the hour.
         let spec = sh("sleep 3600 & echo $! ; exit 0");
         let started = std::time::Instant::now();
-        let out = run(&spec, Bytes::new(), &limits()).await.unwrap();
+        let out =
+            tokio::time::timeout(Duration::from_secs(30), run(&spec, Bytes::new(), &limits()))
+                .await
+                .expect("the call waited for the grandchild")
+                .unwrap();
         assert!(started.elapsed() < Duration::from_secs(30));
         let pid: i32 = std::str::from_utf8(&out.stdout)
             .unwrap()
@@ -804,13 +811,10 @@ mod tests {
             .parse()
             .unwrap();
         // Its pipes closed at exit; it turns zombie a moment later.
-        for _ in 0..500 {
-            if !process_alive(pid) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("grandchild {pid} survived the call");
+        assert!(
+            eventually(Duration::from_secs(5), || !process_alive(pid)).await,
+            "grandchild {pid} survived the call"
+        );
     }
 
     #[tokio::test]
@@ -825,31 +829,41 @@ mod tests {
         let limits = limits();
         let call = run(&spec, Bytes::new(), &limits);
         // Give the call until both pids are written, then drop it.
-        let res = tokio::time::timeout(Duration::from_secs(30), async {
-            tokio::pin!(call);
-            loop {
-                tokio::select! {
-                    _ = &mut call => panic!("call ended by itself"),
-                    _ = tokio::time::sleep(Duration::from_millis(10)) => {
-                        let text = std::fs::read_to_string(&pidfile).unwrap_or_default();
-                        if text.lines().count() == 2 {
-                            return text;
-                        }
-                    }
-                }
+        let written =
+            || std::fs::read_to_string(&pidfile).is_ok_and(|text| text.lines().count() == 2);
+        tokio::select! {
+            _ = call => panic!("call ended by itself"),
+            both = eventually(Duration::from_secs(30), written) => assert!(both, "pids never written"),
+        }
+        let pids: Vec<i32> = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        // Dropped above: the group is killed synchronously with SIGKILL.
+        assert!(
+            eventually(Duration::from_secs(5), || pids
+                .iter()
+                .all(|&p| !process_alive(p)))
+            .await,
+            "processes {pids:?} survived the cancelled call"
+        );
+    }
+
+    /// Polls `check` every 10 ms until it holds or `timeout` passes: the
+    /// end-to-end crate's `e2e_tests::eventually`, which this crate cannot
+    /// use (that crate depends on this one).
+    async fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if check() {
+                return true;
             }
-        })
-        .await
-        .unwrap();
-        let pids: Vec<i32> = res.lines().map(|l| l.parse().unwrap()).collect();
-        // Dropped here: the group is killed synchronously with SIGKILL.
-        for _ in 0..500 {
-            if pids.iter().all(|&p| !process_alive(p)) {
-                return;
+            if tokio::time::Instant::now() >= deadline {
+                return false;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        panic!("processes {pids:?} survived the cancelled call");
     }
 
     /// Alive and not a zombie.

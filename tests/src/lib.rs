@@ -1,12 +1,15 @@
-//! Helpers shared by the end-to-end tests in `tests/tests/` and the demo:
-//! locating the built binaries, starting `wrapper-server` on a free loopback
-//! port, and gRPC clients for it.
+//! Helpers shared by the end-to-end tests in `tests/tests/` (and the test
+//! suites of `function-runner` and `wrapper-server`) and the demo: locating
+//! the built binaries, starting `wrapper-server` on a free loopback port, gRPC
+//! clients for it, bounded waits on processes, one polling helper, and the
+//! prerequisite checks of tests that need root, Docker or kpt.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStderr, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Child, ChildStderr, Command, ExitStatus, Output, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
@@ -35,6 +38,12 @@ pub fn bin(name: &str) -> PathBuf {
     );
     path
 }
+
+/// How long a server may take to log that it serves.
+const SERVE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long [`Wrapper`]'s drop waits for the killed server to be reaped.
+const REAP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A running server child process (`wrapper-server` or `function-runner
 /// serve`), killed on drop.
@@ -87,12 +96,24 @@ impl Wrapper {
         let addr = match read_listen_addr(stderr, logs.clone(), marker) {
             Ok(addr) => addr,
             Err(err) => {
-                let _ = child.kill();
-                let _ = child.wait();
+                kill_and_reap(&mut child);
                 return Err(err);
             }
         };
         Ok(Wrapper { child, addr, logs })
+    }
+
+    /// Waits until the server exits by itself; an error (and the server is
+    /// killed on drop) if it still runs after `timeout`.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> anyhow::Result<ExitStatus> {
+        let child = &mut self.child;
+        let mut status = None;
+        eventually(timeout, || {
+            status = child.try_wait().ok().flatten();
+            status.is_some()
+        })
+        .await;
+        status.ok_or_else(|| anyhow!("still running after {timeout:?}; logs:\n{}", self.logs()))
     }
 
     pub fn endpoint(&self) -> String {
@@ -116,9 +137,14 @@ impl Wrapper {
 
 impl Drop for Wrapper {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_and_reap(&mut self.child);
     }
+}
+
+/// SIGKILLs `child` and reaps it, waiting [`REAP_TIMEOUT`] at most.
+fn kill_and_reap(child: &mut Child) {
+    let _ = child.kill();
+    eventually_blocking(REAP_TIMEOUT, || !matches!(child.try_wait(), Ok(None)));
 }
 
 /// Reads the wrapper's log lines until the "serving" line names its address;
@@ -146,8 +172,8 @@ fn read_listen_addr(
         }
     });
     let addr = rx
-        .recv_timeout(Duration::from_secs(30))
-        .map_err(|_| anyhow!("no {marker:?} log line with the address"))?;
+        .recv_timeout(SERVE_TIMEOUT)
+        .map_err(|_| anyhow!("no {marker:?} log line with the address within {SERVE_TIMEOUT:?}"))?;
     addr.parse()
         .with_context(|| format!("bad address {addr:?}"))
 }
@@ -236,18 +262,84 @@ pub fn children_of(pid: u32) -> Vec<(i32, char)> {
     out
 }
 
+/// How often the `eventually` helpers check.
+const POLL_INTERVAL: Duration = Duration::from_millis(10);
+
 /// Polls `check` every 10 ms until it holds or `timeout` passes. For waiting
 /// on other processes (which `tokio::time::pause` cannot speed up).
 pub async fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    eventually_async(timeout, async || check()).await
+}
+
+/// [`eventually`] for a check that is itself async (a gRPC call, say): each
+/// check runs to its end before the next one starts.
+pub async fn eventually_async(timeout: Duration, mut check: impl AsyncFnMut() -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        if check() {
+        if check().await {
             return true;
         }
         if tokio::time::Instant::now() >= deadline {
             return false;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
+/// [`eventually`] for code outside an async runtime (it blocks the thread).
+pub fn eventually_blocking(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if check() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// [`Command::output`] with a bound: runs `cmd` in its own process group with
+/// `stdin` (or nothing) as its input, collects stdout and stderr, and fails
+/// once `timeout` passes, killing the whole group. Also fails, rather than
+/// hanging, when the program exited but something it started still holds its
+/// stdout or stderr open after the timeout.
+pub fn output_within(
+    cmd: &mut Command,
+    stdin: Option<&[u8]>,
+    timeout: Duration,
+) -> anyhow::Result<Output> {
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let mut child = cmd.spawn().with_context(|| format!("spawning {cmd:?}"))?;
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // A thread of its own: a program that does not read its input must
+        // not block us on a full pipe.
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&input);
+        });
+    }
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(out) => out.with_context(|| format!("waiting for {cmd:?}")),
+        Err(_) => {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            // Reaped by the thread, now that the group is dead.
+            let _ = rx.recv_timeout(REAP_TIMEOUT);
+            bail!("{cmd:?} did not finish within {timeout:?}: killed")
+        }
     }
 }
 
@@ -262,12 +354,76 @@ pub fn resource_list(n: usize) -> String {
     s
 }
 
+/// Whether this run is CI's (the `CI` environment variable is set and not
+/// empty), where every test must run: a missing prerequisite is a failure.
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty())
+}
+
+/// Gate for a test that needs something this machine may lack (root,
+/// util-linux `unshare`, `chroot`, a Docker engine, kpt): `Some` when the
+/// check passed; otherwise, locally, prints `SKIPPED: why` and returns `None`
+/// (the test returns and passes), and in CI ([`in_ci`]) panics with the same
+/// reason. Use as `let Some(x) = prerequisite(require_kpt()) else { return };`.
+#[track_caller]
+pub fn prerequisite<T>(check: anyhow::Result<T>) -> Option<T> {
+    match check {
+        Ok(found) => Some(found),
+        Err(why) if in_ci() => {
+            panic!("{why:#} (CI is set: CI must provide what this test needs, see .ci/run)")
+        }
+        Err(why) => {
+            eprintln!("SKIPPED: {why:#}");
+            None
+        }
+    }
+}
+
 /// Fails unless running as root (for `unshare` and `chroot` tests).
 pub fn require_root() -> anyhow::Result<()> {
     if !nix::unistd::Uid::effective().is_root() {
         bail!("needs root");
     }
     Ok(())
+}
+
+/// Fails unless `program ARGS` runs and exits 0 (e.g. `unshare --version`).
+pub fn require_command(program: &str, args: &[&str]) -> anyhow::Result<()> {
+    let out = output_within(
+        Command::new(program).args(args),
+        None,
+        Duration::from_secs(30),
+    )
+    .with_context(|| format!("needs {program}"))?;
+    if !out.status.success() {
+        bail!(
+            "needs {program}: `{program} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+/// Fails unless a Docker engine answers the `docker` command.
+pub fn require_docker() -> anyhow::Result<()> {
+    require_command("docker", &["version", "--format", "{{.Server.Version}}"])
+        .context("no Docker engine answers")
+}
+
+/// The kpt binary: `/usr/bin/kpt`, else the first `kpt` on `PATH`.
+pub fn require_kpt() -> anyhow::Result<PathBuf> {
+    let fixed = PathBuf::from("/usr/bin/kpt");
+    if fixed.is_file() {
+        return Ok(fixed);
+    }
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("kpt"))
+                .find(|k| k.is_file())
+        })
+        .context("kpt not found")
 }
 
 /// A gate for a test function: the function's script marks that it started,
@@ -291,11 +447,14 @@ impl Gate {
         self.dir.path().join("gate")
     }
 
-    /// A shell script that signals its start, waits for the gate, then runs `then`.
+    /// A shell script that signals its start, waits for the gate, then runs
+    /// `then`. Dropping the gate (its directory goes) also ends the wait, so a
+    /// test that fails before opening it leaves no script polling forever.
     pub fn script(&self, then: &str) -> String {
         format!(
-            "touch {s}; while [ ! -e {g} ]; do sleep 0.01; done; {then}",
+            "touch {s}; while [ -d {d} ] && [ ! -e {g} ]; do sleep 0.01; done; {then}",
             s = self.started_path().display(),
+            d = self.dir.path().display(),
             g = self.gate_path().display()
         )
     }

@@ -7,11 +7,19 @@
 #![allow(clippy::unwrap_used)]
 
 use std::process::{Command, Output};
+use std::time::Duration;
 
-use e2e_tests::bin;
+use e2e_tests::{bin, eventually_blocking, output_within, prerequisite, require_docker};
 
+/// One `docker` command, bounded: generous, since a build on a busy machine
+/// takes a while, but a hung engine fails the test instead of hanging it.
 fn docker(args: &[&str]) -> Output {
-    Command::new("docker").args(args).output().unwrap()
+    output_within(
+        Command::new("docker").args(args),
+        None,
+        Duration::from_secs(300),
+    )
+    .unwrap()
 }
 
 fn ok(out: Output) -> String {
@@ -24,38 +32,56 @@ fn ok(out: Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn docker_available() -> bool {
-    Command::new("docker")
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-        .is_ok_and(|o| o.status.success())
+/// Everything the test creates in the engine, all named up front and removed
+/// when the test ends however it ends: containers first (every container is
+/// named, so one whose `docker run` was cut short goes too), then the
+/// volumes and images they used.
+struct Cleanup {
+    containers: Vec<String>,
+    volumes: Vec<String>,
+    images: Vec<String>,
 }
-
-/// Removes the named containers, volumes and image when the test ends.
-struct Cleanup(Vec<Vec<String>>);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
-        for cmd in self.0.iter().rev() {
-            let _ = Command::new("docker").args(cmd).output();
+        for (cmd, names) in [
+            (&["rm", "-f", "-v"][..], &self.containers),
+            (&["volume", "rm", "-f"], &self.volumes),
+            (&["rmi", "-f"], &self.images),
+        ] {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let _ = output_within(
+                Command::new("docker").args(cmd).args(names),
+                None,
+                Duration::from_secs(60),
+            );
         }
     }
 }
 
 #[test]
 fn init_image_installs_tools_and_serves_a_function() {
-    if !docker_available() {
-        eprintln!("SKIPPED: no Docker engine answers");
+    let Some(()) = prerequisite(require_docker()) else {
         return;
-    }
-    let tag = format!("krm-wrapper-test:{}", std::process::id());
-    let volume = format!("krm-tools-{}", std::process::id());
-    let fn_container = format!("krm-fn-{}", std::process::id());
-    let _cleanup = Cleanup(vec![
-        vec!["rmi".into(), "-f".into(), tag.clone()],
-        vec!["volume".into(), "rm".into(), "-f".into(), volume.clone()],
-        vec!["rm".into(), "-f".into(), fn_container.clone()],
-    ]);
+    };
+    let id = std::process::id();
+    let tag = format!("krm-wrapper-test:{id}");
+    let fn_tag = format!("{tag}-fn");
+    let volume = format!("krm-tools-{id}");
+    let porch_volume = format!("{volume}-porch");
+    let fn_container = format!("krm-fn-{id}");
+    let install_container = format!("krm-install-{id}");
+    let porch_container = format!("krm-porch-cp-{id}");
+    let probe_containers = [format!("krm-probe-{id}-0"), format!("krm-probe-{id}-1")];
+    let _cleanup = Cleanup {
+        containers: [&fn_container, &install_container, &porch_container]
+            .into_iter()
+            .chain(&probe_containers)
+            .cloned()
+            .collect(),
+        volumes: vec![volume.clone(), porch_volume.clone()],
+        images: vec![fn_tag.clone(), tag.clone()],
+    };
     // Build context: just the binaries.
     let ctx = tempfile::tempdir().unwrap();
     for name in ["wrapper-server", "health-probe", "example-fn"] {
@@ -75,20 +101,25 @@ fn init_image_installs_tools_and_serves_a_function() {
     // 1. Our init container: `wrapper-server install /wrapper-server-tools`.
     ok(docker(&["volume", "create", &volume]));
     let mount = format!("{volume}:/wrapper-server-tools");
-    ok(docker(&["run", "--rm", "--user", "0", "-v", &mount, &tag]));
+    ok(docker(&[
+        "run",
+        "--rm",
+        "--name",
+        &install_container,
+        "--user",
+        "0",
+        "-v",
+        &mount,
+        &tag,
+    ]));
     // 2. Porch's template form, with the image's /bin/cp.
-    let porch_volume = format!("{volume}-porch");
-    let _cleanup_porch = Cleanup(vec![vec![
-        "volume".into(),
-        "rm".into(),
-        "-f".into(),
-        porch_volume.clone(),
-    ]]);
     ok(docker(&["volume", "create", &porch_volume]));
     let porch_mount = format!("{porch_volume}:/porch-tools");
     ok(docker(&[
         "run",
         "--rm",
+        "--name",
+        &porch_container,
         "--user",
         "0",
         "-v",
@@ -101,14 +132,17 @@ fn init_image_installs_tools_and_serves_a_function() {
         "/porch-tools",
     ]));
     // Both forms produced runnable tools in the volume.
-    for tool in [
+    for (tool, name) in [
         "/wrapper-server-tools/grpc-health-probe",
         "/porch-tools/grpc-health-probe",
-    ] {
+    ]
+    .into_iter()
+    .zip(&probe_containers)
+    {
         let mounts = ["-v", &mount, "-v", &porch_mount];
         let out = docker(
             &[
-                &["run", "--rm"],
+                &["run", "--rm", "--name", name],
                 &mounts[..],
                 &["--entrypoint", tool, &tag, "-version"],
             ]
@@ -130,8 +164,6 @@ fn init_image_installs_tools_and_serves_a_function() {
         "FROM scratch\nCOPY example-fn /example-fn\n",
     )
     .unwrap();
-    let fn_tag = format!("{tag}-fn");
-    let _cleanup_fn = Cleanup(vec![vec!["rmi".into(), "-f".into(), fn_tag.clone()]]);
     ok(docker(&[
         "build",
         "-q",
@@ -155,8 +187,8 @@ fn init_image_installs_tools_and_serves_a_function() {
         "/example-fn",
     ]));
     // Readiness, the way the kubelet would run it: exec the probe until 0.
-    let mut ready = false;
-    for _ in 0..100 {
+    let mut serving = None;
+    let ready = eventually_blocking(Duration::from_secs(60), || {
         let out = docker(&[
             "exec",
             &fn_container,
@@ -164,18 +196,16 @@ fn init_image_installs_tools_and_serves_a_function() {
             "-addr",
             "localhost:9446",
         ]);
-        if out.status.success() {
-            assert!(String::from_utf8_lossy(&out.stderr).contains("status: SERVING"));
-            ready = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+        serving = out.status.success().then_some(out);
+        serving.is_some()
+    });
     assert!(
         ready,
         "function container never became ready: {}",
         ok(docker(&["logs", &fn_container]))
     );
+    let out = serving.unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("status: SERVING"));
     let out = docker(&[
         "exec",
         &fn_container,

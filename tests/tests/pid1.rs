@@ -9,23 +9,23 @@ use std::process::Command;
 use std::time::Duration;
 
 use e2e_tests::{
-    bin, children_of, eventually, health_status, process_alive, resource_list, Gate, Wrapper,
+    bin, children_of, eventually, eventually_async, health_status, prerequisite, process_alive,
+    require_command, require_root, resource_list, Gate, Wrapper,
 };
 use nix::sys::signal::Signal;
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
 
-/// Starts the wrapper as PID 1 of a new PID namespace; `None` (and a note on
-/// stderr) where this machine does not allow it.
+/// Starts the wrapper as PID 1 of a new PID namespace; `None` (see
+/// [`prerequisite`]) where this machine does not allow it.
 fn start_as_pid1(script: &str) -> Option<(Wrapper, i32)> {
-    if e2e_tests::require_root().is_err()
-        || Command::new("unshare").arg("--version").output().is_err()
-    {
-        eprintln!("SKIPPED: needs root and util-linux unshare");
-        return None;
-    }
+    prerequisite(require_root().and_then(|()| require_command("unshare", &["--version"])))?;
     let mut cmd = Command::new("unshare");
-    cmd.args(["--pid", "--fork", "--mount-proc"])
+    // `--kill-child`: when `unshare` dies (the `Wrapper` kills it on drop),
+    // the wrapper, PID 1 of the namespace, is SIGKILLed, which kills
+    // everything in the namespace. Killing `unshare` alone would leave the
+    // wrapper running, re-parented and still listening.
+    cmd.args(["--pid", "--fork", "--mount-proc", "--kill-child"])
         .arg(bin("wrapper-server"))
         .args(["--host", "127.0.0.1", "--port", "0"]);
     let w = Wrapper::start_command(cmd, &[], &["/bin/sh", "-c", script]).unwrap();
@@ -113,18 +113,14 @@ async fn sigterm_drains_then_exits_zero() {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(host_pid), Signal::SIGTERM).unwrap();
     // Health turns NOT_SERVING (2) for both names, on new connections too.
     let endpoint = w.endpoint();
-    let mut drained_health = false;
-    for _ in 0..500 {
+    let drained_health = eventually_async(Duration::from_secs(10), async || {
         let a = health_status(&endpoint, "").await.ok();
         let b = health_status(&endpoint, "evaluator.FunctionEvaluator")
             .await
             .ok();
-        if a == Some(2) && b == Some(2) {
-            drained_health = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        a == Some(2) && b == Some(2)
+    })
+    .await;
     assert!(drained_health, "health never turned NOT_SERVING");
     // New calls are refused while the old one runs.
     let mut late = w.client().await.unwrap();
@@ -134,11 +130,13 @@ async fn sigterm_drains_then_exits_zero() {
 
     // The in-flight call finishes with its answer, then the server exits 0.
     gate.open().unwrap();
-    let resp = in_flight.await.unwrap().unwrap();
-    assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
-    let status = tokio::task::spawn_blocking(move || w.child.wait().unwrap())
+    let resp = tokio::time::timeout(Duration::from_secs(30), in_flight)
         .await
+        .expect("the in-flight call never finished")
+        .unwrap()
         .unwrap();
+    assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
+    let status = w.wait_exit(Duration::from_secs(30)).await.unwrap();
     assert_eq!(status.code(), Some(0), "graceful drain must exit 0");
 }
 
@@ -167,9 +165,7 @@ async fn second_sigterm_exits_at_once_and_kills_functions() {
     // Wait until the drain began, then the second signal.
     assert!(eventually(Duration::from_secs(10), || w.logs().contains("draining")).await);
     nix::sys::signal::kill(pid, Signal::SIGTERM).unwrap();
-    let status = tokio::task::spawn_blocking(move || w.child.wait().unwrap())
-        .await
-        .unwrap();
+    let status = w.wait_exit(Duration::from_secs(30)).await.unwrap();
     assert_eq!(status.code(), Some(143));
     // The function ran in the namespace; its pid there is not ours, so check
     // that nothing is left in the namespace at all.

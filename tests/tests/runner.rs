@@ -7,7 +7,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use e2e_tests::{bin, children_of, eventually, health_status, process_alive, Gate, Wrapper};
+use e2e_tests::{
+    bin, children_of, eventually, eventually_async, health_status, output_within, process_alive,
+    Gate, Wrapper,
+};
 use nix::sys::signal::Signal;
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
@@ -277,9 +280,7 @@ async fn sigterm_stops_every_pod_and_exits_zero() {
     let pods = wrapper_pids(runner.child.id());
     assert_eq!(pods.len(), 2);
     runner.signal(Signal::SIGTERM);
-    let status = tokio::task::spawn_blocking(move || runner.child.wait().unwrap())
-        .await
-        .unwrap();
+    let status = runner.wait_exit(Duration::from_secs(30)).await.unwrap();
     assert_eq!(status.code(), Some(0));
     for pid in pods {
         assert!(!process_alive(pid), "pod {pid} left behind");
@@ -299,7 +300,7 @@ async fn pods_never_outlive_a_killed_runner() {
     assert_eq!(pods.len(), 1);
     // SIGKILL: no chance to clean up. The pod sees its stdin lifeline close.
     runner.signal(Signal::SIGKILL);
-    runner.child.wait().unwrap();
+    runner.wait_exit(Duration::from_secs(10)).await.unwrap();
     let gone = eventually(Duration::from_secs(10), || {
         pods.iter().all(|&p| !process_alive(p))
     })
@@ -322,14 +323,10 @@ async fn sigterm_drains_in_flight_calls_then_stops_pods() {
     let pods = wrapper_pids(runner.child.id());
     runner.signal(Signal::SIGTERM);
     let endpoint = runner.endpoint();
-    let mut not_serving = false;
-    for _ in 0..500 {
-        if health_status(&endpoint, "").await.ok() == Some(2) {
-            not_serving = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let not_serving = eventually_async(Duration::from_secs(10), async || {
+        health_status(&endpoint, "").await.ok() == Some(2)
+    })
+    .await;
     assert!(not_serving, "runner health never turned NOT_SERVING");
     let err = runner
         .client()
@@ -340,11 +337,14 @@ async fn sigterm_drains_in_flight_calls_then_stops_pods() {
         .unwrap_err();
     assert_eq!(err.code(), Code::Unavailable, "{err:?}");
     gate.open().unwrap();
-    let resp = in_flight.await.unwrap().unwrap().into_inner();
-    assert_eq!(resp.resource_list, example_rl().as_bytes());
-    let status = tokio::task::spawn_blocking(move || runner.child.wait().unwrap())
+    let resp = tokio::time::timeout(Duration::from_secs(30), in_flight)
         .await
-        .unwrap();
+        .expect("the in-flight call never finished")
+        .unwrap()
+        .unwrap()
+        .into_inner();
+    assert_eq!(resp.resource_list, example_rl().as_bytes());
+    let status = runner.wait_exit(Duration::from_secs(30)).await.unwrap();
     assert_eq!(status.code(), Some(0));
     for pid in pods {
         assert!(!process_alive(pid), "pod {pid} left behind");
@@ -366,16 +366,19 @@ async fn eval_image_runs_a_process_pod_like_eval_exec() {
     };
     let (by_image, by_exec) = (pkg("by-image"), pkg("by-exec"));
     let runner_bin = bin("function-runner");
-    let out = std::process::Command::new(&runner_bin)
-        .args([
-            "eval",
-            by_image.to_str().unwrap(),
-            "--image",
-            "example.com/fns/example-fn:v1",
-        ])
-        .args(["--process-functions", &fx.pods(), "--", "owner=me"])
-        .output()
-        .unwrap();
+    let eval = |cmd: &mut std::process::Command| {
+        output_within(cmd, None, Duration::from_secs(60)).unwrap()
+    };
+    let out = eval(
+        std::process::Command::new(&runner_bin)
+            .args([
+                "eval",
+                by_image.to_str().unwrap(),
+                "--image",
+                "example.com/fns/example-fn:v1",
+            ])
+            .args(["--process-functions", &fx.pods(), "--", "owner=me"]),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
@@ -386,16 +389,16 @@ async fn eval_image_runs_a_process_pod_like_eval_exec() {
         stderr.contains("[PASS] \"example.com/fns/example-fn:v1\""),
         "{stderr}"
     );
-    let out = std::process::Command::new(&runner_bin)
-        .args([
-            "eval",
-            by_exec.to_str().unwrap(),
-            "--exec",
-            bin("example-fn").to_str().unwrap(),
-        ])
-        .args(["--", "owner=me"])
-        .output()
-        .unwrap();
+    let out = eval(
+        std::process::Command::new(&runner_bin)
+            .args([
+                "eval",
+                by_exec.to_str().unwrap(),
+                "--exec",
+                bin("example-fn").to_str().unwrap(),
+            ])
+            .args(["--", "owner=me"]),
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -408,16 +411,16 @@ async fn eval_image_runs_a_process_pod_like_eval_exec() {
     assert!(a.contains("owner: me"), "{a}");
 
     // An image nobody serves: a clear error, exit 1.
-    let out = std::process::Command::new(&runner_bin)
-        .args([
-            "eval",
-            by_image.to_str().unwrap(),
-            "--image",
-            "example.com/fns/nothing:v1",
-        ])
-        .args(["--process-functions", &fx.pods()])
-        .output()
-        .unwrap();
+    let out = eval(
+        std::process::Command::new(&runner_bin)
+            .args([
+                "eval",
+                by_image.to_str().unwrap(),
+                "--image",
+                "example.com/fns/nothing:v1",
+            ])
+            .args(["--process-functions", &fx.pods()]),
+    );
     assert_eq!(out.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("nothing"),

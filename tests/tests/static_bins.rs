@@ -5,8 +5,9 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
-use e2e_tests::{bin, Wrapper};
+use e2e_tests::{bin, output_within, prerequisite, require_command, require_root, Wrapper};
 
 /// The ELF program header types of `path` (x86-64, little endian).
 fn program_header_types(path: &Path) -> Vec<u32> {
@@ -44,20 +45,24 @@ fn binaries_have_no_interpreter() {
 
 #[tokio::test]
 async fn wrapper_and_probe_serve_in_an_empty_root() {
-    if e2e_tests::require_root().is_err() {
-        eprintln!("SKIPPED: chroot needs root");
+    let Some(()) =
+        prerequisite(require_root().and_then(|()| require_command("chroot", &["--version"])))
+    else {
         return;
-    }
+    };
     let root = tempfile::tempdir().unwrap();
     for name in ["wrapper-server", "health-probe", "example-fn"] {
         std::fs::copy(bin(name), root.path().join(name)).unwrap();
     }
     // Nothing else in the root: no /lib, no /etc, no /proc, no shell.
-    let out = Command::new("chroot")
-        .arg(root.path())
-        .args(["/wrapper-server", "--version"])
-        .output()
-        .unwrap();
+    let out = output_within(
+        Command::new("chroot")
+            .arg(root.path())
+            .args(["/wrapper-server", "--version"]),
+        None,
+        Duration::from_secs(30),
+    )
+    .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -90,11 +95,16 @@ async fn wrapper_and_probe_serve_in_an_empty_root() {
     // The probe, also inside the empty root, against `localhost` (no
     // /etc/hosts there: it must not need NSS to resolve it).
     let port = w.addr.port().to_string();
-    let probe = Command::new("chroot")
-        .arg(root.path())
-        .args(["/health-probe", "-addr", &format!("localhost:{port}")])
-        .output()
-        .unwrap();
+    let probe = output_within(
+        Command::new("chroot").arg(root.path()).args([
+            "/health-probe",
+            "-addr",
+            &format!("localhost:{port}"),
+        ]),
+        None,
+        Duration::from_secs(30),
+    )
+    .unwrap();
     assert_eq!(
         probe.status.code(),
         Some(0),

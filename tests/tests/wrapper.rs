@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use e2e_tests::{bin, eventually, health_status, process_alive, resource_list, Gate, Wrapper};
+use e2e_tests::{
+    bin, eventually, health_status, output_within, process_alive, resource_list, Gate, Wrapper,
+};
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
 
@@ -316,7 +318,11 @@ async fn concurrency_cap_answers_resource_exhausted() {
         err.message()
     );
     gate.open().unwrap();
-    let resp = first.await.unwrap().unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(30), first)
+        .await
+        .expect("the first call never finished")
+        .unwrap()
+        .unwrap();
     assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
     // The slot is free again.
     let resp = c2.evaluate_function(request(rl.clone())).await.unwrap();
@@ -511,11 +517,14 @@ async fn gzip_compressed_requests_are_served() {
 }
 
 fn probe(addr: std::net::SocketAddr, extra: &[&str]) -> std::process::Output {
-    std::process::Command::new(bin("health-probe"))
-        .args(["-addr", &addr.to_string()])
-        .args(extra)
-        .output()
-        .unwrap()
+    output_within(
+        std::process::Command::new(bin("health-probe"))
+            .args(["-addr", &addr.to_string()])
+            .args(extra),
+        None,
+        Duration::from_secs(30),
+    )
+    .unwrap()
 }
 
 #[tokio::test]
@@ -543,27 +552,28 @@ async fn health_probe_follows_the_wrapper_through_its_drain() {
     let call = tokio::spawn(async move { client.evaluate_function(request(r)).await });
     assert!(gate.wait_started().await);
     w.signal(nix::sys::signal::Signal::SIGTERM);
-    let mut code = None;
-    for _ in 0..300 {
+    let mut not_serving = None;
+    eventually(Duration::from_secs(10), || {
         let out = probe(w.addr, &[]);
-        if out.status.code() == Some(4) {
-            assert_eq!(
-                String::from_utf8_lossy(&out.stderr).trim(),
-                "service unhealthy (responded with \"NOT_SERVING\")"
-            );
-            code = Some(4);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+        not_serving = (out.status.code() == Some(4)).then_some(out);
+        not_serving.is_some()
+    })
+    .await;
+    let code = not_serving.as_ref().and_then(|out| out.status.code());
     assert_eq!(code, Some(4), "the probe never saw NOT_SERVING");
+    assert_eq!(
+        String::from_utf8_lossy(&not_serving.unwrap().stderr).trim(),
+        "service unhealthy (responded with \"NOT_SERVING\")"
+    );
     gate.open().unwrap();
-    let resp = call.await.unwrap().unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("the in-flight call never finished")
+        .unwrap()
+        .unwrap();
     assert_eq!(&resp.into_inner().resource_list[..], rl.as_bytes());
     let addr = w.addr;
-    let status = tokio::task::spawn_blocking(move || w.child.wait().unwrap())
-        .await
-        .unwrap();
+    let status = w.wait_exit(Duration::from_secs(30)).await.unwrap();
     assert_eq!(status.code(), Some(0));
     // Gone: the probe cannot connect any more (exit 2).
     let out = probe(addr, &["-connect-timeout", "300ms"]);
