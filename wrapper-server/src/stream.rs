@@ -455,6 +455,7 @@ mod tests {
     use super::*;
     use crate::metrics::Metrics;
     use crate::server::{ServerConfig, Wrapper};
+    use e2e_tests::eventually;
     use krm_fn::exec::ExecSpec;
     use proto::pb::EvaluateFunctionRequest;
     use std::time::Duration;
@@ -475,17 +476,6 @@ mod tests {
     fn inner(script: &str) -> Arc<Service> {
         let entrypoint = ExecSpec::from_argv(["/bin/sh", "-c", script]).unwrap();
         Wrapper::new(config(entrypoint), Arc::new(Metrics::new())).service()
-    }
-
-    /// Polls `done` every 10 ms for up to 10 s.
-    async fn eventually(mut done: impl FnMut() -> bool) -> bool {
-        for _ in 0..1000 {
-            if done() {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        false
     }
 
     /// A gRPC-framed message.
@@ -745,7 +735,7 @@ mod tests {
             async move { answer(evaluate(&inner, req).await).await }
         });
         let mut pid = None;
-        eventually(|| {
+        eventually(Duration::from_secs(10), || {
             pid = std::fs::read_to_string(&pidfile)
                 .ok()
                 .and_then(|text| text.trim().parse::<i32>().ok());
@@ -760,7 +750,10 @@ mod tests {
         assert_eq!(err.code(), Code::Cancelled, "{err:?}");
         // The process group is gone (killed, then reaped by a task).
         let proc_dir = format!("/proc/{pid}");
-        let gone = eventually(|| !std::path::Path::new(&proc_dir).exists()).await;
+        let gone = eventually(Duration::from_secs(10), || {
+            !std::path::Path::new(&proc_dir).exists()
+        })
+        .await;
         assert!(gone, "function process {pid} survived");
     }
 
