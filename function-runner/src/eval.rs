@@ -26,9 +26,9 @@
 //! first); comments a function dropped are not copied back from the input
 //! and keys it added are not moved to the end of their mapping (see
 //! [`package`]); `--exec` runs the command with `krm_fn::exec`
-//! directly rather than through [`crate::evaluator::ExecEvaluator::run_spec`],
-//! whose gRPC-status mapping would lose the exit code, results and stderr
-//! that kpt's `[FAIL]` block shows.
+//! directly rather than through [`crate::evaluator::ExecEvaluator`], whose
+//! gRPC-status mapping would lose the exit code, results and stderr that
+//! kpt's `[FAIL]` block shows.
 
 use std::collections::HashMap;
 use std::io::{self, Write};

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use krm_fn::call::{CallError, Function};
+use krm_fn::call::{deadline, CallError, Function};
 use krm_fn::exec::ExecSpec;
 use proto::pb::function_evaluator_client::FunctionEvaluatorClient;
 use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
@@ -138,14 +138,11 @@ async fn with_deadline<T>(
     image: &str,
     fut: impl std::future::Future<Output = Result<T, EvalError>>,
 ) -> Result<T, EvalError> {
-    match deadline {
-        None => fut.await,
-        Some(d) => tokio::time::timeout_at(d, fut).await.unwrap_or_else(|_| {
-            Err(EvalError::DeadlineExceeded {
-                image: image.to_string(),
-            })
-        }),
-    }
+    deadline::before(deadline, fut).await.unwrap_or_else(|| {
+        Err(EvalError::DeadlineExceeded {
+            image: image.to_string(),
+        })
+    })
 }
 
 /// FunctionConfig `binaryExecutor`: local binaries, one process per call.
@@ -183,14 +180,21 @@ impl Evaluator for ExecEvaluator {
                 env: Vec::new(),
                 current_dir: None,
             };
-            // Run as the wrapper runs an entrypoint, answered alike.
-            let function = Function::new(spec, self.max_message_bytes, self.max_message_bytes);
-            let run = async {
-                Ok(function
-                    .run(&found.resolved_image, req.request.resource_list, None)
-                    .await?)
-            };
-            with_deadline(req.deadline, &image, run).await
+            // Run as the wrapper runs an entrypoint, answered alike (past the
+            // deadline its processes are killed).
+            let function = Function::new(
+                spec,
+                self.max_message_bytes,
+                self.max_message_bytes,
+                "--max-request-body-size",
+            );
+            Ok(function
+                .run(
+                    &found.resolved_image,
+                    req.request.resource_list,
+                    req.deadline,
+                )
+                .await?)
         })
     }
 }
@@ -333,5 +337,62 @@ impl Evaluator for MultiEvaluator {
                 image: req.request.image,
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broken_connection_counts_as_an_unreachable_pod_and_a_function_error_does_not() {
+        assert!(pod_unreachable(&Status::unavailable("connection refused")));
+        // hyper's "operation was canceled": the connection's task ended under
+        // the call (the pod died mid-call).
+        assert!(pod_unreachable(&Status::cancelled(
+            "operation was canceled"
+        )));
+        assert!(!pod_unreachable(&Status::internal("function failed")));
+        assert!(!pod_unreachable(&Status::unknown(
+            "no transport error behind it"
+        )));
+        assert!(!pod_unreachable(&Status::deadline_exceeded("too slow")));
+    }
+
+    #[test]
+    fn codes_are_chosen_by_walking_the_causes() {
+        let unknown = EvalError::Pod {
+            image: "img".into(),
+            source: CacheError::PodStart {
+                image: "img".into(),
+                source: BackendError::UnknownImage {
+                    image: "img".into(),
+                    reason: "no entry".into(),
+                },
+            },
+        };
+        assert_eq!(unknown.code(), Code::NotFound);
+        let closing = EvalError::Pod {
+            image: "img".into(),
+            source: CacheError::ShuttingDown,
+        };
+        assert_eq!(Status::from(closing).code(), Code::Unavailable);
+        let failed = EvalError::Pod {
+            image: "img".into(),
+            source: CacheError::PodStart {
+                image: "img".into(),
+                source: BackendError::StartFailed {
+                    image: "img".into(),
+                    source: crate::backend::cause("image pull backoff"),
+                },
+            },
+        };
+        let status = Status::from(failed);
+        assert_eq!(status.code(), Code::Internal);
+        assert!(
+            status.message().contains("image pull backoff"),
+            "{}",
+            status.message()
+        );
     }
 }

@@ -46,8 +46,7 @@ impl FunctionEvaluator for RunnerService {
             return Err(EvalError::ShuttingDown.into());
         };
         let started = Instant::now();
-        let deadline = deadline::from_headers(started, request.metadata().as_ref())
-            .map(tokio::time::Instant::from_std);
+        let deadline = deadline::from_headers(request.metadata().as_ref());
         let request = request.into_inner();
         if request.image.is_empty() {
             return Err(EvalError::EmptyImage.into());

@@ -700,6 +700,7 @@ pub fn reap_orphans() -> Vec<i32> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use e2e_tests::eventually;
 
     fn sh(script: &str) -> ExecSpec {
         ExecSpec::from_argv(["/bin/sh", "-c", script]).unwrap()
@@ -848,22 +849,6 @@ mod tests {
             .await,
             "processes {pids:?} survived the cancelled call"
         );
-    }
-
-    /// Polls `check` every 10 ms until it holds or `timeout` passes: the
-    /// end-to-end crate's `e2e_tests::eventually`, which this crate cannot
-    /// use (that crate depends on this one).
-    async fn eventually(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
-        let deadline = tokio::time::Instant::now() + timeout;
-        loop {
-            if check() {
-                return true;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
     }
 
     /// Alive and not a zombie.

@@ -10,13 +10,21 @@
 //! - [`server`]: `evaluator.FunctionEvaluator` and gRPC health on one port;
 //! - [`metrics`]: the Prometheus endpoint;
 //! - [`duration`]: Go's `time.Duration` syntax, for flags and configs.
+//!
+//! All but `duration` need the default `runtime` feature.
 
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "runtime")]
 pub mod call;
+#[cfg(feature = "runtime")]
 pub mod drain;
 pub mod duration;
+#[cfg(feature = "runtime")]
 pub mod exec;
+#[cfg(feature = "runtime")]
 pub mod metrics;
+#[cfg(feature = "runtime")]
 pub mod results;
+#[cfg(feature = "runtime")]
 pub mod server;

@@ -5,27 +5,16 @@ use std::time::Instant;
 
 pub use krm_fn::call::Outcome;
 use krm_fn::metrics::{encode, Render};
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-/// [`Outcome`] as a label value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct OutcomeValue(Outcome);
-
-impl EncodeLabelValue for OutcomeValue {
-    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
-        use std::fmt::Write;
-        encoder.write_str(self.0.as_str())
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct OutcomeLabel {
-    outcome: OutcomeValue,
+    outcome: Outcome,
 }
 
 /// The wrapper's metrics, registered in [`Metrics::registry`].
@@ -128,11 +117,7 @@ impl CallMetrics {
         let m = &self.metrics;
         m.in_flight.dec();
         m.output_bytes.inc_by(output_bytes as u64);
-        m.evaluations
-            .get_or_create(&OutcomeLabel {
-                outcome: OutcomeValue(outcome),
-            })
-            .inc();
+        m.evaluations.get_or_create(&OutcomeLabel { outcome }).inc();
         m.duration.observe(self.started.elapsed().as_secs_f64());
     }
 

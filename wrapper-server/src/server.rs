@@ -43,6 +43,7 @@ impl Wrapper {
                 config.entrypoint,
                 config.max_message_bytes,
                 config.max_output_bytes,
+                "--max-output-bytes",
             ),
             gate: Gate::new(config.max_concurrent),
             metrics,

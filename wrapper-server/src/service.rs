@@ -58,7 +58,7 @@ impl FunctionEvaluator for Buffered {
     ) -> Result<Response<EvaluateFunctionResponse>, Status> {
         let service = &self.0;
         let started = Instant::now();
-        let deadline = deadline::from_headers(started, request.metadata().as_ref());
+        let deadline = deadline::from_headers(request.metadata().as_ref());
         let req = request.into_inner();
         let image = service.function.name_or_entrypoint(req.image);
         let mut call = service.metrics.start_call(req.resource_list.len());
@@ -87,7 +87,7 @@ mod tests {
     fn service(entrypoint: &[&str]) -> Buffered {
         let entrypoint = ExecSpec::from_argv(entrypoint.iter().copied()).unwrap();
         Buffered(Arc::new(Service {
-            function: Function::new(entrypoint, 1 << 20, 1 << 20),
+            function: Function::new(entrypoint, 1 << 20, 1 << 20, "--max-output-bytes"),
             gate: Gate::new(None),
             metrics: Arc::new(Metrics::new()),
         }))

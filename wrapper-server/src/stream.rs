@@ -104,7 +104,7 @@ fn identity_encoding(headers: &http::HeaderMap) -> bool {
 
 async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response<Body> {
     let started = Instant::now();
-    let deadline = deadline::from_headers(started, req.headers());
+    let deadline = deadline::from_headers(req.headers());
     let mut call = service.metrics.start_call(0);
     // The function's name, known once the request's other fields are decoded.
     let mut image = None;

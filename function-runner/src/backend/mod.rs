@@ -107,7 +107,7 @@ pub fn cause(err: impl Into<Box<dyn std::error::Error + Send + Sync + 'static>>)
     Arc::from(err.into())
 }
 
-/// Why a backend could not start or stop a pod.
+/// Why a backend could not start a pod.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum BackendError {
     #[error("no function is known for image {image:?}: {reason}")]
@@ -124,43 +124,6 @@ pub enum BackendError {
         #[source]
         source: Cause,
     },
-}
-
-/// Equal when of the same kind, for the same image, and saying the same:
-/// causes are compared by their text, as they carry no identity.
-impl PartialEq for BackendError {
-    fn eq(&self, other: &Self) -> bool {
-        use BackendError::*;
-        match (self, other) {
-            (
-                UnknownImage { image, reason },
-                UnknownImage {
-                    image: i2,
-                    reason: r2,
-                },
-            ) => image == i2 && reason == r2,
-            (
-                ReadyTimeout {
-                    image,
-                    timeout,
-                    detail,
-                },
-                ReadyTimeout {
-                    image: i2,
-                    timeout: t2,
-                    detail: d2,
-                },
-            ) => image == i2 && timeout == t2 && detail == d2,
-            (
-                StartFailed { image, source },
-                StartFailed {
-                    image: i2,
-                    source: s2,
-                },
-            ) => image == i2 && source.to_string() == s2.to_string(),
-            _ => false,
-        }
-    }
 }
 
 /// The side effects of pod management. Object safe so that `serve` can pick

@@ -126,7 +126,7 @@ impl From<&crate::config::PodMatch> for PodRequestSettings {
 }
 
 /// Why the cache could not hand out a pod.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum CacheError {
     /// Starting the pod failed; every caller waiting for it gets this.
     #[error("no pod for {image}: {source}")]

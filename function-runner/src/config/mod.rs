@@ -15,8 +15,7 @@
 //! * resolves semver tag constraints ([`resolve_tag`], [`TagConstraint`]; `tag`).
 //!
 //! Image references are split by [`crate::image`] and Go durations parsed by
-//! [`krm_fn::duration`]; the names this module has always offered for them are re-exported
-//! here.
+//! [`krm_fn::duration`]; the names config's users need from them are re-exported here.
 //!
 //! # Image names
 //!

@@ -288,8 +288,7 @@ fn image_name_problem(image: &str) -> Option<String> {
             "invalid image name \"{image}\": must not contain a digest (list tags in the executors)"
         ));
     }
-    let last = image.rsplit('/').next().unwrap_or(image);
-    if last.contains(':') {
+    if crate::image::ImageRef::split(image).tag.is_some() {
         return Some(format!(
             "invalid image name \"{image}\": must not contain a tag (list tags in the executors)"
         ));

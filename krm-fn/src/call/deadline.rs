@@ -6,7 +6,10 @@
 //! function's processes) wins.
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock, so that tests with paused time see deadlines move with it.
+use tokio::time::Instant;
 
 /// How much earlier than the client's deadline a server answers.
 const HEADROOM: Duration = Duration::from_millis(5);
@@ -16,18 +19,29 @@ pub fn deadline(started: Instant, timeout: Option<Duration>) -> Option<Instant> 
     timeout.map(|d| started + d.saturating_sub(HEADROOM))
 }
 
-/// The deadline of a call that started at `started` with these headers.
-pub fn from_headers(started: Instant, headers: &http::HeaderMap) -> Option<Instant> {
-    deadline(started, grpc_timeout(headers))
+/// The deadline of a call starting now with these headers.
+pub fn from_headers(headers: &http::HeaderMap) -> Option<Instant> {
+    deadline(Instant::now(), grpc_timeout(headers))
 }
+
+/// Stands for "no deadline": far enough for any call, near enough for
+/// tokio's timer.
+const NO_DEADLINE: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 
 /// Runs `fut` to completion, or until `deadline` (`None` then; `fut` is
 /// dropped).
-pub async fn before<T>(deadline: Option<Instant>, fut: impl Future<Output = T>) -> Option<T> {
-    match deadline {
-        None => Some(fut.await),
-        Some(deadline) => tokio::time::timeout_at(deadline.into(), fut).await.ok(),
-    }
+///
+/// One `Timeout` whatever the deadline, rather than a `match` with `fut`
+/// awaited in one arm and wrapped in the other: such an `async fn` holds
+/// `fut` twice, and nested call layers then multiply a call's future (and,
+/// in debug builds, the poll frames: enough to overflow a 2 MiB worker
+/// stack).
+pub fn before<F: Future>(
+    deadline: Option<Instant>,
+    fut: F,
+) -> impl Future<Output = Option<F::Output>> {
+    let deadline = deadline.unwrap_or_else(|| Instant::now() + NO_DEADLINE);
+    futures::FutureExt::map(tokio::time::timeout_at(deadline, fut), Result::ok)
 }
 
 /// The `grpc-timeout` the client sent (`<digits><unit>`, units H M S m u n).

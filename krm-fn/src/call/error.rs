@@ -30,6 +30,15 @@ pub enum Outcome {
     Internal,
 }
 
+impl prometheus_client::encoding::EncodeLabelValue for Outcome {
+    fn encode(
+        &self,
+        encoder: &mut prometheus_client::encoding::LabelValueEncoder<'_>,
+    ) -> std::fmt::Result {
+        std::fmt::Write::write_str(encoder, self.as_str())
+    }
+}
+
 impl Outcome {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -73,8 +82,13 @@ pub enum CallError {
         #[source]
         source: ExecError,
     },
-    #[error("function {image:?} wrote more than {limit} bytes on stdout (--max-output-bytes); it was stopped")]
-    OutputTooLarge { image: String, limit: usize },
+    #[error("function {image:?} wrote more than {limit} bytes on stdout ({flag}); it was stopped")]
+    OutputTooLarge {
+        image: String,
+        limit: usize,
+        /// The flag that sets the limit, so the message says what to raise.
+        flag: &'static str,
+    },
     #[error("function {image:?} output ({size} bytes) does not fit the {max}-byte message limit (--max-request-body-size)")]
     ResponseTooLarge {
         image: String,

@@ -10,11 +10,11 @@ pub mod deadline;
 pub mod error;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use prost::Message;
 use proto::pb::EvaluateFunctionResponse;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 pub use error::{CallError, Failure, Outcome, RequestError};
 
@@ -29,18 +29,27 @@ pub struct Function {
     pub limits: Limits,
     /// Limit on the response message (`--max-request-body-size`).
     pub max_message_bytes: usize,
+    /// The flag that sets `limits.max_stdout_bytes`, named when it is hit.
+    pub output_flag: &'static str,
 }
 
 impl Function {
-    /// stdout is limited to `max_output_bytes`; stderr goes back in the same
-    /// message as stdout, so it is limited to the message size.
-    pub fn new(entrypoint: ExecSpec, max_message_bytes: usize, max_output_bytes: usize) -> Self {
+    /// stdout is limited to `max_output_bytes` (set by `output_flag`);
+    /// stderr goes back in the same message as stdout, so it is limited to
+    /// the message size.
+    pub fn new(
+        entrypoint: ExecSpec,
+        max_message_bytes: usize,
+        max_output_bytes: usize,
+        output_flag: &'static str,
+    ) -> Self {
         let mut limits = Limits::new(max_output_bytes);
         limits.max_stderr_bytes = max_message_bytes;
         Self {
             entrypoint,
             limits,
             max_message_bytes,
+            output_flag,
         }
     }
 
@@ -80,9 +89,11 @@ impl Function {
         match output {
             Ok(output) => outcome(image, output, self.max_message_bytes),
             Err(source @ ExecError::Spawn { .. }) => Err(CallError::StartFailed { image, source }),
-            Err(ExecError::OutputTooLarge { limit }) => {
-                Err(CallError::OutputTooLarge { image, limit })
-            }
+            Err(ExecError::OutputTooLarge { limit }) => Err(CallError::OutputTooLarge {
+                image,
+                limit,
+                flag: self.output_flag,
+            }),
             Err(source @ ExecError::Io { .. }) => Err(CallError::Io { image, source }),
         }
     }

@@ -58,9 +58,10 @@ fn long_stderr_is_quoted_by_its_tail() {
 #[tokio::test]
 async fn deadline_answers_deadline_exceeded_naming_the_image() {
     let entrypoint = ExecSpec::from_argv(["/bin/sh", "-c", "sleep 30"]).unwrap();
-    let function = Function::new(entrypoint, 1 << 20, 1 << 20);
+    let function = Function::new(entrypoint, 1 << 20, 1 << 20, "--max-output-bytes");
     let started = Instant::now();
     let deadline = deadline::deadline(started, Some(std::time::Duration::from_millis(200)));
+    let started = std::time::Instant::now();
     let err = function
         .run("img", Bytes::from_static(b"x"), deadline)
         .await
