@@ -24,24 +24,24 @@ pub fn from_headers(headers: &http::HeaderMap) -> Option<Instant> {
     deadline(Instant::now(), grpc_timeout(headers))
 }
 
-/// Stands for "no deadline": far enough for any call, near enough for
-/// tokio's timer.
-const NO_DEADLINE: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
-
 /// Runs `fut` to completion, or until `deadline` (`None` then; `fut` is
 /// dropped).
 ///
-/// One `Timeout` whatever the deadline, rather than a `match` with `fut`
-/// awaited in one arm and wrapped in the other: such an `async fn` holds
-/// `fut` twice, and nested call layers then multiply a call's future (and,
-/// in debug builds, the poll frames: enough to overflow a 2 MiB worker
-/// stack).
+/// An `Either`, not an `async fn` with `fut` awaited in one arm and wrapped
+/// in the other: such an `async fn` holds `fut` twice, and nested call
+/// layers then multiply a call's future (and, in debug builds, the poll
+/// frames: enough to overflow a 2 MiB worker stack). No deadline arms no
+/// timer.
 pub fn before<F: Future>(
     deadline: Option<Instant>,
     fut: F,
 ) -> impl Future<Output = Option<F::Output>> {
-    let deadline = deadline.unwrap_or_else(|| Instant::now() + NO_DEADLINE);
-    futures::FutureExt::map(tokio::time::timeout_at(deadline, fut), Result::ok)
+    use futures::future::Either;
+    use futures::FutureExt;
+    match deadline {
+        None => Either::Left(fut.map(Some)),
+        Some(deadline) => Either::Right(tokio::time::timeout_at(deadline, fut).map(Result::ok)),
+    }
 }
 
 /// The `grpc-timeout` the client sent (`<digits><unit>`, units H M S m u n).

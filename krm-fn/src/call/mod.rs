@@ -85,23 +85,30 @@ impl Function {
         image: &str,
         output: Result<Output, ExecError>,
     ) -> Result<EvaluateFunctionResponse, CallError> {
-        let image = image.to_string();
+        // The image is copied into the error only: an OK answer allocates nothing here.
+        let name = || image.to_string();
         match output {
             Ok(output) => outcome(image, output, self.max_message_bytes),
-            Err(source @ ExecError::Spawn { .. }) => Err(CallError::StartFailed { image, source }),
+            Err(source @ ExecError::Spawn { .. }) => Err(CallError::StartFailed {
+                image: name(),
+                source,
+            }),
             Err(ExecError::OutputTooLarge { limit }) => Err(CallError::OutputTooLarge {
-                image,
+                image: name(),
                 limit,
                 flag: self.output_flag,
             }),
-            Err(source @ ExecError::Io { .. }) => Err(CallError::Io { image, source }),
+            Err(source @ ExecError::Io { .. }) => Err(CallError::Io {
+                image: name(),
+                source,
+            }),
         }
     }
 }
 
 /// Maps a finished process to the answer of the outcome table.
 pub fn outcome(
-    image: String,
+    image: &str,
     output: Output,
     max_message_bytes: usize,
 ) -> Result<EvaluateFunctionResponse, CallError> {
@@ -110,7 +117,7 @@ pub fn outcome(
         return match parsed {
             Ok(_) => fit_response(image, output, max_message_bytes),
             Err(source) => Err(CallError::InvalidOutput {
-                image,
+                image: image.to_string(),
                 source,
                 stderr: output.stderr,
             }),
@@ -121,7 +128,7 @@ pub fn outcome(
         Err(err) => Failure::Unparsable(err),
     };
     Err(CallError::FunctionFailed {
-        image,
+        image: image.to_string(),
         status: output.status,
         failure,
         stderr: output.stderr,
@@ -131,7 +138,7 @@ pub fn outcome(
 /// Builds the OK answer, shortening the log (keeping its end, where errors
 /// usually are) if stdout and stderr together exceed the message limit.
 fn fit_response(
-    image: String,
+    image: &str,
     output: Output,
     max_message_bytes: usize,
 ) -> Result<EvaluateFunctionResponse, CallError> {
@@ -147,7 +154,7 @@ fn fit_response(
             resp.log = resp.log.slice(resp.log.len() - keep..);
         } else {
             return Err(CallError::ResponseTooLarge {
-                image,
+                image: image.to_string(),
                 size: resp.resource_list.len(),
                 max: max_message_bytes,
             });

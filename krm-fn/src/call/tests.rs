@@ -15,7 +15,7 @@ fn out(code: i32, stdout: &str, stderr: &str) -> Output {
 }
 
 fn outcome(image: &str, output: Output, max: usize) -> Result<EvaluateFunctionResponse, CallError> {
-    super::outcome(image.to_string(), output, max)
+    super::outcome(image, output, max)
 }
 
 #[test]
