@@ -411,6 +411,20 @@ pub fn require_docker() -> anyhow::Result<()> {
         .context("no Docker engine answers")
 }
 
+/// The cluster of `KUBECONFIG` (`.ci/run` starts one with
+/// `../shared/tools/kube-cluster start DIR`); whether it answers is the
+/// test's to find out, as a failure.
+pub fn require_kubeconfig() -> anyhow::Result<PathBuf> {
+    let path = std::env::var_os("KUBECONFIG")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .context("no Kubernetes cluster: set KUBECONFIG (../shared/tools/kube-cluster start DIR prints one)")?;
+    if !path.is_file() {
+        bail!("KUBECONFIG names {}, which is not a file", path.display());
+    }
+    Ok(path)
+}
+
 /// The kpt binary: `/usr/bin/kpt`, else the first `kpt` on `PATH`.
 pub fn require_kpt() -> anyhow::Result<PathBuf> {
     let fixed = PathBuf::from("/usr/bin/kpt");

@@ -8,6 +8,7 @@
 //! The pod cache owns all bookkeeping; a backend only does the side effects
 //! and reports a pod's death on the event channel it was given.
 
+pub mod kube;
 pub mod process;
 
 use std::fmt;

@@ -1,0 +1,180 @@
+use super::*;
+
+fn fixture() -> FunctionPod {
+    FunctionPod {
+        name: "set-namespace-v0-4-1-7".to_string(),
+        namespace: "porch-fn-system".to_string(),
+        image: "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1".to_string(),
+        entrypoint: vec!["function".to_string(), "--verbose".to_string()],
+        wrapper_image: "example.com/wrapper-server:v1".to_string(),
+        max_message_bytes: 6291456,
+        owner: "function-runner-5d8f/abc".to_string(),
+        reclaim_after: 1_800_000_000,
+        template_version: INLINE_TEMPLATE_VERSION.to_string(),
+    }
+}
+
+/// A label value as the API server checks it.
+fn is_label_value(s: &str) -> bool {
+    s.len() <= 63
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && (s.is_empty()
+            || (s.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && s.ends_with(|c: char| c.is_ascii_alphanumeric())))
+}
+
+#[test]
+fn the_function_container_runs_the_entrypoint_behind_the_installed_wrapper() {
+    let pod = fixture().pod();
+    let spec = pod.spec.unwrap();
+    let function = &spec.containers[0];
+    assert_eq!(
+        function.image.as_deref(),
+        Some("ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1")
+    );
+    assert_eq!(
+        function.command.clone().unwrap(),
+        [
+            "/wrapper-server-tools/wrapper-server",
+            "--port",
+            "9446",
+            "--max-request-body-size",
+            "6291456",
+            "--",
+            "function",
+            "--verbose"
+        ]
+    );
+    let probe = function.readiness_probe.clone().unwrap().exec.unwrap();
+    assert_eq!(
+        probe.command.unwrap(),
+        [
+            "/wrapper-server-tools/grpc-health-probe",
+            "-addr",
+            "localhost:9446"
+        ]
+    );
+    let init = &spec.init_containers.unwrap()[0];
+    assert_eq!(init.image.as_deref(), Some("example.com/wrapper-server:v1"));
+    assert_eq!(
+        init.command.clone().unwrap(),
+        ["/wrapper-server", "install", "/wrapper-server-tools"]
+    );
+    // Both mount the one emptyDir at the same place.
+    let volume = &spec.volumes.unwrap()[0];
+    assert_eq!(volume.name, "wrapper-server-tools");
+    assert!(volume.empty_dir.is_some());
+    for c in [init, function] {
+        let mounts = c.volume_mounts.clone().unwrap();
+        assert_eq!(mounts[0].name, "wrapper-server-tools");
+        assert_eq!(mounts[0].mount_path, "/wrapper-server-tools");
+    }
+}
+
+/// The Pod Security "restricted" profile's checks that a pod must pass.
+#[test]
+fn the_pod_passes_the_restricted_profile() {
+    let spec = fixture().pod().spec.unwrap();
+    let pod_sc = spec.security_context.clone().unwrap();
+    assert_eq!(pod_sc.run_as_non_root, Some(true));
+    assert_ne!(pod_sc.run_as_user, Some(0));
+    assert_eq!(pod_sc.seccomp_profile.unwrap().type_, "RuntimeDefault");
+    assert!(spec.host_network.is_none() && spec.host_pid.is_none() && spec.host_ipc.is_none());
+    let containers = spec
+        .init_containers
+        .clone()
+        .unwrap()
+        .into_iter()
+        .chain(spec.containers.clone());
+    for c in containers {
+        let sc = c.security_context.unwrap();
+        assert_eq!(sc.allow_privilege_escalation, Some(false), "{}", c.name);
+        assert_eq!(
+            sc.capabilities.unwrap().drop.unwrap(),
+            ["ALL"],
+            "{}",
+            c.name
+        );
+        assert!(
+            sc.privileged.is_none() && sc.run_as_user.is_none(),
+            "{}",
+            c.name
+        );
+    }
+    for v in spec.volumes.unwrap() {
+        assert!(v.host_path.is_none());
+    }
+    assert_eq!(spec.automount_service_account_token, Some(false));
+}
+
+#[test]
+fn names_labels_and_annotations_are_porchs() {
+    let fp = fixture();
+    let pod = fp.pod();
+    let meta = pod.metadata;
+    assert_eq!(meta.name.as_deref(), Some("set-namespace-v0-4-1-7"));
+    assert_eq!(meta.namespace.as_deref(), Some("porch-fn-system"));
+    let labels = meta.labels.unwrap();
+    assert_eq!(labels["fn.kpt.dev/image"], "set-namespace_v0.4.1");
+    assert_eq!(labels["fn.kpt.dev/pod"], "set-namespace-v0-4-1-7");
+    assert_eq!(labels["fn.kpt.dev/runner"], "function-runner-5d8f-abc");
+    let annotations = meta.annotations.unwrap();
+    assert_eq!(annotations["fn.kpt.dev/reclaim-after"], "1800000000");
+    assert_eq!(annotations["fn.kpt.dev/template-version"], "inline");
+    assert_eq!(
+        annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"],
+        "true"
+    );
+    for value in labels.values() {
+        assert!(is_label_value(value), "{value}");
+    }
+}
+
+#[test]
+fn the_service_selects_its_pod_alone_on_the_wrapper_port() {
+    let fp = fixture();
+    let service = fp.service();
+    assert_eq!(
+        service.metadata.name.as_deref(),
+        Some("set-namespace-v0-4-1-7")
+    );
+    let spec = service.spec.unwrap();
+    assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
+    let selector = spec.selector.unwrap();
+    let pod_labels = fp.pod().metadata.labels.unwrap();
+    for (k, v) in &selector {
+        assert_eq!(pod_labels.get(k), Some(v), "{k}");
+    }
+    assert_eq!(selector["fn.kpt.dev/pod"], "set-namespace-v0-4-1-7");
+    assert!(selector.contains_key("fn.kpt.dev/image"));
+    let port = &spec.ports.unwrap()[0];
+    assert_eq!(port.port, 9446);
+    assert_eq!(port.target_port, Some(IntOrString::Int(9446)));
+}
+
+#[test]
+fn image_label_values_are_valid_for_every_reference() {
+    let cases = [
+        (
+            "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1",
+            "set-namespace_v0.4.1",
+        ),
+        ("localhost:5000/fns/example-fn", "example-fn"),
+        (
+            "ghcr.io/kptdev/krm-functions-catalog/apply-setters@sha256:5e0b2b2a1f3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6",
+            "apply-setters_5e0b2b2a1f3c",
+        ),
+        ("example.com/fn:v1@sha256:abcdef0123456789", "fn_v1_abcdef012345"),
+        ("My_Func:Latest+build", "My_Func_Latest-build"),
+        ("---", ""),
+    ];
+    for (image, want) in cases {
+        let value = image_label_value(image);
+        assert_eq!(value, want, "{image}");
+        assert!(is_label_value(&value), "{value}");
+    }
+    let long = format!("example.com/{}:v1", "a".repeat(100));
+    let value = image_label_value(&long);
+    assert!(is_label_value(&value) && value.len() == 63, "{value}");
+}

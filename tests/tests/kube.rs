@@ -1,0 +1,265 @@
+//! Function pods in a real Kubernetes cluster: the one `KUBECONFIG` names
+//! (`.ci/run` starts `../shared/tools/kube-cluster`, a single node whose
+//! kubelet runs on this machine's Docker engine). The images are built here,
+//! `FROM scratch`, into that engine: the wrapper image from `Dockerfile`,
+//! and a function image holding `example-fn`.
+
+#![allow(clippy::unwrap_used)]
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use e2e_tests::{
+    bin, evaluator_client, eventually_async, eventually_blocking, output_within, prerequisite,
+    require_docker, require_kubeconfig,
+};
+use function_runner::backend::kube::template::{FunctionPod, INLINE_TEMPLATE_VERSION};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use kube::api::{DeleteParams, PostParams};
+use kube::runtime::wait::await_condition;
+use kube::{Api, Client};
+use proto::pb::EvaluateFunctionRequest;
+
+fn docker(args: &[&str]) -> Output {
+    let out = output_within(
+        Command::new("docker").args(args),
+        None,
+        Duration::from_secs(300),
+    )
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "docker {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Removes what the test created, however it ends: the namespace (and with
+/// it the pods and Services; the pods at once, so the kubelet's containers
+/// go too), then the images once no container uses them.
+struct Cleanup {
+    namespace: String,
+    images: Vec<String>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        // Drop runs inside the test's runtime, which is blocked here, and a
+        // kube Client works only while the runtime it was made on runs: a
+        // thread with its own runtime and its own client does the deletes.
+        let namespace = self.namespace.clone();
+        let deleted = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let client = Client::try_default().await.unwrap();
+                let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+                let now = DeleteParams {
+                    grace_period_seconds: Some(0),
+                    ..DeleteParams::default()
+                };
+                let bounded = Duration::from_secs(30);
+                let _ = tokio::time::timeout(
+                    bounded,
+                    pods.delete_collection(&now, &Default::default()),
+                )
+                .await;
+                let namespaces: Api<Namespace> = Api::all(client);
+                let _ = tokio::time::timeout(
+                    bounded,
+                    namespaces.delete(&namespace, &DeleteParams::default()),
+                )
+                .await;
+            });
+        })
+        .join();
+        if deleted.is_err() {
+            eprintln!("cleanup of namespace {} failed", self.namespace);
+        }
+        // The kubelet removes a deleted pod's containers within seconds; an
+        // image still in use would only be untagged.
+        for image in &self.images {
+            eventually_blocking(Duration::from_secs(60), || {
+                output_within(
+                    Command::new("docker")
+                        .args(["ps", "-aq", "--filter"])
+                        .arg(format!("ancestor={image}")),
+                    None,
+                    Duration::from_secs(30),
+                )
+                .is_ok_and(|out| out.status.success() && out.stdout.is_empty())
+            });
+        }
+        let _ = output_within(
+            Command::new("docker")
+                .arg("rmi")
+                .arg("-f")
+                .args(&self.images),
+            None,
+            Duration::from_secs(60),
+        );
+    }
+}
+
+/// Copies a built binary into the image's build context, without its debug
+/// information where `strip` is there (debug builds are ~100 MB).
+fn add_binary(ctx: &std::path::Path, name: &str) {
+    let to = ctx.join(name);
+    let stripped = output_within(
+        Command::new("strip")
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(&to)
+            .arg(bin(name)),
+        None,
+        Duration::from_secs(60),
+    )
+    .is_ok_and(|out| out.status.success());
+    if !stripped {
+        std::fs::copy(bin(name), &to).unwrap();
+    }
+}
+
+fn pod_ready(pod: Option<&Pod>) -> bool {
+    pod.and_then(|p| p.status.as_ref())
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|conditions| {
+            conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+        })
+}
+
+#[tokio::test]
+async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
+    let Some(_) = prerequisite(require_kubeconfig()) else {
+        return;
+    };
+    let Some(()) = prerequisite(require_docker()) else {
+        return;
+    };
+    let client = tokio::time::timeout(Duration::from_secs(10), Client::try_default())
+        .await
+        .expect("connecting to the cluster timed out")
+        .expect("a client for KUBECONFIG");
+
+    let id = std::process::id();
+    let wrapper_image = format!("localhost/krm-test/wrapper-server:{id}");
+    let fn_image = format!("localhost/krm-test/example-fn:{id}");
+    let namespace = format!("krm-test-{id}");
+    let _cleanup = Cleanup {
+        namespace: namespace.clone(),
+        images: vec![wrapper_image.clone(), fn_image.clone()],
+    };
+
+    // The images, into the engine the kubelet runs pods with.
+    let ctx = tempfile::tempdir().unwrap();
+    for name in ["wrapper-server", "health-probe", "example-fn"] {
+        add_binary(ctx.path(), name);
+    }
+    let dockerfile = concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile");
+    let context = ctx.path().to_str().unwrap();
+    docker(&[
+        "build",
+        "-q",
+        "-t",
+        &wrapper_image,
+        "-f",
+        dockerfile,
+        context,
+    ]);
+    std::fs::write(
+        ctx.path().join("Dockerfile.fn"),
+        "FROM scratch\nCOPY example-fn /example-fn\nUSER 65532:65532\nENTRYPOINT [\"/example-fn\"]\n",
+    )
+    .unwrap();
+    let fn_dockerfile = ctx.path().join("Dockerfile.fn");
+    docker(&[
+        "build",
+        "-q",
+        "-t",
+        &fn_image,
+        "-f",
+        fn_dockerfile.to_str().unwrap(),
+        context,
+    ]);
+
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(namespace.clone());
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+
+    let function_pod = FunctionPod {
+        name: function_runner::backend::pod_name(&fn_image, "1"),
+        namespace: namespace.clone(),
+        image: fn_image.clone(),
+        entrypoint: vec!["/example-fn".to_string()],
+        wrapper_image: wrapper_image.clone(),
+        max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
+        owner: format!("e2e-{id}"),
+        reclaim_after: 4_000_000_000,
+        template_version: INLINE_TEMPLATE_VERSION.to_string(),
+    };
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let services: Api<Service> = Api::namespaced(client.clone(), &namespace);
+    pods.create(&PostParams::default(), &function_pod.pod())
+        .await
+        .unwrap();
+    let service = services
+        .create(&PostParams::default(), &function_pod.service())
+        .await
+        .unwrap();
+
+    // Ready means the installed probe found the wrapper SERVING: the init
+    // copy, the restricted security context and the command all worked.
+    let ready = tokio::time::timeout(
+        Duration::from_secs(90),
+        await_condition(pods.clone(), &function_pod.name, pod_ready),
+    )
+    .await;
+    let pod = pods.get(&function_pod.name).await.unwrap();
+    assert!(
+        matches!(ready, Ok(Ok(_))),
+        "the pod did not become Ready: {:?}",
+        pod.status
+    );
+    let pod_ip = pod.status.unwrap().pod_ip.unwrap();
+    let cluster_ip = service.spec.unwrap().cluster_ip.unwrap();
+
+    let rl = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/resourcelist.yaml"
+    ))
+    .unwrap();
+    for host in [pod_ip, cluster_ip] {
+        let endpoint = format!("http://{host}:9446");
+        // A new Service's ClusterIP refuses connections until kube-proxy has
+        // programmed it, a moment after the pod is Ready.
+        let mut connected = None;
+        eventually_async(Duration::from_secs(30), async || {
+            connected = evaluator_client(&endpoint, 1 << 20).await.ok();
+            connected.is_some()
+        })
+        .await;
+        let mut client = connected.unwrap_or_else(|| panic!("cannot connect to {endpoint}"));
+        let mut request = tonic::Request::new(EvaluateFunctionRequest {
+            resource_list: rl.clone().into(),
+            image: fn_image.clone(),
+            tag: String::new(),
+        });
+        request.set_timeout(Duration::from_secs(30));
+        let resp = client
+            .evaluate_function(request)
+            .await
+            .unwrap_or_else(|status| panic!("{endpoint}: {status:?}"))
+            .into_inner();
+        let out = String::from_utf8_lossy(&resp.resource_list);
+        assert!(out.contains("owner: team-shop"), "{endpoint}: {out}");
+    }
+}
