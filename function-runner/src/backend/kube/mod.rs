@@ -1,6 +1,8 @@
 //! Function pods in Kubernetes: a Pod and a ClusterIP Service per pod, with
-//! Porch's names, labels and annotations ([`template`]).
+//! Porch's names, labels and annotations ([`template`]), running the
+//! function image's own entrypoint ([`entrypoint`]) behind the wrapper.
 
+pub mod entrypoint;
 pub mod template;
 
 /// Namespace of function pods (`--pod-namespace`).

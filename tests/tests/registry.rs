@@ -1,0 +1,167 @@
+//! Function entrypoints read from a real registry: Debian's
+//! `docker-registry` on loopback, started here, with images built here
+//! (`FROM scratch`) and pushed by the Docker engine.
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use e2e_tests::{
+    bin, eventually_blocking, output_within, prerequisite, require_command, require_docker,
+};
+use function_runner::backend::kube::entrypoint::{EntrypointError, Entrypoints};
+
+fn docker(args: &[&str]) {
+    let out = output_within(
+        Command::new("docker").args(args),
+        None,
+        Duration::from_secs(300),
+    )
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "docker {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The registry process and the images pushed to it, removed however the
+/// test ends.
+struct Registry {
+    child: Child,
+    images: Vec<String>,
+    _storage: tempfile::TempDir,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = output_within(
+            Command::new("docker")
+                .arg("rmi")
+                .arg("-f")
+                .args(&self.images),
+            None,
+            Duration::from_secs(60),
+        );
+    }
+}
+
+/// Starts `docker-registry` on a free loopback port; returns it and its
+/// `host:port`.
+fn start_registry() -> (Registry, String) {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let storage = tempfile::tempdir().unwrap();
+    let config = storage.path().join("config.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {addr}\n",
+            storage.path().join("data").display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new("docker-registry")
+        .arg("serve")
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let registry = Registry {
+        child,
+        images: Vec::new(),
+        _storage: storage,
+    };
+    assert!(
+        eventually_blocking(Duration::from_secs(30), || {
+            std::net::TcpStream::connect(&addr).is_ok()
+        }),
+        "the registry never listened on {addr}"
+    );
+    (registry, addr)
+}
+
+#[tokio::test]
+async fn entrypoints_come_from_the_image_config_in_the_registry() {
+    let Some(()) = prerequisite(require_docker()) else {
+        return;
+    };
+    let Some(()) = prerequisite(require_command("docker-registry", &["--version"])) else {
+        return;
+    };
+    let (mut registry, addr) = start_registry();
+    let id = std::process::id();
+    let with_both = format!("{addr}/fns/example-fn:{id}");
+    registry.images = vec![with_both.clone()];
+
+    let ctx = tempfile::tempdir().unwrap();
+    std::fs::copy(bin("example-fn"), ctx.path().join("example-fn")).unwrap();
+    let dockerfile = |name: &str, text: &str| {
+        let path = ctx.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let both = dockerfile(
+        "Dockerfile.both",
+        "FROM scratch\nCOPY example-fn /example-fn\nENTRYPOINT [\"/example-fn\"]\nCMD [\"--verbose\"]\n",
+    );
+    let context = ctx.path().to_str().unwrap();
+    docker(&["build", "-q", "-t", &with_both, "-f", &both, context]);
+    docker(&["push", "-q", &with_both]);
+
+    let entrypoints = Entrypoints::new(vec![addr.clone()]);
+    assert_eq!(
+        entrypoints.of(&with_both).await.unwrap(),
+        ["/example-fn", "--verbose"]
+    );
+    // Again, from the cache: the registry is gone.
+    let _ = registry.child.kill();
+    let _ = registry.child.wait();
+    assert_eq!(
+        entrypoints.of(&with_both).await.unwrap(),
+        ["/example-fn", "--verbose"]
+    );
+    let fresh = Entrypoints::new(vec![addr.clone()]);
+    let err = fresh.of(&with_both).await.unwrap_err();
+    assert!(matches!(err, EntrypointError::Registry { .. }), "{err}");
+    assert!(err.to_string().contains(&with_both), "{err}");
+}
+
+#[tokio::test]
+async fn an_image_with_nothing_to_run_is_refused_by_name() {
+    let Some(()) = prerequisite(require_docker()) else {
+        return;
+    };
+    let Some(()) = prerequisite(require_command("docker-registry", &["--version"])) else {
+        return;
+    };
+    let (mut registry, addr) = start_registry();
+    let image = format!("{addr}/fns/nothing:{}", std::process::id());
+    registry.images = vec![image.clone()];
+    let ctx = tempfile::tempdir().unwrap();
+    std::fs::copy(bin("example-fn"), ctx.path().join("example-fn")).unwrap();
+    let file = ctx.path().join("Dockerfile");
+    std::fs::write(&file, "FROM scratch\nCOPY example-fn /example-fn\n").unwrap();
+    docker(&[
+        "build",
+        "-q",
+        "-t",
+        &image,
+        "-f",
+        file.to_str().unwrap(),
+        ctx.path().to_str().unwrap(),
+    ]);
+    docker(&["push", "-q", &image]);
+    let err = Entrypoints::new(vec![addr]).of(&image).await.unwrap_err();
+    assert!(matches!(err, EntrypointError::Empty { .. }), "{err}");
+}
