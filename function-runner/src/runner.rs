@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::kube::entrypoint::Entrypoints;
+use crate::backend::kube::pods::{KubeBackend, KubeSettings};
 use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
 use crate::backend::Backend;
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
@@ -19,6 +21,8 @@ use crate::metrics::RunnerMetrics;
 pub enum BackendKind {
     /// Each pod is a wrapper-server child process on a loopback port.
     Process,
+    /// Each pod is a Kubernetes Pod with a ClusterIP Service.
+    Kube,
 }
 
 #[derive(Debug, Clone)]
@@ -35,6 +39,10 @@ pub struct RunnerOptions {
     pub wrapper_server: PathBuf,
     /// Image → entrypoint map for the process backend.
     pub process_functions: Option<PathBuf>,
+    /// The kube backend's settings (its `ttl` is taken from `cache`).
+    pub kube: Option<KubeSettings>,
+    /// Registries (`host:port`) read over plain HTTP for image configs.
+    pub insecure_registries: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -43,6 +51,12 @@ pub enum RunnerError {
     Functions { path: PathBuf, reason: String },
     #[error("--process-functions: {0}")]
     FunctionMap(#[from] FunctionMapError),
+    #[error("--backend kube: {0}")]
+    KubeSettings(&'static str),
+    #[error(
+        "--backend kube: connecting to the cluster (KUBECONFIG, or the pod's service account): {0}"
+    )]
+    Kube(#[source] kube::Error),
 }
 
 /// The assembled runner.
@@ -90,6 +104,26 @@ impl Runner {
                     opts.wrapper_server.clone(),
                     functions,
                     opts.max_message_bytes,
+                ))
+            }
+            BackendKind::Kube => {
+                let mut settings = opts
+                    .kube
+                    .clone()
+                    .ok_or(RunnerError::KubeSettings("no kube settings"))?;
+                if settings.wrapper_image.is_empty() {
+                    return Err(RunnerError::KubeSettings(
+                        "the wrapper image is not set (WRAPPER_SERVER_IMAGE or --wrapper-server-image)",
+                    ));
+                }
+                settings.ttl = opts.cache.default_ttl;
+                let client = kube::Client::try_default()
+                    .await
+                    .map_err(RunnerError::Kube)?;
+                Arc::new(KubeBackend::new(
+                    client,
+                    settings,
+                    Entrypoints::new(opts.insecure_registries.clone()),
                 ))
             }
         };

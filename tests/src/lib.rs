@@ -485,3 +485,64 @@ impl Gate {
         Ok(())
     }
 }
+
+/// The registry process and the images pushed to it, removed however the
+/// test ends.
+pub struct Registry {
+    pub child: Child,
+    /// Pushed images, removed from the engine on drop.
+    pub images: Vec<String>,
+    _storage: tempfile::TempDir,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = output_within(
+            Command::new("docker")
+                .arg("rmi")
+                .arg("-f")
+                .args(&self.images),
+            None,
+            Duration::from_secs(60),
+        );
+    }
+}
+
+/// Starts Debian's `docker-registry` on a free loopback port, storing in a
+/// temporary directory; returns it and its `host:port` once it listens.
+pub fn start_registry() -> anyhow::Result<(Registry, String)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let storage = tempfile::tempdir()?;
+    let config = storage.path().join("config.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {addr}\n",
+            storage.path().join("data").display()
+        ),
+    )?;
+    let child = Command::new("docker-registry")
+        .arg("serve")
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .context("starting docker-registry")?;
+    let registry = Registry {
+        child,
+        images: Vec::new(),
+        _storage: storage,
+    };
+    if !eventually_blocking(Duration::from_secs(30), || {
+        std::net::TcpStream::connect(&addr).is_ok()
+    }) {
+        bail!("the registry never listened on {addr}");
+    }
+    Ok((registry, addr))
+}

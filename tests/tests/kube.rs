@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use e2e_tests::{
     bin, evaluator_client, eventually_async, eventually_blocking, output_within, prerequisite,
-    require_docker, require_kubeconfig,
+    require_command, require_docker, require_kubeconfig, start_registry, Wrapper,
 };
 use function_runner::backend::kube::template::{FunctionPod, INLINE_TEMPLATE_VERSION};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
@@ -262,4 +262,139 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
         let out = String::from_utf8_lossy(&resp.resource_list);
         assert!(out.contains("owner: team-shop"), "{endpoint}: {out}");
     }
+}
+
+/// Builds `tag` from `dockerfile` (its text) with the given binaries.
+fn build_image(tag: &str, dockerfile: &str, binaries: &[&str]) {
+    let ctx = tempfile::tempdir().unwrap();
+    for name in binaries {
+        add_binary(ctx.path(), name);
+    }
+    let file = ctx.path().join("Dockerfile.test");
+    std::fs::write(&file, dockerfile).unwrap();
+    docker(&[
+        "build",
+        "-q",
+        "-t",
+        tag,
+        "-f",
+        file.to_str().unwrap(),
+        ctx.path().to_str().unwrap(),
+    ]);
+}
+
+#[tokio::test]
+async fn serve_runs_functions_in_pods_it_creates_and_deletes() {
+    let Some(_) = prerequisite(require_kubeconfig()) else {
+        return;
+    };
+    let Some(()) = prerequisite(require_docker()) else {
+        return;
+    };
+    let Some(()) = prerequisite(require_command("docker-registry", &["--version"])) else {
+        return;
+    };
+    let client = tokio::time::timeout(Duration::from_secs(10), Client::try_default())
+        .await
+        .expect("connecting to the cluster timed out")
+        .expect("a client for KUBECONFIG");
+    let id = std::process::id();
+    let (mut registry, addr) = start_registry().unwrap();
+    let wrapper_image = format!("localhost/krm-test/wrapper-server:{id}-serve");
+    // In the registry: the runner reads the function's entrypoint there.
+    let fn_image = format!("{addr}/fns/example-fn:{id}");
+    let namespace = format!("krm-test-{id}-serve");
+    registry.images = vec![fn_image.clone()];
+    let _cleanup = Cleanup {
+        namespace: namespace.clone(),
+        images: vec![wrapper_image.clone()],
+    };
+    let dockerfile =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile")).unwrap();
+    build_image(
+        &wrapper_image,
+        &dockerfile,
+        &["wrapper-server", "health-probe"],
+    );
+    build_image(
+        &fn_image,
+        "FROM scratch\nCOPY example-fn /example-fn\nUSER 65532:65532\nENTRYPOINT [\"/example-fn\"]\n",
+        &["example-fn"],
+    );
+    docker(&["push", "-q", &fn_image]);
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(namespace.clone());
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+
+    let owner = format!("e2e-{id}");
+    let mut runner = Wrapper::start_runner(&[
+        "--metrics-port",
+        "0",
+        "--backend",
+        "kube",
+        "--pod-namespace",
+        &namespace,
+        "--kube-dial",
+        "pod-ip",
+        "--wrapper-server-image",
+        &wrapper_image,
+        "--insecure-registries",
+        &addr,
+        "--runner-id",
+        &owner,
+    ])
+    .unwrap();
+    let mut fns = runner.client().await.unwrap();
+    let rl = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/resourcelist.yaml"
+    ))
+    .unwrap();
+    let call = |fns: &mut proto::pb::function_evaluator_client::FunctionEvaluatorClient<_>| {
+        let mut request = tonic::Request::new(EvaluateFunctionRequest {
+            resource_list: rl.clone().into(),
+            image: fn_image.clone(),
+            tag: String::new(),
+        });
+        request.set_timeout(Duration::from_secs(90));
+        let mut fns = fns.clone();
+        async move { fns.evaluate_function(request).await }
+    };
+    // Cold: the runner reads the entrypoint, creates the Pod and its
+    // Service, and waits for Ready; warm: the same pod.
+    for attempt in ["cold", "warm"] {
+        let resp = call(&mut fns)
+            .await
+            .unwrap_or_else(|status| panic!("{attempt} call: {status:?}\n{}", runner.logs()))
+            .into_inner();
+        let out = String::from_utf8_lossy(&resp.resource_list);
+        assert!(out.contains("owner: team-shop"), "{attempt}: {out}");
+    }
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let services: Api<Service> = Api::namespaced(client.clone(), &namespace);
+    let listed = pods.list(&Default::default()).await.unwrap().items;
+    assert_eq!(listed.len(), 1, "one pod for two calls: {listed:?}");
+    let labels = listed[0].metadata.labels.clone().unwrap();
+    assert_eq!(labels["fn.kpt.dev/runner"], owner);
+    assert_eq!(labels["fn.kpt.dev/image"], format!("example-fn_{id}"));
+    let annotations = listed[0].metadata.annotations.clone().unwrap();
+    assert!(annotations.contains_key("fn.kpt.dev/reclaim-after"));
+    let name = listed[0].metadata.name.clone().unwrap();
+    assert!(services.get(&name).await.is_ok(), "the pod's Service");
+
+    // SIGTERM: the runner drains, then deletes what it created.
+    runner.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = runner.wait_exit(Duration::from_secs(60)).await.unwrap();
+    assert!(status.success(), "{status:?}\n{}", runner.logs());
+    let gone = eventually_async(Duration::from_secs(60), async || {
+        let pod = pods.get_opt(&name).await.ok().flatten();
+        let service = services.get_opt(&name).await.ok().flatten();
+        service.is_none() && pod.is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+    })
+    .await;
+    assert!(gone, "the runner left its pod or Service behind");
 }

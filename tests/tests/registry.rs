@@ -4,12 +4,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use e2e_tests::{
-    bin, eventually_blocking, output_within, prerequisite, require_command, require_docker,
+    bin, output_within, prerequisite, require_command, require_docker, start_registry,
 };
 use function_runner::backend::kube::entrypoint::{EntrypointError, Entrypoints};
 
@@ -27,70 +26,6 @@ fn docker(args: &[&str]) {
     );
 }
 
-/// The registry process and the images pushed to it, removed however the
-/// test ends.
-struct Registry {
-    child: Child,
-    images: Vec<String>,
-    _storage: tempfile::TempDir,
-}
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = output_within(
-            Command::new("docker")
-                .arg("rmi")
-                .arg("-f")
-                .args(&self.images),
-            None,
-            Duration::from_secs(60),
-        );
-    }
-}
-
-/// Starts `docker-registry` on a free loopback port; returns it and its
-/// `host:port`.
-fn start_registry() -> (Registry, String) {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let storage = tempfile::tempdir().unwrap();
-    let config = storage.path().join("config.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {addr}\n",
-            storage.path().join("data").display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new("docker-registry")
-        .arg("serve")
-        .arg(&config)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let registry = Registry {
-        child,
-        images: Vec::new(),
-        _storage: storage,
-    };
-    assert!(
-        eventually_blocking(Duration::from_secs(30), || {
-            std::net::TcpStream::connect(&addr).is_ok()
-        }),
-        "the registry never listened on {addr}"
-    );
-    (registry, addr)
-}
-
 #[tokio::test]
 async fn entrypoints_come_from_the_image_config_in_the_registry() {
     let Some(()) = prerequisite(require_docker()) else {
@@ -99,7 +34,7 @@ async fn entrypoints_come_from_the_image_config_in_the_registry() {
     let Some(()) = prerequisite(require_command("docker-registry", &["--version"])) else {
         return;
     };
-    let (mut registry, addr) = start_registry();
+    let (mut registry, addr) = start_registry().unwrap();
     let id = std::process::id();
     let with_both = format!("{addr}/fns/example-fn:{id}");
     registry.images = vec![with_both.clone()];
@@ -145,7 +80,7 @@ async fn an_image_with_nothing_to_run_is_refused_by_name() {
     let Some(()) = prerequisite(require_command("docker-registry", &["--version"])) else {
         return;
     };
-    let (mut registry, addr) = start_registry();
+    let (mut registry, addr) = start_registry().unwrap();
     let image = format!("{addr}/fns/nothing:{}", std::process::id());
     registry.images = vec![image.clone()];
     let ctx = tempfile::tempdir().unwrap();

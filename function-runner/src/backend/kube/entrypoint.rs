@@ -3,9 +3,10 @@
 //! In a function pod the wrapper replaces the image's command, so the runner
 //! must know what the image would have run: its config's `Entrypoint`
 //! followed by its `Cmd` (Docker's rule: `Cmd` is the default arguments of
-//! an `Entrypoint`, or the command when there is none). Configs are cached
-//! by digest, and tags by name until the runner restarts, so a warm
-//! function costs no registry request.
+//! an `Entrypoint`, or the command when there is none). Answers are cached
+//! per image reference until the runner restarts, so only a function's
+//! first pod costs registry requests (a tag moved to another image later
+//! keeps its first entrypoint meanwhile).
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -3,6 +3,7 @@
 //! function image's own entrypoint ([`entrypoint`]) behind the wrapper.
 
 pub mod entrypoint;
+pub mod pods;
 pub mod template;
 
 /// Namespace of function pods (`--pod-namespace`).

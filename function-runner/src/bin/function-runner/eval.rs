@@ -154,6 +154,8 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             function_runner::backend::process::ProcessBackend::default_wrapper_path,
         ),
         process_functions: pods.process_functions,
+        kube: None,
+        insecure_registries: Vec::new(),
     })
     .await?;
     let code = run_args(args, Some(runner.evaluator.clone())).await;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use function_runner::backend::kube::pods::{Dial, KubeSettings};
 use function_runner::cache::CacheSettings;
 use function_runner::config::DEFAULT_IMAGE_PREFIX;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
@@ -67,6 +68,26 @@ pub(crate) struct ServeArgs {
     /// after images, or a YAML map; see the README).
     #[arg(long)]
     process_functions: Option<PathBuf>,
+    /// kube backend: the namespace of function pods.
+    #[arg(long, default_value = function_runner::backend::kube::DEFAULT_NAMESPACE)]
+    pod_namespace: String,
+    /// kube backend: the image whose init container installs wrapper-server
+    /// and grpc-health-probe into function pods.
+    #[arg(long, env = "WRAPPER_SERVER_IMAGE")]
+    wrapper_server_image: Option<String>,
+    /// kube backend: how function pods are reached: their Service's DNS
+    /// name, or their pod IP.
+    #[arg(long, value_enum, default_value_t = Dial::Service)]
+    kube_dial: Dial,
+    /// kube backend: this runner's identity, on its pods' owner label;
+    /// replicas sharing a namespace need distinct ones (in a Deployment, the
+    /// pod name in HOSTNAME is).
+    #[arg(long, env = "HOSTNAME", default_value = "function-runner")]
+    runner_id: String,
+    /// Registries (`host:port`, comma-separated) whose image configs are
+    /// read over plain HTTP.
+    #[arg(long, value_delimiter = ',')]
+    insecure_registries: Vec<String>,
     /// Log format on stderr.
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     pub(crate) log_format: String,
@@ -92,6 +113,15 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             function_runner::backend::process::ProcessBackend::default_wrapper_path,
         ),
         process_functions: args.process_functions.clone(),
+        kube: Some(KubeSettings {
+            namespace: args.pod_namespace.clone(),
+            wrapper_image: args.wrapper_server_image.clone().unwrap_or_default(),
+            max_message_bytes: args.max_request_body_size,
+            dial: args.kube_dial,
+            owner: args.runner_id.clone(),
+            ttl: args.pod_ttl,
+        }),
+        insecure_registries: args.insecure_registries.clone(),
     };
     // Signals first, so a SIGTERM during startup still stops what started.
     let mut sigterm = signal(SignalKind::terminate()).context("watching SIGTERM")?;
