@@ -15,9 +15,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::wait::await_condition;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
 use tokio::sync::{mpsc, watch};
@@ -61,6 +62,7 @@ struct Inner {
     settings: KubeSettings,
     pods: Api<Pod>,
     services: Api<Service>,
+    endpoints: Api<Endpoints>,
     store: Store<Pod>,
     /// Ticks on every watch event: starts wait on it instead of polling.
     changed: watch::Receiver<u64>,
@@ -83,19 +85,27 @@ enum StartError {
     },
     #[error("pod {name} {reason}")]
     Ended { name: String, reason: String },
+    #[error("watching the Endpoints of service {name}: {source}")]
+    Endpoints {
+        name: String,
+        #[source]
+        source: kube::runtime::wait::Error,
+    },
 }
 
 impl KubeBackend {
     /// Connects with `client` and starts the watch over this runner's pods.
     pub fn new(client: Client, settings: KubeSettings, entrypoints: Entrypoints) -> Self {
         let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
-        let services: Api<Service> = Api::namespaced(client, &settings.namespace);
+        let services: Api<Service> = Api::namespaced(client.clone(), &settings.namespace);
+        let endpoints: Api<Endpoints> = Api::namespaced(client, &settings.namespace);
         let (store, writer) = reflector::store();
         let (tick, changed) = watch::channel(0u64);
         let inner = Arc::new(Inner {
             settings,
             pods: pods.clone(),
             services,
+            endpoints,
             store,
             changed,
             entrypoints,
@@ -253,7 +263,22 @@ impl Backend for KubeBackend {
                         name: name.clone(),
                         source,
                     })?;
-                inner.wait_ready(&name).await
+                let pod = inner.wait_ready(&name).await?;
+                // The Service routes to the pod only once its Endpoints list
+                // the pod's IP: before that, a call by the Service's name is
+                // refused, and would count as a dead pod.
+                let ip = pod_ip(&pod).unwrap_or_default().to_string();
+                await_condition(
+                    inner.endpoints.clone(),
+                    &name,
+                    move |e: Option<&Endpoints>| lists_address(e, &ip),
+                )
+                .await
+                .map_err(|source| StartError::Endpoints {
+                    name: name.clone(),
+                    source,
+                })?;
+                Ok(pod)
             };
             let pod = match tokio::time::timeout(spec.ready_timeout, create).await {
                 Ok(Ok(pod)) => pod,
@@ -317,6 +342,19 @@ fn is_ready(pod: &Pod) -> bool {
         })
 }
 
+/// Whether `endpoints` list `ip` as a ready address.
+fn lists_address(endpoints: Option<&Endpoints>, ip: &str) -> bool {
+    endpoints
+        .and_then(|e| e.subsets.as_ref())
+        .is_some_and(|subsets| {
+            subsets.iter().any(|s| {
+                s.addresses
+                    .as_ref()
+                    .is_some_and(|a| a.iter().any(|a| a.ip == ip))
+            })
+        })
+}
+
 fn pod_ip(pod: &Pod) -> Option<&str> {
     pod.status.as_ref()?.pod_ip.as_deref()
 }
@@ -359,4 +397,56 @@ fn short(owner: &str) -> String {
         .take(8)
         .collect::<String>()
         .to_ascii_lowercase()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn pod(json: serde_json::Value) -> Pod {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_pod_has_ended_when_deleted_finished_or_its_container_terminated() {
+        let running = pod(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": "function", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
+                 "state": {"running": {}}}]}
+        }));
+        assert_eq!(ended(&running), None);
+        let oom = pod(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Running", "containerStatuses": [
+                {"name": "function", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}
+        }));
+        assert_eq!(
+            ended(&oom).unwrap(),
+            "container function terminated (OOMKilled, exit code 137)"
+        );
+        let failed = pod(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Failed", "reason": "Evicted"}
+        }));
+        assert_eq!(ended(&failed).unwrap(), "ended (Failed: Evicted)");
+        let deleting = pod(serde_json::json!({
+            "metadata": {"name": "p", "deletionTimestamp": "2026-11-23T00:00:00Z"}
+        }));
+        assert_eq!(ended(&deleting).unwrap(), "is being deleted");
+    }
+
+    #[test]
+    fn endpoints_list_the_pod_once_its_ip_is_a_ready_address() {
+        let endpoints: Endpoints = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "subsets": [{"addresses": [{"ip": "172.17.0.2"}], "notReadyAddresses": [{"ip": "172.17.0.3"}]}]
+        }))
+        .unwrap();
+        assert!(lists_address(Some(&endpoints), "172.17.0.2"));
+        assert!(!lists_address(Some(&endpoints), "172.17.0.3"));
+        assert!(!lists_address(None, "172.17.0.2"));
+    }
 }
