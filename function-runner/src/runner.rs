@@ -116,6 +116,11 @@ impl Runner {
                         "the wrapper image is not set (WRAPPER_SERVER_IMAGE or --wrapper-server-image)",
                     ));
                 }
+                if crate::backend::kube::template::label_value(&settings.owner).is_empty() {
+                    return Err(RunnerError::KubeSettings(
+                        "the runner id (--runner-id, HOSTNAME) has no letter or digit: it must label this runner's pods",
+                    ));
+                }
                 settings.ttl = opts.cache.default_ttl;
                 let client = kube::Client::try_default()
                     .await

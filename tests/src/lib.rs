@@ -513,6 +513,19 @@ impl Drop for Registry {
 /// Starts Debian's `docker-registry` on a free loopback port, storing in a
 /// temporary directory; returns it and its `host:port` once it listens.
 pub fn start_registry() -> anyhow::Result<(Registry, String)> {
+    // The free port is found by binding and releasing it, so another process
+    // can take it first: then the registry exits, and another port is tried.
+    let mut failure = None;
+    for _ in 0..3 {
+        match try_start_registry() {
+            Ok(started) => return Ok(started),
+            Err(err) => failure = Some(err),
+        }
+    }
+    Err(failure.unwrap_or_else(|| anyhow!("docker-registry did not start")))
+}
+
+fn try_start_registry() -> anyhow::Result<(Registry, String)> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port();
@@ -531,18 +544,22 @@ pub fn start_registry() -> anyhow::Result<(Registry, String)> {
         .arg(&config)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(storage.path().join("registry.log"))?)
         .spawn()
         .context("starting docker-registry")?;
-    let registry = Registry {
+    let mut registry = Registry {
         child,
         images: Vec::new(),
         _storage: storage,
     };
-    if !eventually_blocking(Duration::from_secs(30), || {
+    let listening = eventually_blocking(Duration::from_secs(30), || {
         std::net::TcpStream::connect(&addr).is_ok()
-    }) {
-        bail!("the registry never listened on {addr}");
+            || matches!(registry.child.try_wait(), Ok(Some(_)))
+    });
+    if !listening || matches!(registry.child.try_wait(), Ok(Some(_))) {
+        let log = std::fs::read_to_string(registry._storage.path().join("registry.log"))
+            .unwrap_or_default();
+        bail!("the registry did not listen on {addr}: {}", log.trim());
     }
     Ok((registry, addr))
 }

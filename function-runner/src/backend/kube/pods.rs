@@ -16,6 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::wait::await_condition;
@@ -56,6 +57,13 @@ pub struct KubeSettings {
 
 pub struct KubeBackend {
     inner: Arc<Inner>,
+    watch: tokio::task::AbortHandle,
+}
+
+impl Drop for KubeBackend {
+    fn drop(&mut self) {
+        self.watch.abort();
+    }
 }
 
 struct Inner {
@@ -71,6 +79,12 @@ struct Inner {
     ready: Mutex<HashSet<String>>,
     events: OnceLock<mpsc::UnboundedSender<PodEvent>>,
     next: AtomicU64,
+    /// Makes pod names unique per runner process: a hash of the owner and
+    /// of this process' start, so neither two replicas nor a restarted
+    /// runner ever try the same name.
+    instance: String,
+    /// The pod watch's last error, named when a start times out.
+    watch_error: Mutex<Option<String>>,
 }
 
 /// Why a Kubernetes pod did not start.
@@ -101,6 +115,7 @@ impl KubeBackend {
         let endpoints: Api<Endpoints> = Api::namespaced(client, &settings.namespace);
         let (store, writer) = reflector::store();
         let (tick, changed) = watch::channel(0u64);
+        let settings_owner = settings.owner.clone();
         let inner = Arc::new(Inner {
             settings,
             pods: pods.clone(),
@@ -112,11 +127,13 @@ impl KubeBackend {
             ready: Mutex::new(HashSet::new()),
             events: OnceLock::new(),
             next: AtomicU64::new(0),
+            instance: instance_tag(&settings_owner),
+            watch_error: Mutex::new(None),
         });
         let selector = format!("{OWNER_LABEL}={}", label_value(&inner.settings.owner));
         let stream = watcher(pods, watcher::Config::default().labels(&selector)).default_backoff();
         let weak = Arc::downgrade(&inner);
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let mut events = std::pin::pin!(reflector::reflector(writer, stream));
             while let Some(event) = events.next().await {
                 let Some(inner) = weak.upgrade() else { return };
@@ -129,14 +146,33 @@ impl KubeBackend {
                     Ok(watcher::Event::Delete(pod)) => {
                         inner.report_failed(&pod, "was deleted".into())
                     }
+                    // A relist after the watch broke (410 Gone included): a
+                    // pod deleted meanwhile produced no Delete event, it is
+                    // just absent from the new list.
+                    Ok(watcher::Event::InitDone) => {
+                        *inner
+                            .watch_error
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner) = None;
+                        inner.report_missing();
+                    }
                     Ok(_) => {}
-                    // The watcher restarts itself (410 Gone included), with backoff.
-                    Err(err) => tracing::warn!(%err, "pod watch"),
+                    // The watcher restarts itself, with backoff.
+                    Err(err) => {
+                        tracing::warn!(%err, "pod watch");
+                        *inner
+                            .watch_error
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner) = Some(err.to_string());
+                    }
                 }
                 tick.send_modify(|n| *n += 1);
             }
         });
-        Self { inner }
+        Self {
+            inner,
+            watch: task.abort_handle(),
+        }
     }
 }
 
@@ -157,6 +193,49 @@ impl Inner {
                     id: PodId(name),
                     reason,
                 });
+            }
+        }
+    }
+
+    /// Reports every handed-out pod that the store no longer has.
+    fn report_missing(&self) {
+        let names: Vec<String> = self
+            .ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .cloned()
+            .collect();
+        for name in names {
+            let key = ObjectRef::new(&name).within(&self.settings.namespace);
+            if self.store.get(&key).is_none() {
+                let mut gone = Pod::default();
+                gone.metadata.name = Some(name);
+                self.report_failed(&gone, "was deleted while the watch was down".into());
+            }
+        }
+    }
+
+    /// Resolves once the pod has ended (or is gone).
+    async fn wait_ended(&self, name: &str) -> StartError {
+        let key = ObjectRef::new(name).within(&self.settings.namespace);
+        let mut changed = self.changed.clone();
+        loop {
+            let reason = match self.store.get(&key) {
+                None => Some("was deleted".to_string()),
+                Some(pod) => ended(&pod),
+            };
+            if let Some(reason) = reason {
+                return StartError::Ended {
+                    name: name.to_string(),
+                    reason,
+                };
+            }
+            if changed.changed().await.is_err() {
+                return StartError::Ended {
+                    name: name.to_string(),
+                    reason: "was not seen: the pod watch ended".into(),
+                };
             }
         }
     }
@@ -213,88 +292,140 @@ impl Backend for KubeBackend {
     fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
         let inner = self.inner.clone();
         Box::pin(async move {
-            let image = spec.image.clone();
-            let failed = |err: StartError| BackendError::StartFailed {
-                image: image.clone(),
-                source: cause(err),
-            };
-            let entrypoint = inner.entrypoints.of(&spec.image).await.map_err(|err| {
-                BackendError::StartFailed {
-                    image: spec.image.clone(),
-                    source: cause(err),
-                }
-            })?;
             let settings = &inner.settings;
             let n = inner.next.fetch_add(1, Ordering::Relaxed);
-            // Unique across replicas too: the owner's label value and a count.
-            let name = pod_name(&spec.image, &format!("{}-{n}", short(&settings.owner)));
-            let reclaim_after = SystemTime::now()
-                .checked_add(settings.ttl)
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_secs());
-            let function_pod = FunctionPod {
-                name: name.clone(),
-                namespace: settings.namespace.clone(),
-                image: spec.image.clone(),
-                entrypoint,
-                wrapper_image: settings.wrapper_image.clone(),
-                max_message_bytes: settings.max_message_bytes,
-                owner: settings.owner.clone(),
-                reclaim_after,
-                template_version: INLINE_TEMPLATE_VERSION.to_string(),
-            };
+            let name = service_name(pod_name(&spec.image, &format!("{}-{n}", inner.instance)));
             let started = tokio::time::Instant::now();
+            // Whether this start created the pod, and so must delete it if it
+            // fails (the Service goes with its Pod).
+            let mut created = false;
             let create = async {
-                inner
+                let entrypoint = inner.entrypoints.of(&spec.image).await.map_err(cause)?;
+                let reclaim_after = SystemTime::now()
+                    .checked_add(settings.ttl)
+                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_secs());
+                let function_pod = FunctionPod {
+                    name: name.clone(),
+                    namespace: settings.namespace.clone(),
+                    image: spec.image.clone(),
+                    entrypoint,
+                    wrapper_image: settings.wrapper_image.clone(),
+                    max_message_bytes: settings.max_message_bytes,
+                    owner: settings.owner.clone(),
+                    reclaim_after,
+                    template_version: INLINE_TEMPLATE_VERSION.to_string(),
+                };
+                let created_pod = inner
                     .pods
                     .create(&PostParams::default(), &function_pod.pod())
                     .await
-                    .map_err(|source| StartError::Create {
-                        kind: "pod",
-                        name: name.clone(),
-                        source,
+                    .map_err(|source| {
+                        cause(StartError::Create {
+                            kind: "pod",
+                            name: name.clone(),
+                            source,
+                        })
                     })?;
+                created = true;
+                // Owned by its Pod: Kubernetes deletes the Service with the
+                // Pod, whoever deletes the Pod, even if this runner dies
+                // between the two creates.
+                let mut service = function_pod.service();
+                service.metadata.owner_references = Some(vec![OwnerReference {
+                    api_version: "v1".to_string(),
+                    kind: "Pod".to_string(),
+                    name: name.clone(),
+                    uid: created_pod.metadata.uid.clone().unwrap_or_default(),
+                    ..OwnerReference::default()
+                }]);
                 inner
                     .services
-                    .create(&PostParams::default(), &function_pod.service())
+                    .create(&PostParams::default(), &service)
                     .await
-                    .map_err(|source| StartError::Create {
-                        kind: "service",
-                        name: name.clone(),
-                        source,
+                    .map_err(|source| {
+                        cause(StartError::Create {
+                            kind: "service",
+                            name: name.clone(),
+                            source,
+                        })
                     })?;
-                let pod = inner.wait_ready(&name).await?;
+                let pod = inner.wait_ready(&name).await.map_err(cause)?;
                 // The Service routes to the pod only once its Endpoints list
                 // the pod's IP: before that, a call by the Service's name is
-                // refused, and would count as a dead pod.
+                // refused, and would count as a dead pod. Checked in both
+                // dial modes, so that every pod handed out is reachable
+                // both ways.
                 let ip = pod_ip(&pod).unwrap_or_default().to_string();
-                await_condition(
+                let listed = await_condition(
                     inner.endpoints.clone(),
                     &name,
                     move |e: Option<&Endpoints>| lists_address(e, &ip),
-                )
-                .await
-                .map_err(|source| StartError::Endpoints {
-                    name: name.clone(),
-                    source,
-                })?;
-                Ok(pod)
+                );
+                tokio::select! {
+                    listed = listed => {
+                        listed.map_err(|source| cause(StartError::Endpoints { name: name.clone(), source }))?;
+                    }
+                    // The pod may end while its Endpoints are awaited.
+                    ended = inner.wait_ended(&name) => return Err(cause(ended)),
+                }
+                Ok::<_, crate::backend::Cause>(pod)
             };
             let pod = match tokio::time::timeout(spec.ready_timeout, create).await {
                 Ok(Ok(pod)) => pod,
-                Ok(Err(err)) => {
-                    inner.delete(&name).await;
-                    return Err(failed(err));
+                Ok(Err(source)) => {
+                    if created {
+                        inner.delete(&name).await;
+                    }
+                    return Err(BackendError::StartFailed {
+                        image: spec.image,
+                        source,
+                    });
                 }
                 Err(_) => {
+                    // Deleted even if the create's answer was lost: the name
+                    // is this start's alone.
                     inner.delete(&name).await;
+                    let watch = inner
+                        .watch_error
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone();
                     return Err(BackendError::ReadyTimeout {
                         image: spec.image,
                         timeout: spec.ready_timeout,
-                        detail: format!("pod {name} never became Ready"),
+                        detail: match watch {
+                            Some(err) => format!(
+                                "pod {name} was never seen Ready; the pod watch fails: {err}"
+                            ),
+                            None => format!("pod {name} never became Ready"),
+                        },
                     });
                 }
             };
+            inner
+                .ready
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(name.clone());
+            // A failure seen after the last check and before the insert was
+            // not reported (the pod was not handed out yet): look again now
+            // that it would be.
+            let key = ObjectRef::new(&name).within(&settings.namespace);
+            let now = inner.store.get(&key);
+            let gone = now.map_or(Some("was deleted".to_string()), |p| ended(&p));
+            if let Some(reason) = gone {
+                inner
+                    .ready
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&name);
+                inner.delete(&name).await;
+                return Err(BackendError::StartFailed {
+                    image: spec.image,
+                    source: cause(StartError::Ended { name, reason }),
+                });
+            }
             let endpoint = match settings.dial {
                 Dial::PodIp => {
                     format!("http://{}:{WRAPPER_PORT}", pod_ip(&pod).unwrap_or_default())
@@ -304,11 +435,6 @@ impl Backend for KubeBackend {
                     settings.namespace
                 ),
             };
-            inner
-                .ready
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(name.clone());
             tracing::info!(pod = %name, image = %spec.image, %endpoint, ms = started.elapsed().as_millis() as u64, "pod ready");
             Ok(ReadyPod {
                 id: PodId(name),
@@ -374,14 +500,42 @@ fn ended(pod: &Pod) -> Option<String> {
             if detail.is_empty() { "" } else { ": " }
         ));
     }
-    status.container_statuses.as_ref()?.iter().find_map(|c| {
-        let terminated = c.state.as_ref()?.terminated.as_ref()?;
-        Some(format!(
-            "container {} terminated ({}, exit code {})",
-            c.name,
-            terminated.reason.as_deref().unwrap_or("no reason"),
-            terminated.exit_code
-        ))
+    let init = status.init_container_statuses.iter().flatten();
+    let containers = status.container_statuses.iter().flatten();
+    let init_names: Vec<&str> = init.clone().map(|c| c.name.as_str()).collect();
+    containers.chain(init).find_map(|c| {
+        let state = c.state.as_ref()?;
+        if let Some(terminated) = &state.terminated {
+            // An init container that did its job is not an end.
+            if terminated.exit_code == 0 && init_names.contains(&c.name.as_str()) {
+                return None;
+            }
+            return Some(format!(
+                "container {} terminated ({}, exit code {})",
+                c.name,
+                terminated.reason.as_deref().unwrap_or("no reason"),
+                terminated.exit_code
+            ));
+        }
+        // Waiting for what will not come by itself: fail now rather than at
+        // the ready timeout.
+        let waiting = state.waiting.as_ref()?;
+        let reason = waiting.reason.as_deref()?;
+        matches!(
+            reason,
+            "ErrImagePull"
+                | "ImagePullBackOff"
+                | "InvalidImageName"
+                | "CreateContainerConfigError"
+                | "CreateContainerError"
+        )
+        .then(|| {
+            format!(
+                "container {} cannot start ({reason}: {})",
+                c.name,
+                waiting.message.as_deref().unwrap_or("")
+            )
+        })
     })
 }
 
@@ -389,14 +543,24 @@ fn is_not_found(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == 404)
 }
 
-/// The first 8 alphanumerics of the owner: pod names stay short.
-fn short(owner: &str) -> String {
-    owner
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .take(8)
-        .collect::<String>()
-        .to_ascii_lowercase()
+/// 8 hex digits from the owner and this process' start.
+fn instance_tag(owner: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    owner.hash(&mut hasher);
+    std::process::id().hash(&mut hasher);
+    SystemTime::now().hash(&mut hasher);
+    format!("{:08x}", hasher.finish() as u32)
+}
+
+/// A pod name that is also a valid Service name (DNS-1035: it starts with a
+/// letter): `fn-` in front when it does not, keeping its unique end.
+fn service_name(name: String) -> String {
+    if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+        return name;
+    }
+    let tail = &name[name.len().saturating_sub(60)..];
+    format!("fn-{tail}")
 }
 
 #[cfg(test)]
@@ -436,6 +600,48 @@ mod tests {
             "metadata": {"name": "p", "deletionTimestamp": "2026-11-23T00:00:00Z"}
         }));
         assert_eq!(ended(&deleting).unwrap(), "is being deleted");
+    }
+
+    #[test]
+    fn a_pod_that_cannot_pull_has_ended_and_a_finished_init_container_has_not() {
+        let pulling = pod(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Pending",
+              "initContainerStatuses": [
+                {"name": "copy-wrapper-server", "image": "w", "imageID": "", "ready": true, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}],
+              "containerStatuses": [
+                {"name": "function", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no such image"}}}]}
+        }));
+        assert_eq!(
+            ended(&pulling).unwrap(),
+            "container function cannot start (ImagePullBackOff: no such image)"
+        );
+        let initialised = pod(serde_json::json!({
+            "metadata": {"name": "p"},
+            "status": {"phase": "Running",
+              "initContainerStatuses": [
+                {"name": "copy-wrapper-server", "image": "w", "imageID": "", "ready": true, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
+        }));
+        assert_eq!(ended(&initialised), None);
+    }
+
+    #[test]
+    fn names_are_service_names_too() {
+        assert_eq!(
+            service_name("set-namespace-v1-ab-0".into()),
+            "set-namespace-v1-ab-0"
+        );
+        assert_eq!(service_name("2fa-fn-v1-ab-0".into()), "fn-2fa-fn-v1-ab-0");
+        let long = format!("9{}", "a".repeat(62));
+        let name = service_name(long);
+        assert!(
+            name.len() <= 63 && name.starts_with("fn-") && name.ends_with('a'),
+            "{name}"
+        );
+        assert_ne!(instance_tag("runner"), "");
     }
 
     #[test]
