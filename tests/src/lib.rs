@@ -411,6 +411,33 @@ pub fn require_docker() -> anyhow::Result<()> {
         .context("no Docker engine answers")
 }
 
+/// One `docker` command, bounded (a build on a busy machine takes a while,
+/// but a hung engine fails the test instead of hanging it); an error says
+/// what docker said.
+pub fn docker(args: &[&str]) -> anyhow::Result<Output> {
+    let out = output_within(
+        Command::new("docker").args(args),
+        None,
+        Duration::from_secs(300),
+    )?;
+    if !out.status.success() {
+        bail!(
+            "docker {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(out)
+}
+
+/// Removes images from the engine, ignoring the ones already gone.
+pub fn remove_images(images: &[String]) {
+    let _ = output_within(
+        Command::new("docker").arg("rmi").arg("-f").args(images),
+        None,
+        Duration::from_secs(60),
+    );
+}
+
 /// The cluster of `KUBECONFIG` (`.ci/run` starts one with
 /// `../shared/tools/kube-cluster start DIR`); whether it answers is the
 /// test's to find out, as a failure.
@@ -499,14 +526,7 @@ impl Drop for Registry {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = output_within(
-            Command::new("docker")
-                .arg("rmi")
-                .arg("-f")
-                .args(&self.images),
-            None,
-            Duration::from_secs(60),
-        );
+        remove_images(&self.images);
     }
 }
 

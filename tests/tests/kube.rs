@@ -6,12 +6,13 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
 use e2e_tests::{
-    bin, evaluator_client, eventually_async, eventually_blocking, output_within, prerequisite,
-    require_command, require_docker, require_kubeconfig, start_registry, Wrapper,
+    bin, docker, evaluator_client, eventually_async, eventually_blocking, output_within,
+    prerequisite, remove_images, require_command, require_docker, require_kubeconfig,
+    start_registry, Wrapper,
 };
 use function_runner::backend::kube::template::{FunctionPod, INLINE_TEMPLATE_VERSION};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
@@ -19,21 +20,6 @@ use kube::api::{DeleteParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
-
-fn docker(args: &[&str]) -> Output {
-    let out = output_within(
-        Command::new("docker").args(args),
-        None,
-        Duration::from_secs(300),
-    )
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "docker {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 /// Removes what the test created, however it ends: the namespace (and with
 /// it the pods and Services; the pods at once, so the kubelet's containers
@@ -93,14 +79,7 @@ impl Drop for Cleanup {
                 .is_ok_and(|out| out.status.success() && out.stdout.is_empty())
             });
         }
-        let _ = output_within(
-            Command::new("docker")
-                .arg("rmi")
-                .arg("-f")
-                .args(&self.images),
-            None,
-            Duration::from_secs(60),
-        );
+        remove_images(&self.images);
     }
 }
 
@@ -123,6 +102,25 @@ fn add_binary(ctx: &std::path::Path, name: &str) {
     }
 }
 
+/// A client for the cluster, bounded.
+async fn cluster() -> Client {
+    tokio::time::timeout(Duration::from_secs(10), Client::try_default())
+        .await
+        .expect("connecting to the cluster timed out")
+        .expect("a client for KUBECONFIG")
+}
+
+/// Creates the test's own namespace.
+async fn create_namespace(client: &Client, name: &str) {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(name.to_string());
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+}
+
 fn pod_ready(pod: Option<&Pod>) -> bool {
     pod.and_then(|p| p.status.as_ref())
         .and_then(|s| s.conditions.as_ref())
@@ -141,10 +139,7 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
     let Some(()) = prerequisite(require_docker()) else {
         return;
     };
-    let client = tokio::time::timeout(Duration::from_secs(10), Client::try_default())
-        .await
-        .expect("connecting to the cluster timed out")
-        .expect("a client for KUBECONFIG");
+    let client = cluster().await;
 
     let id = std::process::id();
     let wrapper_image = format!("localhost/krm-test/wrapper-server:{id}");
@@ -170,7 +165,8 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
         "-f",
         dockerfile,
         context,
-    ]);
+    ])
+    .unwrap();
     std::fs::write(
         ctx.path().join("Dockerfile.fn"),
         "FROM scratch\nCOPY example-fn /example-fn\nUSER 65532:65532\nENTRYPOINT [\"/example-fn\"]\n",
@@ -185,15 +181,10 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
         "-f",
         fn_dockerfile.to_str().unwrap(),
         context,
-    ]);
+    ])
+    .unwrap();
 
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let mut ns = Namespace::default();
-    ns.metadata.name = Some(namespace.clone());
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
+    create_namespace(&client, &namespace).await;
 
     let function_pod = FunctionPod {
         name: function_runner::backend::pod_name(&fn_image, "1"),
@@ -280,7 +271,8 @@ fn build_image(tag: &str, dockerfile: &str, binaries: &[&str]) {
         "-f",
         file.to_str().unwrap(),
         ctx.path().to_str().unwrap(),
-    ]);
+    ])
+    .unwrap();
 }
 
 #[tokio::test]
@@ -294,10 +286,7 @@ async fn serve_runs_functions_in_pods_it_creates_and_deletes() {
     let Some(()) = prerequisite(require_command("docker-registry", &["--version"])) else {
         return;
     };
-    let client = tokio::time::timeout(Duration::from_secs(10), Client::try_default())
-        .await
-        .expect("connecting to the cluster timed out")
-        .expect("a client for KUBECONFIG");
+    let client = cluster().await;
     let id = std::process::id();
     let (mut registry, addr) = start_registry().unwrap();
     let wrapper_image = format!("localhost/krm-test/wrapper-server:{id}-serve");
@@ -321,14 +310,8 @@ async fn serve_runs_functions_in_pods_it_creates_and_deletes() {
         "FROM scratch\nCOPY example-fn /example-fn\nUSER 65532:65532\nENTRYPOINT [\"/example-fn\"]\n",
         &["example-fn"],
     );
-    docker(&["push", "-q", &fn_image]);
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let mut ns = Namespace::default();
-    ns.metadata.name = Some(namespace.clone());
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
+    docker(&["push", "-q", &fn_image]).unwrap();
+    create_namespace(&client, &namespace).await;
 
     let owner = format!("e2e-{id}");
     let mut runner = Wrapper::start_runner(&[

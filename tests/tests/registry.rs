@@ -4,27 +4,8 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::Command;
-use std::time::Duration;
-
-use e2e_tests::{
-    bin, output_within, prerequisite, require_command, require_docker, start_registry,
-};
+use e2e_tests::{bin, docker, prerequisite, require_command, require_docker, start_registry};
 use function_runner::backend::kube::entrypoint::{EntrypointError, Entrypoints};
-
-fn docker(args: &[&str]) {
-    let out = output_within(
-        Command::new("docker").args(args),
-        None,
-        Duration::from_secs(300),
-    )
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "docker {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 #[tokio::test]
 async fn entrypoints_come_from_the_image_config_in_the_registry() {
@@ -51,8 +32,8 @@ async fn entrypoints_come_from_the_image_config_in_the_registry() {
         "FROM scratch\nCOPY example-fn /example-fn\nENTRYPOINT [\"/example-fn\"]\nCMD [\"--verbose\"]\n",
     );
     let context = ctx.path().to_str().unwrap();
-    docker(&["build", "-q", "-t", &with_both, "-f", &both, context]);
-    docker(&["push", "-q", &with_both]);
+    docker(&["build", "-q", "-t", &with_both, "-f", &both, context]).unwrap();
+    docker(&["push", "-q", &with_both]).unwrap();
 
     let entrypoints = Entrypoints::new(vec![addr.clone()]);
     assert_eq!(
@@ -95,8 +76,9 @@ async fn an_image_with_nothing_to_run_is_refused_by_name() {
         "-f",
         file.to_str().unwrap(),
         ctx.path().to_str().unwrap(),
-    ]);
-    docker(&["push", "-q", &image]);
+    ])
+    .unwrap();
+    docker(&["push", "-q", &image]).unwrap();
     let err = Entrypoints::new(vec![addr]).of(&image).await.unwrap_err();
     assert!(matches!(err, EntrypointError::Empty { .. }), "{err}");
 }
