@@ -115,7 +115,7 @@ impl KubeBackend {
         let endpoints: Api<Endpoints> = Api::namespaced(client, &settings.namespace);
         let (store, writer) = reflector::store();
         let (tick, changed) = watch::channel(0u64);
-        let settings_owner = settings.owner.clone();
+        let instance = instance_tag(&settings.owner);
         let inner = Arc::new(Inner {
             settings,
             pods: pods.clone(),
@@ -127,7 +127,7 @@ impl KubeBackend {
             ready: Mutex::new(HashSet::new()),
             events: OnceLock::new(),
             next: AtomicU64::new(0),
-            instance: instance_tag(&settings_owner),
+            instance,
             watch_error: Mutex::new(None),
         });
         let selector = format!("{OWNER_LABEL}={}", label_value(&inner.settings.owner));
