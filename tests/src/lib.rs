@@ -429,6 +429,49 @@ pub fn docker(args: &[&str]) -> anyhow::Result<Output> {
     Ok(out)
 }
 
+/// Builds `tag` from a Dockerfile given as text, with the named workspace
+/// binaries as its context; debug information is stripped where `strip` is
+/// there (debug builds run to ~100 MB, which makes builds slow).
+pub fn build_image(tag: &str, dockerfile: &str, binaries: &[&str]) -> anyhow::Result<()> {
+    let ctx = tempfile::tempdir()?;
+    for name in binaries {
+        let to = ctx.path().join(name);
+        let stripped = output_within(
+            Command::new("strip")
+                .arg("--strip-debug")
+                .arg("-o")
+                .arg(&to)
+                .arg(bin(name)),
+            None,
+            Duration::from_secs(60),
+        )
+        .is_ok_and(|out| out.status.success());
+        if !stripped {
+            std::fs::copy(bin(name), &to)?;
+        }
+    }
+    let file = ctx.path().join("Dockerfile.test");
+    std::fs::write(&file, dockerfile)?;
+    let context = ctx.path().to_string_lossy();
+    docker(&[
+        "build",
+        "-q",
+        "-t",
+        tag,
+        "-f",
+        &file.to_string_lossy(),
+        &context,
+    ])?;
+    Ok(())
+}
+
+/// Fails unless a Docker engine answers and Debian's `docker-registry` is
+/// installed (see [`start_registry`]).
+pub fn require_registry() -> anyhow::Result<()> {
+    require_docker()?;
+    require_command("docker-registry", &["--version"])
+}
+
 /// Removes images from the engine, ignoring the ones already gone.
 pub fn remove_images(images: &[String]) {
     let _ = output_within(

@@ -10,10 +10,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use e2e_tests::{
-    bin, docker, evaluator_client, eventually_async, eventually_blocking, output_within,
-    prerequisite, remove_images, require_command, require_docker, require_kubeconfig,
+    build_image, docker, evaluator_client, eventually_async, eventually_blocking, output_within,
+    prerequisite, remove_images, require_docker, require_kubeconfig, require_registry,
     start_registry, Wrapper,
 };
+use function_runner::backend::kube::pods::is_ready;
 use function_runner::backend::kube::template::{FunctionPod, INLINE_TEMPLATE_VERSION};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use kube::api::{DeleteParams, PostParams};
@@ -83,25 +84,6 @@ impl Drop for Cleanup {
     }
 }
 
-/// Copies a built binary into the image's build context, without its debug
-/// information where `strip` is there (debug builds are ~100 MB).
-fn add_binary(ctx: &std::path::Path, name: &str) {
-    let to = ctx.join(name);
-    let stripped = output_within(
-        Command::new("strip")
-            .arg("--strip-debug")
-            .arg("-o")
-            .arg(&to)
-            .arg(bin(name)),
-        None,
-        Duration::from_secs(60),
-    )
-    .is_ok_and(|out| out.status.success());
-    if !stripped {
-        std::fs::copy(bin(name), &to).unwrap();
-    }
-}
-
 /// A client for the cluster, bounded.
 async fn cluster() -> Client {
     tokio::time::timeout(Duration::from_secs(10), Client::try_default())
@@ -122,13 +104,7 @@ async fn create_namespace(client: &Client, name: &str) {
 }
 
 fn pod_ready(pod: Option<&Pod>) -> bool {
-    pod.and_then(|p| p.status.as_ref())
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        })
+    pod.is_some_and(is_ready)
 }
 
 #[tokio::test]
@@ -151,38 +127,13 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
     };
 
     // The images, into the engine the kubelet runs pods with.
-    let ctx = tempfile::tempdir().unwrap();
-    for name in ["wrapper-server", "health-probe", "example-fn"] {
-        add_binary(ctx.path(), name);
-    }
-    let dockerfile = concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile");
-    let context = ctx.path().to_str().unwrap();
-    docker(&[
-        "build",
-        "-q",
-        "-t",
+    build_image(
         &wrapper_image,
-        "-f",
-        dockerfile,
-        context,
-    ])
-    .unwrap();
-    std::fs::write(
-        ctx.path().join("Dockerfile.fn"),
-        "FROM scratch\nCOPY example-fn /example-fn\nUSER 65532:65532\nENTRYPOINT [\"/example-fn\"]\n",
+        &wrapper_dockerfile(),
+        &["wrapper-server", "health-probe"],
     )
     .unwrap();
-    let fn_dockerfile = ctx.path().join("Dockerfile.fn");
-    docker(&[
-        "build",
-        "-q",
-        "-t",
-        &fn_image,
-        "-f",
-        fn_dockerfile.to_str().unwrap(),
-        context,
-    ])
-    .unwrap();
+    build_image(&fn_image, EXAMPLE_FN_DOCKERFILE, &["example-fn"]).unwrap();
 
     create_namespace(&client, &namespace).await;
 
@@ -255,24 +206,13 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
     }
 }
 
-/// Builds `tag` from `dockerfile` (its text) with the given binaries.
-fn build_image(tag: &str, dockerfile: &str, binaries: &[&str]) {
-    let ctx = tempfile::tempdir().unwrap();
-    for name in binaries {
-        add_binary(ctx.path(), name);
-    }
-    let file = ctx.path().join("Dockerfile.test");
-    std::fs::write(&file, dockerfile).unwrap();
-    docker(&[
-        "build",
-        "-q",
-        "-t",
-        tag,
-        "-f",
-        file.to_str().unwrap(),
-        ctx.path().to_str().unwrap(),
-    ])
-    .unwrap();
+/// The function image: `example-fn` as its entrypoint, not root.
+const EXAMPLE_FN_DOCKERFILE: &str =
+    "FROM scratch\nCOPY example-fn /example-fn\nUSER 65532:65532\nENTRYPOINT [\"/example-fn\"]\n";
+
+/// The repository's Dockerfile: the wrapper image.
+fn wrapper_dockerfile() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile")).unwrap()
 }
 
 #[tokio::test]
@@ -280,10 +220,7 @@ async fn serve_runs_functions_in_pods_it_creates_and_deletes() {
     let Some(_) = prerequisite(require_kubeconfig()) else {
         return;
     };
-    let Some(()) = prerequisite(require_docker()) else {
-        return;
-    };
-    let Some(()) = prerequisite(require_command("docker-registry", &["--version"])) else {
+    let Some(()) = prerequisite(require_registry()) else {
         return;
     };
     let client = cluster().await;
@@ -298,18 +235,13 @@ async fn serve_runs_functions_in_pods_it_creates_and_deletes() {
         namespace: namespace.clone(),
         images: vec![wrapper_image.clone()],
     };
-    let dockerfile =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile")).unwrap();
     build_image(
         &wrapper_image,
-        &dockerfile,
+        &wrapper_dockerfile(),
         &["wrapper-server", "health-probe"],
-    );
-    build_image(
-        &fn_image,
-        "FROM scratch\nCOPY example-fn /example-fn\nUSER 65532:65532\nENTRYPOINT [\"/example-fn\"]\n",
-        &["example-fn"],
-    );
+    )
+    .unwrap();
+    build_image(&fn_image, EXAMPLE_FN_DOCKERFILE, &["example-fn"]).unwrap();
     docker(&["push", "-q", &fn_image]).unwrap();
     create_namespace(&client, &namespace).await;
 

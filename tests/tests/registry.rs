@@ -4,15 +4,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use e2e_tests::{bin, docker, prerequisite, require_command, require_docker, start_registry};
+use e2e_tests::{build_image, docker, prerequisite, require_registry, start_registry};
 use function_runner::backend::kube::entrypoint::{EntrypointError, Entrypoints};
 
 #[tokio::test]
 async fn entrypoints_come_from_the_image_config_in_the_registry() {
-    let Some(()) = prerequisite(require_docker()) else {
-        return;
-    };
-    let Some(()) = prerequisite(require_command("docker-registry", &["--version"])) else {
+    let Some(()) = prerequisite(require_registry()) else {
         return;
     };
     let (mut registry, addr) = start_registry().unwrap();
@@ -20,19 +17,12 @@ async fn entrypoints_come_from_the_image_config_in_the_registry() {
     let with_both = format!("{addr}/fns/example-fn:{id}");
     registry.images = vec![with_both.clone()];
 
-    let ctx = tempfile::tempdir().unwrap();
-    std::fs::copy(bin("example-fn"), ctx.path().join("example-fn")).unwrap();
-    let dockerfile = |name: &str, text: &str| {
-        let path = ctx.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path.to_str().unwrap().to_string()
-    };
-    let both = dockerfile(
-        "Dockerfile.both",
+    build_image(
+        &with_both,
         "FROM scratch\nCOPY example-fn /example-fn\nENTRYPOINT [\"/example-fn\"]\nCMD [\"--verbose\"]\n",
-    );
-    let context = ctx.path().to_str().unwrap();
-    docker(&["build", "-q", "-t", &with_both, "-f", &both, context]).unwrap();
+        &["example-fn"],
+    )
+    .unwrap();
     docker(&["push", "-q", &with_both]).unwrap();
 
     let entrypoints = Entrypoints::new(vec![addr.clone()]);
@@ -55,28 +45,17 @@ async fn entrypoints_come_from_the_image_config_in_the_registry() {
 
 #[tokio::test]
 async fn an_image_with_nothing_to_run_is_refused_by_name() {
-    let Some(()) = prerequisite(require_docker()) else {
-        return;
-    };
-    let Some(()) = prerequisite(require_command("docker-registry", &["--version"])) else {
+    let Some(()) = prerequisite(require_registry()) else {
         return;
     };
     let (mut registry, addr) = start_registry().unwrap();
     let image = format!("{addr}/fns/nothing:{}", std::process::id());
     registry.images = vec![image.clone()];
-    let ctx = tempfile::tempdir().unwrap();
-    std::fs::copy(bin("example-fn"), ctx.path().join("example-fn")).unwrap();
-    let file = ctx.path().join("Dockerfile");
-    std::fs::write(&file, "FROM scratch\nCOPY example-fn /example-fn\n").unwrap();
-    docker(&[
-        "build",
-        "-q",
-        "-t",
+    build_image(
         &image,
-        "-f",
-        file.to_str().unwrap(),
-        ctx.path().to_str().unwrap(),
-    ])
+        "FROM scratch\nCOPY example-fn /example-fn\n",
+        &["example-fn"],
+    )
     .unwrap();
     docker(&["push", "-q", &image]).unwrap();
     let err = Entrypoints::new(vec![addr]).of(&image).await.unwrap_err();

@@ -457,7 +457,8 @@ impl Backend for KubeBackend {
     }
 }
 
-fn is_ready(pod: &Pod) -> bool {
+/// Whether the pod's Ready condition is True.
+pub fn is_ready(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
