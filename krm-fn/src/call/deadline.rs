@@ -1,9 +1,9 @@
 //! A call's deadline, from the client's `grpc-timeout`.
 //!
 //! Servers enforce it themselves rather than through tonic's timeout layer,
-//! which answers CANCELLED where clients expect DEADLINE_EXCEEDED; and a few
-//! ms before the client's own timer, so that our answer (and the kill of the
-//! function's processes) wins.
+//! which answers CANCELLED where clients expect DEADLINE_EXCEEDED; and a
+//! little before the client's own timer, so that our answer (and the kill of
+//! the function's processes) wins.
 
 use std::future::Future;
 use std::time::Duration;
@@ -11,12 +11,19 @@ use std::time::Duration;
 // tokio's clock, so that tests with paused time see deadlines move with it.
 use tokio::time::Instant;
 
-/// How much earlier than the client's deadline a server answers.
-const HEADROOM: Duration = Duration::from_millis(5);
+/// How much earlier than the client's deadline a server answers: a tenth
+/// of the timeout, at most 100 ms. The server counts from when its handler
+/// runs, later than the client started its timer by the request's transit
+/// and the server's scheduling; a fixed few ms lost that race on a busy
+/// machine (the client's own timer fired, and the call ended CANCELLED
+/// instead of DEADLINE_EXCEEDED).
+fn headroom(timeout: Duration) -> Duration {
+    (timeout / 10).min(Duration::from_millis(100))
+}
 
-/// The call's deadline: `HEADROOM` before the client's `grpc-timeout`.
+/// The call's deadline: [`headroom`] before the client's `grpc-timeout`.
 pub fn deadline(started: Instant, timeout: Option<Duration>) -> Option<Instant> {
-    timeout.map(|d| started + d.saturating_sub(HEADROOM))
+    timeout.map(|d| started + d.saturating_sub(headroom(d)))
 }
 
 /// The deadline of a call starting now with these headers.
@@ -69,6 +76,16 @@ fn parse_grpc_timeout(value: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_server_answers_a_tenth_early_at_most_100_ms() {
+        let now = Instant::now();
+        let at = |ms| deadline(now, Some(Duration::from_millis(ms))).map(|d| d - now);
+        assert_eq!(at(200), Some(Duration::from_millis(180)));
+        assert_eq!(at(1500), Some(Duration::from_millis(1400)));
+        assert_eq!(at(60_000), Some(Duration::from_millis(59_900)));
+        assert_eq!(deadline(now, None), None);
+    }
 
     #[test]
     fn grpc_timeout_units() {
