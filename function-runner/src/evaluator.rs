@@ -236,14 +236,14 @@ impl PodEvaluator {
         };
         let mut attempt = 0;
         loop {
-            let lease =
-                self.cache
-                    .get(&image, overrides)
-                    .await
-                    .map_err(|source| EvalError::Pod {
-                        image: image.clone(),
-                        source,
-                    })?;
+            let lease = self
+                .cache
+                .get(&image, overrides.clone())
+                .await
+                .map_err(|source| EvalError::Pod {
+                    image: image.clone(),
+                    source,
+                })?;
             let mut client = FunctionEvaluatorClient::new(lease.channel())
                 .max_decoding_message_size(self.max_message_bytes)
                 .max_encoding_message_size(self.max_message_bytes);

@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 
 use tokio::sync::mpsc;
 
-use crate::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod};
+use crate::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
 use crate::cache::{PodCache, PodState};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -195,8 +195,12 @@ impl Backend for MeteredBackend {
         })
     }
 
-    fn stop(&self, id: PodId) -> BoxFuture<'static, Result<(), BackendError>> {
-        self.inner.stop(id)
+    fn stop(&self, id: PodId, reason: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
+        self.inner.stop(id, reason)
+    }
+
+    fn reused(&self, id: &PodId, ttl: std::time::Duration) {
+        self.inner.reused(id, ttl)
     }
 
     fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>) {

@@ -29,6 +29,9 @@ pub enum BackendKind {
 pub struct RunnerOptions {
     /// Directory of FunctionConfig documents (`--functions`); `None`: none.
     pub functions: Option<PathBuf>,
+    /// Porch's pod cache config (`--pod-cache-config`): functions to keep
+    /// pods for, with their pod settings.
+    pub pod_cache_config: Option<PathBuf>,
     pub default_image_prefix: String,
     pub cache: CacheSettings,
     pub warm_up: bool,
@@ -51,6 +54,8 @@ pub enum RunnerError {
     Functions { path: PathBuf, reason: String },
     #[error("--process-functions: {0}")]
     FunctionMap(#[from] FunctionMapError),
+    #[error("{0}")]
+    PodCacheConfig(#[from] config::PodCacheConfigError),
     #[error("--backend kube: {0}")]
     KubeSettings(&'static str),
     #[error(
@@ -72,7 +77,7 @@ impl Runner {
     /// FunctionConfig documents are logged with file and field; the good
     /// ones are used.
     pub async fn start(opts: RunnerOptions) -> Result<Runner, RunnerError> {
-        let configs = match &opts.functions {
+        let mut configs = match &opts.functions {
             None => Vec::new(),
             Some(dir) => {
                 if !dir.is_dir() {
@@ -88,6 +93,9 @@ impl Runner {
                 report.configs
             }
         };
+        if let Some(path) = &opts.pod_cache_config {
+            configs.extend(config::load_pod_cache_config(path)?);
+        }
         let (index, errors) = ImageIndex::build(&configs, &opts.default_image_prefix);
         for err in &errors {
             tracing::error!("FunctionConfig: {err}");
@@ -122,6 +130,7 @@ impl Runner {
                     ));
                 }
                 settings.ttl = opts.cache.default_ttl;
+                settings.scan_interval = opts.cache.scan_interval;
                 let client = kube::Client::try_default()
                     .await
                     .map_err(RunnerError::Kube)?;

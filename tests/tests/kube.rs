@@ -15,7 +15,7 @@ use e2e_tests::{
     start_registry, Wrapper,
 };
 use function_runner::backend::kube::pods::is_ready;
-use function_runner::backend::kube::template::{FunctionPod, INLINE_TEMPLATE_VERSION};
+use function_runner::backend::kube::template::{FunctionPod, Template};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::wait::await_condition;
@@ -146,15 +146,19 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
         max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
         owner: format!("e2e-{id}"),
         reclaim_after: 4_000_000_000,
-        template_version: INLINE_TEMPLATE_VERSION.to_string(),
+        pull_secret: None,
     };
+    let template = Template::inline();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     let services: Api<Service> = Api::namespaced(client.clone(), &namespace);
-    pods.create(&PostParams::default(), &function_pod.pod())
-        .await
-        .unwrap();
+    pods.create(
+        &PostParams::default(),
+        &function_pod.pod(&template, None).unwrap(),
+    )
+    .await
+    .unwrap();
     let service = services
-        .create(&PostParams::default(), &function_pod.service())
+        .create(&PostParams::default(), &function_pod.service(&template))
         .await
         .unwrap();
 

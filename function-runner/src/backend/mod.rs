@@ -18,6 +18,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
+use crate::config::TemplateOverrides;
 use crate::image::ImageRef;
 
 /// Identifies one pod across its whole life. Unique within a runner process.
@@ -75,12 +76,40 @@ pub fn pod_name(image: &str, unique: &str) -> String {
 }
 
 /// What the cache asks a backend to start.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PodSpec {
     /// The fully qualified function image (registry/name:tag or @digest).
     pub image: String,
     /// How long `start` may take before the pod counts as failed.
     pub ready_timeout: Duration,
+    /// How long the pod lives after its last use: a backend that records it
+    /// on the pod (kube's `fn.kpt.dev/reclaim-after`) starts from this.
+    pub ttl: Duration,
+    /// The function's FunctionConfig `templateOverrides`, if any.
+    pub overrides: Option<Arc<TemplateOverrides>>,
+}
+
+impl PodSpec {
+    /// A spec with no overrides and the default TTL (tests, `eval`).
+    pub fn new(image: impl Into<String>, ready_timeout: Duration) -> Self {
+        PodSpec {
+            image: image.into(),
+            ready_timeout,
+            ttl: Duration::from_secs(30 * 60),
+            overrides: None,
+        }
+    }
+}
+
+/// Why the cache lets go of a pod.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// It is healthy but no longer wanted: its TTL passed, its template is
+    /// stale, its start was given up, or the runner shuts down. A backend
+    /// whose pods other runners may share deletes it only if none uses it.
+    Idle,
+    /// It failed, or a caller could not reach it: delete it.
+    Broken,
 }
 
 /// A pod that answered SERVING on its health service.
@@ -95,7 +124,15 @@ pub struct ReadyPod {
 /// was deleted by someone else. The cache evicts it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PodEvent {
-    Failed { id: PodId, reason: String },
+    Failed {
+        id: PodId,
+        reason: String,
+    },
+    /// The pod was made from a template that has changed since: the cache
+    /// hands it out no more, and stops it once its calls are done.
+    Stale {
+        id: PodId,
+    },
 }
 
 /// What made a start fail, kept whole rather than flattened into text so
@@ -139,8 +176,15 @@ pub trait Backend: Send + Sync + 'static {
     /// cleaned up by the backend before the error is returned.
     fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>>;
 
-    /// Deletes a pod. Deleting a pod that is already gone is success.
-    fn stop(&self, id: PodId) -> BoxFuture<'static, Result<(), BackendError>>;
+    /// Lets go of a pod: deletes it (a backend whose pods may be shared
+    /// deletes an [`StopReason::Idle`] one only if no other runner uses it).
+    /// Deleting a pod that is already gone is success.
+    fn stop(&self, id: PodId, reason: StopReason) -> BoxFuture<'static, Result<(), BackendError>>;
+
+    /// A call was handed the pod, extending its life to `ttl` from now.
+    /// Called on the cache's task for every hand-out: must not block (a
+    /// backend that records it elsewhere does so in the background).
+    fn reused(&self, _id: &PodId, _ttl: Duration) {}
 
     /// Hands the backend the channel on which it reports pods that died
     /// after `start` returned. Called once, before the first `start`.

@@ -40,7 +40,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::StreamExt;
 
-use super::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod};
+use super::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
 use crate::image::ImageRef;
 
 /// How long a stopping wrapper may drain before it is killed.
@@ -355,7 +355,7 @@ impl Backend for ProcessBackend {
         })
     }
 
-    fn stop(&self, id: PodId) -> BoxFuture<'static, Result<(), BackendError>> {
+    fn stop(&self, id: PodId, _: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
         let stop = self
             .pods
             .lock()

@@ -58,7 +58,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
 use tonic::transport::{Channel, Endpoint};
 
-use crate::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod};
+use crate::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
 
 #[cfg(test)]
 mod tests;
@@ -103,7 +103,7 @@ impl Default for CacheSettings {
 
 /// Per-image overrides, from a FunctionConfig's `podExecutor`. `None` falls
 /// back to [`CacheSettings`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PodRequestSettings {
     /// `timeToLive`.
     pub ttl: Option<Duration>,
@@ -111,6 +111,8 @@ pub struct PodRequestSettings {
     pub max_parallel_pods: Option<usize>,
     /// `preferredMaxQueueLength`: waitlist length per pod.
     pub max_queue_length: Option<usize>,
+    /// `templateOverrides`, handed to the backend with each start.
+    pub template_overrides: Option<Arc<crate::config::TemplateOverrides>>,
 }
 
 impl From<&crate::config::PodMatch> for PodRequestSettings {
@@ -121,6 +123,7 @@ impl From<&crate::config::PodMatch> for PodRequestSettings {
             ttl: m.ttl,
             max_parallel_pods: m.max_parallel_executions.map(|n| n as usize),
             max_queue_length: m.preferred_max_queue_length.map(|n| n as usize),
+            template_overrides: m.template_overrides.clone(),
         }
     }
 }
@@ -460,6 +463,10 @@ impl PodCache {
 struct Pod {
     serial: u64,
     slot: Slot,
+    /// Made from a template that changed since: no new leases; stopped once
+    /// its last lease is back. Not counted against the image's pod limit,
+    /// so that its replacement can start meanwhile.
+    retiring: bool,
 }
 
 enum Slot {
@@ -506,24 +513,27 @@ impl Pod {
         }
     }
 
-    /// Hands a lease on this ready pod to `reply`. A caller that is gone
-    /// already gets nothing and holds nothing.
-    fn hand_out(&mut self, reply: Reply, now: Instant, ttl: Duration) {
-        if let Slot::Ready {
+    /// Hands a lease on this ready pod to `reply`; whether it was taken. A
+    /// caller that is gone already gets nothing and holds nothing.
+    fn hand_out(&mut self, reply: Reply, now: Instant, ttl: Duration) -> bool {
+        let Slot::Ready {
             shared,
             in_flight,
             expiry,
         } = &mut self.slot
-        {
-            *in_flight += 1;
-            *expiry = (*expiry).max(deadline(now, ttl));
-            if let Err(undelivered) = reply.send(Ok(PodLease::new(Arc::clone(shared)))) {
-                if let Ok(lease) = undelivered {
-                    lease.disarm();
-                }
-                *in_flight -= 1;
+        else {
+            return false;
+        };
+        *in_flight += 1;
+        *expiry = (*expiry).max(deadline(now, ttl));
+        if let Err(undelivered) = reply.send(Ok(PodLease::new(Arc::clone(shared)))) {
+            if let Ok(lease) = undelivered {
+                lease.disarm();
             }
+            *in_flight -= 1;
+            return false;
         }
+        true
     }
 }
 
@@ -553,6 +563,7 @@ impl ImageEntry {
     /// The scheduling rules of the module doc, in O(pods of the image).
     fn choose(&mut self, queue: usize, max_pods: usize) -> Choice {
         let n = self.pods.len();
+        let live = self.pods.iter().filter(|p| !p.retiring).count();
         // (load, index): the first minimum in round-robin order wins.
         let mut ready_under: Option<(usize, usize)> = None;
         let mut starting_under: Option<(usize, usize)> = None;
@@ -561,6 +572,9 @@ impl ImageEntry {
         for i in 0..n {
             let idx = (self.next + i) % n;
             let pod = &self.pods[idx];
+            if pod.retiring {
+                continue;
+            }
             let load = pod.load();
             let starting = !pod.is_ready();
             if load < queue {
@@ -580,7 +594,7 @@ impl ImageEntry {
         if let Some((_, idx)) = ready_under.or(starting_under) {
             return Choice::Join(idx);
         }
-        if n < max_pods {
+        if live < max_pods {
             let pruned: usize = self.pods.iter_mut().map(Pod::prune_waiters).sum();
             if pruned > 0 {
                 // A starting pod may have dropped below `queue`.
@@ -617,7 +631,12 @@ struct Ctx {
 
 impl Ctx {
     /// Starts a pod in a task; returns the serial the new pod gets.
-    fn spawn_start(&mut self, image: &Arc<str>) -> u64 {
+    fn spawn_start(
+        &mut self,
+        image: &Arc<str>,
+        ttl: Duration,
+        overrides: &PodRequestSettings,
+    ) -> u64 {
         let serial = self.next_serial;
         self.next_serial += 1;
         self.pending_starts += 1;
@@ -627,6 +646,8 @@ impl Ctx {
         let spec = PodSpec {
             image: image.to_string(),
             ready_timeout: self.settings.ready_timeout,
+            ttl,
+            overrides: overrides.template_overrides.clone(),
         };
         let backstop = self.settings.ready_timeout.saturating_add(START_GRACE);
         let report = StartReport {
@@ -650,13 +671,13 @@ impl Ctx {
         serial
     }
 
-    fn spawn_stop(&mut self, id: PodId) {
+    fn spawn_stop(&mut self, id: PodId, reason: StopReason) {
         self.pending_stops += 1;
         let backend = Arc::clone(&self.backend);
         let report = StopReport(self.internal_tx.clone());
         tokio::spawn(async move {
             let _report = report;
-            match backend.stop(id.clone()).await {
+            match backend.stop(id.clone(), reason).await {
                 Ok(()) => tracing::debug!(pod = %id, "pod stopped"),
                 Err(error) => tracing::warn!(pod = %id, %error, "stopping a pod failed"),
             }
@@ -834,10 +855,13 @@ impl Actor {
             Choice::Join(idx) => {
                 let pod = &mut entry.pods[idx];
                 match &mut pod.slot {
-                    Slot::Ready { .. } => {
+                    Slot::Ready { shared, .. } => {
                         self.ctx.counters.hits += 1;
                         entry.next = idx + 1;
-                        pod.hand_out(reply, Instant::now(), ttl);
+                        let id = shared.id.clone();
+                        if pod.hand_out(reply, Instant::now(), ttl) {
+                            self.ctx.backend.reused(&id, ttl);
+                        }
                     }
                     Slot::Starting {
                         waiters,
@@ -851,13 +875,14 @@ impl Actor {
             }
             Choice::Start => {
                 self.ctx.counters.misses += 1;
-                let serial = self.ctx.spawn_start(&entry.image);
+                let serial = self.ctx.spawn_start(&entry.image, ttl, &overrides);
                 entry.pods.push(Pod {
                     serial,
                     slot: Slot::Starting {
                         waiters: vec![reply],
                         ttl,
                     },
+                    retiring: false,
                 });
             }
         }
@@ -873,13 +898,14 @@ impl Actor {
             .entry(Arc::from(image))
             .or_insert_with_key(|key| ImageEntry::new(Arc::clone(key)));
         if entry.pods.is_empty() {
-            let serial = self.ctx.spawn_start(&entry.image);
+            let serial = self.ctx.spawn_start(&entry.image, ttl, overrides);
             entry.pods.push(Pod {
                 serial,
                 slot: Slot::Starting {
                     waiters: Vec::new(),
                     ttl,
                 },
+                retiring: false,
             });
         }
     }
@@ -889,9 +915,19 @@ impl Actor {
         let Some(entry) = self.images.get_mut(&*pod.image) else {
             return;
         };
-        if let Some(found) = entry.pods.iter_mut().find(|p| p.serial == pod.serial) {
-            if let Slot::Ready { in_flight, .. } = &mut found.slot {
-                *in_flight = in_flight.saturating_sub(1);
+        let Some(idx) = entry.position(pod.serial) else {
+            return;
+        };
+        let found = &mut entry.pods[idx];
+        if let Slot::Ready { in_flight, .. } = &mut found.slot {
+            *in_flight = in_flight.saturating_sub(1);
+            if *in_flight == 0 && found.retiring {
+                tracing::info!(image = %pod.image, pod = %pod.id, "stopping a stale pod, its last call done");
+                entry.pods.remove(idx);
+                if entry.pods.is_empty() {
+                    self.images.remove(&*pod.image);
+                }
+                self.ctx.spawn_stop(pod.id.clone(), StopReason::Idle);
             }
         }
     }
@@ -935,12 +971,12 @@ impl Actor {
     fn start_succeeded(&mut self, image: &str, serial: u64, ready: ReadyPod) {
         let Some(idx) = self.starting_position(image, serial) else {
             tracing::info!(image, pod = %ready.id, "stopping a pod whose start was given up");
-            self.ctx.spawn_stop(ready.id);
+            self.ctx.spawn_stop(ready.id, StopReason::Idle);
             return;
         };
         if self.ctx.shutting_down {
             self.remove_at(image, idx);
-            self.ctx.spawn_stop(ready.id);
+            self.ctx.spawn_stop(ready.id, StopReason::Idle);
             return;
         }
         let endpoint = match Endpoint::from_shared(ready.endpoint.clone()) {
@@ -961,7 +997,7 @@ impl Actor {
                         source: error,
                     }),
                 };
-                self.ctx.spawn_stop(ready.id);
+                self.ctx.spawn_stop(ready.id, StopReason::Broken);
                 self.fail_start(image, serial, error);
                 return;
             }
@@ -1030,6 +1066,26 @@ impl Actor {
                     tracing::debug!(pod = %id, reason, "failure of a pod this cache does not hold");
                 }
             }
+            PodEvent::Stale { id } => self.retire(&id),
+        }
+    }
+
+    /// A pod of an old template: stopped now if idle, else once its last
+    /// lease is back; no new lease either way.
+    fn retire(&mut self, id: &PodId) {
+        for (image, entry) in self.images.iter_mut() {
+            let Some(idx) = entry.pods.iter().position(|p| p.id() == Some(id)) else {
+                continue;
+            };
+            if entry.pods[idx].load() == 0 {
+                tracing::info!(image = %image, pod = %id, "stopping a pod of an old template");
+                entry.pods.remove(idx);
+                self.ctx.spawn_stop(id.clone(), StopReason::Idle);
+            } else {
+                tracing::info!(image = %image, pod = %id, "a pod of an old template: replaced once its calls are done");
+                entry.pods[idx].retiring = true;
+            }
+            return;
         }
     }
 
@@ -1044,7 +1100,7 @@ impl Actor {
         for entry in self.images.values_mut() {
             if let Some(idx) = entry.pods.iter().position(|p| p.id() == Some(id)) {
                 entry.pods.remove(idx);
-                self.ctx.spawn_stop(id.clone());
+                self.ctx.spawn_stop(id.clone(), StopReason::Broken);
                 return true;
             }
         }
@@ -1064,7 +1120,7 @@ impl Actor {
                 } if *expiry <= now => {
                     tracing::info!(image = %image, pod = %shared.id, "deleting an expired pod");
                     ctx.counters.gc_deletions += 1;
-                    ctx.spawn_stop(shared.id.clone());
+                    ctx.spawn_stop(shared.id.clone(), StopReason::Idle);
                     false
                 }
                 _ => true,
@@ -1083,7 +1139,7 @@ impl Actor {
         for entry in self.images.values_mut() {
             entry.pods.retain_mut(|pod| match &mut pod.slot {
                 Slot::Ready { shared, .. } => {
-                    ctx.spawn_stop(shared.id.clone());
+                    ctx.spawn_stop(shared.id.clone(), StopReason::Idle);
                     false
                 }
                 // Stopped when the start completes: the id is unknown yet.

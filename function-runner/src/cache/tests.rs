@@ -22,6 +22,9 @@ struct FakeState {
     next_id: usize,
     starts: Vec<String>,
     stops: Vec<PodId>,
+    stop_reasons: Vec<StopReason>,
+    specs: Vec<PodSpec>,
+    reused: Vec<(PodId, Duration)>,
     pending: VecDeque<(String, oneshot::Sender<Result<ReadyPod, BackendError>>)>,
     events: Option<mpsc::UnboundedSender<PodEvent>>,
 }
@@ -97,6 +100,13 @@ impl Fake {
         }));
     }
 
+    fn emit_stale(&self, id: &PodId) {
+        let events = self.lock().events.clone().expect("set_events was called");
+        events
+            .send(PodEvent::Stale { id: id.clone() })
+            .expect("cache listens for events");
+    }
+
     fn emit_failed(&self, id: &PodId) {
         let events = self.lock().events.clone().expect("set_events was called");
         events
@@ -116,6 +126,7 @@ impl Backend for Fake {
     fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
         let mut state = self.lock();
         state.starts.push(spec.image.clone());
+        state.specs.push(spec.clone());
         if state.manual {
             let (tx, rx) = oneshot::channel();
             state.pending.push_back((spec.image.clone(), tx));
@@ -140,13 +151,19 @@ impl Backend for Fake {
         future::ready(Ok(state.new_pod())).boxed()
     }
 
-    fn stop(&self, id: PodId) -> BoxFuture<'static, Result<(), BackendError>> {
-        self.lock().stops.push(id);
+    fn stop(&self, id: PodId, reason: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
+        let mut state = self.lock();
+        state.stop_reasons.push(reason);
+        state.stops.push(id);
         future::ready(Ok(())).boxed()
     }
 
     fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>) {
         self.lock().events = Some(events);
+    }
+
+    fn reused(&self, id: &PodId, ttl: Duration) {
+        self.lock().reused.push((id.clone(), ttl));
     }
 }
 
@@ -163,9 +180,9 @@ fn defaults() -> PodRequestSettings {
 
 fn pods(max_pods: usize, queue: usize) -> PodRequestSettings {
     PodRequestSettings {
-        ttl: None,
         max_parallel_pods: Some(max_pods),
         max_queue_length: Some(queue),
+        ..PodRequestSettings::default()
     }
 }
 
@@ -348,18 +365,18 @@ async fn another_pod_starts_only_when_all_are_full_and_below_the_limit() {
     let fake = Fake::manual();
     let cache = cache(&fake, CacheSettings::default());
     let s = pods(2, 2);
-    let a = spawn_get(&cache, IMAGE, s);
-    let b = spawn_get(&cache, IMAGE, s);
+    let a = spawn_get(&cache, IMAGE, s.clone());
+    let b = spawn_get(&cache, IMAGE, s.clone());
     settle().await;
     assert_eq!(fake.pending(), 1, "b joins the starting pod");
-    let c = spawn_get(&cache, IMAGE, s);
+    let c = spawn_get(&cache, IMAGE, s.clone());
     settle().await;
     assert_eq!(fake.pending(), 2, "pod 1 is full: c starts pod 2");
-    let d = spawn_get(&cache, IMAGE, s);
+    let d = spawn_get(&cache, IMAGE, s.clone());
     settle().await;
     assert_eq!(loads(&cache, IMAGE).await, vec![2, 2], "d joins pod 2");
-    let e = spawn_get(&cache, IMAGE, s);
-    let f = spawn_get(&cache, IMAGE, s);
+    let e = spawn_get(&cache, IMAGE, s.clone());
+    let f = spawn_get(&cache, IMAGE, s.clone());
     settle().await;
     assert_eq!(fake.starts().len(), 2, "at the limit: no third pod");
     assert_eq!(loads(&cache, IMAGE).await, vec![3, 3]);
@@ -414,26 +431,26 @@ async fn least_loaded_ready_pod_wins_and_ties_go_round_robin() {
     let wide = pods(2, 10);
     let mut picked = Vec::new();
     for _ in 0..4 {
-        let lease = get(&cache, IMAGE, wide).await;
+        let lease = get(&cache, IMAGE, wide.clone()).await;
         picked.push(lease.pod_id().clone());
         drop(lease);
         settle().await;
     }
     assert_eq!(picked, vec![p1.clone(), p2.clone(), p1.clone(), p2.clone()]);
 
-    let a = get(&cache, IMAGE, wide).await;
-    let b = get(&cache, IMAGE, wide).await;
-    let c = get(&cache, IMAGE, wide).await;
+    let a = get(&cache, IMAGE, wide.clone()).await;
+    let b = get(&cache, IMAGE, wide.clone()).await;
+    let c = get(&cache, IMAGE, wide.clone()).await;
     assert_eq!(a.pod_id(), &p1);
     assert_eq!(b.pod_id(), &p2);
     assert_eq!(c.pod_id(), &p1, "tie 1/1: round robin goes back to pod 1");
-    let d = get(&cache, IMAGE, wide).await;
+    let d = get(&cache, IMAGE, wide.clone()).await;
     assert_eq!(d.pod_id(), &p2, "pod 2 is less loaded (1 < 2)");
     drop(a);
     drop(c);
     settle().await;
     assert_eq!(loads(&cache, IMAGE).await, vec![0, 2]);
-    let e = get(&cache, IMAGE, wide).await;
+    let e = get(&cache, IMAGE, wide.clone()).await;
     assert_eq!(e.pod_id(), &p1, "least loaded beats round robin");
     drop((b, d, e));
     assert_eq!(fake.starts().len(), 2);
@@ -449,13 +466,13 @@ async fn each_hand_out_extends_the_ttl() {
         ..defaults()
     };
     let start = Instant::now();
-    let pod = get(&cache, IMAGE, ttl).await.pod_id().clone();
+    let pod = get(&cache, IMAGE, ttl.clone()).await.pod_id().clone();
     settle().await;
     let expiry = image_snapshot(&cache, IMAGE).await.pods[0].expiry;
     assert_eq!(expiry, Some(start + Duration::from_secs(600)));
 
     tokio::time::advance(Duration::from_secs(540)).await;
-    drop(get(&cache, IMAGE, ttl).await);
+    drop(get(&cache, IMAGE, ttl.clone()).await);
     let extended = start + Duration::from_secs(540 + 600);
     assert_eq!(
         image_snapshot(&cache, IMAGE).await.pods[0]
@@ -477,8 +494,80 @@ async fn each_hand_out_extends_the_ttl() {
     assert!(snap.image(IMAGE).is_none());
     assert_eq!(snap.counters.gc_deletions, 1);
 
-    drop(get(&cache, IMAGE, ttl).await);
+    drop(get(&cache, IMAGE, ttl.clone()).await);
     assert_eq!(fake.starts().len(), 2, "the next call starts a fresh pod");
+}
+
+// The backend records a pod's life (kube: `fn.kpt.dev/reclaim-after`): it
+// hears of every hand-out of a ready pod, with the TTL, and each start gets
+// the TTL and the FunctionConfig's template overrides.
+#[tokio::test(start_paused = true)]
+async fn the_backend_hears_of_each_reuse_and_gets_ttl_and_overrides_at_start() {
+    let fake = Fake::auto();
+    let cache = cache(&fake, CacheSettings::default());
+    let overrides = Arc::new(crate::config::TemplateOverrides {
+        service_account_name: Some("fn-sa".into()),
+        ..Default::default()
+    });
+    let settings = PodRequestSettings {
+        ttl: Some(Duration::from_secs(600)),
+        template_overrides: Some(overrides.clone()),
+        ..defaults()
+    };
+    let first = get(&cache, IMAGE, settings.clone()).await;
+    let pod = first.pod_id().clone();
+    drop(first);
+    drop(get(&cache, IMAGE, settings.clone()).await);
+    drop(get(&cache, IMAGE, settings).await);
+    settle().await;
+    let state = fake.lock();
+    assert_eq!(state.specs.len(), 1);
+    assert_eq!(state.specs[0].ttl, Duration::from_secs(600));
+    assert_eq!(state.specs[0].overrides, Some(overrides));
+    // The first caller waited for the start, which recorded the TTL itself.
+    assert_eq!(
+        state.reused,
+        vec![
+            (pod.clone(), Duration::from_secs(600)),
+            (pod, Duration::from_secs(600))
+        ]
+    );
+}
+
+// A changed template: an idle pod of the old one is stopped at once; a busy
+// one takes no new call, and goes once its last call is done, while its
+// replacement starts (even at a limit of one pod).
+#[tokio::test(start_paused = true)]
+async fn a_stale_pod_is_replaced_once_idle() {
+    let fake = Fake::auto();
+    let cache = cache(&fake, CacheSettings::default());
+    let idle = get(&cache, OTHER, defaults()).await.pod_id().clone();
+    fake.emit_stale(&idle);
+    settle().await;
+    assert_eq!(fake.stops(), vec![idle.clone()]);
+    assert_eq!(fake.lock().stop_reasons, vec![StopReason::Idle]);
+
+    let busy = get(&cache, IMAGE, pods(1, 2)).await;
+    fake.emit_stale(busy.pod_id());
+    settle().await;
+    assert_eq!(fake.stops().len(), 1, "in flight: not stopped yet");
+    let fresh = get(&cache, IMAGE, pods(1, 2)).await;
+    assert_ne!(
+        fresh.pod_id(),
+        busy.pod_id(),
+        "no new call on the stale pod"
+    );
+    assert_eq!(loads(&cache, IMAGE).await, vec![1, 1]);
+
+    let stale = busy.pod_id().clone();
+    drop(busy);
+    settle().await;
+    assert_eq!(fake.stops(), vec![idle, stale]);
+    assert_eq!(loads(&cache, IMAGE).await, vec![1]);
+    assert_eq!(
+        fake.lock().stop_reasons,
+        vec![StopReason::Idle, StopReason::Idle]
+    );
 }
 
 // Rule 4, and the Go defect "GC deletes a pod with a call in flight".
@@ -536,6 +625,7 @@ async fn a_failed_pod_is_evicted_at_once() {
     fake.emit_failed(old.pod_id());
     settle().await;
     assert_eq!(fake.stops(), vec![old.pod_id().clone()]);
+    assert_eq!(fake.lock().stop_reasons, vec![StopReason::Broken]);
     let snap = cache.snapshot().await;
     assert_eq!(snap.counters.evictions, 1);
     assert!(snap.image(IMAGE).is_none_or(|i| i.pods.is_empty()));

@@ -38,6 +38,7 @@
 
 mod index;
 mod load;
+mod pod_cache;
 mod tag;
 mod types;
 
@@ -49,6 +50,7 @@ pub use load::{
     load_dir, load_dir_with_prefix, parse_str, parse_str_with, ConfigError, DocLocation,
     LoadReport, Position,
 };
+pub use pod_cache::{load_pod_cache_config, PodCacheConfigError};
 pub use tag::{resolve_tag, tag_version, TagConstraint};
 pub use types::{
     BinaryExecutor, ContainerOverrides, FunctionConfig, FunctionConfigSpec, GoExecutor, ObjectMeta,

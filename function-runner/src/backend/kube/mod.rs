@@ -4,6 +4,7 @@
 
 pub mod entrypoint;
 pub mod pods;
+pub mod source;
 pub mod template;
 
 /// Namespace of function pods (`--pod-namespace`).

@@ -1,23 +1,48 @@
-//! The `kube` backend: each pod is a Kubernetes Pod from the built-in
-//! template, with a ClusterIP Service in front of it.
+//! The `kube` backend: each pod is a Kubernetes Pod made from the function
+//! pod template, with a ClusterIP Service in front of it.
 //!
-//! One watch over this runner's pods (label [`OWNER_LABEL`]) feeds a
-//! reflector store. A start creates the Pod and its Service and waits, on
-//! that watch's events, for the Pod to be Ready; a pod that later fails,
-//! ends or is deleted is reported as [`PodEvent::Failed`] from the same
-//! events. Nothing polls, and a warm call makes no API request: the cache
-//! hands out pods it already has.
+//! One watch over the function pods of the namespace (every pod with the
+//! [`OWNER_LABEL`], whichever runner made it) feeds a reflector store. A
+//! start creates the Pod and its Service and waits, on that watch's events,
+//! for the Pod to be Ready and listed in the Service's Endpoints; a pod that
+//! later fails, ends or is deleted is reported as [`PodEvent::Failed`] from
+//! the same events. Nothing polls, and a warm call makes no API request: the
+//! cache hands out pods it already has (the `fn.kpt.dev/reclaim-after`
+//! patch on reuse runs in the background, at most once per tenth of the TTL
+//! per pod).
+//!
+//! # Names and sharing
+//!
+//! Pod names are fixed: the function, a hash of everything the pod is made
+//! from (image, template and its version, wrapper image, message size,
+//! overrides, pull Secret), and a slot number. Runners that start together,
+//! or a runner that restarts, therefore ask for the same names: the first
+//! create wins, the others get AlreadyExists and use that pod (after the
+//! same readiness and Endpoints checks), so a function has one pod however
+//! many replicas warm it. A runner skips the slots it holds itself, so its
+//! own pods of one function are distinct.
+//!
+//! # Deleting
+//!
+//! The owner label names the runner that created the pod. A broken pod is
+//! deleted by whoever sees it break. An idle one is deleted by its owner
+//! only, and only if no other runner extended its reclaim-after past the
+//! owner's own last write; the delete carries the resourceVersion seen, so
+//! a reuse patch that lands first wins. Every scan interval, pods nobody
+//! here holds are swept from the store (no listing): the owner deletes its
+//! own once their reclaim-after passed; a pod whose owner is gone (a
+//! crashed or scaled-down replica) is deleted by any runner one more TTL
+//! later, when a live owner would have deleted it long since.
 
-use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::wait::await_condition;
 use kube::runtime::{watcher, WatchStreamExt};
@@ -25,9 +50,16 @@ use kube::{Api, Client};
 use tokio::sync::{mpsc, watch};
 
 use super::entrypoint::Entrypoints;
-use super::template::{label_value, FunctionPod, INLINE_TEMPLATE_VERSION};
-use super::{OWNER_LABEL, WRAPPER_PORT};
-use crate::backend::{cause, pod_name, Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod};
+use super::source::{self, TemplateChoice};
+use super::template::{label_value, FunctionPod, Template};
+use super::{OWNER_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT};
+use crate::backend::{
+    cause, pod_name, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, StopReason,
+};
+
+/// Slots tried per start before giving up: more than any function's pod
+/// limit plus the pods of other runners it might collide with.
+const MAX_SLOTS: u32 = 64;
 
 /// How the runner reaches a function pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -47,12 +79,21 @@ pub struct KubeSettings {
     pub wrapper_image: String,
     pub max_message_bytes: usize,
     pub dial: Dial,
-    /// This runner, as a label value: its pods carry it, and it touches no
-    /// other.
+    /// This runner, as a label value: its pods carry it.
     pub owner: String,
-    /// How long after its last use an idle pod may be reclaimed, for the
-    /// `fn.kpt.dev/reclaim-after` annotation.
+    /// The default pod TTL: also how long past its reclaim-after a pod whose
+    /// owner is gone is left before another runner deletes it.
     pub ttl: Duration,
+    /// How often pods nobody here holds are swept.
+    pub scan_interval: Duration,
+    /// Where the pod template comes from.
+    pub template: TemplateChoice,
+    /// The runner's own namespace, where a `--function-pod-template`
+    /// ConfigMap lives.
+    pub runner_namespace: String,
+    /// A pull Secret that pods of images outside the default registry
+    /// reference (private registries).
+    pub pull_secret: Option<String>,
 }
 
 pub struct KubeBackend {
@@ -74,24 +115,39 @@ struct Inner {
     store: Store<Pod>,
     /// Ticks on every watch event: starts wait on it instead of polling.
     changed: watch::Receiver<u64>,
+    template: watch::Receiver<source::Current>,
     entrypoints: Entrypoints,
-    /// Pods handed out as ready: their end is reported as a failure.
-    ready: Mutex<HashSet<String>>,
+    /// Shared with the reuse patches running in the background.
+    held: Arc<Mutex<Held>>,
     events: OnceLock<mpsc::UnboundedSender<PodEvent>>,
-    next: AtomicU64,
-    /// Makes pod names unique per runner process: a hash of the owner and
-    /// of this process' start, so neither two replicas nor a restarted
-    /// runner ever try the same name.
-    instance: String,
     /// The pod watch's last error, named when a start times out.
     watch_error: Mutex<Option<String>>,
+}
+
+/// What this runner holds, by pod name.
+#[derive(Default)]
+struct Held {
+    /// Pods being started or handed out by this runner: their names are not
+    /// tried again by its other starts, and the sweep leaves them alone.
+    claimed: HashSet<String>,
+    /// Pods handed out as ready: their end is reported as a failure.
+    ready: HashSet<String>,
+    /// The reclaim-after this runner last wrote on each pod.
+    written: HashMap<String, u64>,
+    /// Reclaim-after patches under way.
+    patching: HashSet<String>,
 }
 
 /// Why a Kubernetes pod did not start.
 #[derive(Debug, thiserror::Error)]
 enum StartError {
-    #[error("creating {kind} {name}: {source}")]
-    Create {
+    #[error("the function pod template: {0}")]
+    Template(String),
+    #[error("{0}")]
+    Build(#[from] super::template::TemplateError),
+    #[error("{verb} {kind} {name}: {source}")]
+    Api {
+        verb: &'static str,
         kind: &'static str,
         name: String,
         #[source]
@@ -105,17 +161,54 @@ enum StartError {
         #[source]
         source: kube::runtime::wait::Error,
     },
+    #[error("service {name} keeps belonging to another pod")]
+    ServiceTaken { name: String },
+    #[error("all {MAX_SLOTS} pod names of this function are taken by pods that cannot serve")]
+    NoFreeName,
+    #[error("the template watch ended")]
+    TemplateGone,
+}
+
+/// A slot's pod name could not be used: another is tried.
+struct Taken(String);
+
+enum Attempt {
+    Taken(Taken),
+    Failed(Cause),
+}
+
+impl<E: Into<StartError>> From<E> for Attempt {
+    fn from(err: E) -> Self {
+        Attempt::Failed(cause(err.into()))
+    }
+}
+
+/// What a start did, for the cleanup after a failure or a timeout.
+#[derive(Default)]
+struct Progress {
+    /// The name claimed last.
+    name: Option<String>,
+    /// Whether this start created that pod (and so deletes it on failure;
+    /// its Service goes with it).
+    created: bool,
 }
 
 impl KubeBackend {
-    /// Connects with `client` and starts the watch over this runner's pods.
+    /// Connects with `client` and starts the watches: the function pods of
+    /// the namespace, and the template.
     pub fn new(client: Client, settings: KubeSettings, entrypoints: Entrypoints) -> Self {
         let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
         let services: Api<Service> = Api::namespaced(client.clone(), &settings.namespace);
-        let endpoints: Api<Endpoints> = Api::namespaced(client, &settings.namespace);
+        let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), &settings.namespace);
+        let template = source::spawn(
+            client,
+            settings.template.clone(),
+            &settings.runner_namespace,
+            &settings.namespace,
+        );
         let (store, writer) = reflector::store();
         let (tick, changed) = watch::channel(0u64);
-        let instance = instance_tag(&settings.owner);
+        let scan_interval = settings.scan_interval.max(Duration::from_secs(1));
         let inner = Arc::new(Inner {
             settings,
             pods: pods.clone(),
@@ -123,50 +216,45 @@ impl KubeBackend {
             endpoints,
             store,
             changed,
+            template: template.clone(),
             entrypoints,
-            ready: Mutex::new(HashSet::new()),
+            held: Arc::new(Mutex::new(Held::default())),
             events: OnceLock::new(),
-            next: AtomicU64::new(0),
-            instance,
             watch_error: Mutex::new(None),
         });
-        let selector = format!("{OWNER_LABEL}={}", label_value(&inner.settings.owner));
-        let stream = watcher(pods, watcher::Config::default().labels(&selector)).default_backoff();
+        // Every function pod of the namespace, whichever runner made it: a
+        // start may use another runner's pod of the same name.
+        let stream =
+            watcher(pods, watcher::Config::default().labels(OWNER_LABEL)).default_backoff();
         let weak = Arc::downgrade(&inner);
         let task = tokio::spawn(async move {
             let mut events = std::pin::pin!(reflector::reflector(writer, stream));
-            while let Some(event) = events.next().await {
-                let Some(inner) = weak.upgrade() else { return };
-                match event {
-                    Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
-                        if let Some(reason) = ended(&pod) {
-                            inner.report_failed(&pod, reason);
+            let mut template = template;
+            let mut sweep = tokio::time::interval(scan_interval);
+            sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut synced = false;
+            loop {
+                tokio::select! {
+                    event = events.next() => {
+                        let Some(event) = event else { return };
+                        let Some(inner) = weak.upgrade() else { return };
+                        synced |= matches!(event, Ok(watcher::Event::InitDone));
+                        inner.on_pod_event(event);
+                        tick.send_modify(|n| *n += 1);
+                    }
+                    changed = template.changed() => {
+                        if changed.is_err() { return }
+                        let Some(inner) = weak.upgrade() else { return };
+                        let current = template.borrow_and_update().clone();
+                        if let Some(Ok(current)) = current {
+                            inner.retire_other_versions(&current);
                         }
                     }
-                    Ok(watcher::Event::Delete(pod)) => {
-                        inner.report_failed(&pod, "was deleted".into())
-                    }
-                    // A relist after the watch broke (410 Gone included): a
-                    // pod deleted meanwhile produced no Delete event, it is
-                    // just absent from the new list.
-                    Ok(watcher::Event::InitDone) => {
-                        *inner
-                            .watch_error
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner) = None;
-                        inner.report_missing();
-                    }
-                    Ok(_) => {}
-                    // The watcher restarts itself, with backoff.
-                    Err(err) => {
-                        tracing::warn!(%err, "pod watch");
-                        *inner
-                            .watch_error
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner) = Some(err.to_string());
+                    _ = sweep.tick(), if synced => {
+                        let Some(inner) = weak.upgrade() else { return };
+                        inner.sweep();
                     }
                 }
-                tick.send_modify(|n| *n += 1);
             }
         });
         Self {
@@ -176,49 +264,413 @@ impl KubeBackend {
     }
 }
 
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn reclaim_after(pod: &Pod) -> Option<u64> {
+    pod.metadata
+        .annotations
+        .as_ref()?
+        .get(RECLAIM_AFTER_ANNOTATION)?
+        .parse()
+        .ok()
+}
+
+fn owner_of(pod: &Pod) -> Option<&str> {
+    pod.metadata
+        .labels
+        .as_ref()?
+        .get(OWNER_LABEL)
+        .map(String::as_str)
+}
+
+fn is_conflict(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 409)
+}
+
+/// 8 hex digits of FNV-1a over `parts`: stable across runs and builds, so
+/// that every runner computes the same pod names.
+fn name_key(parts: &[&str]) -> String {
+    let mut hash: u32 = 0x811c_9dc5;
+    for part in parts {
+        for byte in part.bytes().chain(std::iter::once(0)) {
+            hash ^= u32::from(byte);
+            hash = hash.wrapping_mul(0x0100_0193);
+        }
+    }
+    format!("{hash:08x}")
+}
+
 impl Inner {
-    fn report_failed(&self, pod: &Pod, reason: String) {
-        let Some(name) = pod.metadata.name.clone() else {
-            return;
-        };
-        let was_ready = self
-            .ready
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&name);
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn key(&self, name: &str) -> ObjectRef<Pod> {
+        ObjectRef::new(name).within(&self.settings.namespace)
+    }
+
+    fn mine(&self, pod: &Pod) -> bool {
+        owner_of(pod) == Some(label_value(&self.settings.owner).as_str())
+    }
+
+    fn on_pod_event(&self, event: Result<watcher::Event<Pod>, watcher::Error>) {
+        match event {
+            Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
+                if let Some(reason) = ended(&pod) {
+                    let name = pod.metadata.name.clone().unwrap_or_default();
+                    if !self.report_failed(&name, &reason)
+                        && self.mine(&pod)
+                        && !self.held().claimed.contains(&name)
+                        && pod.metadata.deletion_timestamp.is_none()
+                    {
+                        // A pod of this runner that nobody holds (left by
+                        // an earlier run) ended: nobody else deletes it.
+                        self.spawn_delete(name, None);
+                    }
+                }
+            }
+            Ok(watcher::Event::Delete(pod)) => {
+                self.report_failed(
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                    "was deleted",
+                );
+            }
+            // A relist after the watch broke (410 Gone included): a pod
+            // deleted meanwhile produced no Delete event, it is just absent
+            // from the new list.
+            Ok(watcher::Event::InitDone) => {
+                *self
+                    .watch_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = None;
+                self.report_missing();
+            }
+            Ok(_) => {}
+            // The watcher restarts itself, with backoff.
+            Err(err) => {
+                tracing::warn!(%err, "pod watch");
+                *self
+                    .watch_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(err.to_string());
+            }
+        }
+    }
+
+    /// Reports a handed-out pod's end to the cache; whether it was one.
+    fn report_failed(&self, name: &str, reason: &str) -> bool {
+        let was_ready = self.held().ready.remove(name);
         if was_ready {
             tracing::warn!(pod = %name, %reason, "pod failed");
             if let Some(events) = self.events.get() {
                 let _ = events.send(PodEvent::Failed {
-                    id: PodId(name),
-                    reason,
+                    id: PodId(name.to_string()),
+                    reason: reason.to_string(),
                 });
             }
         }
+        was_ready
     }
 
     /// Reports every handed-out pod that the store no longer has.
     fn report_missing(&self) {
-        let names: Vec<String> = self
-            .ready
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .cloned()
-            .collect();
+        let names: Vec<String> = self.held().ready.iter().cloned().collect();
         for name in names {
-            let key = ObjectRef::new(&name).within(&self.settings.namespace);
-            if self.store.get(&key).is_none() {
-                let mut gone = Pod::default();
-                gone.metadata.name = Some(name);
-                self.report_failed(&gone, "was deleted while the watch was down".into());
+            if self.store.get(&self.key(&name)).is_none() {
+                self.report_failed(&name, "was deleted while the watch was down");
             }
         }
     }
 
+    /// The template changed: handed-out pods of another version take no
+    /// new call and go once idle (the cache decides when).
+    fn retire_other_versions(&self, template: &Template) {
+        let names: Vec<String> = self.held().ready.iter().cloned().collect();
+        for name in names {
+            let Some(pod) = self.store.get(&self.key(&name)) else {
+                continue;
+            };
+            let version = pod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(TEMPLATE_VERSION_ANNOTATION));
+            if version != Some(&template.version) {
+                tracing::info!(pod = %name, "the pod template changed: replacing the pod once idle");
+                if let Some(events) = self.events.get() {
+                    let _ = events.send(PodEvent::Stale { id: PodId(name) });
+                }
+            }
+        }
+    }
+
+    /// Deletes, from the store's view, the pods nobody here holds that are
+    /// due: this runner's own once expired or ended, another's once a TTL
+    /// past its reclaim-after (its owner is gone).
+    fn sweep(&self) {
+        let now = now_secs();
+        let grace = self.settings.ttl.as_secs();
+        let claimed = self.held().claimed.clone();
+        for pod in self.store.state() {
+            let Some(name) = pod.metadata.name.clone() else {
+                continue;
+            };
+            if claimed.contains(&name) || pod.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let expiry = reclaim_after(&pod).unwrap_or(0);
+            let due = if self.mine(&pod) {
+                expiry <= now || ended(&pod).is_some()
+            } else {
+                expiry.saturating_add(grace) <= now
+            };
+            if due {
+                tracing::info!(pod = %name, owner = owner_of(&pod).unwrap_or(""), "deleting an expired pod nobody holds");
+                self.spawn_delete(name, pod.metadata.resource_version.clone());
+            }
+        }
+    }
+
+    /// Deletes the pod in the background; with `version`, only if it is
+    /// still that version (a reuse patch that landed first keeps it).
+    fn spawn_delete(&self, name: String, version: Option<String>) {
+        let pods = self.pods.clone();
+        tokio::spawn(async move { delete_pod(&pods, &name, version).await });
+    }
+
+    /// Waits for the watches to have read the template.
+    async fn current_template(&self) -> Result<Arc<Template>, StartError> {
+        let mut template = self.template.clone();
+        let current = template
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| StartError::TemplateGone)?
+            .clone();
+        match current {
+            Some(Ok(template)) => Ok(template),
+            Some(Err(err)) => Err(StartError::Template(err)),
+            None => Err(StartError::TemplateGone),
+        }
+    }
+
+    async fn start(&self, spec: &PodSpec, progress: &mut Progress) -> Result<(String, Pod), Cause> {
+        let template = self.current_template().await.map_err(cause)?;
+        let entrypoint = self.entrypoints.of(&spec.image).await.map_err(cause)?;
+        let settings = &self.settings;
+        let pull_secret = settings.pull_secret.clone().filter(|_| {
+            !spec
+                .image
+                .starts_with(crate::config::DEFAULT_IMAGE_PREFIX.trim_end_matches('/'))
+        });
+        let overrides = match &spec.overrides {
+            Some(o) => serde_json::to_string(&**o).unwrap_or_default(),
+            None => String::new(),
+        };
+        let key = name_key(&[
+            &spec.image,
+            &template.source,
+            &template.version,
+            &settings.wrapper_image,
+            &settings.max_message_bytes.to_string(),
+            &overrides,
+            pull_secret.as_deref().unwrap_or(""),
+        ]);
+        let reclaim_after = now_secs().saturating_add(spec.ttl.as_secs());
+        for slot in 0..MAX_SLOTS {
+            let name = service_name(pod_name(&spec.image, &format!("{key}-{slot}")));
+            if !self.held().claimed.insert(name.clone()) {
+                continue;
+            }
+            *progress = Progress {
+                name: Some(name.clone()),
+                created: false,
+            };
+            let function_pod = FunctionPod {
+                name: name.clone(),
+                namespace: settings.namespace.clone(),
+                image: spec.image.clone(),
+                entrypoint: entrypoint.clone(),
+                wrapper_image: settings.wrapper_image.clone(),
+                max_message_bytes: settings.max_message_bytes,
+                owner: settings.owner.clone(),
+                reclaim_after,
+                pull_secret: pull_secret.clone(),
+            };
+            match self
+                .start_named(&function_pod, &template, spec, progress)
+                .await
+            {
+                Ok(pod) => return Ok((name, pod)),
+                Err(Attempt::Taken(Taken(why))) => {
+                    tracing::debug!(pod = %name, %why, "pod name taken; trying the next");
+                    self.held().claimed.remove(&name);
+                    progress.name = None;
+                }
+                Err(Attempt::Failed(err)) => return Err(err),
+            }
+        }
+        Err(cause(StartError::NoFreeName))
+    }
+
+    /// Creates the pod `fp.name`, or uses the one of that name that another
+    /// runner (or an earlier run) made; then its Service; then waits until
+    /// it serves.
+    async fn start_named(
+        &self,
+        fp: &FunctionPod,
+        template: &Template,
+        spec: &PodSpec,
+        progress: &mut Progress,
+    ) -> Result<Pod, Attempt> {
+        let name = &fp.name;
+        let uid = match self.store.get(&self.key(name)) {
+            Some(existing) => self.adopt(&existing, spec.ttl)?,
+            None => {
+                let pod = fp.pod(template, spec.overrides.as_deref())?;
+                match self.pods.create(&PostParams::default(), &pod).await {
+                    Ok(created) => {
+                        progress.created = true;
+                        self.held().written.insert(name.clone(), fp.reclaim_after);
+                        created.metadata.uid.unwrap_or_default()
+                    }
+                    // Another runner made it first (the store had not seen
+                    // it yet).
+                    Err(err) if is_conflict(&err) => {
+                        let existing =
+                            self.pods
+                                .get_opt(name)
+                                .await
+                                .map_err(|source| StartError::Api {
+                                    verb: "reading",
+                                    kind: "pod",
+                                    name: name.clone(),
+                                    source,
+                                })?;
+                        match existing {
+                            Some(existing) => self.adopt(&existing, spec.ttl)?,
+                            None => return Err(Attempt::Taken(Taken("deleted meanwhile".into()))),
+                        }
+                    }
+                    Err(source) => {
+                        return Err(StartError::Api {
+                            verb: "creating",
+                            kind: "pod",
+                            name: name.clone(),
+                            source,
+                        }
+                        .into())
+                    }
+                }
+            }
+        };
+        self.ensure_service(fp, template, &uid).await?;
+        let pod = self.wait_ready(name).await?;
+        // The Service routes to the pod only once its Endpoints list the
+        // pod's IP: before that, a call by the Service's name is refused,
+        // and would count as a dead pod. Checked in both dial modes, so that
+        // every pod handed out is reachable both ways.
+        let ip = pod_ip(&pod).unwrap_or_default().to_string();
+        let listed = await_condition(
+            self.endpoints.clone(),
+            name,
+            move |e: Option<&Endpoints>| lists_address(e, &ip),
+        );
+        tokio::select! {
+            listed = listed => {
+                listed.map_err(|source| StartError::Endpoints { name: name.clone(), source })?;
+            }
+            // The pod may end while its Endpoints are awaited.
+            ended = self.wait_ended(name) => return Err(ended.into()),
+        }
+        Ok(pod)
+    }
+
+    /// Uses a pod of the wanted name that exists already; its uid. One that
+    /// ended is deleted (whoever made it: it serves no one) and its name
+    /// skipped.
+    fn adopt(&self, pod: &Pod, ttl: Duration) -> Result<String, Attempt> {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        if let Some(reason) = ended(pod) {
+            if pod.metadata.deletion_timestamp.is_none() {
+                self.spawn_delete(name, pod.metadata.resource_version.clone());
+            }
+            return Err(Attempt::Taken(Taken(reason)));
+        }
+        tracing::info!(pod = %name, owner = owner_of(pod).unwrap_or(""), "using an existing pod");
+        self.reused(&name, ttl);
+        Ok(pod.metadata.uid.clone().unwrap_or_default())
+    }
+
+    /// Creates the pod's Service, owned by the pod: Kubernetes deletes it
+    /// with the pod, whoever deletes the pod, even if this runner dies
+    /// between the two creates. A Service of that name owned by an older
+    /// pod of the same name (not yet collected) is replaced.
+    async fn ensure_service(
+        &self,
+        fp: &FunctionPod,
+        template: &Template,
+        pod_uid: &str,
+    ) -> Result<(), Attempt> {
+        let name = &fp.name;
+        let mut service = fp.service(template);
+        service.metadata.owner_references = Some(vec![OwnerReference {
+            api_version: "v1".to_string(),
+            kind: "Pod".to_string(),
+            name: name.clone(),
+            uid: pod_uid.to_string(),
+            ..OwnerReference::default()
+        }]);
+        let api_error = |verb, source| StartError::Api {
+            verb,
+            kind: "service",
+            name: name.clone(),
+            source,
+        };
+        for _ in 0..3 {
+            match self.services.create(&PostParams::default(), &service).await {
+                Ok(_) => return Ok(()),
+                Err(err) if is_conflict(&err) => {
+                    let existing = self
+                        .services
+                        .get_opt(name)
+                        .await
+                        .map_err(|source| api_error("reading", source))?;
+                    let Some(existing) = existing else { continue };
+                    let owned = existing
+                        .metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|o| o.uid == pod_uid);
+                    if owned {
+                        return Ok(());
+                    }
+                    let params = DeleteParams {
+                        preconditions: Some(Preconditions {
+                            uid: existing.metadata.uid.clone(),
+                            resource_version: None,
+                        }),
+                        ..DeleteParams::default()
+                    };
+                    match self.services.delete(name, &params).await {
+                        Ok(_) => {}
+                        Err(err) if is_not_found(&err) || is_conflict(&err) => {}
+                        Err(source) => return Err(api_error("deleting", source).into()),
+                    }
+                }
+                Err(source) => return Err(api_error("creating", source).into()),
+            }
+        }
+        Err(StartError::ServiceTaken { name: name.clone() }.into())
+    }
+
     /// Resolves once the pod has ended (or is gone).
     async fn wait_ended(&self, name: &str) -> StartError {
-        let key = ObjectRef::new(name).within(&self.settings.namespace);
+        let key = self.key(name);
         let mut changed = self.changed.clone();
         loop {
             let reason = match self.store.get(&key) {
@@ -242,7 +694,7 @@ impl Inner {
 
     /// Waits (on watch events) until the pod is Ready, or fails if it ended.
     async fn wait_ready(&self, name: &str) -> Result<Pod, StartError> {
-        let key = ObjectRef::new(name).within(&self.settings.namespace);
+        let key = self.key(name);
         let mut changed = self.changed.clone();
         loop {
             if let Some(pod) = self.store.get(&key) {
@@ -265,18 +717,67 @@ impl Inner {
         }
     }
 
-    async fn delete(&self, name: &str) {
-        let params = DeleteParams::default();
-        if let Err(err) = self.pods.delete(name, &params).await {
-            if !is_not_found(&err) {
-                tracing::warn!(pod = name, %err, "deleting pod");
+    /// Records a reuse on the pod's reclaim-after, in the background, when
+    /// it moves by more than a tenth of the TTL (a minute at most): other
+    /// runners and later runs read it; this runner keeps its own clock.
+    fn reused(&self, name: &str, ttl: Duration) {
+        let wanted = now_secs().saturating_add(ttl.as_secs());
+        let slack = (ttl.as_secs() / 10).clamp(1, 60);
+        let recorded = self
+            .store
+            .get(&self.key(name))
+            .and_then(|pod| reclaim_after(&pod));
+        {
+            let mut held = self.held();
+            let recorded = recorded.max(held.written.get(name).copied()).unwrap_or(0);
+            if wanted < recorded.saturating_add(slack) || !held.patching.insert(name.to_string()) {
+                return;
             }
         }
-        if let Err(err) = self.services.delete(name, &params).await {
-            if !is_not_found(&err) {
-                tracing::warn!(service = name, %err, "deleting service");
+        let pods = self.pods.clone();
+        let name = name.to_string();
+        let patch = serde_json::json!({
+            "metadata": {"annotations": {RECLAIM_AFTER_ANNOTATION: wanted.to_string()}}
+        });
+        let held = Arc::clone(&self.held);
+        tokio::spawn(async move {
+            let result = pods
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await;
+            let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
+            held.patching.remove(&name);
+            match result {
+                Ok(_) => {
+                    let written = held.written.entry(name).or_insert(0);
+                    *written = (*written).max(wanted);
+                }
+                Err(err) if is_not_found(&err) => {}
+                Err(err) => tracing::warn!(pod = %name, %err, "extending the pod's reclaim-after"),
             }
+        });
+    }
+}
+
+/// Deletes a pod (its Service goes with it, by owner reference); with
+/// `version`, only while the pod is at that resourceVersion.
+async fn delete_pod(pods: &Api<Pod>, name: &str, version: Option<String>) {
+    let params = DeleteParams {
+        preconditions: version.map(|v| Preconditions {
+            resource_version: Some(v),
+            uid: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match pods.delete(name, &params).await {
+        Ok(_) => {}
+        Err(err) if is_not_found(&err) => {}
+        Err(err) if is_conflict(&err) => {
+            tracing::info!(
+                pod = name,
+                "not deleted: the pod changed meanwhile (another runner uses it)"
+            );
         }
+        Err(err) => tracing::warn!(pod = name, %err, "deleting pod"),
     }
 }
 
@@ -292,105 +793,35 @@ impl Backend for KubeBackend {
     fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
         let inner = self.inner.clone();
         Box::pin(async move {
-            let settings = &inner.settings;
-            let n = inner.next.fetch_add(1, Ordering::Relaxed);
-            let name = service_name(pod_name(&spec.image, &format!("{}-{n}", inner.instance)));
             let started = tokio::time::Instant::now();
-            // Whether this start created the pod, and so must delete it if it
-            // fails (the Service goes with its Pod).
-            let mut created = false;
-            let create = async {
-                let entrypoint = inner.entrypoints.of(&spec.image).await.map_err(cause)?;
-                let reclaim_after = SystemTime::now()
-                    .checked_add(settings.ttl)
-                    .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                    .map_or(0, |d| d.as_secs());
-                let function_pod = FunctionPod {
-                    name: name.clone(),
-                    namespace: settings.namespace.clone(),
-                    image: spec.image.clone(),
-                    entrypoint,
-                    wrapper_image: settings.wrapper_image.clone(),
-                    max_message_bytes: settings.max_message_bytes,
-                    owner: settings.owner.clone(),
-                    reclaim_after,
-                    template_version: INLINE_TEMPLATE_VERSION.to_string(),
-                };
-                let created_pod = inner
-                    .pods
-                    .create(&PostParams::default(), &function_pod.pod())
-                    .await
-                    .map_err(|source| {
-                        cause(StartError::Create {
-                            kind: "pod",
-                            name: name.clone(),
-                            source,
-                        })
-                    })?;
-                created = true;
-                // Owned by its Pod: Kubernetes deletes the Service with the
-                // Pod, whoever deletes the Pod, even if this runner dies
-                // between the two creates.
-                let mut service = function_pod.service();
-                service.metadata.owner_references = Some(vec![OwnerReference {
-                    api_version: "v1".to_string(),
-                    kind: "Pod".to_string(),
-                    name: name.clone(),
-                    uid: created_pod.metadata.uid.clone().unwrap_or_default(),
-                    ..OwnerReference::default()
-                }]);
-                inner
-                    .services
-                    .create(&PostParams::default(), &service)
-                    .await
-                    .map_err(|source| {
-                        cause(StartError::Create {
-                            kind: "service",
-                            name: name.clone(),
-                            source,
-                        })
-                    })?;
-                let pod = inner.wait_ready(&name).await.map_err(cause)?;
-                // The Service routes to the pod only once its Endpoints list
-                // the pod's IP: before that, a call by the Service's name is
-                // refused, and would count as a dead pod. Checked in both
-                // dial modes, so that every pod handed out is reachable
-                // both ways.
-                let ip = pod_ip(&pod).unwrap_or_default().to_string();
-                let listed = await_condition(
-                    inner.endpoints.clone(),
-                    &name,
-                    move |e: Option<&Endpoints>| lists_address(e, &ip),
-                );
-                tokio::select! {
-                    listed = listed => {
-                        listed.map_err(|source| cause(StartError::Endpoints { name: name.clone(), source }))?;
+            let mut progress = Progress::default();
+            let outcome =
+                tokio::time::timeout(spec.ready_timeout, inner.start(&spec, &mut progress)).await;
+            let failed = |inner: &Inner, progress: &Progress| {
+                if let Some(name) = &progress.name {
+                    inner.held().claimed.remove(name);
+                    if progress.created {
+                        inner.spawn_delete(name.clone(), None);
                     }
-                    // The pod may end while its Endpoints are awaited.
-                    ended = inner.wait_ended(&name) => return Err(cause(ended)),
                 }
-                Ok::<_, crate::backend::Cause>(pod)
             };
-            let pod = match tokio::time::timeout(spec.ready_timeout, create).await {
-                Ok(Ok(pod)) => pod,
+            let (name, pod) = match outcome {
+                Ok(Ok(found)) => found,
                 Ok(Err(source)) => {
-                    if created {
-                        inner.delete(&name).await;
-                    }
+                    failed(&inner, &progress);
                     return Err(BackendError::StartFailed {
                         image: spec.image,
                         source,
                     });
                 }
                 Err(_) => {
-                    // Deleted even if the create's answer was lost: the name
-                    // is this start's alone.
-                    inner.delete(&name).await;
+                    failed(&inner, &progress);
                     let watch = inner
                         .watch_error
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .clone();
+                    let name = progress.name.as_deref().unwrap_or("(none yet)");
                     return Err(BackendError::ReadyTimeout {
                         image: spec.image,
                         timeout: spec.ready_timeout,
@@ -403,29 +834,25 @@ impl Backend for KubeBackend {
                     });
                 }
             };
-            inner
-                .ready
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(name.clone());
+            inner.held().ready.insert(name.clone());
             // A failure seen after the last check and before the insert was
             // not reported (the pod was not handed out yet): look again now
             // that it would be.
-            let key = ObjectRef::new(&name).within(&settings.namespace);
-            let now = inner.store.get(&key);
+            let now = inner.store.get(&inner.key(&name));
             let gone = now.map_or(Some("was deleted".to_string()), |p| ended(&p));
             if let Some(reason) = gone {
-                inner
-                    .ready
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&name);
-                inner.delete(&name).await;
+                {
+                    let mut held = inner.held();
+                    held.ready.remove(&name);
+                    held.claimed.remove(&name);
+                }
+                inner.spawn_delete(name.clone(), None);
                 return Err(BackendError::StartFailed {
                     image: spec.image,
                     source: cause(StartError::Ended { name, reason }),
                 });
             }
+            let settings = &inner.settings;
             let endpoint = match settings.dial {
                 Dial::PodIp => {
                     format!("http://{}:{WRAPPER_PORT}", pod_ip(&pod).unwrap_or_default())
@@ -443,17 +870,42 @@ impl Backend for KubeBackend {
         })
     }
 
-    fn stop(&self, id: PodId) -> BoxFuture<'static, Result<(), BackendError>> {
+    fn stop(&self, id: PodId, reason: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
         let inner = self.inner.clone();
         Box::pin(async move {
-            inner
-                .ready
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&id.0);
-            inner.delete(&id.0).await;
+            let name = id.0;
+            let written = {
+                let mut held = inner.held();
+                held.ready.remove(&name);
+                held.claimed.remove(&name);
+                held.written.remove(&name)
+            };
+            let Some(pod) = inner.store.get(&inner.key(&name)) else {
+                // Gone already, or not seen yet: delete by name to be sure.
+                delete_pod(&inner.pods, &name, None).await;
+                return Ok(());
+            };
+            match reason {
+                StopReason::Broken => delete_pod(&inner.pods, &name, None).await,
+                StopReason::Idle => {
+                    if !inner.mine(&pod) {
+                        tracing::debug!(pod = %name, "idle pod of another runner: left to it");
+                        return Ok(());
+                    }
+                    let recorded = reclaim_after(&pod);
+                    if recorded.is_some() && written.is_some() && recorded > written {
+                        tracing::info!(pod = %name, "idle here but another runner uses it: left");
+                        return Ok(());
+                    }
+                    delete_pod(&inner.pods, &name, pod.metadata.resource_version.clone()).await;
+                }
+            }
             Ok(())
         })
+    }
+
+    fn reused(&self, id: &PodId, ttl: Duration) {
+        self.inner.reused(&id.0, ttl);
     }
 }
 
@@ -544,16 +996,6 @@ fn is_not_found(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == 404)
 }
 
-/// 8 hex digits from the owner and this process' start.
-fn instance_tag(owner: &str) -> String {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    owner.hash(&mut hasher);
-    std::process::id().hash(&mut hasher);
-    SystemTime::now().hash(&mut hasher);
-    format!("{:08x}", hasher.finish() as u32)
-}
-
 /// A pod name that is also a valid Service name (DNS-1035: it starts with a
 /// letter): `fn-` in front when it does not, keeping its unique end.
 fn service_name(name: String) -> String {
@@ -642,7 +1084,9 @@ mod tests {
             name.len() <= 63 && name.starts_with("fn-") && name.ends_with('a'),
             "{name}"
         );
-        assert_ne!(instance_tag("runner"), "");
+        assert_eq!(name_key(&["a", "b"]), name_key(&["a", "b"]));
+        assert_ne!(name_key(&["a", "b"]), name_key(&["ab", ""]));
+        assert_eq!(name_key(&[]), "811c9dc5");
     }
 
     #[test]

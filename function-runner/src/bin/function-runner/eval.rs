@@ -144,6 +144,7 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     }
     let runner = Runner::start(RunnerOptions {
         functions: pods.functions,
+        pod_cache_config: None,
         default_image_prefix: pods.default_image_prefix,
         cache: CacheSettings::default(),
         warm_up: false,

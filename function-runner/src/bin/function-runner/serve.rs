@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use function_runner::backend::kube::pods::{Dial, KubeSettings};
+use function_runner::backend::kube::source::TemplateChoice;
 use function_runner::cache::CacheSettings;
 use function_runner::config::DEFAULT_IMAGE_PREFIX;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
@@ -52,6 +53,11 @@ pub(crate) struct ServeArgs {
     /// Directory of FunctionConfig documents (config.porch.kpt.dev/v1alpha1).
     #[arg(long)]
     functions: Option<PathBuf>,
+    /// Porch's pod cache config: a YAML list of {name, timeToLive,
+    /// maxWaitlistLength, maxParallelPodsPerFunction, resources}, one per
+    /// function to keep (and warm) pods for.
+    #[arg(long)]
+    pod_cache_config: Option<PathBuf>,
     /// Prefix for short image names.
     #[arg(long, default_value = DEFAULT_IMAGE_PREFIX)]
     default_image_prefix: String,
@@ -84,6 +90,16 @@ pub(crate) struct ServeArgs {
     /// pod name in HOSTNAME is).
     #[arg(long, env = "HOSTNAME", default_value = "function-runner")]
     runner_id: String,
+    /// kube backend: the function pod template: a ConfigMap of this name in
+    /// the runner's namespace (keys `template`, `serviceTemplate`) or a
+    /// PodTemplate in the pod namespace. Default: the PodTemplate
+    /// `base-pod-template` if the pod namespace has one, else built in.
+    #[arg(long)]
+    function_pod_template: Option<String>,
+    /// kube backend: the runner's own namespace (where the template
+    /// ConfigMap is); default: the service account's, else porch-system.
+    #[arg(long, env = "POD_NAMESPACE")]
+    runner_namespace: Option<String>,
     /// Registries (`host:port`, comma-separated) whose image configs are
     /// read over plain HTTP.
     #[arg(long, value_delimiter = ',')]
@@ -97,6 +113,7 @@ pub(crate) struct ServeArgs {
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let opts = RunnerOptions {
         functions: args.functions.clone(),
+        pod_cache_config: args.pod_cache_config.clone(),
         default_image_prefix: args.default_image_prefix.clone(),
         cache: CacheSettings {
             default_ttl: args.pod_ttl,
@@ -120,6 +137,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             dial: args.kube_dial,
             owner: args.runner_id.clone(),
             ttl: args.pod_ttl,
+            scan_interval: args.scan_interval,
+            template: match &args.function_pod_template {
+                Some(name) if !name.is_empty() => TemplateChoice::Named(name.clone()),
+                _ => TemplateChoice::Default,
+            },
+            runner_namespace: args
+                .runner_namespace
+                .clone()
+                .unwrap_or_else(runner_namespace),
+            pull_secret: None,
         }),
         insecure_registries: args.insecure_registries.clone(),
     };
@@ -163,4 +190,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     served.context("serving gRPC")?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The namespace this runner's pod runs in (its service account's), as
+/// Porch finds it; `porch-system` outside a cluster.
+fn runner_namespace() -> String {
+    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+        .ok()
+        .map(|ns| ns.trim().to_string())
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or_else(|| "porch-system".to_string())
 }

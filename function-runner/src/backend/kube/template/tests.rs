@@ -10,8 +10,12 @@ fn fixture() -> FunctionPod {
         max_message_bytes: 6291456,
         owner: "function-runner-5d8f/abc".to_string(),
         reclaim_after: 1_800_000_000,
-        template_version: INLINE_TEMPLATE_VERSION.to_string(),
+        pull_secret: None,
     }
+}
+
+fn inline_pod(fp: &FunctionPod) -> Pod {
+    fp.pod(&Template::inline(), None).unwrap()
 }
 
 /// A label value as the API server checks it.
@@ -26,7 +30,7 @@ fn is_label_value(s: &str) -> bool {
 
 #[test]
 fn the_function_container_runs_the_entrypoint_behind_the_installed_wrapper() {
-    let pod = fixture().pod();
+    let pod = inline_pod(&fixture());
     let spec = pod.spec.unwrap();
     let function = &spec.containers[0];
     assert_eq!(
@@ -35,8 +39,11 @@ fn the_function_container_runs_the_entrypoint_behind_the_installed_wrapper() {
     );
     assert_eq!(
         function.command.clone().unwrap(),
+        ["/wrapper-server-tools/wrapper-server"]
+    );
+    assert_eq!(
+        function.args.clone().unwrap(),
         [
-            "/wrapper-server-tools/wrapper-server",
             "--port",
             "9446",
             "--max-request-body-size",
@@ -75,7 +82,7 @@ fn the_function_container_runs_the_entrypoint_behind_the_installed_wrapper() {
 /// The Pod Security "restricted" profile's checks that a pod must pass.
 #[test]
 fn the_pod_passes_the_restricted_profile() {
-    let spec = fixture().pod().spec.unwrap();
+    let spec = inline_pod(&fixture()).spec.unwrap();
     let pod_sc = spec.security_context.clone().unwrap();
     assert_eq!(pod_sc.run_as_non_root, Some(true));
     assert_ne!(pod_sc.run_as_user, Some(0));
@@ -111,7 +118,7 @@ fn the_pod_passes_the_restricted_profile() {
 #[test]
 fn names_labels_and_annotations_are_porchs() {
     let fp = fixture();
-    let pod = fp.pod();
+    let pod = inline_pod(&fp);
     let meta = pod.metadata;
     assert_eq!(meta.name.as_deref(), Some("set-namespace-v0-4-1-7"));
     assert_eq!(meta.namespace.as_deref(), Some("porch-fn-system"));
@@ -134,7 +141,7 @@ fn names_labels_and_annotations_are_porchs() {
 #[test]
 fn the_service_selects_its_pod_alone_on_the_wrapper_port() {
     let fp = fixture();
-    let service = fp.service();
+    let service = fp.service(&Template::inline());
     assert_eq!(
         service.metadata.name.as_deref(),
         Some("set-namespace-v0-4-1-7")
@@ -142,7 +149,7 @@ fn the_service_selects_its_pod_alone_on_the_wrapper_port() {
     let spec = service.spec.unwrap();
     assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
     let selector = spec.selector.unwrap();
-    let pod_labels = fp.pod().metadata.labels.unwrap();
+    let pod_labels = inline_pod(&fp).metadata.labels.unwrap();
     for (k, v) in &selector {
         assert_eq!(pod_labels.get(k), Some(v), "{k}");
     }
@@ -177,4 +184,175 @@ fn image_label_values_are_valid_for_every_reference() {
     let long = format!("example.com/{}:v1", "a".repeat(100));
     let value = image_label_value(&long);
     assert!(is_label_value(&value) && value.len() == 63, "{value}");
+}
+
+/// Porch's documented ConfigMap template (its `cp` init container and all):
+/// the function container keeps the template's command and gets the image
+/// and the wrapper's arguments; the init container keeps its own image.
+#[test]
+fn a_config_map_template_is_porchs_contract() {
+    let map: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "kpt-function-eval-pod-template", "namespace": "porch-system", "resourceVersion": "4711"},
+        "data": {
+            "template": "apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {team: config}\n  annotations: {cluster-autoscaler.kubernetes.io/safe-to-evict: 'false'}\nspec:\n  initContainers:\n  - name: copy-wrapper-server\n    image: example.com/porch-wrapper-server:v2\n    command: [cp, -a, /wrapper-server/., /wrapper-server-tools]\n  containers:\n  - name: sidecar\n    image: example.com/sidecar:v1\n  - name: function\n    image: image-replaced-by-kpt-func-image\n    command: [/wrapper-server-tools/wrapper-server]\n    args: [--log-format, json]\n",
+            "serviceTemplate": "apiVersion: v1\nkind: Service\nmetadata:\n  labels: {team: config}\nspec:\n  ports:\n  - port: 9446\n    targetPort: 9446\n"
+        }
+    }))
+    .unwrap();
+    let template = Template::from_config_map(&map).unwrap();
+    assert_eq!(template.version, "4711");
+    let fp = fixture();
+    let pod = fp.pod(&template, None).unwrap();
+    let annotations = pod.metadata.annotations.clone().unwrap();
+    assert_eq!(annotations["fn.kpt.dev/template-version"], "4711");
+    assert_eq!(
+        annotations["cluster-autoscaler.kubernetes.io/safe-to-evict"], "false",
+        "the template's own choice stands"
+    );
+    let labels = pod.metadata.labels.clone().unwrap();
+    assert_eq!(labels["team"], "config");
+    assert_eq!(labels["fn.kpt.dev/pod"], fp.name);
+    let spec = pod.spec.unwrap();
+    let init = &spec.init_containers.unwrap()[0];
+    assert_eq!(
+        init.image.as_deref(),
+        Some("example.com/porch-wrapper-server:v2")
+    );
+    assert_eq!(
+        spec.containers[0].image.as_deref(),
+        Some("example.com/sidecar:v1")
+    );
+    let function = &spec.containers[1];
+    assert_eq!(function.image.as_deref(), Some(fp.image.as_str()));
+    assert_eq!(
+        function.command.clone().unwrap(),
+        ["/wrapper-server-tools/wrapper-server"]
+    );
+    assert_eq!(
+        function.args.clone().unwrap(),
+        [
+            "--log-format",
+            "json",
+            "--port",
+            "9446",
+            "--max-request-body-size",
+            "6291456",
+            "--",
+            "function",
+            "--verbose"
+        ]
+    );
+    let service = fp.service(&template);
+    assert_eq!(service.metadata.labels.unwrap()["team"], "config");
+    let selector = service.spec.unwrap().selector.unwrap();
+    assert_eq!(selector["fn.kpt.dev/pod"], fp.name);
+}
+
+#[test]
+fn a_pod_template_gets_the_wrapper_image_and_bad_templates_are_named() {
+    let template: PodTemplate = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "base-pod-template", "namespace": "porch-fn-system", "resourceVersion": "12"},
+        "template": {"spec": {
+            "initContainers": [{"name": "copy-wrapper-server", "image": "old/wrapper:v1",
+                                "command": ["cp", "-a", "/home/nonroot/wrapper-server/.", "/wrapper-server-tools"]}],
+            "containers": [{"name": "function", "image": "to-be-replaced",
+                            "command": ["/wrapper-server-tools/wrapper-server"]}]
+        }}
+    }))
+    .unwrap();
+    let template = Template::from_pod_template(&template).unwrap();
+    let spec = fixture().pod(&template, None).unwrap().spec.unwrap();
+    assert_eq!(
+        spec.init_containers.unwrap()[0].image.as_deref(),
+        Some("example.com/wrapper-server:v1")
+    );
+
+    let no_function: PodTemplate = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "t", "namespace": "ns"},
+        "template": {"spec": {"initContainers": [{"name": "i"}], "containers": [{"name": "main"}]}}
+    }))
+    .unwrap();
+    assert_eq!(
+        Template::from_pod_template(&no_function)
+            .unwrap_err()
+            .to_string(),
+        "PodTemplate ns/t: has no container named `function`"
+    );
+    let not_a_pod: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "t", "namespace": "ns"},
+        "data": {"template": "spec: [1, 2]"}
+    }))
+    .unwrap();
+    let err = Template::from_config_map(&not_a_pod)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("ConfigMap ns/t: key `template` is not a Pod: "),
+        "{err}"
+    );
+    let no_key: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "t", "namespace": "ns"}, "data": {"pod": "x"}
+    }))
+    .unwrap();
+    assert_eq!(
+        Template::from_config_map(&no_key).unwrap_err().to_string(),
+        "ConfigMap ns/t: has no key `template` (the function pod template)"
+    );
+}
+
+/// FunctionConfig templateOverrides replace the template's values, as in
+/// Porch; a value of the wrong shape is an error naming the field.
+#[test]
+fn template_overrides_replace_the_templates_values() {
+    let overrides: TemplateOverrides = serde_json::from_value(serde_json::json!({
+        "serviceAccountName": "fn-runner",
+        "securityContext": {"runAsUser": 1000, "runAsNonRoot": true},
+        "container": {
+            "resources": {"limits": {"memory": "512Mi"}},
+            "env": [{"name": "LOG", "value": "debug"}],
+            "envFrom": [{"configMapRef": {"name": "fn-env"}}]
+        },
+        "initContainer": {"resources": {"requests": {"cpu": "10m"}}}
+    }))
+    .unwrap();
+    let mut fp = fixture();
+    fp.pull_secret = Some("auth-secret".into());
+    let spec = fp
+        .pod(&Template::inline(), Some(&overrides))
+        .unwrap()
+        .spec
+        .unwrap();
+    assert_eq!(spec.service_account_name.as_deref(), Some("fn-runner"));
+    assert_eq!(spec.security_context.unwrap().run_as_user, Some(1000));
+    assert_eq!(spec.image_pull_secrets.unwrap()[0].name, "auth-secret");
+    let function = &spec.containers[0];
+    let limits = function.resources.clone().unwrap().limits.unwrap();
+    assert_eq!(limits["memory"].0, "512Mi");
+    assert_eq!(function.env.clone().unwrap()[0].name, "LOG");
+    assert_eq!(
+        function.env_from.clone().unwrap()[0]
+            .config_map_ref
+            .clone()
+            .unwrap()
+            .name,
+        "fn-env"
+    );
+    let init = &spec.init_containers.unwrap()[0];
+    assert_eq!(
+        init.resources.clone().unwrap().requests.unwrap()["cpu"].0,
+        "10m"
+    );
+
+    let bad: TemplateOverrides = serde_json::from_value(serde_json::json!({
+        "container": {"env": [{"name": "X", "value": 5}]}
+    }))
+    .unwrap();
+    let err = fixture()
+        .pod(&Template::inline(), Some(&bad))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("FunctionConfig templateOverrides.container.env: "),
+        "{err}"
+    );
 }
