@@ -601,7 +601,10 @@ impl Inner {
             return Err(Attempt::Taken(Taken(reason)));
         }
         tracing::info!(pod = %name, owner = owner_of(pod).unwrap_or(""), "using an existing pod");
-        self.reused(&name, ttl);
+        // Another runner's pod: its reclaim-after must move now, so that
+        // its owner, going idle or shutting down, sees it in use here and
+        // leaves it.
+        self.extend(&name, ttl, !self.mine(pod));
         Ok(pod.metadata.uid.clone().unwrap_or_default())
     }
 
@@ -721,7 +724,13 @@ impl Inner {
     /// it moves by more than a tenth of the TTL (a minute at most): other
     /// runners and later runs read it; this runner keeps its own clock.
     fn reused(&self, name: &str, ttl: Duration) {
-        let wanted = now_secs().saturating_add(ttl.as_secs());
+        self.extend(name, ttl, false);
+    }
+
+    /// [`Inner::reused`]; with `force`, past what is recorded even if by
+    /// less than the slack.
+    fn extend(&self, name: &str, ttl: Duration, force: bool) {
+        let mut wanted = now_secs().saturating_add(ttl.as_secs());
         let slack = (ttl.as_secs() / 10).clamp(1, 60);
         let recorded = self
             .store
@@ -730,7 +739,12 @@ impl Inner {
         {
             let mut held = self.held();
             let recorded = recorded.max(held.written.get(name).copied()).unwrap_or(0);
-            if wanted < recorded.saturating_add(slack) || !held.patching.insert(name.to_string()) {
+            if force {
+                wanted = wanted.max(recorded.saturating_add(1));
+            } else if wanted < recorded.saturating_add(slack) {
+                return;
+            }
+            if !held.patching.insert(name.to_string()) {
                 return;
             }
         }

@@ -1,0 +1,401 @@
+//! The life of function pods under `serve --backend kube`, in the real
+//! cluster `KUBECONFIG` names: warming with shared fixed names across two
+//! runners, template changes, TTL extension and garbage collection, failed
+//! pods, and a pod deleted in the middle of a call.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/kube.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use e2e_tests::{
+    build_image, docker, eventually_async, prerequisite, require_kubeconfig, require_registry,
+    start_registry, Registry, Wrapper,
+};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::{Api, Client};
+use nix::sys::signal::Signal;
+use proto::pb::EvaluateFunctionRequest;
+use support::{
+    cluster, create_namespace, resource_list, wrapper_dockerfile, Cleanup, EXAMPLE_FN_DOCKERFILE,
+};
+
+/// A namespace, the wrapper image, a registry holding the function image,
+/// and what removes them all.
+struct Setup {
+    client: Client,
+    namespace: String,
+    wrapper_image: String,
+    fn_image: String,
+    registry_addr: String,
+    pods: Api<Pod>,
+    services: Api<Service>,
+    _cleanup: Cleanup,
+    _registry: Registry,
+}
+
+/// `None` (test skipped) without a cluster or registry.
+async fn setup(name: &str, fn_dockerfile: &str, binaries: &[&str]) -> Option<Setup> {
+    prerequisite(require_kubeconfig())?;
+    prerequisite(require_registry())?;
+    let client = cluster().await;
+    let id = std::process::id();
+    let (mut registry, addr) = start_registry().unwrap();
+    let wrapper_image = format!("localhost/krm-test/wrapper-server:{id}-{name}");
+    let fn_image = format!("{addr}/fns/{name}:{id}");
+    let namespace = format!("krm-{name}-{id}");
+    registry.images = vec![fn_image.clone()];
+    let cleanup = Cleanup {
+        namespace: namespace.clone(),
+        images: vec![wrapper_image.clone()],
+    };
+    build_image(
+        &wrapper_image,
+        &wrapper_dockerfile(),
+        &["wrapper-server", "health-probe"],
+    )
+    .unwrap();
+    build_image(&fn_image, fn_dockerfile, binaries).unwrap();
+    docker(&["push", "-q", &fn_image]).unwrap();
+    create_namespace(&client, &namespace).await;
+    Some(Setup {
+        pods: Api::namespaced(client.clone(), &namespace),
+        services: Api::namespaced(client.clone(), &namespace),
+        client,
+        namespace,
+        wrapper_image,
+        fn_image,
+        registry_addr: addr,
+        _cleanup: cleanup,
+        _registry: registry,
+    })
+}
+
+impl Setup {
+    /// `serve --backend kube` in the test's namespace, dialling pod IPs
+    /// (this host cannot resolve cluster DNS names).
+    fn runner(&self, id: &str, extra: &[&str]) -> Wrapper {
+        let mut args = vec![
+            "--metrics-port",
+            "0",
+            "--backend",
+            "kube",
+            "--pod-namespace",
+            &self.namespace,
+            "--runner-namespace",
+            &self.namespace,
+            "--kube-dial",
+            "pod-ip",
+            "--wrapper-server-image",
+            &self.wrapper_image,
+            "--insecure-registries",
+            &self.registry_addr,
+            "--runner-id",
+            id,
+        ];
+        args.extend_from_slice(extra);
+        Wrapper::start_runner(&args).unwrap()
+    }
+
+    /// One EvaluateFunction through `runner`; the output ResourceList.
+    async fn call(&self, runner: &Wrapper) -> String {
+        let mut fns = runner.client().await.unwrap();
+        let mut request = tonic::Request::new(EvaluateFunctionRequest {
+            resource_list: resource_list().into(),
+            image: self.fn_image.clone(),
+            tag: String::new(),
+        });
+        request.set_timeout(Duration::from_secs(90));
+        let resp = fns
+            .evaluate_function(request)
+            .await
+            .unwrap_or_else(|status| panic!("call: {status:?}\n{}", runner.logs()))
+            .into_inner();
+        String::from_utf8_lossy(&resp.resource_list).into_owned()
+    }
+
+    /// The pods of the namespace not being deleted, by name.
+    async fn live_pods(&self) -> BTreeMap<String, Pod> {
+        self.pods
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| (p.metadata.name.clone().unwrap(), p))
+            .collect()
+    }
+
+    /// Whether the pod is gone or going.
+    async fn gone(&self, name: &str) -> bool {
+        self.pods
+            .get_opt(name)
+            .await
+            .unwrap()
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+    }
+
+    async fn stop(&self, mut runner: Wrapper) {
+        runner.signal(Signal::SIGTERM);
+        let status = runner.wait_exit(Duration::from_secs(60)).await.unwrap();
+        assert!(status.success(), "{status:?}\n{}", runner.logs());
+    }
+}
+
+fn annotation(pod: &Pod, key: &str) -> String {
+    pod.metadata.annotations.as_ref().unwrap()[key].clone()
+}
+
+fn label(pod: &Pod, key: &str) -> String {
+    pod.metadata.labels.as_ref().unwrap()[key].clone()
+}
+
+/// Two replicas warm the same function from `--pod-cache-config`: the fixed
+/// name gives one pod, which both use; the owner shutting down leaves it to
+/// the other, which goes on calling it.
+#[tokio::test]
+async fn two_runners_warming_one_function_share_one_pod() {
+    let Some(s) = setup("warm", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("pod-cache-config.yaml");
+    std::fs::write(
+        &config,
+        format!("- name: {}\n  timeToLive: 30m\n", s.fn_image),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let a = s.runner("runner-a", &["--pod-cache-config", config]);
+    let b = s.runner("runner-b", &["--pod-cache-config", config]);
+    // Warming alone makes the pod: no call yet.
+    let warmed = eventually_async(Duration::from_secs(90), async || {
+        let pods = s.live_pods().await;
+        pods.len() == 1
+            && pods
+                .values()
+                .all(function_runner::backend::kube::pods::is_ready)
+    })
+    .await;
+    let pods = s.live_pods().await;
+    assert!(
+        warmed,
+        "one ready pod from warming: {:?}\nA: {}\nB: {}",
+        pods.keys(),
+        a.logs(),
+        b.logs()
+    );
+    let (name, pod) = pods.into_iter().next().unwrap();
+
+    for runner in [&a, &b] {
+        assert!(s.call(runner).await.contains("owner: team-shop"));
+    }
+    assert_eq!(
+        s.live_pods().await.keys().collect::<Vec<_>>(),
+        vec![&name],
+        "no second pod"
+    );
+    assert!(
+        s.services.get_opt(&name).await.unwrap().is_some(),
+        "its Service"
+    );
+
+    let owner = label(&pod, "fn.kpt.dev/runner");
+    let (owner_runner, other) = if owner == "runner-a" { (a, b) } else { (b, a) };
+    s.stop(owner_runner).await;
+    assert!(
+        !s.gone(&name).await,
+        "the owner left the pod the other runner uses"
+    );
+    assert!(s.call(&other).await.contains("owner: team-shop"));
+    assert_eq!(s.live_pods().await.keys().collect::<Vec<_>>(), vec![&name]);
+    s.stop(other).await;
+}
+
+/// A ConfigMap template (`--function-pod-template`): its resourceVersion is
+/// the template version; once it changes, the idle pod of the old one is
+/// deleted and the next call gets a pod of the new one.
+#[tokio::test]
+async fn a_changed_template_replaces_the_idle_pod() {
+    let Some(s) = setup("template", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    let template = |generation: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {{generation: {generation}}}\nspec:\n  restartPolicy: Never\n  securityContext: {{runAsNonRoot: true, runAsUser: 65532}}\n  initContainers:\n  - name: copy-wrapper-server\n    image: {wrapper}\n    imagePullPolicy: IfNotPresent\n    command: [/wrapper-server, install, /wrapper-server-tools]\n    volumeMounts: [{{name: tools, mountPath: /wrapper-server-tools}}]\n  containers:\n  - name: function\n    image: replaced\n    imagePullPolicy: IfNotPresent\n    command: [/wrapper-server-tools/wrapper-server]\n    readinessProbe:\n      periodSeconds: 1\n      exec: {{command: [/wrapper-server-tools/grpc-health-probe, -addr, 'localhost:9446']}}\n    volumeMounts: [{{name: tools, mountPath: /wrapper-server-tools}}]\n  volumes: [{{name: tools, emptyDir: {{}}}}]\n",
+            wrapper = s.wrapper_image
+        )
+    };
+    let maps: Api<ConfigMap> = Api::namespaced(s.client.clone(), &s.namespace);
+    let mut map = ConfigMap::default();
+    map.metadata.name = Some("fn-template".to_string());
+    map.data = Some(BTreeMap::from([("template".to_string(), template("one"))]));
+    let created = maps.create(&PostParams::default(), &map).await.unwrap();
+    let runner = s.runner("runner", &["--function-pod-template", "fn-template"]);
+    assert!(s.call(&runner).await.contains("owner: team-shop"));
+    let pods = s.live_pods().await;
+    assert_eq!(pods.len(), 1);
+    let (old, pod) = pods.into_iter().next().unwrap();
+    assert_eq!(label(&pod, "generation"), "one");
+    assert_eq!(
+        annotation(&pod, "fn.kpt.dev/template-version"),
+        created.metadata.resource_version.unwrap()
+    );
+
+    map.data = Some(BTreeMap::from([("template".to_string(), template("two"))]));
+    let updated = maps
+        .replace("fn-template", &PostParams::default(), &map)
+        .await
+        .unwrap();
+    let replaced = eventually_async(Duration::from_secs(30), async || s.gone(&old).await).await;
+    assert!(
+        replaced,
+        "the idle pod of the old template stays\n{}",
+        runner.logs()
+    );
+    assert!(s.call(&runner).await.contains("owner: team-shop"));
+    let pods = s.live_pods().await;
+    assert_eq!(pods.len(), 1, "{:?}", pods.keys());
+    let (new, pod) = pods.into_iter().next().unwrap();
+    assert_ne!(new, old);
+    assert_eq!(label(&pod, "generation"), "two");
+    assert_eq!(
+        annotation(&pod, "fn.kpt.dev/template-version"),
+        updated.metadata.resource_version.unwrap()
+    );
+    s.stop(runner).await;
+}
+
+/// Reuse moves `fn.kpt.dev/reclaim-after`; an idle pod is deleted once its
+/// TTL passed; a pod whose container dies is deleted at once, and the next
+/// call gets a new one; at shutdown nothing is left.
+#[tokio::test]
+async fn pods_live_while_used_and_go_when_expired_or_failed() {
+    let Some(s) = setup("ttl", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    let runner = s.runner("runner", &["--pod-ttl", "5s", "--scan-interval", "1s"]);
+    assert!(s.call(&runner).await.contains("owner: team-shop"));
+    let pods = s.live_pods().await;
+    let (first, pod) = pods.into_iter().next().unwrap();
+    let created: u64 = annotation(&pod, "fn.kpt.dev/reclaim-after")
+        .parse()
+        .unwrap();
+    // Calls a second apart: the recorded expiry moves (by more than the
+    // tenth of the TTL it waits for), and the pod lives past its first one.
+    let extended = eventually_async(Duration::from_secs(20), async || {
+        s.call(&runner).await;
+        let pod = s.pods.get(&first).await.unwrap();
+        annotation(&pod, "fn.kpt.dev/reclaim-after")
+            .parse::<u64>()
+            .unwrap()
+            > created
+    })
+    .await;
+    assert!(extended, "reclaim-after never moved\n{}", runner.logs());
+    assert!(!s.gone(&first).await);
+
+    // Idle: deleted after the TTL (5 s), by the 1 s scans.
+    let expired = eventually_async(Duration::from_secs(30), async || s.gone(&first).await).await;
+    assert!(expired, "the expired pod stays\n{}", runner.logs());
+
+    // A pod whose function container is killed (as by the OOM killer).
+    assert!(s.call(&runner).await.contains("owner: team-shop"));
+    let second = s.live_pods().await.into_keys().next().unwrap();
+    assert_ne!(second, first);
+    docker(&["kill", &function_container(&second)]).unwrap();
+    let deleted = eventually_async(Duration::from_secs(30), async || s.gone(&second).await).await;
+    assert!(deleted, "the failed pod stays\n{}", runner.logs());
+    assert!(s.call(&runner).await.contains("owner: team-shop"));
+
+    s.stop(runner).await;
+    let empty = eventually_async(Duration::from_secs(60), async || {
+        s.live_pods().await.is_empty()
+            && s.services
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+    })
+    .await;
+    assert!(
+        empty,
+        "pods or Services left: {:?}",
+        s.live_pods().await.keys()
+    );
+}
+
+/// A pod deleted (at once: as a node loss or an eviction would) while it
+/// runs a call: the call is retried on a new pod and succeeds.
+#[tokio::test]
+async fn a_pod_deleted_mid_call_costs_no_call() {
+    // A shell function that takes three seconds: long enough to delete its
+    // pod under it. Its output is its input.
+    let slow = "FROM localhost/krm-kube/busybox:1.35.0\nENTRYPOINT [\"/bin/sh\", \"-c\", \"sleep 3; exec cat\"]\n";
+    let Some(s) = setup("midcall", slow, &[]).await else {
+        return;
+    };
+    let runner = s.runner("runner", &[]);
+    assert!(
+        s.call(&runner).await.contains("owner: team-shop"),
+        "cold call"
+    );
+    let (victim, pod) = s.live_pods().await.into_iter().next().unwrap();
+    let victim_uid = pod.metadata.uid;
+
+    let calls: Vec<_> = (0..3).map(|_| s.call(&runner)).collect();
+    let delete = async {
+        // Once a call runs in the pod (its `sleep` is there), delete it.
+        let container = function_container(&victim);
+        let running = eventually_async(Duration::from_secs(30), async || {
+            docker(&["top", &container])
+                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("sleep 3"))
+        })
+        .await;
+        assert!(running, "no call ran in {victim}");
+        let now = DeleteParams {
+            grace_period_seconds: Some(0),
+            ..DeleteParams::default()
+        };
+        s.pods.delete(&victim, &now).await.unwrap();
+    };
+    let (outputs, ()) = tokio::join!(futures::future::join_all(calls), delete);
+    for out in outputs {
+        assert!(out.contains("owner: team-shop"), "{out}");
+    }
+    assert!(
+        runner
+            .logs()
+            .contains("pod unavailable; evicting and retrying"),
+        "no call was cut off: {}",
+        runner.logs()
+    );
+    // The replacement has the victim's fixed name, not its uid.
+    let pods = s.live_pods().await;
+    assert_eq!(pods.len(), 1, "{:?}", pods.keys());
+    assert_ne!(pods.values().next().unwrap().metadata.uid, victim_uid);
+    s.stop(runner).await;
+}
+
+/// The Docker container of the pod's `function` container (the kubelet
+/// labels its containers).
+fn function_container(pod: &str) -> String {
+    let out = docker(&[
+        "ps",
+        "-q",
+        "--filter",
+        &format!("label=io.kubernetes.pod.name={pod}"),
+        "--filter",
+        "label=io.kubernetes.container.name=function",
+    ])
+    .unwrap();
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(!id.is_empty(), "no function container for pod {pod}");
+    id
+}
