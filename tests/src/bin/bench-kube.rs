@@ -1,0 +1,251 @@
+//! `bench-kube`: `function-runner serve --backend kube` against the cluster
+//! `KUBECONFIG` names: cold calls (a new function image each: entrypoint
+//! from the registry, Pod and Service created, Ready, Endpoints) beside warm
+//! calls on the same pods, and, with the API server's audit log, the API
+//! requests the runner made in each phase. Printed as markdown.
+//!
+//! ```sh
+//! KAS_AUDIT_LOG=/tmp/audit.json ../shared/tools/kube-cluster start /tmp/kube
+//! cargo build --release --workspace --bins
+//! KUBECONFIG=/tmp/kube/kubeconfig \
+//!   target/x86_64-unknown-linux-gnu/release/bench-kube --cold 5 --warm 200 --audit-log /tmp/audit.json
+//! ```
+//!
+//! The images are built here (`FROM scratch`, as the tests do) into the
+//! Docker engine the kubelet uses, and the function images pushed to a
+//! `docker-registry` started on loopback. The runner and the wrapper are the
+//! binaries next to this one.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use e2e_tests::{build_image, docker, remove_images, resource_list, start_registry, Wrapper};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{DeleteParams, PostParams};
+use kube::{Api, Client};
+use proto::pb::EvaluateFunctionRequest;
+
+#[derive(Debug, Parser)]
+#[command(name = "bench-kube", about = "Benchmarks: serve --backend kube")]
+struct Cli {
+    /// Cold calls, each to a function image not called before.
+    #[arg(long, default_value_t = 5)]
+    cold: usize,
+    /// Warm calls after each cold one, one at a time.
+    #[arg(long, default_value_t = 200)]
+    warm: usize,
+    /// The API server's audit log (`KAS_AUDIT_LOG`): count the runner's
+    /// requests per phase.
+    #[arg(long)]
+    audit_log: Option<std::path::PathBuf>,
+}
+
+const FN_DOCKERFILE: &str =
+    "FROM scratch\nCOPY example-fn /example-fn\nUSER 65532:65532\nENTRYPOINT [\"/example-fn\"]\n";
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let client = Client::try_default().await.context("KUBECONFIG")?;
+    let id = std::process::id();
+    let namespace = format!("bench-kube-{id}");
+    let (mut registry, addr) = start_registry()?;
+    let wrapper_image = format!("localhost/krm-bench/wrapper-server:{id}");
+    let dockerfile =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile"))?;
+    build_image(
+        &wrapper_image,
+        &dockerfile,
+        &["wrapper-server", "health-probe"],
+    )?;
+    let images: Vec<String> = (0..cli.cold)
+        .map(|i| format!("{addr}/fns/example-fn:{id}-{i}"))
+        .collect();
+    for image in &images {
+        build_image(image, FN_DOCKERFILE, &["example-fn"])?;
+        docker(&["push", "-q", image])?;
+    }
+    registry.images = images.clone();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut ns = Namespace::default();
+    ns.metadata.name = Some(namespace.clone());
+    namespaces.create(&PostParams::default(), &ns).await?;
+
+    let result = run(&cli, &namespace, &wrapper_image, &addr, &images).await;
+
+    let _ = namespaces
+        .delete(&namespace, &DeleteParams::default())
+        .await;
+    remove_images(&[wrapper_image]);
+    result
+}
+
+struct Phase {
+    name: String,
+    from: SystemTime,
+    to: SystemTime,
+}
+
+async fn run(
+    cli: &Cli,
+    namespace: &str,
+    wrapper_image: &str,
+    registry: &str,
+    images: &[String],
+) -> anyhow::Result<()> {
+    let mut runner = Wrapper::start_runner(&[
+        "--metrics-port",
+        "0",
+        "--backend",
+        "kube",
+        "--pod-namespace",
+        namespace,
+        "--runner-namespace",
+        namespace,
+        "--kube-dial",
+        "pod-ip",
+        "--wrapper-server-image",
+        wrapper_image,
+        "--insecure-registries",
+        registry,
+        "--runner-id",
+        "bench",
+    ])?;
+    let fns = runner.client().await?;
+    let rl = resource_list(1);
+    let call = |image: &str| {
+        let mut request = tonic::Request::new(EvaluateFunctionRequest {
+            resource_list: rl.clone().into(),
+            image: image.to_string(),
+            tag: String::new(),
+        });
+        request.set_timeout(Duration::from_secs(120));
+        let mut fns = fns.clone();
+        async move { fns.evaluate_function(request).await }
+    };
+    // Let the runner's watches settle, so that their start is no phase's.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut cold = Vec::new();
+    let mut warm = Vec::new();
+    let mut phases = Vec::new();
+    for image in images {
+        let from = SystemTime::now();
+        let started = Instant::now();
+        call(image)
+            .await
+            .with_context(|| format!("cold call\n{}", runner.logs()))?;
+        cold.push(started.elapsed());
+        phases.push(Phase {
+            name: "cold call".into(),
+            from,
+            to: SystemTime::now(),
+        });
+        let from = SystemTime::now();
+        for _ in 0..cli.warm {
+            let started = Instant::now();
+            call(image).await.context("warm call")?;
+            warm.push(started.elapsed());
+        }
+        phases.push(Phase {
+            name: format!("{} warm calls", cli.warm),
+            from,
+            to: SystemTime::now(),
+        });
+    }
+    runner.signal(nix::sys::signal::Signal::SIGTERM);
+    runner.wait_exit(Duration::from_secs(60)).await?;
+
+    println!("| | n | p50 | min | max |\n|---|---|---|---|---|");
+    for (name, samples) in [("cold call", &mut cold), ("warm call", &mut warm)] {
+        samples.sort();
+        if samples.is_empty() {
+            continue;
+        }
+        println!(
+            "| {name} | {} | {:.1} ms | {:.1} ms | {:.1} ms |",
+            samples.len(),
+            ms(samples[samples.len() / 2]),
+            ms(samples[0]),
+            ms(samples[samples.len() - 1]),
+        );
+    }
+    if let Some(path) = &cli.audit_log {
+        // The log is written as the server answers: give it a moment.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let text = std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))?;
+        let events: Vec<serde_json::Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        println!("\nAPI requests by the runner (audit log, userAgent kube-rs), per phase:\n");
+        println!("| phase | requests | which |\n|---|---|---|");
+        for phase in &phases {
+            let mut which = std::collections::BTreeMap::<String, usize>::new();
+            let mut ids = std::collections::HashSet::new();
+            for e in &events {
+                let agent = e["userAgent"].as_str().unwrap_or("");
+                let received = e["requestReceivedTimestamp"].as_str().unwrap_or("");
+                let Ok(at) = humantime_rfc3339(received) else {
+                    continue;
+                };
+                if !agent.starts_with("kube-rs") || at < phase.from || at > phase.to {
+                    continue;
+                }
+                if !ids.insert(e["auditID"].as_str().unwrap_or("").to_string()) {
+                    continue;
+                }
+                let resource = e["objectRef"]["resource"].as_str().unwrap_or("?");
+                let sub = e["objectRef"]["subresource"]
+                    .as_str()
+                    .map(|s| format!("/{s}"))
+                    .unwrap_or_default();
+                *which
+                    .entry(format!(
+                        "{} {resource}{sub}",
+                        e["verb"].as_str().unwrap_or("?")
+                    ))
+                    .or_default() += 1;
+            }
+            let total: usize = which.values().sum();
+            let list: Vec<String> = which.iter().map(|(k, n)| format!("{n}× {k}")).collect();
+            println!("| {} | {total} | {} |", phase.name, list.join(", "));
+        }
+    }
+    if cold.is_empty() {
+        bail!("no calls");
+    }
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// RFC 3339 with fractional seconds, as the audit log writes
+/// (`2026-11-23T10:00:00.123456Z`), to a `SystemTime`.
+fn humantime_rfc3339(text: &str) -> anyhow::Result<SystemTime> {
+    let (date, time) = text.split_once('T').context("no T")?;
+    let mut d = date.split('-').map(str::parse::<i64>);
+    let (y, m, day) = (
+        d.next().context("year")??,
+        d.next().context("month")??,
+        d.next().context("day")??,
+    );
+    let time = time.trim_end_matches('Z');
+    let mut t = time.split(':');
+    let (h, min) = (
+        t.next().context("hour")?.parse::<i64>()?,
+        t.next().context("minute")?.parse::<i64>()?,
+    );
+    let secs: f64 = t.next().context("second")?.parse()?;
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let whole = days * 86_400 + h * 3600 + min * 60;
+    Ok(SystemTime::UNIX_EPOCH + Duration::from_secs(whole as u64) + Duration::from_secs_f64(secs))
+}
