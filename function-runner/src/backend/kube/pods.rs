@@ -134,6 +134,8 @@ struct Held {
     ready: HashSet<String>,
     /// The reclaim-after this runner last wrote on each pod.
     written: HashMap<String, u64>,
+    /// The uid of each pod handed out: the one pod a stop may delete.
+    uids: HashMap<String, String>,
     /// Reclaim-after patches under way.
     patching: HashSet<String>,
 }
@@ -188,9 +190,9 @@ impl<E: Into<StartError>> From<E> for Attempt {
 struct Progress {
     /// The name claimed last.
     name: Option<String>,
-    /// Whether this start created that pod (and so deletes it on failure;
-    /// its Service goes with it).
-    created: bool,
+    /// The uid of that pod if this start created it (and so deletes it on
+    /// failure; its Service goes with it).
+    created: Option<String>,
 }
 
 impl KubeBackend {
@@ -322,20 +324,24 @@ impl Inner {
             Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
                 if let Some(reason) = ended(&pod) {
                     let name = pod.metadata.name.clone().unwrap_or_default();
-                    if !self.report_failed(&name, &reason)
+                    if !self.report_failed(&name, pod.metadata.uid.as_deref(), &reason)
                         && self.mine(&pod)
                         && !self.held().claimed.contains(&name)
                         && pod.metadata.deletion_timestamp.is_none()
                     {
                         // A pod of this runner that nobody holds (left by
                         // an earlier run) ended: nobody else deletes it.
-                        self.spawn_delete(name, None);
+                        self.spawn_delete(
+                            name,
+                            Exactly::Uid(pod.metadata.uid.clone().unwrap_or_default()),
+                        );
                     }
                 }
             }
             Ok(watcher::Event::Delete(pod)) => {
                 self.report_failed(
                     pod.metadata.name.as_deref().unwrap_or_default(),
+                    pod.metadata.uid.as_deref(),
                     "was deleted",
                 );
             }
@@ -361,9 +367,18 @@ impl Inner {
         }
     }
 
-    /// Reports a handed-out pod's end to the cache; whether it was one.
-    fn report_failed(&self, name: &str, reason: &str) -> bool {
-        let was_ready = self.held().ready.remove(name);
+    /// Reports a handed-out pod's end to the cache; whether it was one. A
+    /// `uid` other than the handed-out pod's is an older pod of that name:
+    /// its end says nothing of this one.
+    fn report_failed(&self, name: &str, uid: Option<&str>, reason: &str) -> bool {
+        let was_ready = {
+            let mut held = self.held();
+            let same = match (uid, held.uids.get(name)) {
+                (Some(seen), Some(held)) => seen == held,
+                _ => true,
+            };
+            same && held.ready.remove(name)
+        };
         if was_ready {
             tracing::warn!(pod = %name, %reason, "pod failed");
             if let Some(events) = self.events.get() {
@@ -378,10 +393,20 @@ impl Inner {
 
     /// Reports every handed-out pod that the store no longer has.
     fn report_missing(&self) {
-        let names: Vec<String> = self.held().ready.iter().cloned().collect();
-        for name in names {
-            if self.store.get(&self.key(&name)).is_none() {
-                self.report_failed(&name, "was deleted while the watch was down");
+        let held: Vec<(String, Option<String>)> = {
+            let held = self.held();
+            held.ready
+                .iter()
+                .map(|name| (name.clone(), held.uids.get(name).cloned()))
+                .collect()
+        };
+        for (name, uid) in held {
+            let present = self
+                .store
+                .get(&self.key(&name))
+                .is_some_and(|p| uid.is_none() || p.metadata.uid == uid);
+            if !present {
+                self.report_failed(&name, None, "was deleted while the watch was down");
             }
         }
     }
@@ -430,16 +455,16 @@ impl Inner {
             };
             if due {
                 tracing::info!(pod = %name, owner = owner_of(&pod).unwrap_or(""), "deleting an expired pod nobody holds");
-                self.spawn_delete(name, pod.metadata.resource_version.clone());
+                let version = pod.metadata.resource_version.clone().unwrap_or_default();
+                self.spawn_delete(name, Exactly::Version(version));
             }
         }
     }
 
-    /// Deletes the pod in the background; with `version`, only if it is
-    /// still that version (a reuse patch that landed first keeps it).
-    fn spawn_delete(&self, name: String, version: Option<String>) {
+    /// Deletes the pod in the background, if it is still `exactly` it.
+    fn spawn_delete(&self, name: String, exactly: Exactly) {
         let pods = self.pods.clone();
-        tokio::spawn(async move { delete_pod(&pods, &name, version).await });
+        tokio::spawn(async move { delete_pod(&pods, &name, exactly).await });
     }
 
     /// Waits for the watches to have read the template.
@@ -487,7 +512,7 @@ impl Inner {
             }
             *progress = Progress {
                 name: Some(name.clone()),
-                created: false,
+                created: None,
             };
             let function_pod = FunctionPod {
                 name: name.clone(),
@@ -533,9 +558,10 @@ impl Inner {
                 let pod = fp.pod(template, spec.overrides.as_deref())?;
                 match self.pods.create(&PostParams::default(), &pod).await {
                     Ok(created) => {
-                        progress.created = true;
+                        let uid = created.metadata.uid.unwrap_or_default();
+                        progress.created = Some(uid.clone());
                         self.held().written.insert(name.clone(), fp.reclaim_after);
-                        created.metadata.uid.unwrap_or_default()
+                        uid
                     }
                     // Another runner made it first (the store had not seen
                     // it yet).
@@ -596,7 +622,8 @@ impl Inner {
         let name = pod.metadata.name.clone().unwrap_or_default();
         if let Some(reason) = ended(pod) {
             if pod.metadata.deletion_timestamp.is_none() {
-                self.spawn_delete(name, pod.metadata.resource_version.clone());
+                let version = pod.metadata.resource_version.clone().unwrap_or_default();
+                self.spawn_delete(name, Exactly::Version(version));
             }
             return Err(Attempt::Taken(Taken(reason)));
         }
@@ -772,14 +799,30 @@ impl Inner {
     }
 }
 
-/// Deletes a pod (its Service goes with it, by owner reference); with
-/// `version`, only while the pod is at that resourceVersion.
-async fn delete_pod(pods: &Api<Pod>, name: &str, version: Option<String>) {
-    let params = DeleteParams {
-        preconditions: version.map(|v| Preconditions {
-            resource_version: Some(v),
+/// Which pod of a name a delete may remove: names are shared (a pod
+/// deleted and created again keeps its name), so every delete names the uid
+/// it means, or the resourceVersion it saw (which also fails the delete if a
+/// reuse patch landed since).
+enum Exactly {
+    Uid(String),
+    Version(String),
+}
+
+/// Deletes a pod (its Service goes with it, by owner reference), only if it
+/// is still `exactly` the one meant.
+async fn delete_pod(pods: &Api<Pod>, name: &str, exactly: Exactly) {
+    let preconditions = match exactly {
+        Exactly::Uid(uid) => Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        },
+        Exactly::Version(version) => Preconditions {
             uid: None,
-        }),
+            resource_version: Some(version),
+        },
+    };
+    let params = DeleteParams {
+        preconditions: Some(preconditions),
         ..DeleteParams::default()
     };
     match pods.delete(name, &params).await {
@@ -814,8 +857,8 @@ impl Backend for KubeBackend {
             let failed = |inner: &Inner, progress: &Progress| {
                 if let Some(name) = &progress.name {
                     inner.held().claimed.remove(name);
-                    if progress.created {
-                        inner.spawn_delete(name.clone(), None);
+                    if let Some(uid) = &progress.created {
+                        inner.spawn_delete(name.clone(), Exactly::Uid(uid.clone()));
                     }
                 }
             };
@@ -848,19 +891,28 @@ impl Backend for KubeBackend {
                     });
                 }
             };
-            inner.held().ready.insert(name.clone());
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            {
+                let mut held = inner.held();
+                held.ready.insert(name.clone());
+                held.uids.insert(name.clone(), uid.clone());
+            }
             // A failure seen after the last check and before the insert was
             // not reported (the pod was not handed out yet): look again now
             // that it would be.
-            let now = inner.store.get(&inner.key(&name));
+            let now = inner
+                .store
+                .get(&inner.key(&name))
+                .filter(|p| p.metadata.uid.as_deref() == Some(uid.as_str()));
             let gone = now.map_or(Some("was deleted".to_string()), |p| ended(&p));
             if let Some(reason) = gone {
                 {
                     let mut held = inner.held();
                     held.ready.remove(&name);
                     held.claimed.remove(&name);
+                    held.uids.remove(&name);
                 }
-                inner.spawn_delete(name.clone(), None);
+                inner.spawn_delete(name.clone(), Exactly::Uid(uid));
                 return Err(BackendError::StartFailed {
                     image: spec.image,
                     source: cause(StartError::Ended { name, reason }),
@@ -888,19 +940,26 @@ impl Backend for KubeBackend {
         let inner = self.inner.clone();
         Box::pin(async move {
             let name = id.0;
-            let written = {
+            let (written, uid) = {
                 let mut held = inner.held();
                 held.ready.remove(&name);
                 held.claimed.remove(&name);
-                held.written.remove(&name)
+                (held.written.remove(&name), held.uids.remove(&name))
             };
-            let Some(pod) = inner.store.get(&inner.key(&name)) else {
-                // Gone already, or not seen yet: delete by name to be sure.
-                delete_pod(&inner.pods, &name, None).await;
+            // The pod this runner held: not another of the same name made
+            // since (by another runner, after this one was deleted).
+            let Some(uid) = uid else { return Ok(()) };
+            let pod = inner
+                .store
+                .get(&inner.key(&name))
+                .filter(|p| p.metadata.uid.as_deref() == Some(uid.as_str()));
+            let Some(pod) = pod else {
+                // Gone already, or not seen yet: delete it by uid to be sure.
+                delete_pod(&inner.pods, &name, Exactly::Uid(uid)).await;
                 return Ok(());
             };
             match reason {
-                StopReason::Broken => delete_pod(&inner.pods, &name, None).await,
+                StopReason::Broken => delete_pod(&inner.pods, &name, Exactly::Uid(uid)).await,
                 StopReason::Idle => {
                     if !inner.mine(&pod) {
                         tracing::debug!(pod = %name, "idle pod of another runner: left to it");
@@ -911,7 +970,8 @@ impl Backend for KubeBackend {
                         tracing::info!(pod = %name, "idle here but another runner uses it: left");
                         return Ok(());
                     }
-                    delete_pod(&inner.pods, &name, pod.metadata.resource_version.clone()).await;
+                    let version = pod.metadata.resource_version.clone().unwrap_or_default();
+                    delete_pod(&inner.pods, &name, Exactly::Version(version)).await;
                 }
             }
             Ok(())
