@@ -31,11 +31,13 @@ pub enum EntrypointError {
         source: oci_client::ParseError,
     },
     // The client's errors say little at their top ("error sending request
-    // for url"): the causes below (TLS verification, connection refused)
-    // are what a user can act on, so the message has them all.
+    // for url", "Not authorized"): the causes below (TLS verification,
+    // connection refused) and what to do about the usual ones are what a
+    // user can act on, so the message has them.
     #[error(
-        "reading the config of image {image:?} from its registry: {}",
-        chain(source)
+        "reading the config of image {image:?} from its registry: {}{}",
+        chain(source),
+        hint(source)
     )]
     Registry {
         image: String,
@@ -56,6 +58,23 @@ pub enum EntrypointError {
     },
     #[error("image {image:?} has neither Entrypoint nor Cmd: nothing to run as the function")]
     Empty { image: String },
+}
+
+/// What to do about the usual registry errors, after their message.
+fn hint(err: &oci_client::errors::OciDistributionError) -> &'static str {
+    use oci_client::errors::OciDistributionError as E;
+    match err {
+        E::UnauthorizedError { .. } => {
+            " (HTTP 401 Unauthorized: the registry wants credentials that the runner has not, \
+             or not right: with --enable-private-registries, an entry for the registry in the \
+             --registry-auth-secret-path file)"
+        }
+        _ if chain(err).contains("UnknownIssuer") => {
+            " (the registry's TLS certificate is not signed by a trusted CA: \
+             --enable-private-registries-tls trusts the ca.crt or ca.pem in --tls-secret-path)"
+        }
+        _ => "",
+    }
 }
 
 /// `err`'s message followed by those of its causes that add something.
