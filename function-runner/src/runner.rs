@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::backend::kube::entrypoint::Entrypoints;
 use crate::backend::kube::pods::{KubeBackend, KubeSettings};
+use crate::backend::kube::registry::{RegistryError, RegistrySettings};
 use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
 use crate::backend::Backend;
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
@@ -44,8 +45,9 @@ pub struct RunnerOptions {
     pub process_functions: Option<PathBuf>,
     /// The kube backend's settings (its `ttl` is taken from `cache`).
     pub kube: Option<KubeSettings>,
-    /// Registries (`host:port`) read over plain HTTP for image configs.
-    pub insecure_registries: Vec<String>,
+    /// How the kube backend reaches registries: plain HTTP ones, private
+    /// ones' credentials and CA, the pull Secret.
+    pub registries: RegistrySettings,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +64,8 @@ pub enum RunnerError {
         "--backend kube: connecting to the cluster (KUBECONFIG, or the pod's service account): {0}"
     )]
     Kube(#[source] kube::Error),
+    #[error("--backend kube: private registries: {0}")]
+    Registry(#[from] RegistryError),
 }
 
 /// The assembled runner.
@@ -131,14 +135,12 @@ impl Runner {
                 }
                 settings.ttl = opts.cache.default_ttl;
                 settings.scan_interval = opts.cache.scan_interval;
+                settings.pull_secret = opts.registries.pull_secret();
+                let entrypoints = Entrypoints::with_settings(&opts.registries)?;
                 let client = kube::Client::try_default()
                     .await
                     .map_err(RunnerError::Kube)?;
-                Arc::new(KubeBackend::new(
-                    client,
-                    settings,
-                    Entrypoints::new(opts.insecure_registries.clone()),
-                ))
+                Arc::new(KubeBackend::new(client, settings, entrypoints))
             }
         };
         let backend = Arc::new(MeteredBackend::new(backend, metrics.clone()));

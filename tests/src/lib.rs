@@ -5,7 +5,7 @@
 //! prerequisite checks of tests that need root, Docker or kpt.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, ChildStderr, Command, ExitStatus, Output, Stdio};
@@ -576,11 +576,121 @@ impl Drop for Registry {
 /// Starts Debian's `docker-registry` on a free loopback port, storing in a
 /// temporary directory; returns it and its `host:port` once it listens.
 pub fn start_registry() -> anyhow::Result<(Registry, String)> {
+    start_registry_with(IpAddr::from([127, 0, 0, 1]), "")
+}
+
+/// The user and password that [`start_private_registry`] accepts.
+pub const REGISTRY_USER: &str = "krm-test";
+pub const REGISTRY_PASSWORD: &str = "krm-test-password";
+/// bcrypt (cost 4: checked at every request) of [`REGISTRY_PASSWORD`], the
+/// only hash docker-registry's htpasswd takes. Made once with Python's
+/// `bcrypt.hashpw`: a fixed hash spares the tests a bcrypt implementation.
+const REGISTRY_PASSWORD_BCRYPT: &str =
+    "$2b$04$BVMqZC6DhD0uN1dXtPNpsOPhy3YlQPA6kFycvpPX5WTh0cJV2iOtq";
+
+/// A registry that speaks TLS only, with a certificate from a CA made for
+/// it, and serves only [`REGISTRY_USER`]: Porch's private registry.
+pub struct PrivateRegistry {
+    pub registry: Registry,
+    /// `host:port`.
+    pub addr: String,
+    /// A directory holding the CA as `ca.crt` (a `--tls-secret-path`).
+    pub tls_dir: PathBuf,
+    /// A docker config JSON with the credentials for `addr` (a
+    /// `--registry-auth-secret-path`), in a Docker client configuration
+    /// directory as its `config.json`, for pushes.
+    pub auth_file: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl PrivateRegistry {
+    /// The CA, PEM.
+    pub fn ca_pem(&self) -> anyhow::Result<String> {
+        Ok(std::fs::read_to_string(self.tls_dir.join("ca.crt"))?)
+    }
+
+    /// Pushes `image` (tagged `ADDR/...` in the engine) with the
+    /// credentials. The engine must trust the registry's certificate: it
+    /// does not check the certificates of registries on loopback (Docker
+    /// treats 127.0.0.0/8 as insecure), and trusts the CA in
+    /// `/etc/docker/certs.d/ADDR/ca.crt` for the others.
+    pub fn push(&self, image: &str) -> anyhow::Result<()> {
+        let config = self.auth_file.parent().context("no config directory")?;
+        docker(&["--config", &config.to_string_lossy(), "push", "-q", image])?;
+        Ok(())
+    }
+}
+
+/// Starts Debian's `docker-registry` on a free port of `host`, with TLS (a
+/// server certificate for `host`, `127.0.0.1` and `localhost` from a CA made
+/// here) and htpasswd authentication.
+pub fn start_private_registry(host: IpAddr) -> anyhow::Result<PrivateRegistry> {
+    use base64::Engine as _;
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+
+    let dir = tempfile::tempdir()?;
+    let tls_dir = dir.path().join("tls");
+    std::fs::create_dir(&tls_dir)?;
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "krm-runtime test registry CA");
+    let ca = ca_params.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+    let mut names = vec![
+        "127.0.0.1".to_string(),
+        "localhost".to_string(),
+        host.to_string(),
+    ];
+    names.dedup();
+    let server_key = KeyPair::generate()?;
+    let server = CertificateParams::new(names)?.signed_by(&server_key, &issuer)?;
+    std::fs::write(tls_dir.join("ca.crt"), ca.pem())?;
+    let cert = dir.path().join("server.crt");
+    let key = dir.path().join("server.key");
+    std::fs::write(&cert, server.pem())?;
+    std::fs::write(&key, server_key.serialize_pem())?;
+    let htpasswd = dir.path().join("htpasswd");
+    std::fs::write(
+        &htpasswd,
+        format!("{REGISTRY_USER}:{REGISTRY_PASSWORD_BCRYPT}\n"),
+    )?;
+    let tls_and_auth = format!(
+        "  tls:\n    certificate: {}\n    key: {}\nauth:\n  htpasswd:\n    realm: krm-test\n    path: {}\n",
+        cert.display(),
+        key.display(),
+        htpasswd.display()
+    );
+    let (registry, addr) = start_registry_with(host, &tls_and_auth)?;
+    let docker_config = dir.path().join("docker");
+    std::fs::create_dir(&docker_config)?;
+    let auth_file = docker_config.join("config.json");
+    let auth = base64::engine::general_purpose::STANDARD
+        .encode(format!("{REGISTRY_USER}:{REGISTRY_PASSWORD}"));
+    std::fs::write(
+        &auth_file,
+        format!("{{\"auths\": {{\"{addr}\": {{\"auth\": \"{auth}\"}}}}}}\n"),
+    )?;
+    Ok(PrivateRegistry {
+        registry,
+        addr,
+        tls_dir,
+        auth_file,
+        _dir: dir,
+    })
+}
+
+/// Starts `docker-registry` on a free port of `host`; `more` is what its
+/// configuration has after `http: addr:` (more `http` keys, then other
+/// sections).
+fn start_registry_with(host: IpAddr, more: &str) -> anyhow::Result<(Registry, String)> {
     // The free port is found by binding and releasing it, so another process
     // can take it first: then the registry exits, and another port is tried.
     let mut failure = None;
     for _ in 0..3 {
-        match try_start_registry() {
+        match try_start_registry(host, more) {
             Ok(started) => return Ok(started),
             Err(err) => failure = Some(err),
         }
@@ -588,18 +698,17 @@ pub fn start_registry() -> anyhow::Result<(Registry, String)> {
     Err(failure.unwrap_or_else(|| anyhow!("docker-registry did not start")))
 }
 
-fn try_start_registry() -> anyhow::Result<(Registry, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let addr = format!("127.0.0.1:{port}");
+fn try_start_registry(host: IpAddr, more: &str) -> anyhow::Result<(Registry, String)> {
+    let port = std::net::TcpListener::bind((host, 0))?.local_addr()?.port();
+    let addr = SocketAddr::new(host, port).to_string();
     let storage = tempfile::tempdir()?;
     let config = storage.path().join("config.yml");
     std::fs::write(
         &config,
         format!(
-            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {addr}\n",
-            storage.path().join("data").display()
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: {addr}\n{}",
+            storage.path().join("data").display(),
+            more
         ),
     )?;
     let child = Command::new("docker-registry")

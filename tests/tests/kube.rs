@@ -6,17 +6,20 @@
 
 #![allow(clippy::unwrap_used)]
 
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use e2e_tests::{
     build_image, docker, evaluator_client, eventually_async, eventually_blocking, output_within,
     prerequisite, remove_images, require_docker, require_kubeconfig, require_registry,
-    start_registry, Wrapper,
+    require_root, start_private_registry, start_registry, Wrapper,
 };
 use function_runner::backend::kube::pods::is_ready;
+use function_runner::backend::kube::registry::{ensure_pull_secret, Ensured};
 use function_runner::backend::kube::template::{FunctionPod, Template};
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret, Service};
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
@@ -316,4 +319,206 @@ async fn serve_runs_functions_in_pods_it_creates_and_deletes() {
     })
     .await;
     assert!(gone, "the runner left its pod or Service behind");
+}
+
+/// The registry's CA where the Docker engine, and so the kubelet, reads it
+/// at each pull (no restart needed): `/etc/docker/certs.d/ADDR/ca.crt`;
+/// removed on drop.
+struct DockerTrust {
+    dir: PathBuf,
+    /// `certs.d` itself, when this made it.
+    made_parent: Option<PathBuf>,
+}
+
+impl DockerTrust {
+    fn new(addr: &str, ca_pem: &str) -> anyhow::Result<DockerTrust> {
+        let parent = Path::new("/etc/docker/certs.d");
+        let made_parent = (!parent.exists()).then(|| parent.to_path_buf());
+        let trust = DockerTrust {
+            dir: parent.join(addr),
+            made_parent,
+        };
+        std::fs::create_dir_all(&trust.dir)?;
+        std::fs::write(trust.dir.join("ca.crt"), ca_pem)?;
+        Ok(trust)
+    }
+}
+
+impl Drop for DockerTrust {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Some(parent) = &self.made_parent {
+            // Only if empty: someone else may have put a CA there meanwhile.
+            let _ = std::fs::remove_dir(parent);
+        }
+    }
+}
+
+/// The node's InternalIP: in this cluster, the Docker bridge's address on
+/// this machine, where both the engine and the runner reach a registry.
+async fn node_address(client: &Client) -> IpAddr {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let listed = nodes.list(&Default::default()).await.unwrap().items;
+    let address = listed
+        .iter()
+        .flat_map(|n| n.status.iter().flat_map(|s| s.addresses.iter().flatten()))
+        .find(|a| a.type_ == "InternalIP")
+        .unwrap_or_else(|| panic!("no node has an InternalIP: {listed:?}"));
+    address
+        .address
+        .parse()
+        .unwrap_or_else(|err| panic!("the node address {:?}: {err}", address.address))
+}
+
+#[tokio::test]
+async fn private_images_are_read_and_pulled_with_the_auth_file_and_the_ca() {
+    let Some(_) = prerequisite(require_kubeconfig()) else {
+        return;
+    };
+    let Some(()) = prerequisite(require_registry()) else {
+        return;
+    };
+    // To put the CA where the Docker engine reads it.
+    let Some(()) = prerequisite(require_root()) else {
+        return;
+    };
+    let client = cluster().await;
+    let id = std::process::id();
+    // Not on loopback: Docker checks no certificate of a registry on
+    // 127.0.0.0/8 (it counts them as insecure), so there the pull would not
+    // show that the engine trusts the CA.
+    let private = start_private_registry(node_address(&client).await).unwrap();
+    let _trust = DockerTrust::new(&private.addr, &private.ca_pem().unwrap()).unwrap();
+    let wrapper_image = format!("localhost/krm-test/wrapper-server:{id}-private");
+    let fn_image = format!("{}/fns/example-fn:{id}", private.addr);
+    let namespace = format!("krm-test-{id}-private");
+    let _cleanup = Cleanup {
+        namespace: namespace.clone(),
+        images: vec![wrapper_image.clone(), fn_image.clone()],
+    };
+    build_image(
+        &wrapper_image,
+        &wrapper_dockerfile(),
+        &["wrapper-server", "health-probe"],
+    )
+    .unwrap();
+    build_image(&fn_image, EXAMPLE_FN_DOCKERFILE, &["example-fn"]).unwrap();
+    private.push(&fn_image).unwrap();
+    // Only in the registry now: the kubelet must pull it.
+    remove_images(std::slice::from_ref(&fn_image));
+    assert!(docker(&["image", "inspect", &fn_image]).is_err());
+    create_namespace(&client, &namespace).await;
+
+    let mut runner = Wrapper::start_runner(&[
+        "--metrics-port",
+        "0",
+        "--backend",
+        "kube",
+        "--pod-namespace",
+        &namespace,
+        "--kube-dial",
+        "pod-ip",
+        "--wrapper-server-image",
+        &wrapper_image,
+        "--runner-id",
+        &format!("e2e-{id}-private"),
+        "--enable-private-registries",
+        "--registry-auth-secret-path",
+        &private.auth_file.to_string_lossy(),
+        "--enable-private-registries-tls",
+        "--tls-secret-path",
+        &private.tls_dir.to_string_lossy(),
+    ])
+    .unwrap();
+    let mut fns = runner.client().await.unwrap();
+    let rl = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/resourcelist.yaml"
+    ))
+    .unwrap();
+    let mut request = tonic::Request::new(EvaluateFunctionRequest {
+        resource_list: rl.into(),
+        image: fn_image.clone(),
+        tag: String::new(),
+    });
+    request.set_timeout(Duration::from_secs(90));
+    let resp = fns
+        .evaluate_function(request)
+        .await
+        .unwrap_or_else(|status| panic!("{status:?}\n{}", runner.logs()))
+        .into_inner();
+    let out = String::from_utf8_lossy(&resp.resource_list);
+    assert!(out.contains("owner: team-shop"), "{out}");
+
+    // The pull Secret holds the auth file's bytes, and the pod names it.
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let secret = secrets.get("auth-secret").await.unwrap();
+    assert_eq!(
+        secret.type_.as_deref(),
+        Some("kubernetes.io/dockerconfigjson")
+    );
+    let data = secret.data.unwrap_or_default();
+    assert_eq!(
+        data.get(".dockerconfigjson").map(|b| b.0.clone()),
+        Some(std::fs::read(&private.auth_file).unwrap())
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let listed = pods.list(&Default::default()).await.unwrap().items;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let pull_secrets: Vec<String> = listed[0]
+        .spec
+        .as_ref()
+        .and_then(|s| s.image_pull_secrets.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(pull_secrets, ["auth-secret"]);
+    // The kubelet pulled it, through the engine.
+    assert!(docker(&["image", "inspect", &fn_image]).is_ok());
+
+    runner.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = runner.wait_exit(Duration::from_secs(60)).await.unwrap();
+    assert!(status.success(), "{status:?}\n{}", runner.logs());
+}
+
+#[tokio::test]
+async fn the_pull_secret_is_created_then_updated_only_when_the_file_changes() {
+    let Some(_) = prerequisite(require_kubeconfig()) else {
+        return;
+    };
+    let client = cluster().await;
+    let namespace = format!("krm-test-{}-secret", std::process::id());
+    let _cleanup = Cleanup {
+        namespace: namespace.clone(),
+        images: Vec::new(),
+    };
+    create_namespace(&client, &namespace).await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+    let first = br#"{"auths": {"r.example.com": {"auth": "dTpw"}}}"#;
+    let second = br#"{"auths": {"r.example.com": {"auth": "dTpx"}}}"#;
+    let ensure = |bytes: &'static [u8]| ensure_pull_secret(&secrets, "auth-secret", bytes);
+    assert_eq!(ensure(first).await.unwrap(), Ensured::Created);
+    assert_eq!(ensure(first).await.unwrap(), Ensured::Unchanged);
+    let before = secrets.get("auth-secret").await.unwrap();
+    assert_eq!(ensure(second).await.unwrap(), Ensured::Updated);
+    let after = secrets.get("auth-secret").await.unwrap();
+    assert_eq!(after.metadata.uid, before.metadata.uid, "updated in place");
+    assert_eq!(after.data.unwrap()[".dockerconfigjson"].0, second.to_vec());
+
+    // A Secret of another type by that name cannot become a pull Secret.
+    let mut opaque = Secret::default();
+    opaque.metadata.name = Some("taken".to_string());
+    secrets
+        .create(&PostParams::default(), &opaque)
+        .await
+        .unwrap();
+    let err = ensure_pull_secret(&secrets, "taken", first)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("image pull Secret taken exists with type \"Opaque\""),
+        "{err}"
+    );
 }

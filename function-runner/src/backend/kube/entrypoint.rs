@@ -6,15 +6,20 @@
 //! an `Entrypoint`, or the command when there is none). Answers are cached
 //! per image reference until the runner restarts, so only a function's
 //! first pod costs registry requests (a tag moved to another image later
-//! keeps its first entrypoint meanwhile).
+//! keeps its first entrypoint meanwhile). Private images are read with the
+//! credentials and the CA of [`RegistrySettings`].
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
 
-use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::config::ConfigFile;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
+use rustls::pki_types::CertificateDer;
+
+use super::registry::{self, DockerConfig, RegistryError, RegistrySettings};
 
 /// Why an image's entrypoint could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -25,11 +30,25 @@ pub enum EntrypointError {
         #[source]
         source: oci_client::ParseError,
     },
-    #[error("reading the config of image {image:?} from its registry: {source}")]
+    // The client's errors say little at their top ("error sending request
+    // for url", "Not authorized"): the causes below (TLS verification,
+    // connection refused) and what to do about the usual ones are what a
+    // user can act on, so the message has them.
+    #[error(
+        "reading the config of image {image:?} from its registry: {}{}",
+        chain(source),
+        hint(source)
+    )]
     Registry {
         image: String,
         #[source]
         source: oci_client::errors::OciDistributionError,
+    },
+    #[error("credentials for image {image:?}: {source}")]
+    Credentials {
+        image: String,
+        #[source]
+        source: RegistryError,
     },
     #[error("the config of image {image:?} is not an image config: {source}")]
     Config {
@@ -41,28 +60,91 @@ pub enum EntrypointError {
     Empty { image: String },
 }
 
+/// What to do about the usual registry errors, after their message.
+fn hint(err: &oci_client::errors::OciDistributionError) -> &'static str {
+    use oci_client::errors::OciDistributionError as E;
+    match err {
+        E::UnauthorizedError { .. } => {
+            " (HTTP 401 Unauthorized: the registry wants credentials that the runner has not, \
+             or not right: with --enable-private-registries, an entry for the registry in the \
+             --registry-auth-secret-path file)"
+        }
+        _ if chain(err).contains("UnknownIssuer") => {
+            " (the registry's TLS certificate is not signed by a trusted CA: \
+             --enable-private-registries-tls trusts the ca.crt or ca.pem in --tls-secret-path)"
+        }
+        _ => "",
+    }
+}
+
+/// `err`'s message followed by those of its causes that add something.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(err) = cause {
+        let more = err.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = err.source();
+    }
+    text
+}
+
 /// Reads and caches image entrypoints.
 pub struct Entrypoints {
-    client: Client,
-    auth: RegistryAuth,
+    insecure: Vec<String>,
+    /// Trusted for registry TLS besides the system's roots.
+    ca: Vec<CertificateDer<'static>>,
+    /// The docker config JSON with the credentials for private images.
+    auth_file: Option<PathBuf>,
+    /// The registry client, and the auth file content it was made under:
+    /// a client keeps the first credentials it is given for a registry, so
+    /// new content (a rotated password) needs a new client.
+    client: Mutex<(Option<Vec<u8>>, Client)>,
     /// Image reference → entrypoint.
     by_reference: Mutex<HashMap<String, Vec<String>>>,
 }
 
 impl Entrypoints {
-    /// `insecure_registries`: registries (`host:port`) spoken to over plain
-    /// HTTP, as a registry on loopback usually is.
+    /// Anonymous, trusting the system's roots; `insecure_registries`:
+    /// registries (`host:port`) spoken to over plain HTTP, as a registry on
+    /// loopback usually is.
     pub fn new(insecure_registries: Vec<String>) -> Self {
-        // rustls on ring, as the rest of the runner: the registry client
-        // takes the process' default provider.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = Client::new(ClientConfig {
-            protocol: ClientProtocol::HttpsExcept(insecure_registries),
-            ..ClientConfig::default()
-        });
+        let settings = RegistrySettings {
+            insecure: insecure_registries,
+            ..RegistrySettings::default()
+        };
+        let client = Client::new(client_config(&settings.insecure, &[]));
+        Self::with_client(settings, Vec::new(), client)
+    }
+
+    /// With the credentials and the CA of `settings`, both read now, so that
+    /// a bad file stops the runner at its start; the auth file is read again
+    /// at each lookup of a private image, to follow its changes.
+    pub fn with_settings(settings: &RegistrySettings) -> Result<Self, RegistryError> {
+        if let Some(path) = &settings.auth_file {
+            DockerConfig::load(path)?;
+        }
+        let ca = match &settings.ca_dir {
+            Some(dir) => registry::load_ca(dir)?.1,
+            None => Vec::new(),
+        };
+        let client = Client::try_from(client_config(&settings.insecure, &ca))
+            .map_err(RegistryError::Client)?;
+        Ok(Self::with_client(settings.clone(), ca, client))
+    }
+
+    fn with_client(
+        settings: RegistrySettings,
+        ca: Vec<CertificateDer<'static>>,
+        client: Client,
+    ) -> Self {
         Self {
-            client,
-            auth: RegistryAuth::Anonymous,
+            insecure: settings.insecure,
+            ca,
+            auth_file: settings.auth_file,
+            client: Mutex::new((None, client)),
             by_reference: Mutex::new(HashMap::new()),
         }
     }
@@ -76,9 +158,14 @@ impl Entrypoints {
             image: image.to_string(),
             source,
         })?;
-        let (_, _digest, config) = self
-            .client
-            .pull_manifest_and_config(&reference, &self.auth)
+        let (client, auth) = self.client_for(image, &reference).await.map_err(|source| {
+            EntrypointError::Credentials {
+                image: image.to_string(),
+                source,
+            }
+        })?;
+        let (_, _digest, config) = client
+            .pull_manifest_and_config(&reference, &auth)
             .await
             .map_err(|source| EntrypointError::Registry {
                 image: image.to_string(),
@@ -87,17 +174,68 @@ impl Entrypoints {
         let argv = argv_of(image, &config)?;
         self.by_reference
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
             .insert(image.to_string(), argv.clone());
         Ok(argv)
+    }
+
+    /// The client and the credentials to read `image` with: the auth file's
+    /// for its registry when the image is private and there is a file,
+    /// anonymous otherwise.
+    async fn client_for(
+        &self,
+        image: &str,
+        reference: &Reference,
+    ) -> Result<(Client, RegistryAuth), RegistryError> {
+        let Some(path) = self
+            .auth_file
+            .as_ref()
+            .filter(|_| registry::is_private(image))
+        else {
+            let current = self.client.lock().unwrap_or_else(PoisonError::into_inner);
+            return Ok((current.1.clone(), RegistryAuth::Anonymous));
+        };
+        let bytes = tokio::fs::read(path)
+            .await
+            .map_err(|source| RegistryError::ReadAuth {
+                path: path.clone(),
+                source,
+            })?;
+        let auth = DockerConfig::parse(path, &bytes)?.auth_for(reference.resolve_registry());
+        let mut current = self.client.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.0.as_deref() != Some(bytes.as_slice()) {
+            let client = Client::try_from(client_config(&self.insecure, &self.ca))
+                .map_err(RegistryError::Client)?;
+            *current = (Some(bytes), client);
+        }
+        Ok((current.1.clone(), auth))
     }
 
     fn cached(&self, image: &str) -> Option<Vec<String>> {
         self.by_reference
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner)
             .get(image)
             .cloned()
+    }
+}
+
+/// A registry client speaking plain HTTP to `insecure`, trusting `ca`
+/// besides the system's roots.
+fn client_config(insecure: &[String], ca: &[CertificateDer<'static>]) -> ClientConfig {
+    // rustls on ring, as the rest of the runner: the registry client takes
+    // the process' default provider.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    ClientConfig {
+        protocol: ClientProtocol::HttpsExcept(insecure.to_vec()),
+        extra_root_certificates: ca
+            .iter()
+            .map(|der| Certificate {
+                encoding: CertificateEncoding::Der,
+                data: der.to_vec(),
+            })
+            .collect(),
+        ..ClientConfig::default()
     }
 }
 

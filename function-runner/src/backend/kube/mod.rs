@@ -1,9 +1,12 @@
 //! Function pods in Kubernetes: a Pod and a ClusterIP Service per pod, with
 //! Porch's names, labels and annotations ([`template`]), running the
-//! function image's own entrypoint ([`entrypoint`]) behind the wrapper.
+//! function image's own entrypoint ([`entrypoint`]) behind the wrapper;
+//! images from private registries are read, and pulled, with credentials
+//! and a CA ([`registry`]).
 
 pub mod entrypoint;
 pub mod pods;
+pub mod registry;
 pub mod source;
 pub mod template;
 

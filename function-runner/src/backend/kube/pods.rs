@@ -50,6 +50,7 @@ use kube::{Api, Client};
 use tokio::sync::{mpsc, watch};
 
 use super::entrypoint::Entrypoints;
+use super::registry::{self, PullSecret};
 use super::source::{self, TemplateChoice};
 use super::template::{label_value, FunctionPod, Template};
 use super::{OWNER_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT};
@@ -92,8 +93,8 @@ pub struct KubeSettings {
     /// ConfigMap lives.
     pub runner_namespace: String,
     /// A pull Secret that pods of images outside the default registry
-    /// reference (private registries).
-    pub pull_secret: Option<String>,
+    /// reference (private registries), made from the registry auth file.
+    pub pull_secret: Option<PullSecret>,
 }
 
 pub struct KubeBackend {
@@ -486,11 +487,11 @@ impl Inner {
         let template = self.current_template().await.map_err(cause)?;
         let entrypoint = self.entrypoints.of(&spec.image).await.map_err(cause)?;
         let settings = &self.settings;
-        let pull_secret = settings.pull_secret.clone().filter(|_| {
-            !spec
-                .image
-                .starts_with(crate::config::DEFAULT_IMAGE_PREFIX.trim_end_matches('/'))
-        });
+        let pull_secret = settings
+            .pull_secret
+            .as_ref()
+            .map(|secret| secret.name.clone())
+            .filter(|_| registry::is_private(&spec.image));
         let overrides = match &spec.overrides {
             Some(o) => serde_json::to_string(&**o).unwrap_or_default(),
             None => String::new(),
@@ -556,6 +557,15 @@ impl Inner {
             Some(existing) => self.adopt(&existing, spec.ttl)?,
             None => {
                 let pod = fp.pod(template, spec.overrides.as_deref())?;
+                // Private registries: the Secret the kubelet pulls with holds
+                // the auth file's content before the pod needs it.
+                if let (Some(secret), Some(_)) = (&self.settings.pull_secret, &fp.pull_secret) {
+                    let secrets = Api::namespaced(self.pods.clone().into_client(), &fp.namespace);
+                    secret
+                        .ensure(&secrets)
+                        .await
+                        .map_err(|err| Attempt::Failed(cause(err)))?;
+                }
                 match self.pods.create(&PostParams::default(), &pod).await {
                     Ok(created) => {
                         let uid = created.metadata.uid.unwrap_or_default();

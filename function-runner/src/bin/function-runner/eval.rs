@@ -156,7 +156,7 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         ),
         process_functions: pods.process_functions,
         kube: None,
-        insecure_registries: Vec::new(),
+        registries: Default::default(),
     })
     .await?;
     let code = run_args(args, Some(runner.evaluator.clone())).await;

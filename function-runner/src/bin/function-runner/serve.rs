@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use function_runner::backend::kube::pods::{Dial, KubeSettings};
+use function_runner::backend::kube::registry::{self, RegistrySettings};
 use function_runner::backend::kube::source::TemplateChoice;
 use function_runner::cache::CacheSettings;
 use function_runner::config::DEFAULT_IMAGE_PREFIX;
@@ -104,9 +105,46 @@ pub(crate) struct ServeArgs {
     /// read over plain HTTP.
     #[arg(long, value_delimiter = ',')]
     insecure_registries: Vec<String>,
+    /// kube backend: read images that are not from the default registry
+    /// with the credentials of --registry-auth-secret-path, and have their
+    /// pods pull with them (the pull Secret --registry-auth-secret-name).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    enable_private_registries: bool,
+    /// The docker config JSON with the registry credentials.
+    #[arg(long, default_value = registry::DEFAULT_AUTH_FILE)]
+    registry_auth_secret_path: PathBuf,
+    /// The kubernetes.io/dockerconfigjson Secret made from it in the pod
+    /// namespace.
+    #[arg(long, default_value = registry::DEFAULT_PULL_SECRET_NAME)]
+    registry_auth_secret_name: String,
+    /// With --enable-private-registries: trust the CA in --tls-secret-path
+    /// for registry TLS, besides the system's roots.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    enable_private_registries_tls: bool,
+    /// The directory holding that CA: ca.crt, else ca.pem.
+    #[arg(long, default_value = registry::DEFAULT_TLS_DIR)]
+    tls_secret_path: PathBuf,
     /// Log format on stderr.
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     pub(crate) log_format: String,
+}
+
+/// The registry flags, as Porch reads them: the CA only with private
+/// registries.
+fn registry_settings(args: &ServeArgs) -> RegistrySettings {
+    let private = args.enable_private_registries;
+    if args.enable_private_registries_tls && !private {
+        tracing::warn!(
+            "--enable-private-registries-tls has no effect without --enable-private-registries"
+        );
+    }
+    RegistrySettings {
+        insecure: args.insecure_registries.clone(),
+        auth_file: private.then(|| args.registry_auth_secret_path.clone()),
+        ca_dir: (private && args.enable_private_registries_tls)
+            .then(|| args.tls_secret_path.clone()),
+        pull_secret_name: args.registry_auth_secret_name.clone(),
+    }
 }
 
 /// Serves until SIGTERM or SIGINT, then drains and stops every pod.
@@ -146,9 +184,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .runner_namespace
                 .clone()
                 .unwrap_or_else(runner_namespace),
+            // Made by the runner, from the registry settings.
             pull_secret: None,
         }),
-        insecure_registries: args.insecure_registries.clone(),
+        registries: registry_settings(&args),
     };
     // Signals first, so a SIGTERM during startup still stops what started.
     let mut sigterm = signal(SignalKind::terminate()).context("watching SIGTERM")?;
