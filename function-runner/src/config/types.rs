@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use krm_fn::duration::PositiveDuration;
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::DocLocation;
@@ -165,7 +166,7 @@ pub struct ObjectMeta {
 }
 
 /// `spec` of a FunctionConfig.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FunctionConfigSpec {
     /// Function image name: a short name (`set-namespace`) combined with `prefixes`, or a
@@ -189,7 +190,7 @@ pub struct FunctionConfigSpec {
 }
 
 /// Run the function as a local binary for these tags.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct BinaryExecutor {
     #[serde(default, deserialize_with = "null_default")]
@@ -198,17 +199,23 @@ pub struct BinaryExecutor {
     /// of the file it was read from ([`load_dir`](super::load_dir)) or the base directory given to
     /// [`parse_str_with`](super::parse_str_with); [`parse_str`](super::parse_str) leaves it as written.
     #[serde(default, deserialize_with = "null_default")]
+    #[schemars(
+        description = "Path of the binary in the function runner's file system. A relative path is \
+                       resolved against the directory of the file the FunctionConfig was read from, \
+                       or, for an object in the cluster, against the runner's --functions directory."
+    )]
     pub path: PathBuf,
 }
 
 /// Run the function in a cached pod for these tags, with these settings.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PodExecutor {
     #[serde(default, deserialize_with = "null_default")]
     pub tags: Vec<String>,
     /// How long an idle pod stays cached (Go duration, must be positive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub time_to_live: Option<PositiveDuration>,
     /// Maximum number of pods for one image (at least 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -221,7 +228,7 @@ pub struct PodExecutor {
 }
 
 /// Customisations of the function pod template.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TemplateOverrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -237,7 +244,7 @@ pub struct TemplateOverrides {
 
 /// Customisations of one container of the function pod. Values are Kubernetes shapes
 /// passed through as JSON (`resources` a mapping, `env`/`envFrom` lists of mappings).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContainerOverrides {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -257,7 +264,7 @@ pub struct ContainerOverrides {
 }
 
 /// Run the function as a built-in (in-process) function for these tags.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GoExecutor {
     #[serde(default, deserialize_with = "null_default")]

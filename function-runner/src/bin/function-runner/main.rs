@@ -30,6 +30,9 @@ enum Command {
     Serve(Box<serve::ServeArgs>),
     /// Run one function on a package or ResourceList, like `kpt fn eval`.
     Eval(Box<eval::EvalCommand>),
+    /// Print the FunctionConfig CustomResourceDefinition (YAML), generated
+    /// from the types the runner parses (deploy/functionconfig-crd.yaml).
+    Crd,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -38,6 +41,18 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Crd = cli.command {
+        return match function_runner::config::crd::crd_yaml() {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("function-runner: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let json = matches!(&cli.command, Command::Serve(a) if a.log_format == "json");
     init_logging(json, matches!(cli.command, Command::Eval(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -54,6 +69,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
             Command::Eval(cmd) => eval::run(*cmd).await,
+            Command::Crd => Ok(ExitCode::SUCCESS),
         }
     });
     match result {
