@@ -12,7 +12,6 @@
 //!   pod cannot be reached, evicts it and retries (bounded).
 //! - [`MultiEvaluator`]: a fixed, configured order (exec first).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -25,7 +24,7 @@ use tonic::{Code, Status};
 
 use crate::backend::BackendError;
 use crate::cache::{CacheError, PodCache, PodRequestSettings};
-use crate::config::{ConfigError, ImageIndex};
+use crate::config::{ConfigError, LiveIndex};
 
 /// One evaluation: the request and when the caller stops waiting.
 #[derive(Debug, Clone)]
@@ -147,14 +146,15 @@ async fn with_deadline<T>(
 
 /// FunctionConfig `binaryExecutor`: local binaries, one process per call.
 pub struct ExecEvaluator {
-    index: Arc<ImageIndex>,
+    index: LiveIndex,
     max_message_bytes: usize,
 }
 
 impl ExecEvaluator {
-    pub fn new(index: Arc<ImageIndex>, max_message_bytes: usize) -> Self {
+    /// `index`: the FunctionConfigs in use, read afresh by each call.
+    pub fn new(index: impl Into<LiveIndex>, max_message_bytes: usize) -> Self {
         Self {
-            index,
+            index: index.into(),
             max_message_bytes,
         }
     }
@@ -169,6 +169,7 @@ impl Evaluator for ExecEvaluator {
             let image = req.request.image.clone();
             let Some(found) = self
                 .index
+                .current()
                 .try_binary_for(&image, &req.request.tag)
                 .map_err(EvalError::InvalidTag)?
             else {
@@ -202,7 +203,7 @@ impl Evaluator for ExecEvaluator {
 /// Functions in pods from the [`PodCache`].
 pub struct PodEvaluator {
     cache: PodCache,
-    index: Arc<ImageIndex>,
+    index: LiveIndex,
     max_message_bytes: usize,
     max_grpc_retries: usize,
 }
@@ -210,27 +211,27 @@ pub struct PodEvaluator {
 impl PodEvaluator {
     pub fn new(
         cache: PodCache,
-        index: Arc<ImageIndex>,
+        index: impl Into<LiveIndex>,
         max_message_bytes: usize,
         max_grpc_retries: usize,
     ) -> Self {
         Self {
             cache,
-            index,
+            index: index.into(),
             max_message_bytes,
             max_grpc_retries,
         }
     }
 
     async fn call(&self, req: EvalRequest) -> Result<EvaluateFunctionResponse, EvalError> {
-        let (image, overrides) = match self
-            .index
+        let index = self.index.current();
+        let (image, overrides) = match index
             .try_pod_settings_for(&req.request.image, &req.request.tag)
             .map_err(EvalError::InvalidTag)?
         {
             Some(m) => (m.resolved_image.clone(), PodRequestSettings::from(&m)),
             None => (
-                self.index.normalize(&req.request.image),
+                index.normalize(&req.request.image),
                 PodRequestSettings::default(),
             ),
         };

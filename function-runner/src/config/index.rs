@@ -95,10 +95,19 @@ pub fn remove_duplicates(
     configs: Vec<FunctionConfig>,
     default_prefix: &str,
 ) -> (Vec<FunctionConfig>, Vec<ConfigError>) {
+    let (kept, dropped) = partition_duplicates(configs, default_prefix);
+    (kept, dropped.into_iter().map(|(_, error)| error).collect())
+}
+
+/// [`remove_duplicates`], telling for each dropped config its position in `configs`.
+pub(crate) fn partition_duplicates(
+    configs: Vec<FunctionConfig>,
+    default_prefix: &str,
+) -> (Vec<FunctionConfig>, Vec<(usize, ConfigError)>) {
     let mut owners: HashMap<(String, String), usize> = HashMap::new();
     let mut kept: Vec<FunctionConfig> = Vec::new();
-    let mut errors = Vec::new();
-    for config in configs {
+    let mut dropped = Vec::new();
+    for (position, config) in configs.into_iter().enumerate() {
         let maps = mappings(&config, default_prefix);
         let conflict = maps.iter().find_map(|m| {
             owners
@@ -106,7 +115,7 @@ pub fn remove_duplicates(
                 .map(|&o| (m, o))
         });
         if let Some((m, owner)) = conflict {
-            errors.push(ConfigError::Duplicate {
+            let error = ConfigError::Duplicate {
                 at: config.source.clone().unwrap_or_else(|| DocLocation {
                     source: config.describe(),
                     document: None,
@@ -117,7 +126,8 @@ pub fn remove_duplicates(
                     .get(owner)
                     .map(FunctionConfig::describe)
                     .unwrap_or_default(),
-            });
+            };
+            dropped.push((position, error));
             continue;
         }
         let index = kept.len();
@@ -126,7 +136,7 @@ pub fn remove_duplicates(
         }
         kept.push(config);
     }
-    (kept, errors)
+    (kept, dropped)
 }
 // ---------------------------------------------------------------------------------------------
 // Image index

@@ -255,6 +255,62 @@ pub fn parse_str_with(
     LoadReport { configs, errors }
 }
 
+/// Parses one FunctionConfig object as the API server returns it (JSON), checked exactly as
+/// a document of a file is; `source` names its origin in [`FunctionConfig::source`] and in
+/// errors. Errors carry no position: it would point into this function's own rendering of
+/// the object, not at anything its author wrote. Relative `binaryExecutor.path`s are
+/// resolved against `base_dir` when given.
+pub fn parse_object(
+    object: &serde_json::Value,
+    source: &str,
+    base_dir: Option<&Path>,
+) -> LoadReport {
+    let at = DocLocation {
+        source: source.to_string(),
+        document: None,
+    };
+    let mut report = LoadReport::default();
+    // Through YAML text, so that type errors name the field's path as they do in files.
+    let text = match serde_yaml_ng::to_string(object) {
+        Ok(text) => text,
+        Err(e) => {
+            report.errors.push(ConfigError::Parse {
+                at,
+                message: e.to_string(),
+                position: None,
+            });
+            return report;
+        }
+    };
+    parse_documents(
+        &text,
+        source,
+        base_dir,
+        &mut report.configs,
+        &mut report.errors,
+    );
+    for config in &mut report.configs {
+        config.source = Some(at.clone());
+    }
+    for error in &mut report.errors {
+        if let ConfigError::Parse {
+            at: location,
+            position,
+            ..
+        }
+        | ConfigError::Invalid {
+            at: location,
+            position,
+            ..
+        } = error
+        {
+            *location = at.clone();
+            *position = None;
+        }
+    }
+    report
+}
+
 /// What the first pass learns about a document.
 enum Probe {
     FunctionConfig,

@@ -38,6 +38,7 @@
 
 pub mod crd;
 mod index;
+mod live;
 mod load;
 mod pod_cache;
 mod tag;
@@ -47,9 +48,10 @@ mod types;
 pub(crate) mod test_support;
 
 pub use index::{remove_duplicates, BinaryMatch, GoMatch, ImageIndex, PodMatch};
+pub use live::{IndexPublisher, LiveIndex};
 pub use load::{
-    load_dir, load_dir_with_prefix, parse_str, parse_str_with, ConfigError, DocLocation,
-    LoadReport, Position,
+    load_dir, load_dir_with_prefix, parse_object, parse_str, parse_str_with, ConfigError,
+    DocLocation, LoadReport, Position,
 };
 pub use pod_cache::{load_pod_cache_config, PodCacheConfigError};
 pub use tag::{resolve_tag, tag_version, TagConstraint};

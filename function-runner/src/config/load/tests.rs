@@ -396,3 +396,55 @@ fn load_dir_follows_configmap_style_symlinks() {
         vec!["linked"]
     );
 }
+
+#[test]
+fn an_object_from_the_api_server_is_checked_as_a_document_is() {
+    let object = serde_json::json!({
+        "apiVersion": "config.porch.kpt.dev/v1alpha1",
+        "kind": "FunctionConfig",
+        "metadata": {"name": "cat", "namespace": "fns"},
+        "spec": {"image": "cat-fn", "binaryExecutor": {"tags": ["v1", "1.10"], "path": "bin/cat"}},
+    });
+    let report = parse_object(&object, "in the cluster", Some(Path::new("/srv/functions")));
+    assert!(report.is_clean(), "{:?}", error_strings(&report));
+    let config = &report.configs[0];
+    assert_eq!(config.display_name(), "fns/cat");
+    let binary = config.spec.binary_executor.as_ref().unwrap();
+    assert_eq!(binary.path, PathBuf::from("/srv/functions/bin/cat"));
+    // A JSON string stays a string, even when it looks like a number.
+    assert_eq!(binary.tags, strings(&["v1", "1.10"]));
+    assert_eq!(
+        config.source,
+        Some(DocLocation {
+            source: "in the cluster".into(),
+            document: None
+        })
+    );
+
+    let mut bad = object.clone();
+    bad["spec"]["podExecutor"] = serde_json::json!({"tags": ["v1"], "maxParallelExecutions": "3"});
+    bad["spec"]["binaryExecutor"]["tags"] = serde_json::json!(["bad tag"]);
+    let report = parse_object(&bad, "in the cluster", None);
+    assert!(report.configs.is_empty());
+    let [error] = &report.errors[..] else {
+        panic!("{:?}", error_strings(&report))
+    };
+    assert_eq!(
+        error.field(),
+        Some("spec.podExecutor.maxParallelExecutions")
+    );
+    assert!(
+        matches!(error, ConfigError::Invalid { position: None, at, .. } if at.document.is_none()),
+        "{error:?}"
+    );
+
+    bad["spec"]["podExecutor"]["maxParallelExecutions"] = serde_json::json!(3);
+    let report = parse_object(&bad, "in the cluster", None);
+    assert_eq!(
+        error_strings(&report),
+        vec![
+            "in the cluster: spec.binaryExecutor.tags[0]: invalid tag \"bad tag\" (expected \
+             1-128 characters of [A-Za-z0-9_.-], not starting with '.' or '-')"
+        ]
+    );
+}
