@@ -12,7 +12,8 @@ use crate::backend::kube::registry::{RegistryError, RegistrySettings};
 use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
 use crate::backend::Backend;
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
-use crate::config::{self, ImageIndex};
+use crate::config::cluster::{self, ConfigWatch, WatchSettings};
+use crate::config::{self, ImageIndex, LiveIndex};
 use crate::evaluator::{Evaluator, ExecEvaluator, MultiEvaluator, PodEvaluator};
 use crate::metrics::MeteredBackend;
 use crate::metrics::RunnerMetrics;
@@ -48,6 +49,8 @@ pub struct RunnerOptions {
     /// How the kube backend reaches registries: plain HTTP ones, private
     /// ones' credentials and CA, the pull Secret.
     pub registries: RegistrySettings,
+    /// FunctionConfig objects to watch in the cluster (kube mode); `None`: none.
+    pub cluster_configs: Option<WatchSettings>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +76,10 @@ pub struct Runner {
     pub evaluator: Arc<dyn Evaluator>,
     pub cache: PodCache,
     pub metrics: Arc<RunnerMetrics>,
-    pub index: Arc<ImageIndex>,
+    /// The FunctionConfigs in use (replaced as the cluster's change).
+    pub index: LiveIndex,
+    /// Keeps the cluster's FunctionConfigs watched while the runner lives.
+    _config_watch: Option<ConfigWatch>,
 }
 
 impl Runner {
@@ -145,7 +151,21 @@ impl Runner {
         };
         let backend = Arc::new(MeteredBackend::new(backend, metrics.clone()));
         let cache = PodCache::spawn(backend, opts.cache);
+        // --- FunctionConfigs in the cluster (kube mode): they join the directory's, and the
+        // index is replaced as they change. Read before warming, which they take part in.
+        let (publisher, index) = LiveIndex::new(index);
+        let config_watch = match opts.cluster_configs.clone() {
+            Some(settings) => {
+                let client = kube::Client::try_default()
+                    .await
+                    .map_err(RunnerError::Kube)?;
+                Some(cluster::start(client, settings, configs, publisher).await)
+            }
+            None => None,
+        };
+        // --- end of the cluster's FunctionConfigs
         if opts.warm_up {
+            let index = index.current();
             let images: Vec<(String, PodRequestSettings)> = index
                 .warm_images()
                 .into_iter()
@@ -176,6 +196,7 @@ impl Runner {
             cache,
             metrics,
             index,
+            _config_watch: config_watch,
         })
     }
 

@@ -257,4 +257,5 @@ fn plain_description(doc: &str) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests;

@@ -70,4 +70,5 @@ impl IndexPublisher {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests;

@@ -36,6 +36,7 @@
 //! `resources` or `securityContext`) are errors. As in serde_yaml_ng generally, an unquoted
 //! scalar in a string field is taken as written (`tags: [1.10]` is the tag `1.10`).
 
+pub mod cluster;
 pub mod crd;
 mod index;
 mod live;

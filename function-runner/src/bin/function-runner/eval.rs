@@ -157,6 +157,7 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         process_functions: pods.process_functions,
         kube: None,
         registries: Default::default(),
+        cluster_configs: None,
     })
     .await?;
     let code = run_args(args, Some(runner.evaluator.clone())).await;

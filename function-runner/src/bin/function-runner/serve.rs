@@ -10,12 +10,17 @@ use function_runner::backend::kube::pods::{Dial, KubeSettings};
 use function_runner::backend::kube::registry::{self, RegistrySettings};
 use function_runner::backend::kube::source::TemplateChoice;
 use function_runner::cache::CacheSettings;
+use function_runner::config::cluster::WatchSettings;
 use function_runner::config::DEFAULT_IMAGE_PREFIX;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
 use function_runner::server::{serve, RunnerService};
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::parse_duration;
+
+/// How long startup waits for the cluster's FunctionConfigs before serving
+/// without them (they then apply once listed).
+const CLUSTER_CONFIGS_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Flags are named as Porch's function runner's.
 #[derive(Debug, clap::Args)]
@@ -101,6 +106,14 @@ pub(crate) struct ServeArgs {
     /// ConfigMap is); default: the service account's, else porch-system.
     #[arg(long, env = "POD_NAMESPACE")]
     runner_namespace: Option<String>,
+    /// kube backend: also read the FunctionConfig objects in the cluster
+    /// (deploy/functionconfig-crd.yaml), and apply their changes live.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    watch_function_configs: bool,
+    /// kube backend: the namespace whose FunctionConfig objects are read
+    /// (default: --pod-namespace, as Porch's runner; `*`: all namespaces).
+    #[arg(long)]
+    function_config_namespace: Option<String>,
     /// Registries (`host:port`, comma-separated) whose image configs are
     /// read over plain HTTP.
     #[arg(long, value_delimiter = ',')]
@@ -188,6 +201,21 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             pull_secret: None,
         }),
         registries: registry_settings(&args),
+        cluster_configs: (args.backend == BackendKind::Kube && args.watch_function_configs).then(
+            || WatchSettings {
+                namespace: match args.function_config_namespace.as_deref() {
+                    Some("*") => None,
+                    Some(ns) => Some(ns.to_string()),
+                    None => Some(args.pod_namespace.clone()),
+                },
+                functions_dir: args
+                    .functions
+                    .as_deref()
+                    .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())),
+                default_prefix: args.default_image_prefix.clone(),
+                sync_timeout: CLUSTER_CONFIGS_SYNC_TIMEOUT,
+            },
+        ),
     };
     // Signals first, so a SIGTERM during startup still stops what started.
     let mut sigterm = signal(SignalKind::terminate()).context("watching SIGTERM")?;

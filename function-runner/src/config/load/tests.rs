@@ -409,7 +409,11 @@ fn an_object_from_the_api_server_is_checked_as_a_document_is() {
     assert!(report.is_clean(), "{:?}", error_strings(&report));
     let config = &report.configs[0];
     assert_eq!(config.display_name(), "fns/cat");
-    let binary = config.spec.binary_executor.as_ref().unwrap();
+    let binary = config
+        .spec
+        .binary_executor
+        .as_ref()
+        .expect("binaryExecutor");
     assert_eq!(binary.path, PathBuf::from("/srv/functions/bin/cat"));
     // A JSON string stays a string, even when it looks like a number.
     assert_eq!(binary.tags, strings(&["v1", "1.10"]));
