@@ -79,6 +79,8 @@ impl Drop for ConfigWatch {
 const SOURCE: &str = "in the cluster";
 /// The condition's message while applied.
 const MESSAGE_APPLIED: &str = "the function runner serves this FunctionConfig";
+/// Who writes the status, in the objects' managedFields.
+const FIELD_MANAGER: &str = "function-runner";
 /// Bound on one status write.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// When a failed status write is tried again (also any later event retries it).
@@ -86,9 +88,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(5);
 
 /// Starts watching FunctionConfig objects and publishing indexes built from them and
 /// `local` (the `--functions` directory's configs, already checked) into `publisher`.
-/// Returns once the first complete list is applied, or the first attempt failed (the watch
-/// keeps retrying, with backoff: a CRD installed later is picked up), or after
-/// `settings.sync_timeout`.
+/// Returns once the first complete list is applied (index published, statuses written),
+/// or the first attempt failed (the watch keeps retrying, with backoff: a CRD installed
+/// later is picked up), or after `settings.sync_timeout`.
 pub async fn start(
     client: Client,
     settings: WatchSettings,
@@ -156,6 +158,8 @@ impl Watch {
         let mut listing: Option<Vec<DynamicObject>> = None;
         let mut failing = false;
         let mut retry: Option<Instant> = None;
+        // The size of a list just applied, to tell `start` once the statuses are written.
+        let mut listed: Option<usize> = None;
         loop {
             let event = tokio::select! {
                 event = events.next() => match event {
@@ -183,11 +187,8 @@ impl Watch {
                         tracing::info!(scope = %self.scope, "FunctionConfigs readable again");
                         failing = false;
                     }
-                    let changed = self.combiner.replace(&objects);
-                    if let Some(synced) = self.synced.take() {
-                        let _ = synced.send(Ok(objects.len()));
-                    }
-                    changed
+                    listed = Some(objects.len());
+                    self.combiner.replace(&objects)
                 }
                 Ok(watcher::Event::Apply(object)) => self.combiner.observe(&object),
                 Ok(watcher::Event::Delete(object)) => {
@@ -221,6 +222,11 @@ impl Watch {
             if listing.is_none() {
                 self.write_statuses(&mut retry).await;
             }
+            if let Some(count) = listed.take() {
+                if let Some(synced) = self.synced.take() {
+                    let _ = synced.send(Ok(count));
+                }
+            }
         }
     }
 
@@ -231,7 +237,10 @@ impl Watch {
         for (key, patch) in self.combiner.status_patches(&now) {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(self.client.clone(), &key.namespace, &self.resource);
-            let params = PatchParams::default();
+            let params = PatchParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..PatchParams::default()
+            };
             let patch = Patch::Merge(&patch);
             let write = api.patch_status(&key.name, &params, &patch);
             match tokio::time::timeout(WRITE_TIMEOUT, write).await {
@@ -350,8 +359,9 @@ pub(crate) struct Combiner {
     outcomes: BTreeMap<ObjectKey, Outcome>,
     /// The generation and outcome last logged for each object.
     logged: BTreeMap<ObjectKey, (i64, Outcome)>,
-    /// The resourceVersion each object had after this runner's last status write to it.
-    written: HashMap<ObjectKey, String>,
+    /// For each object, the resourceVersion it had after this runner's last status write
+    /// to it, and the generation and outcome that write said.
+    written: HashMap<ObjectKey, (String, i64, Outcome)>,
 }
 
 impl Combiner {
@@ -543,9 +553,9 @@ impl Combiner {
 
     /// Merge patches of the status subresource that make each object's status say its
     /// outcome. None for an object whose status says it already, nor for one whose last
-    /// change was this runner's own write: its status is then what the API server kept of
-    /// that write (a CRD without the condition in its schema prunes it, and writing it
-    /// again would only loop).
+    /// change was this runner's own write of the same outcome: its status is then what the
+    /// API server kept of that write (a CRD without the condition in its schema prunes it,
+    /// and writing it again would only loop).
     pub(crate) fn status_patches(&self, now: &str) -> Vec<(ObjectKey, Value)> {
         let mut patches = Vec::new();
         for (key, outcome) in &self.outcomes {
@@ -555,9 +565,15 @@ impl Combiner {
             if says(&seen.status, seen.generation, outcome) {
                 continue;
             }
-            if seen.resource_version.is_some()
-                && self.written.get(key) == seen.resource_version.as_ref()
-            {
+            let ours = self
+                .written
+                .get(key)
+                .is_some_and(|(version, generation, said)| {
+                    seen.resource_version.as_ref() == Some(version)
+                        && *generation == seen.generation
+                        && said == outcome
+                });
+            if ours {
                 continue;
             }
             patches.push((
@@ -570,11 +586,15 @@ impl Combiner {
 
     /// Records this runner's status write, as the API server answered it.
     pub(crate) fn wrote(&mut self, key: &ObjectKey, object: &DynamicObject) {
-        let Some(seen) = self.objects.get_mut(key) else {
+        let (Some(seen), Some(outcome)) = (self.objects.get_mut(key), self.outcomes.get(key))
+        else {
             return;
         };
         if let Some(version) = &object.metadata.resource_version {
-            self.written.insert(key.clone(), version.clone());
+            self.written.insert(
+                key.clone(),
+                (version.clone(), seen.generation, outcome.clone()),
+            );
             seen.resource_version = Some(version.clone());
         }
         seen.status = object

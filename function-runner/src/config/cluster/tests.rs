@@ -257,6 +257,39 @@ fn statuses_are_written_until_they_say_the_outcome_and_then_never() {
 }
 
 #[test]
+fn a_new_outcome_is_written_even_over_this_runners_own_last_write() {
+    let mut c = combiner();
+    let old = object("old", 1, 1, binary_spec("cat-fn", "/old"));
+    let new = object("new", 1, 2, binary_spec("cat-fn", "/new"));
+    c.observe(&old);
+    c.observe(&new);
+    c.rebuild();
+    for (key, patch) in c.status_patches("t1") {
+        let object = if key.name == "old" { &old } else { &new };
+        let written = with_status(
+            object.clone(),
+            &format!("{}-w", key.name),
+            patch["status"].clone(),
+        );
+        c.wrote(&key, &written);
+        c.observe(&written);
+    }
+    assert!(c.status_patches("t1").is_empty());
+    // The conflict ends: "new" is applied now, and its status must say so,
+    // though the last write to it was this runner's.
+    c.forget(&key("old"));
+    c.rebuild();
+    let patches = c.status_patches("t2");
+    assert_eq!(patches.len(), 1, "{patches:?}");
+    assert_eq!(patches[0].0, key("new"));
+    assert_eq!(
+        patches[0].1["status"]["functionRunnerObservedGeneration"],
+        1
+    );
+    assert_eq!(patches[0].1["status"]["conditions"][0]["reason"], "Applied");
+}
+
+#[test]
 fn a_rejected_generation_keeps_the_last_applied_one_and_times_move_with_the_status() {
     let mut c = combiner();
     let applied = json!({
