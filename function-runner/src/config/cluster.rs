@@ -126,7 +126,7 @@ pub async fn start(
     match tokio::time::timeout(settings.sync_timeout, first_list).await {
         Ok(Ok(Ok(count))) => tracing::info!(count, "FunctionConfigs read from the cluster"),
         Ok(Ok(Err(why))) => tracing::warn!(
-            "serving without FunctionConfigs from the cluster until they can be read: {why}"
+            "serving without FunctionConfigs from the cluster until they can be read (retrying): {why}"
         ),
         Ok(Err(_)) => tracing::error!("the FunctionConfig watch ended"),
         Err(_) => tracing::warn!(
@@ -196,8 +196,9 @@ impl Watch {
                 }
                 Err(err) => {
                     let why = explain(&err, &self.scope);
-                    // The watcher retries with backoff; say it once per outage.
-                    if failing {
+                    // The watcher retries with backoff; say it once per outage (at startup
+                    // `start` says it).
+                    if failing || self.synced.is_some() {
                         tracing::debug!("FunctionConfig watch: {why}");
                     } else {
                         tracing::warn!("FunctionConfig watch: {why}; retrying");
