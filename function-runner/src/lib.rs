@@ -6,7 +6,8 @@
 //! [`backend::process`] children on loopback by default) → the pod's
 //! `wrapper-server`.
 //!
-//! - [`config`]: FunctionConfig documents and image matching;
+//! - [`config`]: FunctionConfig documents and image matching, their CRD and
+//!   the cluster's FunctionConfigs applied live;
 //! - [`image`]: image references, split one way for config, backends and pod names;
 //! - [`metrics`]: the runner's Prometheus metrics;
 //! - [`runner`]: assembles all of the above from options;

@@ -287,7 +287,7 @@ fn explain(err: &watcher::Error, scope: &str) -> String {
             format!("{err} (is the FunctionConfig CRD installed? deploy/functionconfig-crd.yaml)")
         }
         Some(403) => format!(
-            "{err} (the runner needs get, list and watch on {} and patch on {}/status in {scope})",
+            "{err} (the runner needs list and watch on {} and patch on {}/status in {scope})",
             crd::CRD_NAME,
             crd::CRD_NAME
         ),

@@ -7,12 +7,17 @@
 //!
 //! * defines the document types and their validation ([`FunctionConfig`] and friends;
 //!   `types`),
-//! * parses them from a directory ([`load_dir`]) or from one string ([`parse_str`], which the
-//!   cluster watch feeds), validating types and semantics and reporting every bad document
-//!   with its file, document number and field while the good ones still load (`load`),
+//! * parses them from a directory ([`load_dir`]), one string ([`parse_str`]) or one object of
+//!   the API server ([`parse_object`], which the cluster watch feeds), validating types and
+//!   semantics and reporting every bad document with its file, document number and field
+//!   while the good ones still load (`load`),
 //! * builds an [`ImageIndex`] answering "which binary / which pod settings for this requested
 //!   image and tag constraint" with hash-map lookups (`index`),
-//! * resolves semver tag constraints ([`resolve_tag`], [`TagConstraint`]; `tag`).
+//! * resolves semver tag constraints ([`resolve_tag`], [`TagConstraint`]; `tag`),
+//! * holds the index in use, swapped whole when the configs change ([`LiveIndex`]; `live`),
+//! * generates the FunctionConfig CustomResourceDefinition from these types ([`crd`]),
+//! * watches FunctionConfig objects in the cluster and applies them live, reporting each
+//!   one's outcome in its status ([`cluster`]).
 //!
 //! Image references are split by [`crate::image`] and Go durations parsed by
 //! [`krm_fn::duration`]; the names config's users need from them are re-exported here.

@@ -41,18 +41,6 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Crd = cli.command {
-        return match function_runner::config::crd::crd_yaml() {
-            Ok(yaml) => {
-                print!("{yaml}");
-                ExitCode::SUCCESS
-            }
-            Err(err) => {
-                eprintln!("function-runner: {err}");
-                ExitCode::FAILURE
-            }
-        };
-    }
     let json = matches!(&cli.command, Command::Serve(a) if a.log_format == "json");
     init_logging(json, matches!(cli.command, Command::Eval(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -69,7 +57,10 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
             Command::Eval(cmd) => eval::run(*cmd).await,
-            Command::Crd => Ok(ExitCode::SUCCESS),
+            Command::Crd => {
+                print!("{}", function_runner::config::crd::crd_yaml()?);
+                Ok(ExitCode::SUCCESS)
+            }
         }
     });
     match result {
