@@ -433,7 +433,22 @@ pub fn docker(args: &[&str]) -> anyhow::Result<Output> {
 /// binaries as its context; debug information is stripped where `strip` is
 /// there (debug builds run to ~100 MB, which makes builds slow).
 pub fn build_image(tag: &str, dockerfile: &str, binaries: &[&str]) -> anyhow::Result<()> {
+    build_image_with_files(tag, dockerfile, binaries, &[])
+}
+
+/// [`build_image`] with more files in the context: `(name in the context,
+/// file to copy)` pairs (e.g. the CA bundle of `Dockerfile.runner`).
+pub fn build_image_with_files(
+    tag: &str,
+    dockerfile: &str,
+    binaries: &[&str],
+    files: &[(&str, &std::path::Path)],
+) -> anyhow::Result<()> {
     let ctx = tempfile::tempdir()?;
+    for (name, from) in files {
+        std::fs::copy(from, ctx.path().join(name))
+            .with_context(|| format!("copying {} into the image context", from.display()))?;
+    }
     for name in binaries {
         let to = ctx.path().join(name);
         let stripped = output_within(

@@ -1,0 +1,382 @@
+//! The `deploy/` manifests, applied to the real cluster `KUBECONFIG` names
+//! (see kube.rs), with the runner image built from `Dockerfile.runner`: the
+//! runner Deployment's pod becomes Ready and serves one EvaluateFunction,
+//! through its Service, that runs a function pod.
+//!
+//! The manifests are applied as written except for names and a few
+//! test-only patches (see [`patch_for_this_cluster`]): their namespaces and
+//! images become the test's own, so parallel tests and leftovers never
+//! collide. The dev cluster authorizes everything (AlwaysAllow), so the RBAC
+//! objects are applied and accepted but not enforced here: this test does
+//! not prove the Roles suffice.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/kube.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use e2e_tests::{
+    build_image, build_image_with_files, docker, evaluator_client, eventually_async, prerequisite,
+    require_kubeconfig, require_registry, start_registry,
+};
+use function_runner::backend::kube::pods::is_ready;
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use kube::api::{
+    ApiResource, DynamicObject, GroupVersionKind, ListParams, LogParams, Patch, PatchParams,
+    PostParams,
+};
+use kube::discovery::Scope;
+use kube::{Api, Client};
+use proto::pb::EvaluateFunctionRequest;
+use serde_yaml_ng::Value;
+use support::{cluster, resource_list, wrapper_dockerfile, Cleanup, EXAMPLE_FN_DOCKERFILE};
+
+/// The manifests the runner needs, in the order the README gives.
+const MANIFESTS: &[&str] = &["namespaces.yaml", "rbac.yaml", "function-runner.yaml"];
+
+/// The field manager of the test's server-side applies.
+const MANAGER: &str = "krm-deploy-test";
+
+/// Where the test-only kubeconfig Secret is mounted in the runner.
+const KUBECONFIG_DIR: &str = "/var/run/krm-test";
+
+/// Debian's CA bundle, where Dockerfile.runner expects it in the image too.
+const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// The runner image: the repository's Dockerfile.runner.
+fn runner_dockerfile() -> String {
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile.runner")).unwrap()
+}
+
+/// The host's CA bundle, which Dockerfile.runner copies into the image.
+fn require_ca_bundle() -> anyhow::Result<PathBuf> {
+    let path = PathBuf::from(CA_BUNDLE);
+    if !path.is_file() {
+        anyhow::bail!("no CA bundle at {CA_BUNDLE} for the runner image (Debian: ca-certificates)");
+    }
+    Ok(path)
+}
+
+/// The documents of `deploy/FILE` with Porch's namespaces renamed to the
+/// test's (`porch-fn-system` is not a substring of `porch-system`, so the
+/// order of the two replacements does not matter).
+fn documents(file: &str, system: &str, functions: &str) -> Vec<Value> {
+    let path = format!("{}/../deploy/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|err| panic!("reading {path}: {err}"))
+        .replace("porch-fn-system", functions)
+        .replace("porch-system", system);
+    text.split("\n---\n")
+        .map(|doc| serde_yaml_ng::from_str(doc).unwrap_or_else(|err| panic!("{path}: {err}")))
+        .filter(|doc: &Value| !doc.is_null())
+        .collect()
+}
+
+fn str_at<'a>(doc: &'a Value, key: &str) -> &'a str {
+    doc[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {key} in {doc:?}"))
+}
+
+/// Server-side apply of one document, its resource found by discovery.
+async fn apply(client: &Client, doc: &Value, dry_run: bool) -> Result<(), kube::Error> {
+    let (group, version) = match str_at(doc, "apiVersion").split_once('/') {
+        Some((group, version)) => (group, version),
+        None => ("", str_at(doc, "apiVersion")),
+    };
+    let gvk = GroupVersionKind::gvk(group, version, str_at(doc, "kind"));
+    let (resource, caps): (ApiResource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
+    let metadata = &doc["metadata"];
+    let api: Api<DynamicObject> = match caps.scope {
+        Scope::Namespaced => {
+            Api::namespaced_with(client.clone(), str_at(metadata, "namespace"), &resource)
+        }
+        Scope::Cluster => Api::all_with(client.clone(), &resource),
+    };
+    let mut params = PatchParams::apply(MANAGER).force();
+    params.dry_run = dry_run;
+    api.patch(str_at(metadata, "name"), &params, &Patch::Apply(doc))
+        .await?;
+    Ok(())
+}
+
+/// What the test changes in the runner Deployment so that it runs in this
+/// cluster; none of it belongs in a real deployment.
+struct ClusterPatch<'a> {
+    runner_image: &'a str,
+    wrapper_image: &'a str,
+    /// The runner's gRPC port on the host.
+    port: u16,
+    registry: &'a str,
+    runner_id: &'a str,
+    kubeconfig_secret: &'a str,
+}
+
+/// Applies [`ClusterPatch`] to the Deployment, checking on the way that the
+/// manifest has what an operator would swap (the two images) and the probes
+/// the README describes.
+fn patch_for_this_cluster(deployment: &mut Value, p: &ClusterPatch<'_>) {
+    let spec = &mut deployment["spec"]["template"]["spec"];
+    let port = p.port.to_string();
+    {
+        let container = &mut spec["containers"][0];
+        assert_eq!(container["name"].as_str(), Some("function-runner"));
+        container["image"] = p.runner_image.into();
+        let env = container["env"].as_sequence_mut().unwrap();
+        let wrapper = env
+            .iter_mut()
+            .find(|e| e["name"].as_str() == Some("WRAPPER_SERVER_IMAGE"))
+            .expect("env WRAPPER_SERVER_IMAGE");
+        wrapper["value"] = p.wrapper_image.into();
+        // No service account token here (the ServiceAccount admission plugin
+        // is off), so in-cluster authentication cannot work: the runner reads
+        // the test's kubeconfig instead, from a Secret.
+        env.push(
+            serde_yaml_ng::from_str(&format!(
+                "{{name: KUBECONFIG, value: {KUBECONFIG_DIR}/kubeconfig}}"
+            ))
+            .unwrap(),
+        );
+        container["volumeMounts"] = serde_yaml_ng::from_str(&format!(
+            "[{{name: kubeconfig, mountPath: {KUBECONFIG_DIR}, readOnly: true}}]"
+        ))
+        .unwrap();
+        for probe in ["readinessProbe", "livenessProbe"] {
+            let command = &mut container[probe]["exec"]["command"];
+            let expected: Value =
+                serde_yaml_ng::from_str("[/health-probe, -addr, 'localhost:9445']").unwrap();
+            assert_eq!(*command, expected, "{probe}");
+            command[2] = format!("localhost:{port}").into();
+        }
+        // hostNetwork (below): the port is the host's, so a free one, and no
+        // metrics port that could collide with another process's.
+        container["ports"] =
+            serde_yaml_ng::from_str(&format!("[{{name: grpc, containerPort: {port}}}]")).unwrap();
+        let args = container["args"].as_sequence_mut().unwrap();
+        for arg in [
+            format!("--port={port}"),
+            "--metrics-port=0".to_string(),
+            // The test's registry speaks plain HTTP.
+            format!("--insecure-registries={}", p.registry),
+            // With hostNetwork HOSTNAME is the node's name, not the pod's.
+            format!("--runner-id={}", p.runner_id),
+        ] {
+            args.push(arg.into());
+        }
+    }
+    // hostNetwork: the test's registry and the API server listen on the
+    // host's 127.0.0.1 (the kubeconfig's server), which a pod on the Docker
+    // bridge cannot reach. ClusterFirstWithHostNet keeps the cluster DNS the
+    // pod would have without hostNetwork.
+    spec["hostNetwork"] = true.into();
+    spec["dnsPolicy"] = "ClusterFirstWithHostNet".into();
+    // Readable by the runner's non-root user: mode 0444 (292).
+    spec["volumes"] = serde_yaml_ng::from_str(&format!(
+        "[{{name: kubeconfig, secret: {{secretName: {}, defaultMode: 292}}}}]",
+        p.kubeconfig_secret
+    ))
+    .unwrap();
+}
+
+/// What the runner's pods say, for a failure message.
+async fn runner_report(pods: &Api<Pod>) -> String {
+    let mut out = String::new();
+    for pod in pods.list(&ListParams::default()).await.unwrap().items {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        out.push_str(&format!("pod {name}: {:?}\n", pod.status));
+        let logs = pods
+            .logs(&name, &LogParams::default())
+            .await
+            .unwrap_or_else(|err| format!("(no logs: {err})"));
+        out.push_str(&logs);
+    }
+    out
+}
+
+#[tokio::test]
+async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod() {
+    let Some(kubeconfig) = prerequisite(require_kubeconfig()) else {
+        return;
+    };
+    let Some(()) = prerequisite(require_registry()) else {
+        return;
+    };
+    let Some(ca_bundle) = prerequisite(require_ca_bundle()) else {
+        return;
+    };
+    let client = cluster().await;
+    let id = std::process::id();
+    let system = format!("krm-deploy-sys-{id}");
+    let functions = format!("krm-deploy-fn-{id}");
+    let runner_image = format!("localhost/krm-test/function-runner:{id}-deploy");
+    let wrapper_image = format!("localhost/krm-test/wrapper-server:{id}-deploy");
+    let runner_id = format!("deploy-{id}");
+
+    // Dropped in this order: the runner first, then the function pods, then
+    // the images no container uses any more, then the registry.
+    let (mut registry, registry_addr) = start_registry().unwrap();
+    let _runner_namespace = Cleanup {
+        namespace: system.clone(),
+        images: Vec::new(),
+    };
+    let _function_namespace = Cleanup {
+        namespace: functions.clone(),
+        images: vec![runner_image.clone(), wrapper_image.clone()],
+    };
+    let _registry = {
+        let fn_image = format!("{registry_addr}/fns/deploy:{id}");
+        registry.images = vec![fn_image];
+        registry
+    };
+    let fn_image = _registry.images[0].clone();
+
+    build_image_with_files(
+        &runner_image,
+        &runner_dockerfile(),
+        &["function-runner", "health-probe"],
+        &[("ca-certificates.crt", &ca_bundle)],
+    )
+    .unwrap();
+    build_image(
+        &wrapper_image,
+        &wrapper_dockerfile(),
+        &["wrapper-server", "health-probe"],
+    )
+    .unwrap();
+    build_image(&fn_image, EXAMPLE_FN_DOCKERFILE, &["example-fn"]).unwrap();
+    docker(&["push", "-q", &fn_image]).unwrap();
+
+    let mut docs: Vec<Value> = MANIFESTS
+        .iter()
+        .flat_map(|file| documents(file, &system, &functions))
+        .collect();
+    let kinds: Vec<(String, String)> = docs
+        .iter()
+        .map(|d| {
+            (
+                str_at(d, "kind").to_string(),
+                str_at(&d["metadata"], "name").to_string(),
+            )
+        })
+        .collect();
+    for wanted in [
+        ("Namespace", system.as_str()),
+        ("Namespace", functions.as_str()),
+        ("ServiceAccount", "porch-fn-runner"),
+        ("Deployment", "function-runner"),
+        ("Service", "function-runner"),
+    ] {
+        assert!(
+            kinds.contains(&(wanted.0.to_string(), wanted.1.to_string())),
+            "{wanted:?} in {kinds:?}"
+        );
+    }
+
+    // The namespaces first: the kubeconfig Secret goes into the runner's.
+    let (namespaces, rest): (Vec<Value>, Vec<Value>) = docs
+        .drain(..)
+        .partition(|d| str_at(d, "kind") == "Namespace");
+    for doc in &namespaces {
+        apply(&client, doc, false).await.unwrap();
+    }
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), &system);
+    let mut secret = Secret::default();
+    secret.metadata.name = Some("runner-kubeconfig".to_string());
+    secret.string_data = Some(BTreeMap::from([(
+        "kubeconfig".to_string(),
+        std::fs::read_to_string(&kubeconfig).unwrap(),
+    )]));
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    for mut doc in rest {
+        if str_at(&doc, "kind") == "Deployment" {
+            patch_for_this_cluster(
+                &mut doc,
+                &ClusterPatch {
+                    runner_image: &runner_image,
+                    wrapper_image: &wrapper_image,
+                    port,
+                    registry: &registry_addr,
+                    runner_id: &runner_id,
+                    kubeconfig_secret: "runner-kubeconfig",
+                },
+            );
+        }
+        apply(&client, &doc, false)
+            .await
+            .unwrap_or_else(|err| panic!("applying {doc:?}: {err}"));
+    }
+
+    let runner_pods: Api<Pod> = Api::namespaced(client.clone(), &system);
+    let ready = eventually_async(Duration::from_secs(120), async || {
+        runner_pods
+            .list(&ListParams::default().labels("app=function-runner"))
+            .await
+            .is_ok_and(|pods| pods.items.iter().any(is_ready))
+    })
+    .await;
+    assert!(
+        ready,
+        "the runner pod is not Ready:\n{}",
+        runner_report(&runner_pods).await
+    );
+
+    // Through the runner's Service (its ClusterIP, which this host reaches).
+    let services: Api<Service> = Api::namespaced(client.clone(), &system);
+    let service = services.get("function-runner").await.unwrap();
+    let cluster_ip = service.spec.unwrap().cluster_ip.unwrap();
+    // The Service routes once the endpoints controller listed the Ready pod
+    // and kube-proxy wrote its rules (until then the dev cluster rejects the
+    // ClusterIP): connecting is retried, bounded.
+    let endpoint = format!("http://{cluster_ip}:9445");
+    let mut connected_client = None;
+    let mut last_error = String::new();
+    eventually_async(Duration::from_secs(60), async || {
+        match evaluator_client(&endpoint, 64 << 20).await {
+            Ok(connected) => connected_client = Some(connected),
+            Err(err) => last_error = format!("{err:#}"),
+        }
+        connected_client.is_some()
+    })
+    .await;
+    let Some(mut fns) = connected_client else {
+        panic!(
+            "no connection to the runner's Service at {endpoint}: {last_error}\n{}",
+            runner_report(&runner_pods).await
+        );
+    };
+    let mut request = tonic::Request::new(EvaluateFunctionRequest {
+        resource_list: resource_list().into(),
+        image: fn_image.clone(),
+        tag: String::new(),
+    });
+    request.set_timeout(Duration::from_secs(90));
+    let response = match fns.evaluate_function(request).await {
+        Ok(response) => response.into_inner(),
+        Err(status) => panic!("call: {status:?}\n{}", runner_report(&runner_pods).await),
+    };
+    let out = String::from_utf8_lossy(&response.resource_list);
+    assert!(out.contains("owner: team-shop"), "{out}");
+
+    // It ran in a function pod of the runner's, in the pod namespace.
+    let function_pods: Api<Pod> = Api::namespaced(client.clone(), &functions);
+    let pods = function_pods
+        .list(&ListParams::default().labels(&format!("fn.kpt.dev/runner={runner_id}")))
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(pods.len(), 1, "one function pod");
+    assert!(is_ready(&pods[0]));
+}
