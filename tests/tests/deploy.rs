@@ -173,6 +173,10 @@ fn patch_for_this_cluster(deployment: &mut Value, p: &ClusterPatch<'_>) {
     // bridge cannot reach. ClusterFirstWithHostNet keeps the cluster DNS the
     // pod would have without hostNetwork.
     spec["hostNetwork"] = true.into();
+    // Cleanup deletes the pods, and the ReplicaSet makes a new one until the
+    // namespace's deletion reaches it: that one must go at once too, not
+    // after the manifest's drain time.
+    spec["terminationGracePeriodSeconds"] = 1.into();
     spec["dnsPolicy"] = "ClusterFirstWithHostNet".into();
     // Readable by the runner's non-root user: mode 0444 (292).
     spec["volumes"] = serde_yaml_ng::from_str(&format!(
