@@ -25,11 +25,13 @@ use e2e_tests::{
 };
 use function_runner::backend::kube::pods::is_ready;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     ApiResource, DynamicObject, GroupVersionKind, ListParams, LogParams, Patch, PatchParams,
     PostParams,
 };
 use kube::discovery::Scope;
+use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
 use serde_yaml_ng::Value;
@@ -40,6 +42,10 @@ const MANIFESTS: &[&str] = &["namespaces.yaml", "rbac.yaml", "function-runner.ya
 
 /// The field manager of the test's server-side applies.
 const MANAGER: &str = "krm-deploy-test";
+
+/// The FunctionConfig CRD (from the crd branch's generator).
+const CRD: &str = "functionconfig-crd.yaml";
+const CRD_NAME: &str = "functionconfigs.config.porch.kpt.dev";
 
 /// Where the test-only kubeconfig Secret is mounted in the runner.
 const KUBECONFIG_DIR: &str = "/var/run/krm-test";
@@ -299,6 +305,38 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
         .await
         .unwrap();
 
+    // The FunctionConfig CRD, installed (or brought to this tree's) and left
+    // installed, as functionconfig_crd.rs does: deleting it would delete
+    // every FunctionConfig of the tests running beside this one.
+    for crd in documents(CRD, &system, &functions) {
+        apply(&client, &crd, false).await.unwrap();
+    }
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let established = tokio::time::timeout(
+        Duration::from_secs(30),
+        await_condition(crds, CRD_NAME, conditions::is_crd_established()),
+    )
+    .await;
+    assert!(
+        matches!(established, Ok(Ok(_))),
+        "the CRD was not established: {established:?}"
+    );
+    // The examples are valid FunctionConfigs (a dry run: they name catalog
+    // images this cluster cannot pull).
+    for example in documents("functionconfigs.yaml", &system, &functions) {
+        apply(&client, &example, true)
+            .await
+            .unwrap_or_else(|err| panic!("the CRD refuses {example:?}: {err}"));
+    }
+    // One for the test's function, shaped as the examples: the runner reads
+    // it from the pod namespace and its pod gets the overrides.
+    let (fn_repository, fn_tag) = fn_image.rsplit_once(':').unwrap();
+    let config: Value = serde_yaml_ng::from_str(&format!(
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata: {{name: deploy-test, namespace: {functions}}}\nspec:\n  image: {fn_repository}\n  podExecutor:\n    tags: ['{fn_tag}']\n    timeToLive: 30m\n    templateOverrides:\n      container:\n        resources: {{requests: {{cpu: 50m, memory: 32Mi}}, limits: {{memory: 128Mi}}}}\n"
+    ))
+    .unwrap();
+    apply(&client, &config, false).await.unwrap();
+
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -383,4 +421,31 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
         .items;
     assert_eq!(pods.len(), 1, "one function pod");
     assert!(is_ready(&pods[0]));
+    let function = pods[0]
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers
+        .iter()
+        .find(|c| c.name == "function")
+        .unwrap();
+    let resources = serde_yaml_ng::to_string(&function.resources).unwrap();
+    assert!(
+        resources.contains("cpu: 50m") && resources.contains("memory: 128Mi"),
+        "the FunctionConfig's templateOverrides: {resources}"
+    );
+
+    // And says so in its status.
+    let gvk = GroupVersionKind::gvk("config.porch.kpt.dev", "v1alpha1", "FunctionConfig");
+    let (resource, _) = kube::discovery::pinned_kind(&client, &gvk).await.unwrap();
+    let configs: Api<DynamicObject> = Api::namespaced_with(client.clone(), &functions, &resource);
+    let mut last = None;
+    let applied = eventually_async(Duration::from_secs(60), async || {
+        last = configs.get_opt("deploy-test").await.ok().flatten();
+        last.as_ref().is_some_and(|o| {
+            o.data["status"]["functionRunnerObservedGeneration"].as_i64() == o.metadata.generation
+        })
+    })
+    .await;
+    assert!(applied, "the FunctionConfig's status: {last:?}");
 }
