@@ -137,6 +137,9 @@ struct Held {
     written: HashMap<String, u64>,
     /// The uid of each pod handed out: the one pod a stop may delete.
     uids: HashMap<String, String>,
+    /// Uids of pods this runner is deleting: the store may show them alive
+    /// for a moment still, and a start must not take one (names are reused).
+    deleting: HashSet<String>,
     /// Reclaim-after patches under way.
     patching: HashSet<String>,
 }
@@ -340,6 +343,9 @@ impl Inner {
                 }
             }
             Ok(watcher::Event::Delete(pod)) => {
+                if let Some(uid) = &pod.metadata.uid {
+                    self.held().deleting.remove(uid);
+                }
                 self.report_failed(
                     pod.metadata.name.as_deref().unwrap_or_default(),
                     pod.metadata.uid.as_deref(),
@@ -464,8 +470,21 @@ impl Inner {
 
     /// Deletes the pod in the background, if it is still `exactly` it.
     fn spawn_delete(&self, name: String, exactly: Exactly) {
+        if let Exactly::Uid(uid) = &exactly {
+            self.deleting(uid);
+        }
         let pods = self.pods.clone();
         tokio::spawn(async move { delete_pod(&pods, &name, exactly).await });
+    }
+
+    /// Notes that the pod `uid` is being deleted (until its Delete event).
+    fn deleting(&self, uid: &str) {
+        let mut held = self.held();
+        // Bounded, should Delete events be missed (a watch gap).
+        if held.deleting.len() > 4096 {
+            held.deleting.clear();
+        }
+        held.deleting.insert(uid.to_string());
     }
 
     /// Waits for the watches to have read the template.
@@ -622,6 +641,20 @@ impl Inner {
             // The pod may end while its Endpoints are awaited.
             ended = self.wait_ended(name) => return Err(ended.into()),
         }
+        if self.settings.dial == Dial::Service {
+            // kube-proxy programs the Service's address a moment after its
+            // Endpoints list the pod, and refuses connections until then: a
+            // call made at once would find the pod "unreachable". Wait until
+            // the Service takes a connection (the cold path only).
+            let address = format!(
+                "{name}.{}.svc.cluster.local:{WRAPPER_PORT}",
+                self.settings.namespace
+            );
+            tokio::select! {
+                () = service_accepts(&address) => {}
+                ended = self.wait_ended(name) => return Err(ended.into()),
+            }
+        }
         Ok(pod)
     }
 
@@ -630,6 +663,14 @@ impl Inner {
     /// skipped.
     fn adopt(&self, pod: &Pod, ttl: Duration) -> Result<String, Attempt> {
         let name = pod.metadata.name.clone().unwrap_or_default();
+        if pod
+            .metadata
+            .uid
+            .as_ref()
+            .is_some_and(|uid| self.held().deleting.contains(uid))
+        {
+            return Err(Attempt::Taken(Taken("being deleted by this runner".into())));
+        }
         if let Some(reason) = ended(pod) {
             if pod.metadata.deletion_timestamp.is_none() {
                 let version = pod.metadata.resource_version.clone().unwrap_or_default();
@@ -965,11 +1006,15 @@ impl Backend for KubeBackend {
                 .filter(|p| p.metadata.uid.as_deref() == Some(uid.as_str()));
             let Some(pod) = pod else {
                 // Gone already, or not seen yet: delete it by uid to be sure.
+                inner.deleting(&uid);
                 delete_pod(&inner.pods, &name, Exactly::Uid(uid)).await;
                 return Ok(());
             };
             match reason {
-                StopReason::Broken => delete_pod(&inner.pods, &name, Exactly::Uid(uid)).await,
+                StopReason::Broken => {
+                    inner.deleting(&uid);
+                    delete_pod(&inner.pods, &name, Exactly::Uid(uid)).await
+                }
                 StopReason::Idle => {
                     if !inner.mine(&pod) {
                         tracing::debug!(pod = %name, "idle pod of another runner: left to it");
@@ -981,6 +1026,7 @@ impl Backend for KubeBackend {
                         return Ok(());
                     }
                     let version = pod.metadata.resource_version.clone().unwrap_or_default();
+                    inner.deleting(&uid);
                     delete_pod(&inner.pods, &name, Exactly::Version(version)).await;
                 }
             }
@@ -990,6 +1036,20 @@ impl Backend for KubeBackend {
 
     fn reused(&self, id: &PodId, ttl: Duration) {
         self.inner.reused(&id.0, ttl);
+    }
+}
+
+/// Resolves once `address` takes a TCP connection; the caller bounds it.
+async fn service_accepts(address: &str) {
+    loop {
+        let attempt = tokio::time::timeout(
+            Duration::from_secs(1),
+            tokio::net::TcpStream::connect(address),
+        );
+        if let Ok(Ok(_)) = attempt.await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
