@@ -83,8 +83,10 @@ const MESSAGE_APPLIED: &str = "the function runner serves this FunctionConfig";
 const FIELD_MANAGER: &str = "function-runner";
 /// Bound on one status write.
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
-/// When a failed status write is tried again (also any later event retries it).
+/// When a failed status write is tried again (also any later event retries it), doubled
+/// after each failed pass up to [`MAX_RETRY_AFTER`].
 const RETRY_AFTER: Duration = Duration::from_secs(5);
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(300);
 
 /// Starts watching FunctionConfig objects and publishing indexes built from them and
 /// `local` (the `--functions` directory's configs, already checked) into `publisher`.
@@ -121,6 +123,7 @@ pub async fn start(
         ),
         publisher,
         synced: Some(synced),
+        retry_after: RETRY_AFTER,
     };
     let task = tokio::spawn(watch.run(api));
     match tokio::time::timeout(settings.sync_timeout, first_list).await {
@@ -147,6 +150,8 @@ struct Watch {
     publisher: IndexPublisher,
     /// Told the outcome of the first list.
     synced: Option<oneshot::Sender<Result<usize, String>>>,
+    /// How long after the next failed status write to try again.
+    retry_after: Duration,
 }
 
 impl Watch {
@@ -232,9 +237,11 @@ impl Watch {
     }
 
     /// Writes every status that does not say its object's outcome yet; on a failure, sets
-    /// `retry`.
+    /// `retry`, further away after each failed pass (a runner without the right to write
+    /// statuses must not flood the API server, nor its log).
     async fn write_statuses(&mut self, retry: &mut Option<Instant>) {
         let now = now_rfc3339();
+        let mut failed = false;
         for (key, patch) in self.combiner.status_patches(&now) {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(self.client.clone(), &key.namespace, &self.resource);
@@ -249,16 +256,33 @@ impl Watch {
                 // Deleted meanwhile: its Delete event follows.
                 Ok(Err(kube::Error::Api(status))) if status.code == 404 => {}
                 Ok(Err(err)) => {
-                    tracing::warn!("writing the status of FunctionConfig {key}: {err}");
-                    *retry = Some(Instant::now() + RETRY_AFTER);
+                    self.write_failed(&format!(
+                        "writing the status of FunctionConfig {key}: {err}"
+                    ));
+                    failed = true;
                 }
                 Err(_) => {
-                    tracing::warn!(
+                    self.write_failed(&format!(
                         "writing the status of FunctionConfig {key}: no answer within {WRITE_TIMEOUT:?}"
-                    );
-                    *retry = Some(Instant::now() + RETRY_AFTER);
+                    ));
+                    failed = true;
                 }
             }
+        }
+        if failed {
+            *retry = Some(Instant::now() + self.retry_after);
+            self.retry_after = (self.retry_after * 2).min(MAX_RETRY_AFTER);
+        } else {
+            self.retry_after = RETRY_AFTER;
+        }
+    }
+
+    /// Logs a failed status write: a warning the first time after a success.
+    fn write_failed(&self, why: &str) {
+        if self.retry_after == RETRY_AFTER {
+            tracing::warn!("{why}; retrying in {:?}", self.retry_after);
+        } else {
+            tracing::debug!("{why}");
         }
     }
 }
