@@ -3,6 +3,8 @@
 //! function image's own entrypoint ([`entrypoint`]) behind the wrapper.
 
 pub mod entrypoint;
+#[cfg(test)]
+mod fake_api;
 pub mod pods;
 pub mod source;
 pub mod template;

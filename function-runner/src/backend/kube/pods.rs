@@ -1021,6 +1021,9 @@ fn service_name(name: String) -> String {
 }
 
 #[cfg(test)]
+mod fault_tests;
+
+#[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
