@@ -225,7 +225,7 @@ impl KubeBackend {
         // Every function pod of the namespace, whichever runner made it: a
         // start may use another runner's pod of the same name.
         let stream =
-            watcher(pods, watcher::Config::default().labels(OWNER_LABEL)).default_backoff();
+            pod_watcher(pods, watcher::Config::default().labels(OWNER_LABEL)).default_backoff();
         let weak = Arc::downgrade(&inner);
         let task = tokio::spawn(async move {
             let mut events = std::pin::pin!(reflector::reflector(writer, stream));
@@ -262,6 +262,30 @@ impl KubeBackend {
             watch: task.abort_handle(),
         }
     }
+}
+
+/// The pod watcher, started afresh (from a new list) when a watch request
+/// is answered 410 Gone: kube-runtime relists after a 410 ERROR event, but
+/// retries a watch request answered 410 at the same expired
+/// resourceVersion for ever, so pods deleted meanwhile would never leave
+/// the store.
+fn pod_watcher(
+    pods: Api<Pod>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Send {
+    let first = watcher(pods.clone(), config.clone()).boxed();
+    futures::stream::unfold(
+        (first, pods, config),
+        |(mut stream, pods, config)| async move {
+            let event = stream.next().await?;
+            if let Err(watcher::Error::WatchStartFailed(kube::Error::Api(status))) = &event {
+                if status.code == 410 {
+                    stream = watcher(pods.clone(), config.clone()).boxed();
+                }
+            }
+            Some((event, (stream, pods, config)))
+        },
+    )
 }
 
 fn now_secs() -> u64 {

@@ -183,6 +183,11 @@ async fn a_410_error_event_relists_and_reports_the_pods_deleted_meanwhile() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_410_answer_to_the_watch_request_relists_too() {
+    relist_reports_only_the_pods_gone_meanwhile(Expiry::HttpGone).await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_pod_another_runner_created_first_is_used_not_created_again() {
     let mut h = harness(Vec::new()).await;
     let start = tokio::spawn(h.backend.start(spec(IMAGE)));
