@@ -193,6 +193,11 @@ impl FakeApi {
         }
     }
 
+    /// The next request, if the client is still there.
+    pub async fn next_opt(&mut self) -> Option<Call> {
+        self.calls.recv().await
+    }
+
     /// The next request, which must be `method path`.
     pub async fn expect(&mut self, method: &str, path: &str) -> Call {
         let call = self.next(&format!("{method} {path}")).await;

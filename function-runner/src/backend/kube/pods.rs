@@ -191,6 +191,10 @@ struct Progress {
     /// Whether this start created that pod (and so deletes it on failure;
     /// its Service goes with it).
     created: bool,
+    /// What the start waits for, named when it times out: an API server
+    /// that does not answer (or answers 503, which the client retries) is
+    /// not a pod that does not become Ready.
+    step: &'static str,
 }
 
 impl KubeBackend {
@@ -482,7 +486,9 @@ impl Inner {
     }
 
     async fn start(&self, spec: &PodSpec, progress: &mut Progress) -> Result<(String, Pod), Cause> {
+        progress.step = "the function pod template";
         let template = self.current_template().await.map_err(cause)?;
+        progress.step = "the image's entrypoint from its registry";
         let entrypoint = self.entrypoints.of(&spec.image).await.map_err(cause)?;
         let settings = &self.settings;
         let pull_secret = settings.pull_secret.clone().filter(|_| {
@@ -512,6 +518,7 @@ impl Inner {
             *progress = Progress {
                 name: Some(name.clone()),
                 created: false,
+                step: "the API server to answer its create",
             };
             let function_pod = FunctionPod {
                 name: name.clone(),
@@ -564,6 +571,7 @@ impl Inner {
                     // Another runner made it first (the store had not seen
                     // it yet).
                     Err(err) if is_conflict(&err) => {
+                        progress.step = "the API server to answer a read of it";
                         let existing =
                             self.pods
                                 .get_opt(name)
@@ -591,13 +599,16 @@ impl Inner {
                 }
             }
         };
+        progress.step = "its Service to be created";
         self.ensure_service(fp, template, &uid).await?;
+        progress.step = "it to be Ready";
         let pod = self.wait_ready(name).await?;
         // The Service routes to the pod only once its Endpoints list the
         // pod's IP: before that, a call by the Service's name is refused,
         // and would count as a dead pod. Checked in both dial modes, so that
         // every pod handed out is reachable both ways.
         let ip = pod_ip(&pod).unwrap_or_default().to_string();
+        progress.step = "its Service's Endpoints to list it";
         let listed = await_condition(
             self.endpoints.clone(),
             name,
@@ -859,15 +870,16 @@ impl Backend for KubeBackend {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .clone();
-                    let name = progress.name.as_deref().unwrap_or("(none yet)");
+                    let waiting = match &progress.name {
+                        Some(name) => format!("pod {name}: waiting for {}", progress.step),
+                        None => format!("waiting for {}", progress.step),
+                    };
                     return Err(BackendError::ReadyTimeout {
                         image: spec.image,
                         timeout: spec.ready_timeout,
                         detail: match watch {
-                            Some(err) => format!(
-                                "pod {name} was never seen Ready; the pod watch fails: {err}"
-                            ),
-                            None => format!("pod {name} never became Ready"),
+                            Some(err) => format!("{waiting}; the pod watch fails: {err}"),
+                            None => waiting,
                         },
                     });
                 }

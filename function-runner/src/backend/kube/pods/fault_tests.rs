@@ -427,7 +427,10 @@ async fn a_pod_create_never_answered_times_out_at_the_ready_timeout() {
         panic!("not a ready timeout: {err}");
     };
     assert_eq!((image.as_str(), timeout), (IMAGE, READY_TIMEOUT));
-    assert!(detail.contains(&name), "{detail}");
+    assert_eq!(
+        detail,
+        format!("pod {name}: waiting for the API server to answer its create")
+    );
     // The start does not know it created anything: no delete. (Had the
     // create landed, the sweep deletes the unclaimed pod once its
     // reclaim-after passed.)
@@ -488,5 +491,95 @@ async fn a_reuse_within_the_slack_of_the_recorded_reclaim_after_patches_nothing(
     let pod = ready(&existing_pod(name, "uid-1", OWNER, recorded));
     let mut h = harness(vec![pod]).await;
     h.backend.reused(&PodId(name.to_string()), TTL);
+    h.api.quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_create_answered_503_until_the_ready_timeout_times_out_naming_the_create() {
+    let mut h = harness(Vec::new()).await;
+    let began = tokio::time::Instant::now();
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let name = name_of(&create.body);
+    create.fail(503, "ServiceUnavailable", "the server is shutting down");
+    // The client retries (with backoff) until the start gives up.
+    let mut tries = 1;
+    while let Ok(Some(again)) = tokio::time::timeout(READY_TIMEOUT, h.api.next_opt()).await {
+        assert_eq!((again.method.as_str(), again.path.as_str()), ("POST", PODS));
+        tries += 1;
+        again.fail(503, "ServiceUnavailable", "the server is shutting down");
+    }
+    assert!(tries > 2, "{tries}");
+    let err = finish(start, "the start")
+        .await
+        .expect_err("the start timed out");
+    let BackendError::ReadyTimeout { detail, .. } = err else {
+        panic!("not a ready timeout: {err}");
+    };
+    assert_eq!(
+        detail,
+        format!("pod {name}: waiting for the API server to answer its create")
+    );
+    assert!(began.elapsed() >= READY_TIMEOUT);
+    assert!(h.api.log().iter().all(|r| !r.starts_with("DELETE")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_never_ready_times_out_and_is_deleted() {
+    let mut h = harness(Vec::new()).await;
+    let began = tokio::time::Instant::now();
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let pod = created(&create.body, "uid-1");
+    let name = name_of(&pod);
+    create.answer(201, pod.clone());
+    h.api.apply_pod("ADDED", pod.clone());
+    let service = h.api.expect("POST", SERVICES).await;
+    let body = service.body.clone();
+    service.answer(201, body);
+    let err = finish(start, "the start")
+        .await
+        .expect_err("the start timed out");
+    let waited = began.elapsed();
+    assert!(
+        waited >= READY_TIMEOUT && waited < READY_TIMEOUT + Duration::from_secs(1),
+        "{waited:?}"
+    );
+    let BackendError::ReadyTimeout { detail, .. } = err else {
+        panic!("not a ready timeout: {err}");
+    };
+    assert_eq!(detail, format!("pod {name}: waiting for it to be Ready"));
+    let delete = h.api.expect("DELETE", &format!("{PODS}/{name}")).await;
+    assert_eq!(delete.body.get("preconditions"), None, "{:?}", delete.body);
+    delete.answer(200, pod);
+    h.api.quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_start_on_another_runners_pod_leaves_that_pod() {
+    // The name every runner computes for IMAGE on the built-in template
+    // with these settings: pinned, as runners of different versions must
+    // agree on it to share pods.
+    let name = "set-labels-v1-570e0b36-0";
+    let theirs = existing_pod(name, "uid-theirs", "runner-b", now() + TTL.as_secs());
+    let mut h = harness(vec![theirs.clone()]).await;
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    // In the store already: used without a create.
+    let service = h.api.expect("POST", SERVICES).await;
+    assert_eq!(name_of(&service.body), name, "the pod names changed");
+    service.fail(500, "InternalError", "admission webhook failed");
+    let err = finish(start, "the start")
+        .await
+        .expect_err("the start failed");
+    assert!(
+        err.to_string()
+            .contains(&format!("creating service {name}")),
+        "{err}"
+    );
+    // Its reclaim-after moves (it was used); it is not deleted.
+    h.api
+        .expect("PATCH", &format!("{PODS}/{name}"))
+        .await
+        .answer(200, theirs);
     h.api.quiet().await;
 }
