@@ -211,6 +211,25 @@ impl Entrypoints {
         Ok((current.1.clone(), auth))
     }
 
+    /// Entrypoints known in advance, so that tests need no registry.
+    #[cfg(test)]
+    pub(crate) fn with_known<'a>(
+        known: impl IntoIterator<Item = (&'a str, &'a [&'a str])>,
+    ) -> Self {
+        let entrypoints = Self::new(Vec::new());
+        entrypoints
+            .by_reference
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .extend(known.into_iter().map(|(image, argv)| {
+                (
+                    image.to_string(),
+                    argv.iter().map(|a| a.to_string()).collect(),
+                )
+            }));
+        entrypoints
+    }
+
     fn cached(&self, image: &str) -> Option<Vec<String>> {
         self.by_reference
             .lock()

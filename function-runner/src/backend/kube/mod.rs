@@ -5,6 +5,8 @@
 //! and a CA ([`registry`]).
 
 pub mod entrypoint;
+#[cfg(test)]
+mod fake_api;
 pub mod pods;
 pub mod registry;
 pub mod source;

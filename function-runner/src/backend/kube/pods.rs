@@ -197,6 +197,10 @@ struct Progress {
     /// The uid of that pod if this start created it (and so deletes it on
     /// failure; its Service goes with it).
     created: Option<String>,
+    /// What the start waits for, named when it times out: an API server
+    /// that does not answer (or answers 503, which the client retries) is
+    /// not a pod that does not become Ready.
+    step: &'static str,
 }
 
 impl KubeBackend {
@@ -231,7 +235,7 @@ impl KubeBackend {
         // Every function pod of the namespace, whichever runner made it: a
         // start may use another runner's pod of the same name.
         let stream =
-            watcher(pods, watcher::Config::default().labels(OWNER_LABEL)).default_backoff();
+            pod_watcher(pods, watcher::Config::default().labels(OWNER_LABEL)).default_backoff();
         let weak = Arc::downgrade(&inner);
         let task = tokio::spawn(async move {
             let mut events = std::pin::pin!(reflector::reflector(writer, stream));
@@ -268,6 +272,30 @@ impl KubeBackend {
             watch: task.abort_handle(),
         }
     }
+}
+
+/// The pod watcher, started afresh (from a new list) when a watch request
+/// is answered 410 Gone: kube-runtime relists after a 410 ERROR event, but
+/// retries a watch request answered 410 at the same expired
+/// resourceVersion for ever, so pods deleted meanwhile would never leave
+/// the store.
+fn pod_watcher(
+    pods: Api<Pod>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Send {
+    let first = watcher(pods.clone(), config.clone()).boxed();
+    futures::stream::unfold(
+        (first, pods, config),
+        |(mut stream, pods, config)| async move {
+            let event = stream.next().await?;
+            if let Err(watcher::Error::WatchStartFailed(kube::Error::Api(status))) = &event {
+                if status.code == 410 {
+                    stream = watcher(pods.clone(), config.clone()).boxed();
+                }
+            }
+            Some((event, (stream, pods, config)))
+        },
+    )
 }
 
 fn now_secs() -> u64 {
@@ -503,7 +531,9 @@ impl Inner {
     }
 
     async fn start(&self, spec: &PodSpec, progress: &mut Progress) -> Result<(String, Pod), Cause> {
+        progress.step = "the function pod template";
         let template = self.current_template().await.map_err(cause)?;
+        progress.step = "the image's entrypoint from its registry";
         let entrypoint = self.entrypoints.of(&spec.image).await.map_err(cause)?;
         let settings = &self.settings;
         let pull_secret = settings
@@ -533,6 +563,7 @@ impl Inner {
             *progress = Progress {
                 name: Some(name.clone()),
                 created: None,
+                step: "the API server to answer its create",
             };
             let function_pod = FunctionPod {
                 name: name.clone(),
@@ -595,6 +626,7 @@ impl Inner {
                     // Another runner made it first (the store had not seen
                     // it yet).
                     Err(err) if is_conflict(&err) => {
+                        progress.step = "the API server to answer a read of it";
                         let existing =
                             self.pods
                                 .get_opt(name)
@@ -622,13 +654,16 @@ impl Inner {
                 }
             }
         };
+        progress.step = "its Service to be created";
         self.ensure_service(fp, template, &uid).await?;
+        progress.step = "it to be Ready";
         let pod = self.wait_ready(name).await?;
         // The Service routes to the pod only once its Endpoints list the
         // pod's IP: before that, a call by the Service's name is refused,
         // and would count as a dead pod. Checked in both dial modes, so that
         // every pod handed out is reachable both ways.
         let ip = pod_ip(&pod).unwrap_or_default().to_string();
+        progress.step = "its Service's Endpoints to list it";
         let listed = await_condition(
             self.endpoints.clone(),
             name,
@@ -929,15 +964,16 @@ impl Backend for KubeBackend {
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
                         .clone();
-                    let name = progress.name.as_deref().unwrap_or("(none yet)");
+                    let waiting = match &progress.name {
+                        Some(name) => format!("pod {name}: waiting for {}", progress.step),
+                        None => format!("waiting for {}", progress.step),
+                    };
                     return Err(BackendError::ReadyTimeout {
                         image: spec.image,
                         timeout: spec.ready_timeout,
                         detail: match watch {
-                            Some(err) => format!(
-                                "pod {name} was never seen Ready; the pod watch fails: {err}"
-                            ),
-                            None => format!("pod {name} never became Ready"),
+                            Some(err) => format!("{waiting}; the pod watch fails: {err}"),
+                            None => waiting,
                         },
                     });
                 }
@@ -1149,6 +1185,9 @@ fn service_name(name: String) -> String {
     let tail = &name[name.len().saturating_sub(60)..];
     format!("fn-{tail}")
 }
+
+#[cfg(test)]
+mod fault_tests;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

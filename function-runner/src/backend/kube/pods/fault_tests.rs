@@ -1,0 +1,599 @@
+//! The kube backend against API faults a real cluster does not produce on
+//! demand (the real-cluster tests are in `tests/tests/kube*.rs`): a watch
+//! whose resourceVersion expired, create races lost to another runner, 5xx
+//! answers, answers that never come, and the reclaim-after patch's limits.
+//! Each test answers the backend's requests one by one through
+//! [`fake_api`](crate::backend::kube::fake_api), asserts what it sent, and
+//! what it returned or reported.
+//!
+//! The tests run on tokio's paused clock: backoffs and timeouts take no
+//! real time, and a bounded wait passes only once every task is idle.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::backend::kube::fake_api::{failure, fake_api, status, Expiry, FakeApi, POD_IP};
+
+const NS: &str = "fns";
+const OWNER: &str = "runner-a";
+const IMAGE: &str = "example.com/fns/set-labels:v1";
+const OTHER_IMAGE: &str = "example.com/fns/set-annotations:v1";
+const PODS: &str = "/api/v1/namespaces/fns/pods";
+const SERVICES: &str = "/api/v1/namespaces/fns/services";
+const TTL: Duration = Duration::from_secs(30 * 60);
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longer than any step of a start on the paused clock: a start that has
+/// not finished by then is stuck.
+const FINISH_WITHIN: Duration = Duration::from_secs(600);
+
+struct Harness {
+    backend: KubeBackend,
+    api: FakeApi,
+    events: mpsc::UnboundedReceiver<PodEvent>,
+}
+
+/// A backend on a fake API whose namespace holds `pods`, once its pod
+/// watch has listed them.
+async fn harness(pods: Vec<Value>) -> Harness {
+    let (client, api) = fake_api();
+    for pod in pods {
+        api.apply_pod("ADDED", pod);
+    }
+    let settings = KubeSettings {
+        namespace: NS.to_string(),
+        wrapper_image: "wrapper-server:test".to_string(),
+        max_message_bytes: 6_291_456,
+        dial: Dial::PodIp,
+        owner: OWNER.to_string(),
+        ttl: TTL,
+        scan_interval: Duration::from_secs(60),
+        template: TemplateChoice::Default,
+        runner_namespace: "runner".to_string(),
+        pull_secret: None,
+    };
+    let entrypoints =
+        Entrypoints::with_known([(IMAGE, &["/fn"][..]), (OTHER_IMAGE, &["/other-fn"][..])]);
+    let backend = KubeBackend::new(client, settings, entrypoints);
+    let (tx, events) = mpsc::unbounded_channel();
+    backend.set_events(tx);
+    let synced = backend.inner.store.wait_until_ready();
+    tokio::time::timeout(FINISH_WITHIN, synced)
+        .await
+        .expect("the pod watch never listed")
+        .expect("the pod watch ended");
+    Harness {
+        backend,
+        api,
+        events,
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A pod as another runner (or this one, earlier) made it.
+fn existing_pod(name: &str, uid: &str, owner: &str, reclaim_after: u64) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": name, "namespace": NS, "uid": uid,
+            "labels": {OWNER_LABEL: owner},
+            "annotations": {RECLAIM_AFTER_ANNOTATION: reclaim_after.to_string()},
+        },
+        "spec": {"containers": [{"name": "function", "image": IMAGE}]},
+    })
+}
+
+/// The pod a create made: what was sent, with a uid.
+fn created(sent: &Value, uid: &str) -> Value {
+    let mut pod = sent.clone();
+    pod["metadata"]["uid"] = json!(uid);
+    pod
+}
+
+/// `pod`, Running and Ready on [`POD_IP`].
+fn ready(pod: &Value) -> Value {
+    let mut pod = pod.clone();
+    pod["status"] = json!({
+        "phase": "Running", "podIP": POD_IP,
+        "conditions": [{"type": "Ready", "status": "True"}],
+    });
+    pod
+}
+
+fn name_of(object: &Value) -> String {
+    object["metadata"]["name"]
+        .as_str()
+        .expect("an object with a name")
+        .to_string()
+}
+
+fn spec(image: &str) -> PodSpec {
+    PodSpec::new(image, READY_TIMEOUT)
+}
+
+async fn finish<T>(task: tokio::task::JoinHandle<T>, what: &str) -> T {
+    tokio::time::timeout(FINISH_WITHIN, task)
+        .await
+        .unwrap_or_else(|_| panic!("{what} never finished"))
+        .expect("the task panicked")
+}
+
+/// Starts a pod for `image` that the API creates as `uid` and that turns
+/// Ready; its name.
+async fn start_ready(h: &mut Harness, image: &str, uid: &str) -> String {
+    let start = tokio::spawn(h.backend.start(spec(image)));
+    let create = h.api.expect("POST", PODS).await;
+    let pod = created(&create.body, uid);
+    let name = name_of(&pod);
+    create.answer(201, pod.clone());
+    h.api.apply_pod("ADDED", pod.clone());
+    let service = h.api.expect("POST", SERVICES).await;
+    let body = service.body.clone();
+    service.answer(201, body);
+    h.api.apply_pod("MODIFIED", ready(&pod));
+    let ready = finish(start, "the start").await.expect("a ready pod");
+    assert_eq!(ready.id, PodId(name.clone()));
+    name
+}
+
+/// A relist after the watch's resourceVersion expired: a handed-out pod
+/// that is absent from it is reported failed, one still listed is not.
+async fn relist_reports_only_the_pods_gone_meanwhile(how: Expiry) {
+    let mut h = harness(Vec::new()).await;
+    let gone = start_ready(&mut h, IMAGE, "uid-gone").await;
+    let kept = start_ready(&mut h, OTHER_IMAGE, "uid-kept").await;
+    assert_ne!(gone, kept);
+    h.api.forget_pod(&gone);
+    h.api.expire_pod_watch(how);
+    h.api.pod_lists(2).await;
+    let event = tokio::time::timeout(FINISH_WITHIN, h.events.recv())
+        .await
+        .expect("no pod reported failed after the relist");
+    assert_eq!(
+        event,
+        Some(PodEvent::Failed {
+            id: PodId(gone),
+            reason: "was deleted while the watch was down".to_string(),
+        })
+    );
+    h.api.quiet().await;
+    assert!(
+        h.events.try_recv().is_err(),
+        "the pod still listed was reported too"
+    );
+    // Failing is the cache's to act on (it stops the pod): the watch
+    // itself deletes nothing.
+    assert!(
+        !h.api.log().iter().any(|r| r.starts_with("DELETE")),
+        "{:?}",
+        h.api.log()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_410_error_event_relists_and_reports_the_pods_deleted_meanwhile() {
+    relist_reports_only_the_pods_gone_meanwhile(Expiry::ErrorEvent).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_410_answer_to_the_watch_request_relists_too() {
+    relist_reports_only_the_pods_gone_meanwhile(Expiry::HttpGone).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_another_runner_created_first_is_used_not_created_again() {
+    let mut h = harness(Vec::new()).await;
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let name = name_of(&create.body);
+    create.fail(
+        409,
+        "AlreadyExists",
+        &format!("pods \"{name}\" already exists"),
+    );
+    let theirs = existing_pod(&name, "uid-theirs", "runner-b", now() + 100);
+    h.api
+        .expect("GET", &format!("{PODS}/{name}"))
+        .await
+        .answer(200, theirs.clone());
+    let theirs = h.api.apply_pod("ADDED", theirs);
+    // Their pod's reclaim-after moves at once, so that its owner sees it in
+    // use here; and its Service is made owned by it.
+    let [patch, service] = <[_; 2]>::try_from(
+        h.api
+            .expect_each(&[("PATCH", &format!("{PODS}/{name}")), ("POST", SERVICES)])
+            .await,
+    )
+    .expect("two calls");
+    assert_eq!(patch.content_type, "application/merge-patch+json");
+    let extended: u64 = patch.body["metadata"]["annotations"][RECLAIM_AFTER_ANNOTATION]
+        .as_str()
+        .expect("a reclaim-after")
+        .parse()
+        .expect("unix seconds");
+    assert!(extended + 5 >= now() + TTL.as_secs(), "{extended}");
+    patch.answer(200, theirs.clone());
+    assert_eq!(
+        service.body["metadata"]["ownerReferences"][0]["uid"],
+        "uid-theirs"
+    );
+    let body = service.body.clone();
+    service.answer(201, body);
+    h.api.apply_pod("MODIFIED", ready(&theirs));
+    let pod = finish(start, "the start").await.expect("their pod, ready");
+    assert_eq!(pod.id, PodId(name));
+    assert_eq!(pod.endpoint, format!("http://{POD_IP}:{WRAPPER_PORT}"));
+    // No second create, and their pod is not deleted.
+    h.api.quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_gone_after_its_409_leaves_its_name_for_the_next_slot() {
+    let mut h = harness(Vec::new()).await;
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let first = name_of(&create.body);
+    create.fail(
+        409,
+        "AlreadyExists",
+        &format!("pods \"{first}\" already exists"),
+    );
+    h.api.expect("GET", &format!("{PODS}/{first}")).await.fail(
+        404,
+        "NotFound",
+        &format!("pods \"{first}\" not found"),
+    );
+    let create = h.api.expect("POST", PODS).await;
+    let second = name_of(&create.body);
+    assert!(first.ends_with("-0"), "{first}");
+    assert_eq!(second, format!("{}1", first.trim_end_matches('0')));
+    let pod = created(&create.body, "uid-1");
+    create.answer(201, pod.clone());
+    let service = h.api.expect("POST", SERVICES).await;
+    assert_eq!(name_of(&service.body), second);
+    let body = service.body.clone();
+    service.answer(201, body);
+    h.api.apply_pod("ADDED", ready(&pod));
+    let ready = finish(start, "the start").await.expect("a ready pod");
+    assert_eq!(ready.id, PodId(second));
+    h.api.quiet().await;
+}
+
+/// Starts a pod whose Service create answers 409: the Service of that name
+/// belongs to the pod `owner_uid`. Returns the start and the pod.
+async fn service_conflict(
+    h: &mut Harness,
+    owner_uid: &str,
+) -> (
+    tokio::task::JoinHandle<Result<ReadyPod, BackendError>>,
+    Value,
+) {
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let pod = created(&create.body, "uid-ours");
+    let name = name_of(&pod);
+    create.answer(201, pod.clone());
+    h.api.apply_pod("ADDED", ready(&pod));
+    let service = h.api.expect("POST", SERVICES).await;
+    let mut existing = service.body.clone();
+    service.fail(
+        409,
+        "AlreadyExists",
+        &format!("services \"{name}\" already exists"),
+    );
+    existing["metadata"]["uid"] = json!("uid-service");
+    existing["metadata"]["ownerReferences"][0]["uid"] = json!(owner_uid);
+    h.api
+        .expect("GET", &format!("{SERVICES}/{name}"))
+        .await
+        .answer(200, existing);
+    (start, pod)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_service_left_by_an_older_pod_is_deleted_by_uid_and_made_again() {
+    let mut h = harness(Vec::new()).await;
+    let (start, pod) = service_conflict(&mut h, "uid-older-pod").await;
+    let name = name_of(&pod);
+    let delete = h.api.expect("DELETE", &format!("{SERVICES}/{name}")).await;
+    // Only that Service: one made meanwhile for our pod must stay.
+    assert_eq!(delete.body["preconditions"], json!({"uid": "uid-service"}));
+    delete.answer(200, status(200, "", ""));
+    let service = h.api.expect("POST", SERVICES).await;
+    assert_eq!(
+        service.body["metadata"]["ownerReferences"][0]["uid"],
+        "uid-ours"
+    );
+    let body = service.body.clone();
+    service.answer(201, body);
+    let ready = finish(start, "the start").await.expect("a ready pod");
+    assert_eq!(ready.id, PodId(name));
+    h.api.quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_service_already_owned_by_our_pod_is_used_as_is() {
+    let mut h = harness(Vec::new()).await;
+    let (start, pod) = service_conflict(&mut h, "uid-ours").await;
+    let ready = finish(start, "the start").await.expect("a ready pod");
+    assert_eq!(ready.id, PodId(name_of(&pod)));
+    // Neither deleted nor made again.
+    h.api.quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_5xx_on_the_pod_create_fails_the_start_naming_the_pod_and_the_status() {
+    let mut h = harness(Vec::new()).await;
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let name = name_of(&create.body);
+    create.fail(500, "InternalError", "etcdserver: request timed out");
+    let err = finish(start, "the start")
+        .await
+        .expect_err("the start failed");
+    let message = err.to_string();
+    assert!(matches!(err, BackendError::StartFailed { .. }), "{message}");
+    for part in [
+        format!("creating pod {name}"),
+        "etcdserver: request timed out".to_string(),
+        "code: 500".to_string(),
+    ] {
+        assert!(message.contains(&part), "{part:?} not in {message:?}");
+    }
+    // Nothing was created, so nothing is deleted.
+    h.api.quiet().await;
+    assert!(h.backend.inner.held().claimed.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_503_on_the_pod_create_is_retried_with_the_same_request() {
+    let mut h = harness(Vec::new()).await;
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let sent = create.body.clone();
+    create.fail(503, "ServiceUnavailable", "the server is shutting down");
+    let again = h.api.expect("POST", PODS).await;
+    assert_eq!(again.body, sent);
+    let pod = created(&sent, "uid-1");
+    again.answer(201, pod.clone());
+    let service = h.api.expect("POST", SERVICES).await;
+    let body = service.body.clone();
+    service.answer(201, body);
+    h.api.apply_pod("ADDED", ready(&pod));
+    finish(start, "the start").await.expect("a ready pod");
+    h.api.quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_5xx_on_the_service_create_deletes_the_pod_it_created() {
+    let mut h = harness(Vec::new()).await;
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let pod = created(&create.body, "uid-1");
+    let name = name_of(&pod);
+    create.answer(201, pod.clone());
+    h.api
+        .expect("POST", SERVICES)
+        .await
+        .fail(500, "InternalError", "admission webhook failed");
+    let err = finish(start, "the start")
+        .await
+        .expect_err("the start failed");
+    let message = err.to_string();
+    for part in [
+        format!("creating service {name}"),
+        "admission webhook failed".to_string(),
+        "code: 500".to_string(),
+    ] {
+        assert!(message.contains(&part), "{part:?} not in {message:?}");
+    }
+    let delete = h.api.expect("DELETE", &format!("{PODS}/{name}")).await;
+    // Its own pod: deleted whatever its version, but only that pod (names
+    // are reused), by uid; the Service goes with it, by owner reference.
+    let uid = pod["metadata"]["uid"].clone();
+    assert!(uid.is_string(), "{pod:?}");
+    assert_eq!(
+        delete.body.get("preconditions"),
+        Some(&serde_json::json!({"uid": uid})),
+        "{:?}",
+        delete.body
+    );
+    delete.answer(200, pod);
+    h.api.quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_create_never_answered_times_out_at_the_ready_timeout() {
+    let mut h = harness(Vec::new()).await;
+    let began = tokio::time::Instant::now();
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let name = name_of(&create.body);
+    let _unanswered = create.hold();
+    let err = finish(start, "the start")
+        .await
+        .expect_err("the start timed out");
+    let waited = began.elapsed();
+    assert!(
+        waited >= READY_TIMEOUT && waited < READY_TIMEOUT + Duration::from_secs(1),
+        "{waited:?}"
+    );
+    let BackendError::ReadyTimeout {
+        image,
+        timeout,
+        detail,
+    } = err
+    else {
+        panic!("not a ready timeout: {err}");
+    };
+    assert_eq!((image.as_str(), timeout), (IMAGE, READY_TIMEOUT));
+    assert_eq!(
+        detail,
+        format!("pod {name}: waiting for the API server to answer its create")
+    );
+    // The start does not know it created anything: no delete. (Had the
+    // create landed, the sweep deletes the unclaimed pod once its
+    // reclaim-after passed.)
+    h.api.quiet().await;
+    assert!(h.backend.inner.held().claimed.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reuse_patches_reclaim_after_once_at_a_time_and_a_404_is_ignored() {
+    let name = "set-labels-v1-0";
+    // Written ten minutes ago: older than the slack (a tenth of the TTL).
+    let recorded = now() + TTL.as_secs() - 600;
+    let pod = ready(&existing_pod(name, "uid-1", OWNER, recorded));
+    let mut h = harness(vec![pod.clone()]).await;
+    let id = PodId(name.to_string());
+    h.backend.reused(&id, TTL);
+    h.backend.reused(&id, TTL);
+    let patch = h.api.expect("PATCH", &format!("{PODS}/{name}")).await;
+    assert_eq!(patch.content_type, "application/merge-patch+json");
+    let wanted: u64 = patch.body["metadata"]["annotations"][RECLAIM_AFTER_ANNOTATION]
+        .as_str()
+        .expect("a reclaim-after")
+        .parse()
+        .expect("unix seconds");
+    assert!(
+        wanted + 5 >= now() + TTL.as_secs() && wanted <= now() + TTL.as_secs(),
+        "{wanted}"
+    );
+    // One in flight: no other.
+    let in_flight = patch.hold();
+    h.backend.reused(&id, TTL);
+    h.api.quiet().await;
+    // The pod was deleted meanwhile: nothing to extend, nothing to report.
+    in_flight.send_response(failure(
+        404,
+        "NotFound",
+        &format!("pods \"{name}\" not found"),
+    ));
+    h.api.quiet().await;
+    assert!(h.events.try_recv().is_err());
+    // Nothing was recorded: the next reuse tries again.
+    h.backend.reused(&id, TTL);
+    let patch = h.api.expect("PATCH", &format!("{PODS}/{name}")).await;
+    let mut patched = pod;
+    patched["metadata"]["annotations"][RECLAIM_AFTER_ANNOTATION] =
+        patch.body["metadata"]["annotations"][RECLAIM_AFTER_ANNOTATION].clone();
+    patch.answer(200, patched);
+    h.api.quiet().await;
+    // Written just now: within the slack, so no patch.
+    h.backend.reused(&id, TTL);
+    h.api.quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reuse_within_the_slack_of_the_recorded_reclaim_after_patches_nothing() {
+    let name = "set-labels-v1-0";
+    let recorded = now() + TTL.as_secs() - 10;
+    let pod = ready(&existing_pod(name, "uid-1", OWNER, recorded));
+    let mut h = harness(vec![pod]).await;
+    h.backend.reused(&PodId(name.to_string()), TTL);
+    h.api.quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_create_answered_503_until_the_ready_timeout_times_out_naming_the_create() {
+    let mut h = harness(Vec::new()).await;
+    let began = tokio::time::Instant::now();
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let name = name_of(&create.body);
+    create.fail(503, "ServiceUnavailable", "the server is shutting down");
+    // The client retries (with backoff) until the start gives up.
+    let mut tries = 1;
+    while let Ok(Some(again)) = tokio::time::timeout(READY_TIMEOUT, h.api.next_opt()).await {
+        assert_eq!((again.method.as_str(), again.path.as_str()), ("POST", PODS));
+        tries += 1;
+        again.fail(503, "ServiceUnavailable", "the server is shutting down");
+    }
+    assert!(tries > 2, "{tries}");
+    let err = finish(start, "the start")
+        .await
+        .expect_err("the start timed out");
+    let BackendError::ReadyTimeout { detail, .. } = err else {
+        panic!("not a ready timeout: {err}");
+    };
+    assert_eq!(
+        detail,
+        format!("pod {name}: waiting for the API server to answer its create")
+    );
+    assert!(began.elapsed() >= READY_TIMEOUT);
+    assert!(h.api.log().iter().all(|r| !r.starts_with("DELETE")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_never_ready_times_out_and_is_deleted() {
+    let mut h = harness(Vec::new()).await;
+    let began = tokio::time::Instant::now();
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let pod = created(&create.body, "uid-1");
+    let name = name_of(&pod);
+    create.answer(201, pod.clone());
+    h.api.apply_pod("ADDED", pod.clone());
+    let service = h.api.expect("POST", SERVICES).await;
+    let body = service.body.clone();
+    service.answer(201, body);
+    let err = finish(start, "the start")
+        .await
+        .expect_err("the start timed out");
+    let waited = began.elapsed();
+    assert!(
+        waited >= READY_TIMEOUT && waited < READY_TIMEOUT + Duration::from_secs(1),
+        "{waited:?}"
+    );
+    let BackendError::ReadyTimeout { detail, .. } = err else {
+        panic!("not a ready timeout: {err}");
+    };
+    assert_eq!(detail, format!("pod {name}: waiting for it to be Ready"));
+    let delete = h.api.expect("DELETE", &format!("{PODS}/{name}")).await;
+    let uid = pod["metadata"]["uid"].clone();
+    assert!(uid.is_string(), "{pod:?}");
+    assert_eq!(
+        delete.body.get("preconditions"),
+        Some(&serde_json::json!({"uid": uid})),
+        "{:?}",
+        delete.body
+    );
+    delete.answer(200, pod);
+    h.api.quiet().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_start_on_another_runners_pod_leaves_that_pod() {
+    // The name every runner computes for IMAGE on the built-in template
+    // with these settings: pinned, as runners of different versions must
+    // agree on it to share pods.
+    let name = "set-labels-v1-570e0b36-0";
+    let theirs = existing_pod(name, "uid-theirs", "runner-b", now() + TTL.as_secs());
+    let mut h = harness(vec![theirs.clone()]).await;
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    // In the store already: used without a create.
+    let service = h.api.expect("POST", SERVICES).await;
+    assert_eq!(name_of(&service.body), name, "the pod names changed");
+    service.fail(500, "InternalError", "admission webhook failed");
+    let err = finish(start, "the start")
+        .await
+        .expect_err("the start failed");
+    assert!(
+        err.to_string()
+            .contains(&format!("creating service {name}")),
+        "{err}"
+    );
+    // Its reclaim-after moves (it was used); it is not deleted.
+    h.api
+        .expect("PATCH", &format!("{PODS}/{name}"))
+        .await
+        .answer(200, theirs);
+    h.api.quiet().await;
+}
