@@ -10,6 +10,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/kube.rs"]
+mod support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
@@ -25,47 +28,7 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
 use serde_json::{json, Value};
-
-/// Deletes the test's namespace, and with it its FunctionConfigs, however
-/// the test ends.
-struct Cleanup {
-    namespace: String,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        // A kube Client works only while the runtime it was made on runs, and
-        // the test's is blocked here: a thread with its own does the delete.
-        let namespace = self.namespace.clone();
-        let deleted = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let client = Client::try_default().await.unwrap();
-                let namespaces: Api<Namespace> = Api::all(client);
-                let _ = tokio::time::timeout(
-                    Duration::from_secs(30),
-                    namespaces.delete(&namespace, &DeleteParams::default()),
-                )
-                .await;
-            });
-        })
-        .join();
-        if deleted.is_err() {
-            eprintln!("cleanup of namespace {} failed", self.namespace);
-        }
-    }
-}
-
-/// A client for the cluster, bounded.
-async fn cluster() -> Client {
-    tokio::time::timeout(Duration::from_secs(10), Client::try_default())
-        .await
-        .expect("connecting to the cluster timed out")
-        .expect("a client for KUBECONFIG")
-}
+use support::{cluster, Cleanup};
 
 /// Creates the test's namespace; deleted when the returned guard drops.
 async fn namespace(client: &Client, suffix: &str) -> (String, Cleanup) {
@@ -77,7 +40,13 @@ async fn namespace(client: &Client, suffix: &str) -> (String, Cleanup) {
         .create(&PostParams::default(), &ns)
         .await
         .unwrap();
-    (name.clone(), Cleanup { namespace: name })
+    (
+        name.clone(),
+        Cleanup {
+            namespace: name,
+            images: Vec::new(),
+        },
+    )
 }
 
 /// Installs this tree's CRD (server-side apply: creates or updates it) and

@@ -6,105 +6,29 @@
 
 #![allow(clippy::unwrap_used)]
 
+#[path = "support/kube.rs"]
+mod support;
+
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use e2e_tests::{
-    build_image, docker, evaluator_client, eventually_async, eventually_blocking, output_within,
-    prerequisite, remove_images, require_docker, require_kubeconfig, require_registry,
-    require_root, start_private_registry, start_registry, Wrapper,
+    build_image, docker, evaluator_client, eventually_async, prerequisite, remove_images,
+    require_docker, require_kubeconfig, require_registry, require_root, start_private_registry,
+    Wrapper,
 };
 use function_runner::backend::kube::pods::is_ready;
 use function_runner::backend::kube::registry::{ensure_pull_secret, Ensured};
 use function_runner::backend::kube::template::{FunctionPod, Template};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret, Service};
-use kube::api::{DeleteParams, PostParams};
+use k8s_openapi::api::core::v1::{Node, Pod, Secret, Service};
+use kube::api::PostParams;
 use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
-
-/// Removes what the test created, however it ends: the namespace (and with
-/// it the pods and Services; the pods at once, so the kubelet's containers
-/// go too), then the images once no container uses them.
-struct Cleanup {
-    namespace: String,
-    images: Vec<String>,
-}
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        // Drop runs inside the test's runtime, which is blocked here, and a
-        // kube Client works only while the runtime it was made on runs: a
-        // thread with its own runtime and its own client does the deletes.
-        let namespace = self.namespace.clone();
-        let deleted = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async {
-                let client = Client::try_default().await.unwrap();
-                let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-                let now = DeleteParams {
-                    grace_period_seconds: Some(0),
-                    ..DeleteParams::default()
-                };
-                let bounded = Duration::from_secs(30);
-                let _ = tokio::time::timeout(
-                    bounded,
-                    pods.delete_collection(&now, &Default::default()),
-                )
-                .await;
-                let namespaces: Api<Namespace> = Api::all(client);
-                let _ = tokio::time::timeout(
-                    bounded,
-                    namespaces.delete(&namespace, &DeleteParams::default()),
-                )
-                .await;
-            });
-        })
-        .join();
-        if deleted.is_err() {
-            eprintln!("cleanup of namespace {} failed", self.namespace);
-        }
-        // The kubelet removes a deleted pod's containers within seconds; an
-        // image still in use would only be untagged.
-        for image in &self.images {
-            eventually_blocking(Duration::from_secs(60), || {
-                output_within(
-                    Command::new("docker")
-                        .args(["ps", "-aq", "--filter"])
-                        .arg(format!("ancestor={image}")),
-                    None,
-                    Duration::from_secs(30),
-                )
-                .is_ok_and(|out| out.status.success() && out.stdout.is_empty())
-            });
-        }
-        remove_images(&self.images);
-    }
-}
-
-/// A client for the cluster, bounded.
-async fn cluster() -> Client {
-    tokio::time::timeout(Duration::from_secs(10), Client::try_default())
-        .await
-        .expect("connecting to the cluster timed out")
-        .expect("a client for KUBECONFIG")
-}
-
-/// Creates the test's own namespace.
-async fn create_namespace(client: &Client, name: &str) {
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let mut ns = Namespace::default();
-    ns.metadata.name = Some(name.to_string());
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
-}
+use support::{
+    call, cluster, create_namespace, setup, wrapper_dockerfile, Cleanup, EXAMPLE_FN_DOCKERFILE,
+};
 
 fn pod_ready(pod: Option<&Pod>) -> bool {
     pod.is_some_and(is_ready)
@@ -213,92 +137,22 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
     }
 }
 
-/// The function image: `example-fn` as its entrypoint, not root.
-const EXAMPLE_FN_DOCKERFILE: &str =
-    "FROM scratch\nCOPY example-fn /example-fn\nUSER 65532:65532\nENTRYPOINT [\"/example-fn\"]\n";
-
-/// The repository's Dockerfile: the wrapper image.
-fn wrapper_dockerfile() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile")).unwrap()
-}
-
 #[tokio::test]
 async fn serve_runs_functions_in_pods_it_creates_and_deletes() {
-    let Some(_) = prerequisite(require_kubeconfig()) else {
-        return;
-    };
-    let Some(()) = prerequisite(require_registry()) else {
-        return;
-    };
-    let client = cluster().await;
-    let id = std::process::id();
-    let (mut registry, addr) = start_registry().unwrap();
-    let wrapper_image = format!("localhost/krm-test/wrapper-server:{id}-serve");
     // In the registry: the runner reads the function's entrypoint there.
-    let fn_image = format!("{addr}/fns/example-fn:{id}");
-    let namespace = format!("krm-test-{id}-serve");
-    registry.images = vec![fn_image.clone()];
-    let _cleanup = Cleanup {
-        namespace: namespace.clone(),
-        images: vec![wrapper_image.clone()],
+    let Some(s) = setup("example-fn", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
     };
-    build_image(
-        &wrapper_image,
-        &wrapper_dockerfile(),
-        &["wrapper-server", "health-probe"],
-    )
-    .unwrap();
-    build_image(&fn_image, EXAMPLE_FN_DOCKERFILE, &["example-fn"]).unwrap();
-    docker(&["push", "-q", &fn_image]).unwrap();
-    create_namespace(&client, &namespace).await;
-
+    let id = std::process::id();
     let owner = format!("e2e-{id}");
-    let mut runner = Wrapper::start_runner(&[
-        "--metrics-port",
-        "0",
-        "--backend",
-        "kube",
-        "--pod-namespace",
-        &namespace,
-        "--kube-dial",
-        "pod-ip",
-        "--wrapper-server-image",
-        &wrapper_image,
-        "--insecure-registries",
-        &addr,
-        "--runner-id",
-        &owner,
-    ])
-    .unwrap();
-    let mut fns = runner.client().await.unwrap();
-    let rl = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/resourcelist.yaml"
-    ))
-    .unwrap();
-    let call = |fns: &mut proto::pb::function_evaluator_client::FunctionEvaluatorClient<_>| {
-        let mut request = tonic::Request::new(EvaluateFunctionRequest {
-            resource_list: rl.clone().into(),
-            image: fn_image.clone(),
-            tag: String::new(),
-        });
-        request.set_timeout(Duration::from_secs(90));
-        let mut fns = fns.clone();
-        async move { fns.evaluate_function(request).await }
-    };
+    let runner = s.runner(&owner, &[]);
     // Cold: the runner reads the entrypoint, creates the Pod and its
     // Service, and waits for Ready; warm: the same pod.
     for attempt in ["cold", "warm"] {
-        let resp = call(&mut fns)
-            .await
-            .unwrap_or_else(|status| panic!("{attempt} call: {status:?}\n{}", runner.logs()))
-            .into_inner();
-        let out = String::from_utf8_lossy(&resp.resource_list);
+        let out = s.call(&runner).await;
         assert!(out.contains("owner: team-shop"), "{attempt}: {out}");
     }
-    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    let services: Api<Service> = Api::namespaced(client.clone(), &namespace);
-    let listed = pods.list(&Default::default()).await.unwrap().items;
+    let listed = s.pods.list(&Default::default()).await.unwrap().items;
     assert_eq!(listed.len(), 1, "one pod for two calls: {listed:?}");
     let labels = listed[0].metadata.labels.clone().unwrap();
     assert_eq!(labels["fn.kpt.dev/runner"], owner);
@@ -306,16 +160,13 @@ async fn serve_runs_functions_in_pods_it_creates_and_deletes() {
     let annotations = listed[0].metadata.annotations.clone().unwrap();
     assert!(annotations.contains_key("fn.kpt.dev/reclaim-after"));
     let name = listed[0].metadata.name.clone().unwrap();
-    assert!(services.get(&name).await.is_ok(), "the pod's Service");
+    assert!(s.services.get(&name).await.is_ok(), "the pod's Service");
 
     // SIGTERM: the runner drains, then deletes what it created.
-    runner.signal(nix::sys::signal::Signal::SIGTERM);
-    let status = runner.wait_exit(Duration::from_secs(60)).await.unwrap();
-    assert!(status.success(), "{status:?}\n{}", runner.logs());
+    s.stop(runner).await;
     let gone = eventually_async(Duration::from_secs(60), async || {
-        let pod = pods.get_opt(&name).await.ok().flatten();
-        let service = services.get_opt(&name).await.ok().flatten();
-        service.is_none() && pod.is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+        let service = s.services.get_opt(&name).await.ok().flatten();
+        service.is_none() && s.gone(&name).await
     })
     .await;
     assert!(gone, "the runner left its pod or Service behind");
@@ -430,24 +281,7 @@ async fn private_images_are_read_and_pulled_with_the_auth_file_and_the_ca() {
         &private.tls_dir.to_string_lossy(),
     ])
     .unwrap();
-    let mut fns = runner.client().await.unwrap();
-    let rl = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/resourcelist.yaml"
-    ))
-    .unwrap();
-    let mut request = tonic::Request::new(EvaluateFunctionRequest {
-        resource_list: rl.into(),
-        image: fn_image.clone(),
-        tag: String::new(),
-    });
-    request.set_timeout(Duration::from_secs(90));
-    let resp = fns
-        .evaluate_function(request)
-        .await
-        .unwrap_or_else(|status| panic!("{status:?}\n{}", runner.logs()))
-        .into_inner();
-    let out = String::from_utf8_lossy(&resp.resource_list);
+    let out = call(&runner, &fn_image).await;
     assert!(out.contains("owner: team-shop"), "{out}");
 
     // The pull Secret holds the auth file's bytes, and the pod names it.

@@ -3,13 +3,19 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use e2e_tests::{eventually_blocking, output_within, remove_images};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kube::api::{DeleteParams, PostParams};
+use e2e_tests::{
+    build_image, docker, eventually_blocking, output_within, prerequisite, remove_images,
+    require_kubeconfig, require_registry, start_registry, Registry, Wrapper,
+};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
+use nix::sys::signal::Signal;
+use proto::pb::EvaluateFunctionRequest;
 
 /// The function image: `example-fn` as its entrypoint, not root.
 pub const EXAMPLE_FN_DOCKERFILE: &str =
@@ -27,6 +33,25 @@ pub fn resource_list() -> String {
         "/../examples/resourcelist.yaml"
     ))
     .unwrap()
+}
+
+/// One EvaluateFunction of the example ResourceList with `image` through
+/// `runner`; the output ResourceList (a failed call panics, with the
+/// runner's log).
+pub async fn call(runner: &Wrapper, image: &str) -> String {
+    let mut fns = runner.client().await.unwrap();
+    let mut request = tonic::Request::new(EvaluateFunctionRequest {
+        resource_list: resource_list().into(),
+        image: image.to_string(),
+        tag: String::new(),
+    });
+    request.set_timeout(Duration::from_secs(90));
+    let resp = fns
+        .evaluate_function(request)
+        .await
+        .unwrap_or_else(|status| panic!("call: {status:?}\n{}", runner.logs()))
+        .into_inner();
+    String::from_utf8_lossy(&resp.resource_list).into_owned()
 }
 
 /// A client for the cluster, bounded.
@@ -107,5 +132,116 @@ impl Drop for Cleanup {
             });
         }
         remove_images(&self.images);
+    }
+}
+
+/// A namespace, the wrapper image, a registry holding the function image,
+/// and what removes them all.
+pub struct Setup {
+    pub client: Client,
+    pub namespace: String,
+    pub wrapper_image: String,
+    pub fn_image: String,
+    pub registry_addr: String,
+    pub pods: Api<Pod>,
+    pub services: Api<Service>,
+    _cleanup: Cleanup,
+    _registry: Registry,
+}
+
+/// `None` (test skipped) without a cluster or registry.
+pub async fn setup(name: &str, fn_dockerfile: &str, binaries: &[&str]) -> Option<Setup> {
+    prerequisite(require_kubeconfig())?;
+    prerequisite(require_registry())?;
+    let client = cluster().await;
+    let id = std::process::id();
+    let (mut registry, addr) = start_registry().unwrap();
+    let wrapper_image = format!("localhost/krm-test/wrapper-server:{id}-{name}");
+    let fn_image = format!("{addr}/fns/{name}:{id}");
+    let namespace = format!("krm-{name}-{id}");
+    registry.images = vec![fn_image.clone()];
+    let cleanup = Cleanup {
+        namespace: namespace.clone(),
+        images: vec![wrapper_image.clone()],
+    };
+    build_image(
+        &wrapper_image,
+        &wrapper_dockerfile(),
+        &["wrapper-server", "health-probe"],
+    )
+    .unwrap();
+    build_image(&fn_image, fn_dockerfile, binaries).unwrap();
+    docker(&["push", "-q", &fn_image]).unwrap();
+    create_namespace(&client, &namespace).await;
+    Some(Setup {
+        pods: Api::namespaced(client.clone(), &namespace),
+        services: Api::namespaced(client.clone(), &namespace),
+        client,
+        namespace,
+        wrapper_image,
+        fn_image,
+        registry_addr: addr,
+        _cleanup: cleanup,
+        _registry: registry,
+    })
+}
+
+impl Setup {
+    /// `serve --backend kube` in the test's namespace, dialling pod IPs
+    /// (this host cannot resolve cluster DNS names).
+    pub fn runner(&self, id: &str, extra: &[&str]) -> Wrapper {
+        let mut args = vec![
+            "--metrics-port",
+            "0",
+            "--backend",
+            "kube",
+            "--pod-namespace",
+            &self.namespace,
+            "--runner-namespace",
+            &self.namespace,
+            "--kube-dial",
+            "pod-ip",
+            "--wrapper-server-image",
+            &self.wrapper_image,
+            "--insecure-registries",
+            &self.registry_addr,
+            "--runner-id",
+            id,
+        ];
+        args.extend_from_slice(extra);
+        Wrapper::start_runner(&args).unwrap()
+    }
+
+    /// One EvaluateFunction through `runner`; the output ResourceList.
+    pub async fn call(&self, runner: &Wrapper) -> String {
+        call(runner, &self.fn_image).await
+    }
+
+    /// The pods of the namespace not being deleted, by name.
+    pub async fn live_pods(&self) -> BTreeMap<String, Pod> {
+        self.pods
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| (p.metadata.name.clone().unwrap(), p))
+            .collect()
+    }
+
+    /// Whether the pod is gone or going.
+    pub async fn gone(&self, name: &str) -> bool {
+        self.pods
+            .get_opt(name)
+            .await
+            .unwrap()
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
+    }
+
+    pub async fn stop(&self, mut runner: Wrapper) {
+        runner.signal(Signal::SIGTERM);
+        let status = runner.wait_exit(Duration::from_secs(60)).await.unwrap();
+        assert!(status.success(), "{status:?}\n{}", runner.logs());
     }
 }
