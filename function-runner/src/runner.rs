@@ -71,6 +71,20 @@ pub enum RunnerError {
     Registry(#[from] RegistryError),
 }
 
+/// A client for the cluster (KUBECONFIG, or the pod's service account)
+/// whose requests name the runner: kube-rs sends no User-Agent, and an API
+/// server's audit log and metrics tell clients apart by it.
+async fn kube_client() -> Result<kube::Client, kube::Error> {
+    let mut config = kube::Config::infer()
+        .await
+        .map_err(kube::Error::InferConfig)?;
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("function-runner/", env!("CARGO_PKG_VERSION"))),
+    ));
+    kube::Client::try_from(config)
+}
+
 /// The assembled runner.
 pub struct Runner {
     pub evaluator: Arc<dyn Evaluator>,
@@ -143,9 +157,7 @@ impl Runner {
                 settings.scan_interval = opts.cache.scan_interval;
                 settings.pull_secret = opts.registries.pull_secret();
                 let entrypoints = Entrypoints::with_settings(&opts.registries)?;
-                let client = kube::Client::try_default()
-                    .await
-                    .map_err(RunnerError::Kube)?;
+                let client = kube_client().await.map_err(RunnerError::Kube)?;
                 Arc::new(KubeBackend::new(client, settings, entrypoints))
             }
         };
@@ -156,9 +168,7 @@ impl Runner {
         let (publisher, index) = LiveIndex::new(index);
         let config_watch = match opts.cluster_configs.clone() {
             Some(settings) => {
-                let client = kube::Client::try_default()
-                    .await
-                    .map_err(RunnerError::Kube)?;
+                let client = kube_client().await.map_err(RunnerError::Kube)?;
                 Some(cluster::start(client, settings, configs, publisher).await)
             }
             None => None,

@@ -411,6 +411,17 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
     };
     let out = String::from_utf8_lossy(&response.resource_list);
     assert!(out.contains("owner: team-shop"), "{out}");
+    // Through the function pod's Service, by its DNS name (the manifest's
+    // dial mode), on the first try.
+    let report = runner_report(&runner_pods).await;
+    assert!(
+        report.contains(&format!(".{functions}.svc.cluster.local:9446")),
+        "not dialled by the Service's name\n{report}"
+    );
+    assert!(
+        !report.contains("pod unavailable; evicting"),
+        "the new pod's Service refused the first call\n{report}"
+    );
 
     // It ran in a function pod of the runner's, in the pod namespace.
     let function_pods: Api<Pod> = Api::namespaced(client.clone(), &functions);

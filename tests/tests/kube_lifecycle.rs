@@ -89,7 +89,8 @@ async fn two_runners_warming_one_function_share_one_pod() {
 
 /// A ConfigMap template (`--function-pod-template`): its resourceVersion is
 /// the template version; once it changes, the idle pod of the old one is
-/// deleted and the next call gets a pod of the new one.
+/// deleted and the next call gets a pod of the new one; so is a pod that was
+/// starting when it changed, once its call is done.
 #[tokio::test]
 async fn a_changed_template_replaces_the_idle_pod() {
     let Some(s) = setup("template", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
@@ -137,6 +138,46 @@ async fn a_changed_template_replaces_the_idle_pod() {
     assert_eq!(
         annotation(&pod, "fn.kpt.dev/template-version"),
         updated.metadata.resource_version.unwrap()
+    );
+
+    // The template changes while a pod starts (after the runner read it):
+    // that pod serves the call waiting for it, then goes once idle, not at
+    // its TTL (30 minutes).
+    s.pods.delete(&new, &DeleteParams::default()).await.unwrap();
+    assert!(
+        eventually_async(Duration::from_secs(60), async || s
+            .pods
+            .get_opt(&new)
+            .await
+            .unwrap()
+            .is_none())
+        .await,
+        "the deleted pod stays"
+    );
+    let change_once_created = async {
+        let created = eventually_async(Duration::from_secs(60), async || {
+            !s.live_pods().await.is_empty()
+        })
+        .await;
+        assert!(created, "no pod made for the call\n{}", runner.logs());
+        map.data = Some(BTreeMap::from([(
+            "template".to_string(),
+            template("three"),
+        )]));
+        maps.replace("fn-template", &PostParams::default(), &map)
+            .await
+            .unwrap();
+    };
+    let (output, ()) = tokio::join!(s.call(&runner), change_once_created);
+    assert!(output.contains("owner: team-shop"));
+    let pods = s.live_pods().await;
+    let started = pods.keys().next().expect("the pod that served").clone();
+    assert_eq!(label(&pods[&started], "generation"), "two");
+    let replaced = eventually_async(Duration::from_secs(30), async || s.gone(&started).await).await;
+    assert!(
+        replaced,
+        "the pod started from the old template stays\n{}",
+        runner.logs()
     );
     s.stop(runner).await;
 }

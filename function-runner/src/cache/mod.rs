@@ -49,7 +49,7 @@
 //! stopped as soon as their start completes; `shutdown` resolves when all
 //! those stops are done.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -368,6 +368,7 @@ impl PodCache {
         backend.set_events(events_tx);
         let actor = Actor {
             images: HashMap::new(),
+            stale_starting: HashSet::new(),
             ctx: Ctx {
                 backend,
                 settings,
@@ -743,6 +744,10 @@ impl Drop for StopReport {
 
 struct Actor {
     images: HashMap<Arc<str>, ImageEntry>,
+    /// Pods reported stale before their start was done (the backend's
+    /// event can overtake the start's answer): retired once they are.
+    /// Only kept while starts are pending.
+    stale_starting: HashSet<PodId>,
     ctx: Ctx,
     shutdown_waiters: Vec<oneshot::Sender<()>>,
 }
@@ -953,8 +958,17 @@ impl Actor {
             } => {
                 self.ctx.pending_starts -= 1;
                 match result {
-                    Ok(ready) => self.start_succeeded(&image, serial, ready),
+                    Ok(ready) => {
+                        let id = ready.id.clone();
+                        self.start_succeeded(&image, serial, ready);
+                        if self.stale_starting.remove(&id) {
+                            self.retire(&id);
+                        }
+                    }
                     Err(error) => self.fail_start(&image, serial, error),
+                }
+                if self.ctx.pending_starts == 0 {
+                    self.stale_starting.clear();
                 }
             }
             Internal::StopDone => self.ctx.pending_stops -= 1,
@@ -1086,6 +1100,9 @@ impl Actor {
                 entry.pods[idx].retiring = true;
             }
             return;
+        }
+        if self.ctx.pending_starts > 0 {
+            self.stale_starting.insert(id.clone());
         }
     }
 

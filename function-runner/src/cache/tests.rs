@@ -570,6 +570,38 @@ async fn a_stale_pod_is_replaced_once_idle() {
     );
 }
 
+// The backend may report a pod stale (its template changed while it
+// started) before the cache has its start's answer: the pod still serves
+// the call that waited for it, takes no other, and goes once idle.
+#[tokio::test(start_paused = true)]
+async fn a_pod_reported_stale_before_its_start_answered_is_retired_after_its_call() {
+    let fake = Fake::manual();
+    let cache = cache(&fake, CacheSettings::default());
+    let call = spawn_get(&cache, IMAGE, defaults());
+    settle().await;
+    // The fake names its pods pod-1, pod-2, ...
+    let id = PodId("pod-1".to_string());
+    fake.emit_stale(&id);
+    settle().await;
+    assert_eq!(fake.finish_ok(), id);
+    let lease = call
+        .await
+        .expect("task")
+        .expect("the waiting call gets the pod");
+    assert_eq!(lease.pod_id(), &id);
+    let next = spawn_get(&cache, IMAGE, defaults());
+    settle().await;
+    assert_eq!(fake.pending(), 1, "no new call on the stale pod");
+    let fresh = fake.finish_ok();
+    let next = next.await.expect("task").expect("a fresh pod");
+    assert_eq!(next.pod_id(), &fresh);
+    assert!(fake.stops().is_empty(), "in flight: not stopped yet");
+    drop(lease);
+    settle().await;
+    assert_eq!(fake.stops(), vec![id]);
+    assert_eq!(fake.lock().stop_reasons, vec![StopReason::Idle]);
+}
+
 // Rule 4, and the Go defect "GC deletes a pod with a call in flight".
 #[tokio::test(start_paused = true)]
 async fn gc_never_deletes_a_pod_with_a_call_in_flight() {

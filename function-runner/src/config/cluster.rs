@@ -33,12 +33,14 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
+
+use crate::backend::kube::backoff::with_backoff;
 
 use super::crd::{
     self, Condition, FunctionConfigStatus, CONDITION_TYPE, REASON_APPLIED, REASON_CONFLICT,
@@ -156,7 +158,7 @@ struct Watch {
 
 impl Watch {
     async fn run(mut self, api: Api<DynamicObject>) {
-        let events = watcher(api, watcher::Config::default()).default_backoff();
+        let events = with_backoff(watcher(api, watcher::Config::default()));
         let mut events = std::pin::pin!(events);
         // The objects of a (re)list in progress: applied together once complete, so that
         // an object deleted while the watch was down goes.

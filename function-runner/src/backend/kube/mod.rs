@@ -4,6 +4,7 @@
 //! images from private registries are read, and pulled, with credentials
 //! and a CA ([`registry`]).
 
+pub mod backoff;
 pub mod entrypoint;
 #[cfg(test)]
 mod fake_api;

@@ -45,10 +45,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::wait::await_condition;
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use tokio::sync::{mpsc, watch};
 
+use super::backoff::with_backoff;
 use super::entrypoint::Entrypoints;
 use super::registry::{self, PullSecret};
 use super::source::{self, TemplateChoice};
@@ -234,8 +235,10 @@ impl KubeBackend {
         });
         // Every function pod of the namespace, whichever runner made it: a
         // start may use another runner's pod of the same name.
-        let stream =
-            pod_watcher(pods, watcher::Config::default().labels(OWNER_LABEL)).default_backoff();
+        let stream = with_backoff(pod_watcher(
+            pods,
+            watcher::Config::default().labels(OWNER_LABEL),
+        ));
         let weak = Arc::downgrade(&inner);
         let task = tokio::spawn(async move {
             let mut events = std::pin::pin!(reflector::reflector(writer, stream));
@@ -502,7 +505,9 @@ impl Inner {
             self.deleting(uid);
         }
         let pods = self.pods.clone();
-        tokio::spawn(async move { delete_pod(&pods, &name, exactly).await });
+        tokio::spawn(async move {
+            delete_pod(&pods, &name, exactly).await;
+        });
     }
 
     /// Notes that the pod `uid` is being deleted (until its Delete event).
@@ -530,7 +535,13 @@ impl Inner {
         }
     }
 
-    async fn start(&self, spec: &PodSpec, progress: &mut Progress) -> Result<(String, Pod), Cause> {
+    /// Starts (or adopts) a pod for `spec`: its name, the pod, and the
+    /// version of the template it was made from.
+    async fn start(
+        &self,
+        spec: &PodSpec,
+        progress: &mut Progress,
+    ) -> Result<(String, Pod, String), Cause> {
         progress.step = "the function pod template";
         let template = self.current_template().await.map_err(cause)?;
         progress.step = "the image's entrypoint from its registry";
@@ -580,7 +591,7 @@ impl Inner {
                 .start_named(&function_pod, &template, spec, progress)
                 .await
             {
-                Ok(pod) => return Ok((name, pod)),
+                Ok(pod) => return Ok((name, pod, template.version.clone())),
                 Err(Attempt::Taken(Taken(why))) => {
                     tracing::debug!(pod = %name, %why, "pod name taken; trying the next");
                     self.held().claimed.remove(&name);
@@ -895,8 +906,9 @@ enum Exactly {
 }
 
 /// Deletes a pod (its Service goes with it, by owner reference), only if it
-/// is still `exactly` the one meant.
-async fn delete_pod(pods: &Api<Pod>, name: &str, exactly: Exactly) {
+/// is still `exactly` the one meant. False when the pod stays: it changed
+/// meanwhile, or the API server refused.
+async fn delete_pod(pods: &Api<Pod>, name: &str, exactly: Exactly) -> bool {
     let preconditions = match exactly {
         Exactly::Uid(uid) => Preconditions {
             uid: Some(uid),
@@ -912,15 +924,19 @@ async fn delete_pod(pods: &Api<Pod>, name: &str, exactly: Exactly) {
         ..DeleteParams::default()
     };
     match pods.delete(name, &params).await {
-        Ok(_) => {}
-        Err(err) if is_not_found(&err) => {}
+        Ok(_) => true,
+        Err(err) if is_not_found(&err) => true,
         Err(err) if is_conflict(&err) => {
             tracing::info!(
                 pod = name,
                 "not deleted: the pod changed meanwhile (another runner uses it)"
             );
+            false
         }
-        Err(err) => tracing::warn!(pod = name, %err, "deleting pod"),
+        Err(err) => {
+            tracing::warn!(pod = name, %err, "deleting pod");
+            false
+        }
     }
 }
 
@@ -948,7 +964,7 @@ impl Backend for KubeBackend {
                     }
                 }
             };
-            let (name, pod) = match outcome {
+            let (name, pod, version) = match outcome {
                 Ok(Ok(found)) => found,
                 Ok(Err(source)) => {
                     failed(&inner, &progress);
@@ -1016,6 +1032,20 @@ impl Backend for KubeBackend {
                 ),
             };
             tracing::info!(pod = %name, image = %spec.image, %endpoint, ms = started.elapsed().as_millis() as u64, "pod ready");
+            // The template changed while the pod started: the template
+            // watch retired only the pods handed out then. This one serves
+            // the call that waits for it, and is replaced once idle.
+            let current = inner.template.borrow().clone();
+            if let Some(Ok(template)) = current {
+                if template.version != version {
+                    tracing::info!(pod = %name, "the pod template changed while the pod started: replacing it once idle");
+                    if let Some(events) = inner.events.get() {
+                        let _ = events.send(PodEvent::Stale {
+                            id: PodId(name.clone()),
+                        });
+                    }
+                }
+            }
             Ok(ReadyPod {
                 id: PodId(name),
                 endpoint,
@@ -1049,7 +1079,7 @@ impl Backend for KubeBackend {
             match reason {
                 StopReason::Broken => {
                     inner.deleting(&uid);
-                    delete_pod(&inner.pods, &name, Exactly::Uid(uid)).await
+                    delete_pod(&inner.pods, &name, Exactly::Uid(uid)).await;
                 }
                 StopReason::Idle => {
                     if !inner.mine(&pod) {
@@ -1063,7 +1093,12 @@ impl Backend for KubeBackend {
                     }
                     let version = pod.metadata.resource_version.clone().unwrap_or_default();
                     inner.deleting(&uid);
-                    delete_pod(&inner.pods, &name, Exactly::Version(version)).await;
+                    if !delete_pod(&inner.pods, &name, Exactly::Version(version)).await {
+                        // The pod stays (another runner extended it, or the
+                        // server refused): its name is free to use again
+                        // here, and the sweep retries once it is due.
+                        inner.held().deleting.remove(&uid);
+                    }
                 }
             }
             Ok(())

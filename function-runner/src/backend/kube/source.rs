@@ -16,10 +16,11 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, PodTemplate};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::{Api, Client};
 use tokio::sync::watch;
 
+use super::backoff::with_backoff;
 use super::template::Template;
 
 /// The PodTemplate newer Porch keeps its function pod template in.
@@ -53,13 +54,11 @@ pub fn spawn(
     };
     let by_name = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let templates: Api<PodTemplate> = Api::namespaced(client.clone(), pod_namespace);
-    let template_stream = watcher(templates, by_name.clone())
-        .default_backoff()
-        .boxed();
+    let template_stream = with_backoff(watcher(templates, by_name.clone())).boxed();
     let map_stream = match &choice {
         TemplateChoice::Named(_) => {
             let maps: Api<ConfigMap> = Api::namespaced(client, runner_namespace);
-            Some(watcher(maps, by_name).default_backoff().boxed())
+            Some(with_backoff(watcher(maps, by_name)).boxed())
         }
         TemplateChoice::Default => None,
     };

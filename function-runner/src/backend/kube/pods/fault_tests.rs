@@ -597,3 +597,138 @@ async fn a_failed_start_on_another_runners_pod_leaves_that_pod() {
         .answer(200, theirs);
     h.api.quiet().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_delete_refused_by_its_precondition_leaves_the_pod_usable_here() {
+    let mut h = harness(Vec::new()).await;
+    let name = start_ready(&mut h, IMAGE, "uid-1").await;
+    let stop = tokio::spawn(h.backend.stop(PodId(name.clone()), StopReason::Idle));
+    let delete = h.api.expect("DELETE", &format!("{PODS}/{name}")).await;
+    assert!(
+        delete.body["preconditions"]["resourceVersion"].is_string(),
+        "{:?}",
+        delete.body
+    );
+    // Another runner's reuse patch landed after the store's view.
+    delete.fail(
+        409,
+        "Conflict",
+        "Precondition failed: ResourceVersion in precondition does not match",
+    );
+    finish(stop, "the stop").await.expect("an idle stop");
+    // The pod stays, so the next start uses it: no create, no other slot.
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let service = h.api.expect("POST", SERVICES).await;
+    assert_eq!(name_of(&service.body), name);
+    let body = service.body.clone();
+    service.answer(201, body);
+    let pod = finish(start, "the start").await.expect("the same pod");
+    assert_eq!(pod.id, PodId(name));
+    h.api.quiet().await;
+}
+
+/// A backend without a reuse hook (as the process backend): its pods are
+/// ready at once. The baseline of the hand-out benchmark below.
+struct NoHook;
+
+impl Backend for NoHook {
+    fn name(&self) -> &'static str {
+        "no-hook"
+    }
+
+    fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
+        Box::pin(async move {
+            Ok(ReadyPod {
+                id: PodId(format!("pod-{}", spec.image)),
+                endpoint: "http://127.0.0.1:1".to_string(),
+            })
+        })
+    }
+
+    fn stop(
+        &self,
+        _id: PodId,
+        _reason: StopReason,
+    ) -> BoxFuture<'static, Result<(), BackendError>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn set_events(&self, _events: mpsc::UnboundedSender<PodEvent>) {}
+}
+
+/// Warm leases per second that `cache` hands out for `image`: 8 tasks, one
+/// `get` and drop after another.
+async fn hand_outs_per_second(cache: &crate::cache::PodCache, image: &str) -> f64 {
+    let per_task = 50_000_u32;
+    let tasks = 8;
+    let started = std::time::Instant::now();
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let cache = cache.clone();
+            let image = image.to_string();
+            tokio::spawn(async move {
+                for _ in 0..per_task {
+                    drop(cache.get(&image, Default::default()).await.expect("lease"));
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.await.expect("task");
+    }
+    f64::from(per_task * tasks) / started.elapsed().as_secs_f64()
+}
+
+/// The cache's warm hand-out rate on the kube backend, whose reuse hook
+/// runs on every hand-out (a store read, a lock; a patch at most once per
+/// tenth of the TTL), beside a backend without one. Alternating rounds; run
+/// with `cargo test --release -p function-runner --lib warm_hand_out_rate
+/// -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark"]
+async fn warm_hand_out_rate_kube_beside_a_backend_without_reuse_hook() {
+    use crate::cache::{CacheSettings, PodCache};
+    // The pod every runner names for IMAGE (pinned above), recorded as
+    // reclaimed a TTL from now: no patch within the run.
+    let name = "set-labels-v1-570e0b36-0";
+    let pod = ready(&existing_pod(name, "uid-1", OWNER, now() + TTL.as_secs()));
+    let h = harness(vec![pod]).await;
+    let mut api = h.api;
+    let kube = PodCache::spawn(Arc::new(h.backend), CacheSettings::default());
+    let first = tokio::spawn({
+        let kube = kube.clone();
+        async move { kube.get(IMAGE, Default::default()).await.map(drop) }
+    });
+    // The start adopts the pod (no create); its Service is made.
+    let service = api.expect("POST", SERVICES).await;
+    let body = service.body.clone();
+    service.answer(201, body);
+    first.await.expect("task").expect("the pod");
+    let plain = PodCache::spawn(Arc::new(NoHook), CacheSettings::default());
+    drop(plain.get(IMAGE, Default::default()).await.expect("the pod"));
+    let (mut kube_rates, mut plain_rates) = (Vec::new(), Vec::new());
+    for round in 0..6 {
+        let (k, p) = if round % 2 == 0 {
+            let k = hand_outs_per_second(&kube, IMAGE).await;
+            (k, hand_outs_per_second(&plain, IMAGE).await)
+        } else {
+            let p = hand_outs_per_second(&plain, IMAGE).await;
+            (hand_outs_per_second(&kube, IMAGE).await, p)
+        };
+        println!(
+            "round {round}: kube {k:.0}/s, without hook {p:.0}/s, ratio {:.2}",
+            k / p
+        );
+        kube_rates.push(k);
+        plain_rates.push(p);
+    }
+    let kube: f64 = kube_rates.iter().sum();
+    let plain: f64 = plain_rates.iter().sum();
+    println!("all rounds: ratio {:.2}", kube / plain);
+    // Nothing was patched: the reclaim-after was recent enough throughout.
+    assert!(
+        !api.log().iter().any(|r| r.starts_with("PATCH")),
+        "{:?}",
+        api.log()
+    );
+}
