@@ -80,6 +80,7 @@ async fn main() -> anyhow::Result<()> {
     let watches = milestones.watch(&client, &namespace);
     let result = run(
         &cli,
+        &client,
         &namespace,
         &wrapper_image,
         &addr,
@@ -106,6 +107,7 @@ struct Phase {
 
 async fn run(
     cli: &Cli,
+    client: &Client,
     namespace: &str,
     wrapper_image: &str,
     registry: &str,
@@ -148,7 +150,8 @@ async fn run(
     let mut warm = Vec::new();
     let mut phases = Vec::new();
     let mut breakdown: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
-    for image in images {
+    let mut plain = Vec::new();
+    for (i, image) in images.iter().enumerate() {
         let from = SystemTime::now();
         let started = Instant::now();
         call(image)
@@ -178,6 +181,7 @@ async fn run(
             from,
             to: SystemTime::now(),
         });
+        plain.push(plain_pod(client, namespace, wrapper_image, i, milestones).await?);
     }
     runner.signal(nix::sys::signal::Signal::SIGTERM);
     runner.wait_exit(Duration::from_secs(60)).await?;
@@ -196,6 +200,16 @@ async fn run(
             ms(samples[samples.len() - 1]),
         );
     }
+    plain.sort();
+    println!(
+        "\nBeside them, after each cold call's warm calls: a plain pod (one container, \
+         the wrapper image serving, no init container, no probe) made by the bench, \
+         create → Ready (its watch): p50 {:.0} ms, min {:.0} ms, max {:.0} ms (n = {}).",
+        ms(plain[plain.len() / 2]),
+        ms(plain[0]),
+        ms(plain[plain.len() - 1]),
+        plain.len()
+    );
     println!(
         "\nCold calls, step by step: when the bench's own watch saw the new pod reach \
          each point, from the call's start (p50, min, max; a point the kubelet \
@@ -271,6 +285,47 @@ async fn run(
     Ok(())
 }
 
+/// Creates a pod with one container and nothing else (no init container,
+/// no readiness probe), the wrapper image serving; how long until the
+/// bench's watch sees it Ready. What the kubelet takes for any pod.
+async fn plain_pod(
+    client: &Client,
+    namespace: &str,
+    image: &str,
+    i: usize,
+    milestones: &Milestones,
+) -> anyhow::Result<Duration> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let name = format!("plain-{i}");
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{
+                "name": "plain",
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["/wrapper-server", "--port", "9446", "--", "/wrapper-server"],
+            }],
+        },
+    }))?;
+    let started = Instant::now();
+    pods.create(&PostParams::default(), &pod).await?;
+    let deadline = started + Duration::from_secs(60);
+    let ready = loop {
+        if let Some(at) = milestones.at(&name, "6 Ready") {
+            break at - started;
+        }
+        if Instant::now() > deadline {
+            bail!("the plain pod {name} was not Ready within 60 s");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    pods.delete(&name, &DeleteParams::default().grace_period(0))
+        .await?;
+    Ok(ready)
+}
+
 /// When the bench's own watches first saw each function pod reach each
 /// point of its start, by pod name. The points sort in the order a pod
 /// passes them (their first two characters are that order).
@@ -288,6 +343,15 @@ impl Milestones {
         for point in points {
             pod.entry(point).or_insert(now);
         }
+    }
+
+    /// When the pod `name` was first seen at `point`.
+    fn at(&self, name: &str, point: &str) -> Option<Instant> {
+        let seen = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.get(name).and_then(|points| points.get(point).copied())
     }
 
     /// The points of the pod first seen after `started`.

@@ -136,6 +136,10 @@ struct Held {
     ready: HashSet<String>,
     /// The reclaim-after this runner last wrote on each pod.
     written: HashMap<String, u64>,
+    /// The latest reclaim-after known on each handed-out pod (written here,
+    /// or seen in the store): a hand-out that would move it by less than
+    /// the slack is decided from this alone, without reading the store.
+    known: HashMap<String, u64>,
     /// The uid of each pod handed out: the one pod a stop may delete.
     uids: HashMap<String, String>,
     /// Uids of pods this runner is deleting: the store may show them alive
@@ -415,7 +419,11 @@ impl Inner {
                 (Some(seen), Some(held)) => seen == held,
                 _ => true,
             };
-            same && held.ready.remove(name)
+            let was_ready = same && held.ready.remove(name);
+            if was_ready {
+                held.known.remove(name);
+            }
+            was_ready
         };
         if was_ready {
             tracing::warn!(pod = %name, %reason, "pod failed");
@@ -856,6 +864,16 @@ impl Inner {
     fn extend(&self, name: &str, ttl: Duration, force: bool) {
         let mut wanted = now_secs().saturating_add(ttl.as_secs());
         let slack = (ttl.as_secs() / 10).clamp(1, 60);
+        // The path of nearly every hand-out: one lock, one lookup.
+        if !force
+            && self
+                .held()
+                .known
+                .get(name)
+                .is_some_and(|known| wanted < known.saturating_add(slack))
+        {
+            return;
+        }
         let recorded = self
             .store
             .get(&self.key(name))
@@ -866,6 +884,9 @@ impl Inner {
             if force {
                 wanted = wanted.max(recorded.saturating_add(1));
             } else if wanted < recorded.saturating_add(slack) {
+                if held.ready.contains(name) {
+                    held.known.insert(name.to_string(), recorded);
+                }
                 return;
             }
             if !held.patching.insert(name.to_string()) {
@@ -886,8 +907,12 @@ impl Inner {
             held.patching.remove(&name);
             match result {
                 Ok(_) => {
-                    let written = held.written.entry(name).or_insert(0);
+                    let written = held.written.entry(name.clone()).or_insert(0);
                     *written = (*written).max(wanted);
+                    if held.ready.contains(&name) {
+                        let known = held.known.entry(name).or_insert(0);
+                        *known = (*known).max(wanted);
+                    }
                 }
                 Err(err) if is_not_found(&err) => {}
                 Err(err) => tracing::warn!(pod = %name, %err, "extending the pod's reclaim-after"),
@@ -1061,6 +1086,7 @@ impl Backend for KubeBackend {
                 let mut held = inner.held();
                 held.ready.remove(&name);
                 held.claimed.remove(&name);
+                held.known.remove(&name);
                 (held.written.remove(&name), held.uids.remove(&name))
             };
             // The pod this runner held: not another of the same name made
