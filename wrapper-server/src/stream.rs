@@ -196,7 +196,14 @@ async fn run_call(
                 }
                 drop(tx); // EOF on the function's stdin
                 msg.rest_into(&mut other).await?;
-                msg.body.finish().await
+                msg.body.finish().await?;
+                // The whole request is here while the function may still
+                // run: name it by its image should the deadline end it.
+                // (`image` follows `resource_list` in every encoder's order.)
+                if let Ok(fields) = RequestFields::decode(&other[..]) {
+                    *image = Some(function.name_or_entrypoint(fields.image));
+                }
+                Ok(())
             };
             // A broken request ends the call at once, killing the function.
             let (output, ()) = tokio::try_join!(run, feed)?;
@@ -593,6 +600,30 @@ mod tests {
             err.message()
         );
         assert!(err.message().contains("broken"), "{}", err.message());
+    }
+
+    #[tokio::test]
+    async fn a_deadline_names_the_image_sent_after_the_resource_list() {
+        let inner = inner("cat >/dev/null; sleep 30");
+        // The order prost, grpc-go and every other encoder write.
+        let req = EvaluateFunctionRequest {
+            resource_list: Bytes::from_static(RL.as_bytes()),
+            image: "example.com/fn:v1".into(),
+            tag: String::new(),
+        };
+        for frame in [4, 1 << 20] {
+            let mut request = request(framed(&req.encode_to_vec()), frame);
+            request
+                .headers_mut()
+                .insert("grpc-timeout", http::HeaderValue::from_static("300m"));
+            let err = answer(evaluate(&inner, request).await).await.unwrap_err();
+            assert_eq!(err.code(), Code::DeadlineExceeded);
+            assert!(
+                err.message().contains("example.com/fn:v1"),
+                "frames of {frame}: {}",
+                err.message()
+            );
+        }
     }
 
     #[tokio::test]
