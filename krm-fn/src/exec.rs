@@ -27,8 +27,9 @@ use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
@@ -86,6 +87,84 @@ impl ExecSpec {
     pub fn display_program(&self) -> String {
         self.program.to_string_lossy().into_owned()
     }
+
+    /// The file the program is, found as `execvp` finds it: a name with a
+    /// `/` as it is (relative to `current_dir`), a bare name on `PATH`
+    /// (`env`'s, else this process's, else glibc's default). Checked to be
+    /// a file this process may execute, so that a server can refuse to
+    /// start, naming what is wrong, rather than serve a function that fails
+    /// every call.
+    pub fn resolve(&self) -> Result<PathBuf, EntrypointError> {
+        let program = Path::new(&self.program);
+        let shown = || self.display_program();
+        if program.as_os_str().is_empty() {
+            return Err(EntrypointError::Empty);
+        }
+        if program.as_os_str().as_bytes().contains(&b'/') {
+            let path = match &self.current_dir {
+                Some(dir) if program.is_relative() => dir.join(program),
+                _ => program.to_path_buf(),
+            };
+            return executable(&path)
+                .map(|()| path)
+                .map_err(|why| EntrypointError::Unusable {
+                    program: shown(),
+                    why,
+                });
+        }
+        let path_var = self
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var_os("PATH"))
+            .unwrap_or_else(|| OsString::from("/bin:/usr/bin"));
+        let mut first_problem = None;
+        for dir in std::env::split_paths(&path_var) {
+            let candidate = dir.join(program);
+            match executable(&candidate) {
+                Ok(()) => return Ok(candidate),
+                // As execvp: a file that exists but cannot run is reported
+                // if nothing later on PATH can.
+                Err(why) if candidate.exists() && first_problem.is_none() => {
+                    first_problem = Some((candidate, why));
+                }
+                Err(_) => {}
+            }
+        }
+        Err(match first_problem {
+            Some((path, why)) => EntrypointError::Unusable {
+                program: path.display().to_string(),
+                why,
+            },
+            None => EntrypointError::NotOnPath {
+                program: shown(),
+                path: path_var.to_string_lossy().into_owned(),
+            },
+        })
+    }
+}
+
+/// Why an entrypoint cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum EntrypointError {
+    #[error("the entrypoint is an empty name")]
+    Empty,
+    #[error("the entrypoint {program}: {why}")]
+    Unusable { program: String, why: String },
+    #[error("the entrypoint {program:?} is not found on PATH ({path})")]
+    NotOnPath { program: String, path: String },
+}
+
+/// Ok if `path` is a file this process may execute; else why not.
+fn executable(path: &Path) -> Result<(), String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a file".to_string());
+    }
+    rustix::fs::access(path, rustix::fs::Access::EXEC_OK)
+        .map_err(|e| format!("not executable by this user ({e})"))
 }
 
 /// Bounds on one call.
@@ -859,5 +938,68 @@ mod tests {
                 .is_some_and(|(_, r)| r.trim_start().starts_with('Z')),
             Err(_) => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod resolve_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn spec(program: &str) -> ExecSpec {
+        ExecSpec::from_argv([program]).unwrap_or_else(|| unreachable!())
+    }
+
+    #[test]
+    fn bare_names_are_found_on_path_and_paths_are_checked() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let tool = dir.path().join("fn-tool");
+        std::fs::write(&tool, "#!/bin/sh\n").expect("written");
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("mode");
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "data").expect("written");
+        std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).expect("mode");
+
+        let mut on_path = spec("fn-tool");
+        on_path.env.push((
+            "PATH".into(),
+            format!("/nonexistent:{}", dir.path().display()).into(),
+        ));
+        assert_eq!(on_path.resolve().expect("found on PATH"), tool);
+
+        let mut missing = spec("no-such-fn");
+        missing
+            .env
+            .push(("PATH".into(), dir.path().as_os_str().to_owned()));
+        let err = missing.resolve().expect_err("not on PATH").to_string();
+        assert!(err.contains("\"no-such-fn\" is not found on PATH"), "{err}");
+
+        let err = spec("/nonexistent/fn")
+            .resolve()
+            .expect_err("missing")
+            .to_string();
+        assert!(
+            err.contains("/nonexistent/fn: No such file or directory"),
+            "{err}"
+        );
+        let err = spec(dir.path().to_str().expect("utf-8"))
+            .resolve()
+            .expect_err("a dir")
+            .to_string();
+        assert!(err.ends_with("not a file"), "{err}");
+        // Root may execute a file only if some execute bit is set.
+        let err = spec(plain.to_str().expect("utf-8"))
+            .resolve()
+            .expect_err("0644")
+            .to_string();
+        assert!(err.contains("not executable"), "{err}");
+
+        let mut relative = spec("./fn-tool");
+        relative.current_dir = Some(dir.path().to_path_buf());
+        assert_eq!(
+            relative.resolve().expect("relative to current_dir"),
+            dir.path().join("./fn-tool")
+        );
+        assert!(matches!(spec("").resolve(), Err(EntrypointError::Empty)));
     }
 }

@@ -215,6 +215,39 @@ async fn binary_executor_is_tried_before_pods() {
 }
 
 #[tokio::test]
+async fn a_mapped_entrypoint_that_cannot_run_fails_the_call_saying_why() {
+    let fx = Fixture::new();
+    let map = fx.dir.path().join("functions.yaml");
+    std::fs::write(
+        &map,
+        "example.com/gone:v1: [/nonexistent/gone-fn]\nexample.com/typo:v1: [no-such-krm-fn]\n",
+    )
+    .unwrap();
+    let port = fx.metrics_port.to_string();
+    let runner = Wrapper::start_runner(&[
+        "--process-functions",
+        map.to_str().unwrap(),
+        "--metrics-port",
+        &port,
+    ])
+    .unwrap();
+    let mut client = runner.client().await.unwrap();
+    for (image, says) in [
+        (
+            "example.com/gone:v1",
+            "/nonexistent/gone-fn: No such file or directory",
+        ),
+        (
+            "example.com/typo:v1",
+            "\"no-such-krm-fn\" is not found on PATH",
+        ),
+    ] {
+        let err = client.evaluate_function(request(image)).await.unwrap_err();
+        assert!(err.message().contains(says), "{image}: {err:?}");
+    }
+}
+
+#[tokio::test]
 async fn unknown_image_is_not_found_and_function_errors_pass_through() {
     let fx = Fixture::new();
     write_script(

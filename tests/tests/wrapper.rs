@@ -137,13 +137,53 @@ async fn failure_with_unparsable_output_is_internal_with_parse_error() {
     assert!(msg.contains("boom"), "{msg}");
 }
 
+#[test]
+fn an_entrypoint_that_cannot_run_stops_the_start_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("not-executable");
+    std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+    let plain = plain.to_str().unwrap();
+    for (entrypoint, says) in [
+        (
+            "/nonexistent/krm-fn",
+            "/nonexistent/krm-fn: No such file or directory",
+        ),
+        (plain, "not executable"),
+        ("/", "/: not a file"),
+        ("no-such-krm-fn", "\"no-such-krm-fn\" is not found on PATH"),
+    ] {
+        let out = e2e_tests::output_within(
+            std::process::Command::new(e2e_tests::bin("wrapper-server"))
+                .args(["--port", "0", "--", entrypoint]),
+            None,
+            Duration::from_secs(20),
+        )
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{entrypoint}: {stderr}");
+        assert!(stderr.contains(says), "{entrypoint}: {stderr}");
+    }
+}
+
 #[tokio::test]
-async fn entrypoint_that_cannot_start_is_internal_with_os_error() {
-    let w = Wrapper::start(&[], &["/nonexistent/krm-fn"]).unwrap();
+async fn a_bare_entrypoint_name_is_found_on_path() {
+    // As the catalog's images run `ENTRYPOINT ["function"]`.
+    let w = Wrapper::start(&[], &["cat"]).unwrap();
+    let out = evaluate(&w, example_rl()).await.unwrap();
+    assert_eq!(out.resource_list, example_rl().as_bytes());
+}
+
+#[tokio::test]
+async fn an_entrypoint_gone_after_the_start_is_internal_with_os_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let function = dir.path().join("krm-fn");
+    std::fs::copy("/bin/cat", &function).unwrap();
+    let w = Wrapper::start(&[], &[function.to_str().unwrap()]).unwrap();
+    std::fs::remove_file(&function).unwrap();
     let err = evaluate(&w, example_rl()).await.unwrap_err();
     assert_eq!(err.code(), Code::Internal);
     let msg = err.message();
-    assert!(msg.contains("/nonexistent/krm-fn"), "{msg}");
+    assert!(msg.contains(function.to_str().unwrap()), "{msg}");
     assert!(msg.contains("No such file or directory"), "{msg}");
     // Still serving afterwards.
     assert_eq!(health_status(&w.endpoint(), "").await.unwrap(), 1);

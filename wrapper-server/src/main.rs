@@ -168,6 +168,9 @@ fn init_logging(format: LogFormat) {
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let entrypoint = ExecSpec::from_argv(args.entrypoint.iter().cloned())
         .context("no ENTRYPOINT given after `--`")?;
+    // Checked before serving: a pod whose function cannot run must fail its
+    // start (and its readiness), not report SERVING and fail every call.
+    entrypoint.resolve()?;
     if args.max_request_body_size == 0 {
         bail!("--max-request-body-size must be greater than 0");
     }

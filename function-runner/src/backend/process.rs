@@ -226,6 +226,17 @@ impl Backend for ProcessBackend {
                     reason: "the process backend's function map (--process-functions) has no entry for it".into(),
                 });
             };
+            // The wrapper refuses to start on an entrypoint that cannot run;
+            // checked here too, so that the call's error says why (the
+            // wrapper's own message goes to its log).
+            if let Some(Err(err)) =
+                krm_fn::exec::ExecSpec::from_argv(entrypoint.iter()).map(|e| e.resolve())
+            {
+                return Err(BackendError::StartFailed {
+                    image: spec.image,
+                    source: super::cause(err),
+                });
+            }
             let started = tokio::time::Instant::now();
             let mut cmd = Command::new(&wrapper);
             cmd.args([
