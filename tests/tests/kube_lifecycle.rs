@@ -155,8 +155,10 @@ async fn a_changed_template_replaces_the_idle_pod() {
         "the deleted pod stays"
     );
     let change_once_created = async {
+        let mut made = BTreeMap::new();
         let created = eventually_async(Duration::from_secs(60), async || {
-            !s.live_pods().await.is_empty()
+            made = s.live_pods().await;
+            !made.is_empty()
         })
         .await;
         assert!(created, "no pod made for the call\n{}", runner.logs());
@@ -167,12 +169,12 @@ async fn a_changed_template_replaces_the_idle_pod() {
         maps.replace("fn-template", &PostParams::default(), &map)
             .await
             .unwrap();
+        made.into_iter().next().unwrap()
     };
-    let (output, ()) = tokio::join!(s.call(&runner), change_once_created);
+    let (output, (started, pod)) = tokio::join!(s.call(&runner), change_once_created);
     assert!(output.contains("owner: team-shop"));
-    let pods = s.live_pods().await;
-    let started = pods.keys().next().expect("the pod that served").clone();
-    assert_eq!(label(&pods[&started], "generation"), "two");
+    assert_eq!(label(&pod, "generation"), "two");
+    // Gone without another call (it may be going already).
     let replaced = eventually_async(Duration::from_secs(30), async || s.gone(&started).await).await;
     assert!(
         replaced,
@@ -263,10 +265,15 @@ async fn a_pod_deleted_mid_call_costs_no_call() {
     let calls: Vec<_> = (0..3).map(|_| s.call(&runner)).collect();
     let delete = async {
         // Once a call runs in the pod (its `sleep` is there), delete it.
+        // The process itself: the wrapper's and the shell's command lines
+        // hold "sleep 3" too, but end in "exec cat".
         let container = function_container(&victim);
         let running = eventually_async(Duration::from_secs(30), async || {
-            docker(&["top", &container])
-                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("sleep 3"))
+            docker(&["top", &container]).is_ok_and(|out| {
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .any(|line| line.trim_end().ends_with(" sleep 3"))
+            })
         })
         .await;
         assert!(running, "no call ran in {victim}");

@@ -127,6 +127,21 @@ async fn failure_with_results_lists_each_result_then_stderr() {
 }
 
 #[tokio::test]
+async fn results_in_older_kyamls_single_mapping_shape_are_listed() {
+    let w = start_sh(
+        &[],
+        "cat >/dev/null; printf 'apiVersion: config.kubernetes.io/v1\\nkind: ResourceList\\nitems: []\\nresults:\\n  name: old-validator\\n  items:\\n  - message: replicas must be odd\\n    severity: warning\\n'; exit 1",
+    );
+    let err = evaluate(&w, example_rl()).await.unwrap_err();
+    assert_eq!(err.code(), Code::Internal);
+    assert!(
+        err.message().contains("[warning] replicas must be odd"),
+        "{}",
+        err.message()
+    );
+}
+
+#[tokio::test]
 async fn failure_with_unparsable_output_is_internal_with_parse_error() {
     let w = start_sh(&[], "cat >/dev/null; echo '{{{'; echo 'boom' >&2; exit 4");
     let err = evaluate(&w, example_rl()).await.unwrap_err();

@@ -50,7 +50,7 @@ impl<'de> Visitor<'de> for TopVisitor {
                 "kind" => kind = map.next_value::<KindText>()?.0,
                 // Not read once the kind shows this is not a ResourceList.
                 "results" if kind.as_deref().is_none_or(|k| k == RESOURCE_LIST_KIND) => {
-                    results = map.next_value()?;
+                    results = map.next_value::<Option<ResultsField>>()?.map(|r| r.0);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -257,6 +257,36 @@ impl<'de> Deserialize<'de> for KindText {
 impl Text {
     fn into_string(self) -> String {
         self.0.unwrap_or_default()
+    }
+}
+
+/// `results`: a list (the spec's shape), or one mapping, as older kyaml
+/// wrote it (`results: {name, items: [...]}`) and Porch still accepts: read
+/// as a list of that one entry, whose legacy wrapper [`flatten`] opens.
+struct ResultsField(Vec<RawResult>);
+
+impl<'de> Deserialize<'de> for ResultsField {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ResultsVisitor;
+        impl<'de> Visitor<'de> for ResultsVisitor {
+            type Value = ResultsField;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a sequence of results, or one {name, items} mapping")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ResultsField, A::Error> {
+                Vec::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(ResultsField)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ResultsField, A::Error> {
+                let one = RawResult::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                // A bare result that is not in a list is not a shape any
+                // tool wrote: refused as before.
+                if one.items.is_none() {
+                    return Err(de::Error::invalid_type(de::Unexpected::Map, &self));
+                }
+                Ok(ResultsField(vec![one]))
+            }
+        }
+        deserializer.deserialize_any(ResultsVisitor)
     }
 }
 

@@ -236,3 +236,18 @@ fn results_serialize_in_the_spec_shape() {
         ])
     );
 }
+
+#[test]
+fn results_as_one_mapping_in_older_kyamls_shape() {
+    assert_eq!(
+        ok("kind: ResourceList\nitems: []\nresults:\n  name: old-validator\n  items:\n  - message: one\n    severity: warning\n  - message: two\n"),
+        vec![result(Severity::Warning, "one"), result(Severity::Error, "two")]
+    );
+    assert_eq!(
+        ok("{\"kind\": \"ResourceList\", \"results\": {\"name\": \"j\", \"items\": [{\"message\": \"m\", \"severity\": \"info\"}]}}"),
+        vec![result(Severity::Info, "m")]
+    );
+    // Neither a list nor a mapping: still refused, saying what is wanted.
+    let bad = format!("{:?}", err("kind: ResourceList\nresults: 5\n"));
+    assert!(bad.contains("one {name, items} mapping"), "{bad}");
+}
