@@ -466,6 +466,14 @@ pub fn build_image_with_files(
         }
     }
     let file = ctx.path().join("Dockerfile.test");
+    // A label unique to the tag, so that no two tests build the same image
+    // id: images are content-addressed, and one test's `docker rmi` of an
+    // identical image (its last tag) deleted it under another test's build
+    // ("failed to get digest ... no such file or directory").
+    let dockerfile = format!(
+        "{}\nLABEL org.krm-tests.tag=\"{tag}\"\n",
+        dockerfile.trim_end()
+    );
     std::fs::write(&file, dockerfile)?;
     let context = ctx.path().to_string_lossy();
     docker(&[

@@ -931,8 +931,8 @@ enum Exactly {
 }
 
 /// Deletes a pod (its Service goes with it, by owner reference), only if it
-/// is still `exactly` the one meant. False when the pod stays: it changed
-/// meanwhile, or the API server refused.
+/// is still `exactly` the one meant. False only when the pod surely stays:
+/// its precondition failed (another error may hide a delete that landed).
 async fn delete_pod(pods: &Api<Pod>, name: &str, exactly: Exactly) -> bool {
     let preconditions = match exactly {
         Exactly::Uid(uid) => Preconditions {
@@ -960,7 +960,7 @@ async fn delete_pod(pods: &Api<Pod>, name: &str, exactly: Exactly) -> bool {
         }
         Err(err) => {
             tracing::warn!(pod = name, %err, "deleting pod");
-            false
+            true
         }
     }
 }
@@ -1039,6 +1039,7 @@ impl Backend for KubeBackend {
                     held.ready.remove(&name);
                     held.claimed.remove(&name);
                     held.uids.remove(&name);
+                    held.known.remove(&name);
                 }
                 inner.spawn_delete(name.clone(), Exactly::Uid(uid));
                 return Err(BackendError::StartFailed {
@@ -1120,9 +1121,9 @@ impl Backend for KubeBackend {
                     let version = pod.metadata.resource_version.clone().unwrap_or_default();
                     inner.deleting(&uid);
                     if !delete_pod(&inner.pods, &name, Exactly::Version(version)).await {
-                        // The pod stays (another runner extended it, or the
-                        // server refused): its name is free to use again
-                        // here, and the sweep retries once it is due.
+                        // The pod stays (another runner extended it): its
+                        // name is free to use again here, and the sweep
+                        // deletes it once it is due.
                         inner.held().deleting.remove(&uid);
                     }
                 }
