@@ -496,12 +496,53 @@ pub fn require_registry() -> anyhow::Result<()> {
 }
 
 /// Removes images from the engine, ignoring the ones already gone.
+///
+/// An image that a running container uses (a pod the kubelet is still
+/// stopping) only loses its tag to `rmi -f`, and would stay behind
+/// untagged: its id is removed again until it is gone (bounded).
 pub fn remove_images(images: &[String]) {
+    if images.is_empty() {
+        return;
+    }
+    let ids: Vec<String> = output_within(
+        Command::new("docker")
+            .args(["image", "inspect", "--format", "{{.Id}}"])
+            .args(images),
+        None,
+        Duration::from_secs(60),
+    )
+    .map(|out| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    })
+    .unwrap_or_default();
     let _ = output_within(
         Command::new("docker").arg("rmi").arg("-f").args(images),
         None,
         Duration::from_secs(60),
     );
+    let present = |id: &String| {
+        output_within(
+            Command::new("docker").args(["image", "inspect", id]),
+            None,
+            Duration::from_secs(30),
+        )
+        .is_ok_and(|out| out.status.success())
+    };
+    let _ = eventually_blocking(Duration::from_secs(60), || {
+        let left: Vec<&String> = ids.iter().filter(|id| present(id)).collect();
+        if left.is_empty() {
+            return true;
+        }
+        let _ = output_within(
+            Command::new("docker").arg("rmi").arg("-f").args(left),
+            None,
+            Duration::from_secs(60),
+        );
+        false
+    });
 }
 
 /// The cluster of `KUBECONFIG` (`.ci/run` starts one with
