@@ -226,21 +226,24 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
     let wrapper_image = format!("localhost/krm-test/wrapper-server:{id}-deploy");
     let runner_id = format!("deploy-{id}");
 
-    // Dropped in this order: the runner first, then the function pods, then
-    // the images no container uses any more, then the registry.
+    // Dropped in the reverse order of these lines: the runner's namespace
+    // first (then its image, which no container uses any more), then the
+    // function pods' (then the wrapper image), then the registry (and the
+    // function image). An image removed while a pod still runs it is only
+    // untagged, and stays behind.
     let (mut registry, registry_addr) = start_registry().unwrap();
-    let _runner_namespace = Cleanup {
-        namespace: system.clone(),
-        images: Vec::new(),
-    };
-    let _function_namespace = Cleanup {
-        namespace: functions.clone(),
-        images: vec![runner_image.clone(), wrapper_image.clone()],
-    };
     let _registry = {
         let fn_image = format!("{registry_addr}/fns/deploy:{id}");
         registry.images = vec![fn_image];
         registry
+    };
+    let _function_namespace = Cleanup {
+        namespace: functions.clone(),
+        images: vec![wrapper_image.clone()],
+    };
+    let _runner_namespace = Cleanup {
+        namespace: system.clone(),
+        images: vec![runner_image.clone()],
     };
     let fn_image = _registry.images[0].clone();
 
