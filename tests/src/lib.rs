@@ -466,10 +466,13 @@ pub fn build_image_with_files(
         }
     }
     let file = ctx.path().join("Dockerfile.test");
-    // A label unique to the tag, so that no two tests build the same image
-    // id: images are content-addressed, and one test's `docker rmi` of an
-    // identical image (its last tag) deleted it under another test's build
-    // ("failed to get digest ... no such file or directory").
+    // Nothing shared between two tests' builds: with the build cache, two
+    // builds of like Dockerfiles share intermediate images (and identical
+    // ones the final image), and one test's `docker rmi` (which prunes a
+    // removed image's untagged parents) deleted them under another test's
+    // build ("failed to get digest ... no such file or directory"). Hence
+    // `--no-cache`, and a label unique to the tag for a final image id of
+    // its own.
     let dockerfile = format!(
         "{}\nLABEL org.krm-tests.tag=\"{tag}\"\n",
         dockerfile.trim_end()
@@ -478,6 +481,7 @@ pub fn build_image_with_files(
     let context = ctx.path().to_string_lossy();
     docker(&[
         "build",
+        "--no-cache",
         "-q",
         "-t",
         tag,
