@@ -25,17 +25,18 @@ use e2e_tests::{
 };
 use function_runner::backend::kube::pods::is_ready;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
     ApiResource, DynamicObject, GroupVersionKind, ListParams, LogParams, Patch, PatchParams,
     PostParams,
 };
 use kube::discovery::Scope;
-use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
 use serde_yaml_ng::Value;
-use support::{cluster, resource_list, wrapper_dockerfile, Cleanup, EXAMPLE_FN_DOCKERFILE};
+use support::{
+    cluster, resource_list, wait_crd_established, wrapper_dockerfile, Cleanup,
+    EXAMPLE_FN_DOCKERFILE,
+};
 
 /// The manifests the runner needs, in the order the README gives.
 const MANIFESTS: &[&str] = &["namespaces.yaml", "rbac.yaml", "function-runner.yaml"];
@@ -45,7 +46,6 @@ const MANAGER: &str = "krm-deploy-test";
 
 /// The FunctionConfig CRD (from the crd branch's generator).
 const CRD: &str = "functionconfig-crd.yaml";
-const CRD_NAME: &str = "functionconfigs.config.porch.kpt.dev";
 
 /// Where the test-only kubeconfig Secret is mounted in the runner.
 const KUBECONFIG_DIR: &str = "/var/run/krm-test";
@@ -314,16 +314,7 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
     for crd in documents(CRD, &system, &functions) {
         apply(&client, &crd, false).await.unwrap();
     }
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let established = tokio::time::timeout(
-        Duration::from_secs(30),
-        await_condition(crds, CRD_NAME, conditions::is_crd_established()),
-    )
-    .await;
-    assert!(
-        matches!(established, Ok(Ok(_))),
-        "the CRD was not established: {established:?}"
-    );
+    wait_crd_established(&client).await;
     // The examples are valid FunctionConfigs (a dry run: they name catalog
     // images this cluster cannot pull).
     for example in documents("functionconfigs.yaml", &system, &functions) {

@@ -24,11 +24,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
 };
-use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
 use serde_json::{json, Value};
-use support::{cluster, Cleanup};
+use support::{cluster, wait_crd_established, Cleanup};
 
 /// Creates the test's namespace; deleted when the returned guard drops.
 async fn namespace(client: &Client, suffix: &str) -> (String, Cleanup) {
@@ -61,15 +60,7 @@ async fn install_crd(client: &Client) {
     )
     .await
     .unwrap();
-    let established = tokio::time::timeout(
-        Duration::from_secs(30),
-        await_condition(crds, CRD_NAME, conditions::is_crd_established()),
-    )
-    .await;
-    assert!(
-        matches!(established, Ok(Ok(_))),
-        "the CRD was not established: {established:?}"
-    );
+    wait_crd_established(client).await;
 }
 
 fn functionconfigs(client: &Client, namespace: &str) -> Api<DynamicObject> {

@@ -158,6 +158,8 @@ async fn run_call(
     // stalls before its ResourceList holds no slot and does not keep a drain
     // waiting.
     let _admitted = service.gate.admit()?;
+    // The other fields, when decoded while the function still ran.
+    let mut decoded = None;
     let streamed_output = match streamed {
         None => {
             msg.rest_into(&mut other).await?;
@@ -201,7 +203,8 @@ async fn run_call(
                 // run: name it by its image should the deadline end it.
                 // (`image` follows `resource_list` in every encoder's order.)
                 if let Ok(fields) = RequestFields::decode(&other[..]) {
-                    *image = Some(function.name_or_entrypoint(fields.image));
+                    *image = Some(function.name_or_entrypoint(fields.image.clone()));
+                    decoded = Some(fields);
                 }
                 Ok(())
             };
@@ -210,7 +213,10 @@ async fn run_call(
             Some(output)
         }
     };
-    let fields = RequestFields::decode(other.freeze()).map_err(RequestError::from)?;
+    let fields = match decoded {
+        Some(fields) => fields,
+        None => RequestFields::decode(other.freeze()).map_err(RequestError::from)?,
+    };
     let image: &str = image.insert(function.name_or_entrypoint(fields.image));
     let output = match (fields.resource_list.last(), streamed_output) {
         // The streamed value was the only (hence last) one.

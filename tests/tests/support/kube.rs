@@ -11,8 +11,11 @@ use e2e_tests::{
     build_image, docker, eventually_blocking, output_within, prerequisite, remove_images,
     require_kubeconfig, require_registry, start_registry, Registry, Wrapper,
 };
+use function_runner::config::crd::CRD_NAME;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 use nix::sys::signal::Signal;
 use proto::pb::EvaluateFunctionRequest;
@@ -133,6 +136,20 @@ impl Drop for Cleanup {
         }
         remove_images(&self.images);
     }
+}
+
+/// Waits, at most 30 s, until the API server serves the FunctionConfig CRD.
+pub async fn wait_crd_established(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let established = tokio::time::timeout(
+        Duration::from_secs(30),
+        await_condition(crds, CRD_NAME, conditions::is_crd_established()),
+    )
+    .await;
+    assert!(
+        matches!(established, Ok(Ok(_))),
+        "the CRD was not established: {established:?}"
+    );
 }
 
 /// A namespace, the wrapper image, a registry holding the function image,

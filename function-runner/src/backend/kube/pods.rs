@@ -457,6 +457,14 @@ impl Inner {
         }
     }
 
+    /// Tells the cache that the pod `name` is of an old template: it takes
+    /// no new call and goes once idle (the cache decides when).
+    fn report_stale(&self, name: String) {
+        if let Some(events) = self.events.get() {
+            let _ = events.send(PodEvent::Stale { id: PodId(name) });
+        }
+    }
+
     /// The template changed: handed-out pods of another version take no
     /// new call and go once idle (the cache decides when).
     fn retire_other_versions(&self, template: &Template) {
@@ -472,9 +480,7 @@ impl Inner {
                 .and_then(|a| a.get(TEMPLATE_VERSION_ANNOTATION));
             if version != Some(&template.version) {
                 tracing::info!(pod = %name, "the pod template changed: replacing the pod once idle");
-                if let Some(events) = self.events.get() {
-                    let _ = events.send(PodEvent::Stale { id: PodId(name) });
-                }
+                self.report_stale(name);
             }
         }
     }
@@ -1065,11 +1071,7 @@ impl Backend for KubeBackend {
             if let Some(Ok(template)) = current {
                 if template.version != version {
                     tracing::info!(pod = %name, "the pod template changed while the pod started: replacing it once idle");
-                    if let Some(events) = inner.events.get() {
-                        let _ = events.send(PodEvent::Stale {
-                            id: PodId(name.clone()),
-                        });
-                    }
+                    inner.report_stale(name.clone());
                 }
             }
             Ok(ReadyPod {

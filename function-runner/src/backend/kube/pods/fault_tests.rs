@@ -143,6 +143,22 @@ async fn start_ready(h: &mut Harness, image: &str, uid: &str) -> String {
     name
 }
 
+/// Expects the delete of `pod` (named `name`) by its uid, and answers it;
+/// then nothing more.
+async fn expect_delete_by_uid(h: &mut Harness, name: &str, pod: Value) {
+    let delete = h.api.expect("DELETE", &format!("{PODS}/{name}")).await;
+    let uid = pod["metadata"]["uid"].clone();
+    assert!(uid.is_string(), "{pod:?}");
+    assert_eq!(
+        delete.body.get("preconditions"),
+        Some(&serde_json::json!({"uid": uid})),
+        "{:?}",
+        delete.body
+    );
+    delete.answer(200, pod);
+    h.api.quiet().await;
+}
+
 /// A relist after the watch's resourceVersion expired: a handed-out pod
 /// that is absent from it is reported failed, one still listed is not.
 async fn relist_reports_only_the_pods_gone_meanwhile(how: Expiry) {
@@ -394,19 +410,9 @@ async fn a_5xx_on_the_service_create_deletes_the_pod_it_created() {
     ] {
         assert!(message.contains(&part), "{part:?} not in {message:?}");
     }
-    let delete = h.api.expect("DELETE", &format!("{PODS}/{name}")).await;
     // Its own pod: deleted whatever its version, but only that pod (names
     // are reused), by uid; the Service goes with it, by owner reference.
-    let uid = pod["metadata"]["uid"].clone();
-    assert!(uid.is_string(), "{pod:?}");
-    assert_eq!(
-        delete.body.get("preconditions"),
-        Some(&serde_json::json!({"uid": uid})),
-        "{:?}",
-        delete.body
-    );
-    delete.answer(200, pod);
-    h.api.quiet().await;
+    expect_delete_by_uid(&mut h, &name, pod).await;
 }
 
 #[tokio::test(start_paused = true)]
@@ -556,17 +562,7 @@ async fn a_pod_never_ready_times_out_and_is_deleted() {
         panic!("not a ready timeout: {err}");
     };
     assert_eq!(detail, format!("pod {name}: waiting for it to be Ready"));
-    let delete = h.api.expect("DELETE", &format!("{PODS}/{name}")).await;
-    let uid = pod["metadata"]["uid"].clone();
-    assert!(uid.is_string(), "{pod:?}");
-    assert_eq!(
-        delete.body.get("preconditions"),
-        Some(&serde_json::json!({"uid": uid})),
-        "{:?}",
-        delete.body
-    );
-    delete.answer(200, pod);
-    h.api.quiet().await;
+    expect_delete_by_uid(&mut h, &name, pod).await;
 }
 
 #[tokio::test(start_paused = true)]
