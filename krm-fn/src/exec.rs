@@ -20,7 +20,9 @@
 //! - Dropping the future (deadline, cancellation) kills the whole group at
 //!   once via [`Process`]'s `Drop`. Nothing the call started survives it.
 //! - stdout beyond the limit fails the call and kills the group; memory stays
-//!   bounded by the limit. stderr beyond its limit is discarded (and flagged).
+//!   bounded by the limit. stderr beyond its limit keeps its head and its
+//!   tail, with a marker saying how much was cut between them (and flagged):
+//!   a failing function's last words are what explains the failure.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -172,7 +174,8 @@ fn executable(path: &Path) -> Result<(), String> {
 pub struct Limits {
     /// stdout beyond this fails the call with [`ExecError::OutputTooLarge`].
     pub max_stdout_bytes: usize,
-    /// stderr beyond this is discarded; [`Output::stderr_truncated`] says so.
+    /// stderr beyond this keeps its first and last halves with a marker
+    /// between them; [`Output::stderr_truncated`] says so.
     pub max_stderr_bytes: usize,
     /// After the entrypoint exited and its group was killed, how long the
     /// pipes are still drained (a process that escaped the group with
@@ -376,10 +379,10 @@ pub async fn run(
             .saturating_add(slack)
             .min(limits.max_stdout_bytes.saturating_add(1)),
     );
-    let mut stderr_buf = BytesMut::new();
+    let mut stderr_buf = HeadTail::new(limits.max_stderr_bytes);
     let (stdin_res, status, drained) = {
-        let read_stdout = read_bounded(stdout, &mut stdout_buf, limits.max_stdout_bytes, false);
-        let read_stderr = read_bounded(stderr, &mut stderr_buf, limits.max_stderr_bytes, true);
+        let read_stdout = read_bounded(stdout, &mut stdout_buf, limits.max_stdout_bytes);
+        let read_stderr = stderr_buf.read(stderr);
         let drain = async { tokio::join!(read_stdout, read_stderr) };
         tokio::pin!(drain);
         let write_and_wait = async { tokio::join!(write_stdin, exited) };
@@ -410,30 +413,25 @@ pub async fn run(
     let status = status.map_err(io_err("waiting for the function"))?;
     process.reap();
     stdin_res.map_err(io_err("writing stdin"))?;
-    let stderr_truncated = match drained {
-        Some((out, err)) => {
-            match out {
-                Err(ReadError::TooLarge) => {
-                    return Err(ExecError::OutputTooLarge {
-                        limit: limits.max_stdout_bytes,
-                    })
-                }
-                Err(ReadError::Io(e)) => return Err(io_err("reading stdout")(e)),
-                Ok(_) => {}
+    // `None`: something outside the group still holds a pipe; what arrived
+    // is kept.
+    if let Some((out, err)) = drained {
+        match out {
+            Err(ReadError::TooLarge) => {
+                return Err(ExecError::OutputTooLarge {
+                    limit: limits.max_stdout_bytes,
+                })
             }
-            match err {
-                Err(ReadError::Io(e)) => return Err(io_err("reading stderr")(e)),
-                Err(ReadError::TooLarge) => true,
-                Ok(truncated) => truncated,
-            }
+            Err(ReadError::Io(e)) => return Err(io_err("reading stdout")(e)),
+            Ok(()) => {}
         }
-        // Something outside the group still holds a pipe: keep what arrived.
-        None => stderr_buf.len() >= limits.max_stderr_bytes,
-    };
+        err.map_err(io_err("reading stderr"))?;
+    }
+    let (stderr, stderr_truncated) = stderr_buf.finish();
     Ok(Output {
         status,
         stdout: stdout_buf.freeze(),
-        stderr: stderr_buf.freeze(),
+        stderr,
         stderr_truncated,
     })
 }
@@ -443,47 +441,110 @@ enum ReadError {
     Io(io::Error),
 }
 
-/// Reads `pipe` to EOF into `buf`, at most `limit` bytes. Past the limit it
-/// either fails (stdout) or keeps draining and discards (stderr, `truncate`),
-/// returning whether anything was discarded.
+/// Reads `pipe` to EOF into `buf`; more than `limit` bytes is
+/// [`ReadError::TooLarge`] (stdout: the call fails, memory stays bounded).
 async fn read_bounded(
     pipe: Option<pipe::Receiver>,
     buf: &mut BytesMut,
     limit: usize,
-    truncate: bool,
-) -> Result<bool, ReadError> {
+) -> Result<(), ReadError> {
     let Some(mut pipe) = pipe else {
-        return Ok(false);
+        return Ok(());
     };
-    let mut discarded = false;
-    let mut scratch = [0u8; 8192];
     loop {
-        if buf.len() >= limit {
-            let n = pipe.read(&mut scratch).await.map_err(ReadError::Io)?;
-            if n == 0 {
-                return Ok(discarded);
-            }
-            if !truncate {
-                return Err(ReadError::TooLarge);
-            }
-            discarded = true;
-            continue;
-        }
-        // Grow geometrically but never past the limit (+1 to detect overflow
-        // is handled by the branch above once the buffer is full).
-        let want = (buf.len().max(64 * 1024)).min(limit - buf.len());
+        // Grow geometrically but never past the limit + 1, which tells an
+        // overflow from an output of exactly `limit` bytes.
+        let want = (buf.len().max(64 * 1024)).min(limit.saturating_add(1) - buf.len().min(limit));
         buf.reserve(want);
         let n = pipe.read_buf(buf).await.map_err(ReadError::Io)?;
         if n == 0 {
-            return Ok(discarded);
+            return Ok(());
         }
         if buf.len() > limit {
-            if !truncate {
-                return Err(ReadError::TooLarge);
-            }
-            buf.truncate(limit);
-            discarded = true;
+            return Err(ReadError::TooLarge);
         }
+    }
+}
+
+/// stderr kept within a limit: its first half and its last half. A function
+/// that floods stderr and then says why it failed keeps the why; memory stays
+/// under the limit (plus one read's worth) however much is written.
+struct HeadTail {
+    head: BytesMut,
+    head_max: usize,
+    /// The most recent bytes past the head; trimmed to `tail_max` whenever
+    /// it holds twice that, so trimming copies each byte at most once.
+    tail: BytesMut,
+    tail_max: usize,
+    /// Bytes dropped between the head and the tail.
+    omitted: u64,
+}
+
+impl HeadTail {
+    fn new(limit: usize) -> Self {
+        let head_max = limit / 2;
+        Self {
+            head: BytesMut::new(),
+            head_max,
+            tail: BytesMut::new(),
+            tail_max: limit - head_max,
+            omitted: 0,
+        }
+    }
+
+    fn push(&mut self, mut data: &[u8]) {
+        let to_head = data.len().min(self.head_max - self.head.len());
+        self.head.extend_from_slice(&data[..to_head]);
+        data = &data[to_head..];
+        if data.is_empty() {
+            return;
+        }
+        if data.len() >= self.tail_max {
+            self.omitted += (self.tail.len() + data.len() - self.tail_max) as u64;
+            self.tail.clear();
+            self.tail.extend_from_slice(&data[data.len() - self.tail_max..]);
+            return;
+        }
+        self.tail.extend_from_slice(data);
+        if self.tail.len() >= self.tail_max.saturating_mul(2) {
+            self.trim();
+        }
+    }
+
+    fn trim(&mut self) {
+        let excess = self.tail.len().saturating_sub(self.tail_max);
+        if excess > 0 {
+            self.omitted += excess as u64;
+            let kept = self.tail.split_off(excess);
+            self.tail = kept;
+        }
+    }
+
+    async fn read(&mut self, pipe: Option<pipe::Receiver>) -> io::Result<()> {
+        let Some(mut pipe) = pipe else {
+            return Ok(());
+        };
+        let mut scratch = vec![0u8; 64 * 1024];
+        loop {
+            let n = pipe.read(&mut scratch).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.push(&scratch[..n]);
+        }
+    }
+
+    /// The kept bytes, and whether any were cut.
+    fn finish(mut self) -> (Bytes, bool) {
+        self.trim();
+        if self.omitted == 0 {
+            self.head.unsplit(self.tail);
+            return (self.head.freeze(), false);
+        }
+        let marker = format!("\n... ({} bytes of stderr omitted) ...\n", self.omitted);
+        self.head.extend_from_slice(marker.as_bytes());
+        self.head.extend_from_slice(&self.tail);
+        (self.head.freeze(), true)
     }
 }
 
@@ -849,12 +910,44 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn stderr_over_limit_is_truncated() {
-        let spec = sh("head -c 5000 /dev/zero >&2; echo ok");
+    async fn stderr_over_limit_keeps_its_head_and_its_tail() {
+        // 10 MB of filler between the first line and the last words.
+        let spec = sh("echo FIRST >&2; head -c 10000000 /dev/zero | tr '\\0' e >&2; \
+             echo >&2; echo 'REAL ERROR: x' >&2; echo ok");
         let out = run(&spec, Bytes::new(), &Limits::new(1000)).await.unwrap();
-        assert_eq!(out.stderr.len(), 1000);
         assert!(out.stderr_truncated);
         assert_eq!(&out.stdout[..], b"ok\n");
+        let text = String::from_utf8(out.stderr.to_vec()).unwrap();
+        assert!(text.starts_with("FIRST\neee"), "{text}");
+        assert!(text.ends_with("eee\nREAL ERROR: x\n"), "{text}");
+        // 1000 kept of 6 + 10,000,000 + 1 + 14 written.
+        let omitted = 6 + 10_000_000 + 1 + 14 - 1000;
+        let marker = format!("\n... ({omitted} bytes of stderr omitted) ...\n");
+        assert!(text.contains(&marker), "{text}");
+        assert_eq!(text.len(), 1000 + marker.len());
+    }
+
+    #[test]
+    fn head_tail_is_exact_at_and_under_the_limit() {
+        for (writes, limit) in [(vec![&b"abcd"[..]], 4), (vec![b"ab", b"", b"c"], 4), (vec![b"abc", b"defgh"], 8)] {
+            let mut kept = HeadTail::new(limit);
+            let mut all = Vec::new();
+            for w in &writes {
+                kept.push(w);
+                all.extend_from_slice(w);
+            }
+            assert_eq!(kept.finish(), (Bytes::from(all), false));
+        }
+        // One byte over, in pieces of every size: head 2, tail 2, 1 omitted.
+        for piece in 1..=5 {
+            let mut kept = HeadTail::new(4);
+            for chunk in b"abcde".chunks(piece) {
+                kept.push(chunk);
+            }
+            let (bytes, cut) = kept.finish();
+            assert!(cut);
+            assert_eq!(&bytes[..], &b"ab\n... (1 bytes of stderr omitted) ...\nde"[..], "piece {piece}");
+        }
     }
 
     #[tokio::test]

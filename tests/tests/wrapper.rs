@@ -141,6 +141,37 @@ async fn results_in_older_kyamls_single_mapping_shape_are_listed() {
     );
 }
 
+/// 10 MB of stderr, then the words that explain the failure: the message
+/// quotes the end of stderr, and the OK path's log keeps its last line (its
+/// start gives way to the answer where both exceed the message limit).
+#[tokio::test]
+async fn flooded_stderr_keeps_its_last_words() {
+    let w = start_sh(
+        &[],
+        "cat >/dev/null; head -c 10000000 /dev/zero | tr '\\0' e >&2; \
+         echo >&2; echo 'REAL ERROR: x' >&2; exit 1",
+    );
+    let err = evaluate(&w, example_rl()).await.unwrap_err();
+    assert_eq!(err.code(), Code::Internal);
+    assert!(
+        err.message().ends_with("eee\nREAL ERROR: x"),
+        "{}",
+        &err.message()[err.message().len().saturating_sub(200)..]
+    );
+
+    let w = start_sh(
+        &[],
+        "echo first >&2; head -c 10000000 /dev/zero | tr '\\0' e >&2; \
+         echo >&2; echo 'last line' >&2; cat",
+    );
+    let input = example_rl();
+    let resp = evaluate(&w, input.clone()).await.unwrap();
+    assert_eq!(&resp.resource_list[..], input.as_bytes());
+    let log = String::from_utf8_lossy(&resp.log);
+    assert!(log.ends_with("eee\nlast line\n"), "{}", &log[log.len() - 100..]);
+    assert!(log.contains("bytes of stderr omitted"), "the cut is marked");
+}
+
 #[tokio::test]
 async fn failure_with_unparsable_output_is_internal_with_parse_error() {
     let w = start_sh(&[], "cat >/dev/null; echo '{{{'; echo 'boom' >&2; exit 4");
