@@ -9,7 +9,10 @@
 //!   through the same call core as the wrapper ([`krm_fn::call`]), so both
 //!   answer alike.
 //! - [`PodEvaluator`]: asks the [`PodCache`] for a pod, calls it; when the
-//!   pod cannot be reached, evicts it and retries (bounded).
+//!   call breaks off at the transport, retries (bounded), evicting the pod
+//!   only if it is gone (its health check fails or cannot connect): a
+//!   connection ended by GOAWAY, or a call torn down with it, says nothing
+//!   about the pod, and its channel re-dials.
 //! - [`MultiEvaluator`]: a fixed, configured order (exec first).
 
 use std::time::Duration;
@@ -263,8 +266,12 @@ impl PodEvaluator {
             match client.evaluate_function(call).await {
                 Ok(resp) => return Ok(resp.into_inner()),
                 Err(status) if pod_unreachable(&status) && attempt < self.max_grpc_retries => {
-                    tracing::info!(%image, pod = %lease.pod_id(), attempt, "pod unavailable; evicting and retrying");
-                    self.cache.evict(lease.pod_id()).await;
+                    if pod_serving(lease.channel()).await {
+                        tracing::info!(%image, pod = %lease.pod_id(), attempt, %status, "call broke off but the pod serves; retrying");
+                    } else {
+                        tracing::info!(%image, pod = %lease.pod_id(), attempt, %status, "pod unavailable; evicting and retrying");
+                        self.cache.evict(lease.pod_id()).await;
+                    }
                     attempt += 1;
                 }
                 Err(source) => return Err(EvalError::PodAnswered { source }),
@@ -284,6 +291,23 @@ impl Evaluator for PodEvaluator {
             with_deadline(deadline, &image, self.call(req)).await
         })
     }
+}
+
+/// How long a pod's health check may take before the pod counts as gone.
+const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Whether the pod behind `channel` answers its health check SERVING (on a
+/// new connection if the last one was closed).
+async fn pod_serving(channel: tonic::transport::Channel) -> bool {
+    use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
+    let mut client = HealthClient::new(channel);
+    let check = client.check(HealthCheckRequest {
+        service: String::new(),
+    });
+    matches!(
+        tokio::time::timeout(HEALTH_CHECK_TIMEOUT, check).await,
+        Ok(Ok(resp)) if resp.get_ref().status == ServingStatus::Serving as i32
+    )
 }
 
 /// Whether a pod call failed because the pod is not reachable (rather than
@@ -342,8 +366,133 @@ impl Evaluator for MultiEvaluator {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use crate::backend::{Backend, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
+    use crate::cache::CacheSettings;
+    use crate::config::ImageIndex;
+    use proto::pb::function_evaluator_server::{FunctionEvaluator, FunctionEvaluatorServer};
+
+    /// A pod on loopback whose first `break_first` calls fail UNAVAILABLE
+    /// (as a call on a connection ended by GOAWAY does), with its health
+    /// SERVING or not.
+    #[derive(Clone)]
+    struct FlakyPod {
+        calls: Arc<AtomicUsize>,
+        break_first: usize,
+    }
+
+    #[tonic::async_trait]
+    impl FunctionEvaluator for FlakyPod {
+        async fn evaluate_function(
+            &self,
+            req: tonic::Request<EvaluateFunctionRequest>,
+        ) -> Result<tonic::Response<EvaluateFunctionResponse>, Status> {
+            if self.calls.fetch_add(1, Ordering::SeqCst) < self.break_first {
+                return Err(Status::unavailable("connection reset"));
+            }
+            Ok(tonic::Response::new(EvaluateFunctionResponse {
+                resource_list: req.into_inner().resource_list,
+                log: Default::default(),
+            }))
+        }
+    }
+
+    async fn start_pod(pod: FlakyPod, serving: bool) -> (String, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (reporter, health) = proto::health::health_reporter();
+        let status = if serving {
+            tonic_health::ServingStatus::Serving
+        } else {
+            tonic_health::ServingStatus::NotServing
+        };
+        reporter.set_service_status("", status).await;
+        let task = tokio::spawn(async move {
+            let _ = tonic::transport::Server::builder()
+                .add_service(health)
+                .add_service(FunctionEvaluatorServer::new(pod))
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener))
+                .await;
+        });
+        (format!("http://{addr}"), task)
+    }
+
+    /// Hands out the one pod at `endpoint`; records stops.
+    struct OnePod {
+        endpoint: String,
+        stops: Mutex<Vec<PodId>>,
+    }
+
+    impl Backend for OnePod {
+        fn name(&self) -> &'static str {
+            "one-pod"
+        }
+
+        fn start(&self, _spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
+            let pod = ReadyPod {
+                id: PodId("pod-1".into()),
+                endpoint: self.endpoint.clone(),
+            };
+            Box::pin(async move { Ok(pod) })
+        }
+
+        fn stop(
+            &self,
+            id: PodId,
+            _reason: StopReason,
+        ) -> BoxFuture<'static, Result<(), BackendError>> {
+            self.stops.lock().unwrap().push(id);
+            Box::pin(async { Ok(()) })
+        }
+
+        fn set_events(&self, _events: tokio::sync::mpsc::UnboundedSender<PodEvent>) {}
+    }
+
+    /// #11 item 2: a call that broke off at the transport is retried; the
+    /// pod is evicted only if its health check fails.
+    #[tokio::test]
+    async fn a_broken_call_evicts_the_pod_only_if_its_health_fails() {
+        for serving in [true, false] {
+            let calls = Arc::new(AtomicUsize::new(0));
+            let pod = FlakyPod {
+                calls: calls.clone(),
+                break_first: 1,
+            };
+            let (endpoint, server) = start_pod(pod, serving).await;
+            let backend = Arc::new(OnePod {
+                endpoint,
+                stops: Mutex::new(Vec::new()),
+            });
+            let cache = PodCache::spawn(
+                backend.clone() as Arc<dyn Backend>,
+                CacheSettings::default(),
+            );
+            let index = Arc::new(ImageIndex::new(&[], "example.com/fn"));
+            let evaluator = PodEvaluator::new(cache, index, 1 << 20, 2);
+            let resp = evaluator
+                .evaluate(EvalRequest::new(EvaluateFunctionRequest {
+                    resource_list: bytes::Bytes::from_static(b"rl"),
+                    image: "example.com/fn/flaky:v1".into(),
+                    tag: String::new(),
+                }))
+                .await
+                .unwrap();
+            assert_eq!(&resp.resource_list[..], b"rl");
+            assert_eq!(calls.load(Ordering::SeqCst), 2, "retried once");
+            let stops = backend.stops.lock().unwrap().len();
+            if serving {
+                assert_eq!(stops, 0, "a serving pod was evicted");
+            } else {
+                assert_eq!(stops, 1, "a pod that does not serve was kept");
+            }
+            server.abort();
+        }
+    }
 
     #[test]
     fn a_broken_connection_counts_as_an_unreachable_pod_and_a_function_error_does_not() {

@@ -66,17 +66,23 @@ impl FunctionEvaluator for RunnerService {
     }
 }
 
+/// Streams one client connection may have open at once. Porch's server
+/// sends all its calls over one connection, so this is high; a client with
+/// more waits for a free stream.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 1024;
+
 /// Serves the runner until `shutdown` resolves, then drains: health turns
-/// NOT_SERVING, new calls get UNAVAILABLE, in-flight calls finish.
+/// NOT_SERVING, new calls get UNAVAILABLE, in-flight calls finish within
+/// the grace, then every connection is closed.
 pub async fn serve(
     listener: TcpListener,
     service: RunnerService,
-    max_message_bytes: usize,
+    options: krm_fn::server::ServeOptions,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error> {
     let drain = service.drain.clone();
     let evaluator = FunctionEvaluatorServer::new(service)
-        .max_decoding_message_size(max_message_bytes)
-        .max_encoding_message_size(max_message_bytes);
-    krm_fn::server::serve_evaluator(listener, evaluator, drain, max_message_bytes, shutdown).await
+        .max_decoding_message_size(options.max_message_bytes)
+        .max_encoding_message_size(options.max_message_bytes);
+    krm_fn::server::serve_evaluator(listener, evaluator, drain, options, shutdown).await
 }

@@ -502,7 +502,8 @@ impl HeadTail {
         if data.len() >= self.tail_max {
             self.omitted += (self.tail.len() + data.len() - self.tail_max) as u64;
             self.tail.clear();
-            self.tail.extend_from_slice(&data[data.len() - self.tail_max..]);
+            self.tail
+                .extend_from_slice(&data[data.len() - self.tail_max..]);
             return;
         }
         self.tail.extend_from_slice(data);
@@ -912,8 +913,10 @@ mod tests {
     #[tokio::test]
     async fn stderr_over_limit_keeps_its_head_and_its_tail() {
         // 10 MB of filler between the first line and the last words.
-        let spec = sh("echo FIRST >&2; head -c 10000000 /dev/zero | tr '\\0' e >&2; \
-             echo >&2; echo 'REAL ERROR: x' >&2; echo ok");
+        let spec = sh(
+            "echo FIRST >&2; head -c 10000000 /dev/zero | tr '\\0' e >&2; \
+             echo >&2; echo 'REAL ERROR: x' >&2; echo ok",
+        );
         let out = run(&spec, Bytes::new(), &Limits::new(1000)).await.unwrap();
         assert!(out.stderr_truncated);
         assert_eq!(&out.stdout[..], b"ok\n");
@@ -929,7 +932,11 @@ mod tests {
 
     #[test]
     fn head_tail_is_exact_at_and_under_the_limit() {
-        for (writes, limit) in [(vec![&b"abcd"[..]], 4), (vec![b"ab", b"", b"c"], 4), (vec![b"abc", b"defgh"], 8)] {
+        for (writes, limit) in [
+            (vec![&b"abcd"[..]], 4),
+            (vec![b"ab", b"", b"c"], 4),
+            (vec![b"abc", b"defgh"], 8),
+        ] {
             let mut kept = HeadTail::new(limit);
             let mut all = Vec::new();
             for w in &writes {
@@ -946,7 +953,11 @@ mod tests {
             }
             let (bytes, cut) = kept.finish();
             assert!(cut);
-            assert_eq!(&bytes[..], &b"ab\n... (1 bytes of stderr omitted) ...\nde"[..], "piece {piece}");
+            assert_eq!(
+                &bytes[..],
+                &b"ab\n... (1 bytes of stderr omitted) ...\nde"[..],
+                "piece {piece}"
+            );
         }
     }
 

@@ -2,33 +2,72 @@
 //! service and gRPC health on one port, with a graceful drain.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio_stream::wrappers::TcpListenerStream;
 use tokio_stream::StreamExt;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::server::NamedService;
+use tonic::transport::server::{Connected, TcpConnectInfo};
 use tonic::Code;
 use tonic_health::server::HealthReporter;
 use tonic_health::ServingStatus;
 
 use crate::drain::Drain;
 
+pub mod guard;
+
 /// Services whose health is reported: the server as a whole and the
 /// evaluator.
 pub const HEALTH_SERVICES: [&str; 2] = ["", proto::EVALUATOR_SERVICE];
 
+/// Default for `--shutdown-grace`: under Kubernetes' default termination
+/// grace period (30 s), leaving the runner time to stop its pods after.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
+
+/// After the drain, how long connections get to close on their own (GOAWAY
+/// sent, no new streams) before they are closed under the client.
+const CLOSE_WAIT: Duration = Duration::from_millis(500);
+
+/// Streams a client may have reset before the server accepted them, per
+/// connection, before h2 answers with GOAWAY `too_many_resets`. h2's default
+/// (20) is a defence against "rapid reset" floods, but ordinary gRPC
+/// cancellations reach it on a busy machine, and the GOAWAY fails every
+/// other call on the connection. The concurrent-streams cap already bounds
+/// what a flood can keep open, so this can be generous.
+const MAX_PENDING_ACCEPT_RESETS: usize = 1024;
+
+/// How a server is bounded.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// Largest gRPC message, both directions.
+    pub max_message_bytes: usize,
+    /// Streams open at once on one connection (more wait in the client).
+    pub max_streams_per_connection: u32,
+    /// From the shutdown signal until every connection is closed: calls
+    /// still running when it ends are cancelled.
+    pub shutdown_grace: Duration,
+}
+
 /// Serves `evaluator` (an `evaluator.FunctionEvaluator` server) and gRPC
 /// health on `listener` until `shutdown` resolves, then drains: health turns
-/// NOT_SERVING for [`HEALTH_SERVICES`], the evaluator refuses new calls
-/// (through `drain`), in-flight calls finish, and only then are connections
-/// closed, so probes and watchers see NOT_SERVING rather than a refused
-/// connection.
+/// NOT_SERVING for [`HEALTH_SERVICES`] (and keeps answering on old and new
+/// connections), the evaluator refuses new calls (through `drain`), and
+/// in-flight calls may finish within `shutdown_grace`. Then every connection
+/// is sent GOAWAY and, [`CLOSE_WAIT`] later, closed, whatever its client
+/// does: an idle connection, a bare preface or half a request cannot hold
+/// the process.
+///
+/// Every request is checked as grpc-go checks it first ([`guard`]).
 pub async fn serve_evaluator<S>(
     listener: TcpListener,
     evaluator: S,
     drain: Drain,
-    max_message_bytes: usize,
+    options: ServeOptions,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error>
 where
@@ -52,39 +91,165 @@ where
     let health_service = tonic_health::pb::health_server::HealthServer::new(
         tonic_health::server::HealthService::from_health_reporter(health.clone()),
     );
-    let stop = async move {
-        shutdown.await;
-        for name in HEALTH_SERVICES {
-            health
-                .set_service_status(name, ServingStatus::NotServing)
-                .await;
+    let close_all = CancellationToken::new();
+    let stop = {
+        let close_all = close_all.clone();
+        async move {
+            shutdown.await;
+            let grace = options.shutdown_grace;
+            let close_at = tokio::time::Instant::now() + grace;
+            for name in HEALTH_SERVICES {
+                health
+                    .set_service_status(name, ServingStatus::NotServing)
+                    .await;
+            }
+            tracing::info!(
+                in_flight = drain.in_flight(),
+                grace_ms = grace.as_millis() as u64,
+                "draining: health NOT_SERVING, new calls refused"
+            );
+            // Calls get the grace but the last moments, kept for closing.
+            let drain_by = close_at - grace.min(CLOSE_WAIT);
+            if tokio::time::timeout_at(drain_by, drain.drain())
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    in_flight = drain.in_flight(),
+                    "shutdown grace ran out: cancelling the calls still running"
+                );
+            }
+            // Returning stops the accept loop and sends GOAWAY on every
+            // connection; those still open a moment later are closed.
+            let force_at = close_at.min(tokio::time::Instant::now() + CLOSE_WAIT);
+            tokio::spawn(async move {
+                tokio::time::sleep_until(force_at).await;
+                close_all.cancel();
+            });
         }
-        tracing::info!(
-            in_flight = drain.in_flight(),
-            "draining: health NOT_SERVING, new calls refused"
-        );
-        drain.drain().await;
     };
     // tonic's `tcp_nodelay` only applies to listeners it binds itself: set it
     // on each accepted socket, or Nagle adds ~40 ms to small answers.
-    let incoming = TcpListenerStream::new(listener).map(|conn| {
-        conn.inspect(|stream| {
+    let incoming = TcpListenerStream::new(listener).map(move |conn| {
+        conn.map(|stream| {
             if let Err(err) = stream.set_nodelay(true) {
                 tracing::debug!(%err, "TCP_NODELAY");
             }
+            Closable::new(stream, &close_all)
         })
     });
     // Room for a whole request in flight; HTTP/2 caps windows at 2^31-1.
-    let window = u32::try_from(max_message_bytes.saturating_mul(2).clamp(1 << 20, 1 << 30))
-        .unwrap_or(1 << 30);
+    let window = u32::try_from(
+        options
+            .max_message_bytes
+            .saturating_mul(2)
+            .clamp(1 << 20, 1 << 30),
+    )
+    .unwrap_or(1 << 30);
     tonic::transport::Server::builder()
         .initial_connection_window_size(window)
         .initial_stream_window_size(window)
         .max_frame_size(1 << 20)
+        .max_concurrent_streams(options.max_streams_per_connection)
+        .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESETS))
+        .layer(guard::RequireGrpcLayer)
         .add_service(health_service)
         .add_service(MapOutOfRange(evaluator))
         .serve_with_incoming_shutdown(incoming, stop)
         .await
+}
+
+/// An accepted connection that ends (EOF on read, an error on write) once
+/// `close` is cancelled, whatever state its HTTP/2 session is in.
+struct Closable {
+    stream: TcpStream,
+    closed: Pin<Box<WaitForCancellationFutureOwned>>,
+    is_closed: bool,
+}
+
+impl Closable {
+    fn new(stream: TcpStream, close: &CancellationToken) -> Self {
+        Self {
+            stream,
+            closed: Box::pin(close.clone().cancelled_owned()),
+            is_closed: false,
+        }
+    }
+
+    /// Whether the close came; registers the task to be woken when it does.
+    fn poll_closed(&mut self, cx: &mut Context<'_>) -> bool {
+        if !self.is_closed && self.closed.as_mut().poll(cx).is_ready() {
+            self.is_closed = true;
+        }
+        self.is_closed
+    }
+}
+
+fn closed_error() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "server shut down")
+}
+
+impl AsyncRead for Closable {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        if self.poll_closed(cx) {
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Closable {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        if self.poll_closed(cx) {
+            return Poll::Ready(Err(closed_error()));
+        }
+        Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if self.poll_closed(cx) {
+            return Poll::Ready(Err(closed_error()));
+        }
+        Pin::new(&mut self.stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        if self.poll_closed(cx) {
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        if self.poll_closed(cx) {
+            return Poll::Ready(Err(closed_error()));
+        }
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+}
+
+impl Connected for Closable {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.stream.connect_info()
+    }
 }
 
 /// tonic answers a request over the decoding limit with OUT_OF_RANGE; the

@@ -168,7 +168,11 @@ async fn flooded_stderr_keeps_its_last_words() {
     let resp = evaluate(&w, input.clone()).await.unwrap();
     assert_eq!(&resp.resource_list[..], input.as_bytes());
     let log = String::from_utf8_lossy(&resp.log);
-    assert!(log.ends_with("eee\nlast line\n"), "{}", &log[log.len() - 100..]);
+    assert!(
+        log.ends_with("eee\nlast line\n"),
+        "{}",
+        &log[log.len() - 100..]
+    );
     assert!(log.contains("bytes of stderr omitted"), "the cut is marked");
 }
 

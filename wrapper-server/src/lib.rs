@@ -9,6 +9,7 @@
 //! - [`install`]: the init container's self-install;
 //! - [`cp`]: a minimal `cp`, so Porch's `cp -a` init template works with no shell.
 
+pub mod conn;
 pub mod cp;
 pub mod install;
 pub mod metrics;

@@ -11,6 +11,7 @@ use std::io::IsTerminal;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -63,9 +64,20 @@ struct ServeArgs {
     /// size limit).
     #[arg(long)]
     max_output_bytes: Option<usize>,
-    /// Calls allowed to run at once; more get RESOURCE_EXHAUSTED. 0: no limit.
+    /// Calls allowed at once, from their ResourceList's arrival until their
+    /// answer is sent; more get RESOURCE_EXHAUSTED. 0: no limit (calls on
+    /// one connection are still limited, see the README).
     #[arg(long, default_value_t = 0)]
     max_concurrent_evaluations: usize,
+    /// After SIGTERM: how long calls in flight may still finish (health
+    /// answers NOT_SERVING meanwhile); then every connection is closed and
+    /// the server exits (Go duration).
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    shutdown_grace: Duration,
+    /// How long a call's request may take to arrive in full, whatever its
+    /// deadline: a stalled upload then gives back its slot (Go duration).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    request_read_timeout: Duration,
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
@@ -95,6 +107,10 @@ struct ServeArgs {
 enum LogFormat {
     Text,
     Json,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    krm_fn::duration::parse_go_duration(s).map_err(|e| e.to_string())
 }
 
 fn parse_listen_addr(s: &str) -> Result<SocketAddr, String> {
@@ -180,6 +196,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_output_bytes: args.max_output_bytes.unwrap_or(args.max_request_body_size),
         max_concurrent: (args.max_concurrent_evaluations > 0)
             .then_some(args.max_concurrent_evaluations),
+        shutdown_grace: args.shutdown_grace,
+        request_read_timeout: args.request_read_timeout,
     };
     let reap_orphans = args.reap_orphans.unwrap_or(std::process::id() == 1);
     let runtime = tokio::runtime::Builder::new_multi_thread()

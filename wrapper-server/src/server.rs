@@ -29,11 +29,25 @@ pub struct ServerConfig {
     pub max_output_bytes: usize,
     /// At most this many calls run at once; the rest get RESOURCE_EXHAUSTED.
     pub max_concurrent: Option<usize>,
+    /// From SIGTERM until every connection is closed (`--shutdown-grace`).
+    pub shutdown_grace: std::time::Duration,
+    /// How long a call's request may take to arrive in full
+    /// (`--request-read-timeout`).
+    pub request_read_timeout: std::time::Duration,
 }
+
+/// Streams one connection may have open at once; a client with more waits
+/// for a free stream. Well above the calls one connection may run at once
+/// ([`crate::conn::CALLS_PER_CONNECTION`]), because h2 counts a stream the
+/// client reset until the server has let go of it: a client that cancels
+/// and at once starts another call would, at this cap, have the new stream
+/// refused.
+pub const MAX_STREAMS_PER_CONNECTION: u32 = 64;
 
 /// The wrapper's gRPC services, ready to serve.
 pub struct Wrapper {
     service: Arc<Service>,
+    shutdown_grace: std::time::Duration,
 }
 
 impl Wrapper {
@@ -47,9 +61,12 @@ impl Wrapper {
             ),
             gate: Gate::new(config.max_concurrent),
             metrics,
+            request_read_timeout: config.request_read_timeout,
+            connections: Default::default(),
         };
         Self {
             service: Arc::new(service),
+            shutdown_grace: config.shutdown_grace,
         }
     }
 
@@ -74,6 +91,11 @@ impl Wrapper {
             .max_decoding_message_size(max)
             .max_encoding_message_size(max);
         let evaluator = stream::Evaluator::new(self.service, buffered);
-        krm_fn::server::serve_evaluator(listener, evaluator, drain, max, shutdown).await
+        let options = krm_fn::server::ServeOptions {
+            max_message_bytes: max,
+            max_streams_per_connection: MAX_STREAMS_PER_CONNECTION,
+            shutdown_grace: self.shutdown_grace,
+        };
+        krm_fn::server::serve_evaluator(listener, evaluator, drain, options, shutdown).await
     }
 }

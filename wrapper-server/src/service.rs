@@ -18,6 +18,10 @@ pub(crate) struct Service {
     pub(crate) function: Function,
     pub(crate) gate: Gate,
     pub(crate) metrics: Arc<Metrics>,
+    /// Bound on reading one call's request (`--request-read-timeout`).
+    pub(crate) request_read_timeout: std::time::Duration,
+    /// Calls per client connection.
+    pub(crate) connections: crate::conn::Connections,
 }
 
 impl Service {
@@ -90,6 +94,8 @@ mod tests {
             function: Function::new(entrypoint, 1 << 20, 1 << 20, "--max-output-bytes"),
             gate: Gate::new(None),
             metrics: Arc::new(Metrics::new()),
+            request_read_timeout: Duration::from_secs(30),
+            connections: Default::default(),
         }))
     }
 

@@ -34,13 +34,14 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures::future::BoxFuture;
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use krm_fn::call::{deadline, CallError, RequestError};
+use krm_fn::call::{deadline, Admission, CallError, RequestError};
 use krm_fn::exec::{self, Input};
 use prost::Message;
 use proto::pb::function_evaluator_server::FunctionEvaluatorServer;
 use proto::pb::EvaluateFunctionResponse;
 use tonic::body::Body;
 use tonic::server::NamedService;
+use tonic::transport::server::TcpConnectInfo;
 use tonic::Status;
 
 use crate::metrics::CallMetrics;
@@ -108,7 +109,30 @@ async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response
     let mut call = service.metrics.start_call(0);
     // The function's name, known once the request's other fields are decoded.
     let mut image = None;
-    let call_fut = run_call(service, req.into_body(), &mut call, &mut image);
+    // The call's slot on its connection and its admission, held until its
+    // answer is sent.
+    let peer = req
+        .extensions()
+        .get::<TcpConnectInfo>()
+        .and_then(TcpConnectInfo::remote_addr);
+    let mut held = Held::default();
+    let body = BodyReader::new(
+        req.into_body(),
+        tokio::time::Instant::now() + service.request_read_timeout,
+        service.request_read_timeout,
+    );
+    let call_fut = async {
+        if let Some(peer) = peer {
+            // Waiting counts as reading the request: its body is not read.
+            held.connection_slot =
+                tokio::time::timeout_at(body.read_by, service.connections.acquire(peer))
+                    .await
+                    .map_err(|_| RequestError::ReadTimeout {
+                        after: service.request_read_timeout,
+                    })?;
+        }
+        run_call(service, body, &mut call, &mut image, &mut held.admission).await
+    };
     // Past the deadline the call is dropped: its process group is killed.
     let finished = deadline::before(deadline, call_fut).await;
     let image = image.unwrap_or_else(|| service.function.name_or_entrypoint(String::new()));
@@ -119,8 +143,53 @@ async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response
     });
     service.log_call(&image, &result, started, &mut call);
     match result {
-        Ok(resp) => ok_response(resp),
+        Ok(resp) => ok_response(resp).map(|body| {
+            Body::new(Holding {
+                body,
+                held: Some(held),
+            })
+        }),
         Err(err) => Status::from(err).into_http(),
+    }
+}
+
+/// A response body that holds the call's admission until its last frame
+/// was taken (or it is dropped: the client went away). An answer the client
+/// does not read keeps counting against the concurrency cap and the drain,
+/// so unread answers cannot pile up in memory beyond the cap.
+struct Holding {
+    body: Body,
+    held: Option<Held>,
+}
+
+/// What a call holds until its answer is sent.
+#[derive(Default)]
+struct Held {
+    connection_slot: Option<tokio::sync::OwnedSemaphorePermit>,
+    admission: Option<Admission>,
+}
+
+impl http_body::Body for Holding {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) {
+            self.held = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -140,11 +209,11 @@ struct RequestFields {
 /// Reads the request and runs the function on it; see the module docs.
 async fn run_call(
     service: &Service,
-    body: Body,
+    mut body: BodyReader,
     call: &mut CallMetrics,
     image: &mut Option<String>,
+    admitted: &mut Option<Admission>,
 ) -> Result<EvaluateFunctionResponse, CallError> {
-    let mut body = BodyReader::new(body);
     let function = &service.function;
     let len = body.message_prefix(function.max_message_bytes).await?;
     let mut msg = MessageReader {
@@ -157,7 +226,7 @@ async fn run_call(
     // Admitted only now, right before the function starts: a client that
     // stalls before its ResourceList holds no slot and does not keep a drain
     // waiting.
-    let _admitted = service.gate.admit()?;
+    *admitted = Some(service.gate.admit()?);
     // The other fields, when decoded while the function still ran.
     let mut decoded = None;
     let streamed_output = match streamed {
@@ -285,14 +354,20 @@ struct BodyReader {
     /// The unread rest of the current DATA frame.
     chunk: Bytes,
     ended: bool,
+    /// The whole body must have arrived by then (`--request-read-timeout`),
+    /// deadline or not: a stalled upload must not hold its slot forever.
+    read_by: tokio::time::Instant,
+    read_timeout: std::time::Duration,
 }
 
 impl BodyReader {
-    fn new(body: Body) -> Self {
+    fn new(body: Body, read_by: tokio::time::Instant, read_timeout: std::time::Duration) -> Self {
         Self {
             body,
             chunk: Bytes::new(),
             ended: false,
+            read_by,
+            read_timeout,
         }
     }
 
@@ -302,7 +377,12 @@ impl BodyReader {
             if self.ended {
                 return Ok(false);
             }
-            match self.body.frame().await {
+            let frame = tokio::time::timeout_at(self.read_by, self.body.frame())
+                .await
+                .map_err(|_| RequestError::ReadTimeout {
+                    after: self.read_timeout,
+                })?;
+            match frame {
                 None => self.ended = true,
                 // The client reset the stream or the connection broke.
                 Some(Err(source)) => return Err(CallError::Cancelled { source }),
@@ -483,6 +563,8 @@ mod tests {
             max_message_bytes: 1 << 20,
             max_output_bytes: 1 << 20,
             max_concurrent: None,
+            shutdown_grace: Duration::from_secs(20),
+            request_read_timeout: Duration::from_secs(30),
         }
     }
 

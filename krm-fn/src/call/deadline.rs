@@ -52,25 +52,48 @@ pub fn before<F: Future>(
 }
 
 /// The `grpc-timeout` the client sent (`<digits><unit>`, units H M S m u n).
+/// Requests whose timeout does not parse are refused before they get here
+/// (`server::guard`).
 pub fn grpc_timeout(headers: &http::HeaderMap) -> Option<Duration> {
-    parse_grpc_timeout(headers.get("grpc-timeout")?.to_str().ok()?)
+    parse_grpc_timeout(headers.get("grpc-timeout")?.to_str().ok()?).ok()
 }
 
-fn parse_grpc_timeout(value: &str) -> Option<Duration> {
-    if value.len() < 2 || value.len() > 9 {
-        return None;
+/// Err (why) if the request has a `grpc-timeout` that does not parse.
+pub fn check_grpc_timeout(headers: &http::HeaderMap) -> Result<(), String> {
+    match headers.get("grpc-timeout") {
+        None => Ok(()),
+        Some(v) => {
+            let text = v.to_str().map_err(|_| "not ASCII".to_string())?;
+            parse_grpc_timeout(text).map(drop)
+        }
+    }
+}
+
+/// grpc-go's `decodeTimeout`: at most 8 digits, then one unit.
+fn parse_grpc_timeout(value: &str) -> Result<Duration, String> {
+    if value.len() < 2 {
+        return Err(format!("timeout string is too short: {value:?}"));
+    }
+    if value.len() > 9 {
+        return Err(format!("timeout string is too long: {value:?}"));
     }
     let (digits, unit) = value.split_at(value.len() - 1);
-    let n: u64 = digits.parse().ok()?;
-    Some(match unit {
-        "H" => Duration::from_secs(n.checked_mul(3600)?),
-        "M" => Duration::from_secs(n.checked_mul(60)?),
-        "S" => Duration::from_secs(n),
-        "m" => Duration::from_millis(n),
-        "u" => Duration::from_micros(n),
-        "n" => Duration::from_nanos(n),
-        _ => return None,
-    })
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("timeout value is not a number: {value:?}"));
+    }
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("timeout value is not a number: {value:?}"))?;
+    let hours = |n: u64, per: u64| n.checked_mul(per).map(Duration::from_secs);
+    match unit {
+        "H" => hours(n, 3600).ok_or_else(|| format!("timeout overflows: {value:?}")),
+        "M" => hours(n, 60).ok_or_else(|| format!("timeout overflows: {value:?}")),
+        "S" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_millis(n)),
+        "u" => Ok(Duration::from_micros(n)),
+        "n" => Ok(Duration::from_nanos(n)),
+        _ => Err(format!("timeout unit is not recognized: {value:?}")),
+    }
 }
 
 #[cfg(test)]
@@ -89,17 +112,17 @@ mod tests {
 
     #[test]
     fn grpc_timeout_units() {
-        assert_eq!(parse_grpc_timeout("1S"), Some(Duration::from_secs(1)));
-        assert_eq!(parse_grpc_timeout("250m"), Some(Duration::from_millis(250)));
-        assert_eq!(parse_grpc_timeout("2H"), Some(Duration::from_secs(7200)));
-        assert_eq!(parse_grpc_timeout("3M"), Some(Duration::from_secs(180)));
-        assert_eq!(parse_grpc_timeout("10u"), Some(Duration::from_micros(10)));
+        assert_eq!(parse_grpc_timeout("1S"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_grpc_timeout("250m"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_grpc_timeout("2H"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_grpc_timeout("3M"), Ok(Duration::from_secs(180)));
+        assert_eq!(parse_grpc_timeout("10u"), Ok(Duration::from_micros(10)));
         assert_eq!(
             parse_grpc_timeout("99999999n"),
-            Some(Duration::from_nanos(99_999_999))
+            Ok(Duration::from_nanos(99_999_999))
         );
-        assert_eq!(parse_grpc_timeout("123456789S"), None, "more than 8 digits");
-        assert_eq!(parse_grpc_timeout("1x"), None);
-        assert_eq!(parse_grpc_timeout("S"), None);
+        for bad in ["123456789S", "1x", "S", "+5S", "-1S", "1", "xyz"] {
+            assert!(parse_grpc_timeout(bad).is_err(), "{bad}");
+        }
     }
 }

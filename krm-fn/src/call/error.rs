@@ -150,6 +150,9 @@ pub enum RequestError {
     Malformed(&'static str),
     #[error("failed to decode Protobuf message: {0}")]
     Decode(#[from] prost::DecodeError),
+    /// The client stopped sending before the request was whole.
+    #[error("the request did not arrive in full within {}s (--request-read-timeout)", .after.as_secs_f64())]
+    ReadTimeout { after: std::time::Duration },
 }
 
 impl CallError {
@@ -178,7 +181,8 @@ impl CallError {
             | CallError::OutputTooLarge { .. }
             | CallError::ResponseTooLarge { .. }
             | CallError::Rejected(RequestError::TooLarge { .. }) => Code::ResourceExhausted,
-            CallError::DeadlineExceeded { .. } => Code::DeadlineExceeded,
+            CallError::DeadlineExceeded { .. }
+            | CallError::Rejected(RequestError::ReadTimeout { .. }) => Code::DeadlineExceeded,
             CallError::Cancelled { source } => source.code(),
             CallError::Rejected(_)
             | CallError::StartFailed { .. }

@@ -22,6 +22,10 @@ use crate::parse_duration;
 /// without them (they then apply once listed).
 const CLUSTER_CONFIGS_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// After the drain, how long stopping the pods may take: with the default
+/// `--shutdown-grace` within Kubernetes' default 30 s termination grace.
+const POD_STOP_TIMEOUT: Duration = Duration::from_secs(8);
+
 /// Flags are named as Porch's function runner's.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
@@ -56,6 +60,11 @@ pub(crate) struct ServeArgs {
     /// Maximum gRPC message size in bytes, both directions.
     #[arg(long, default_value_t = proto::DEFAULT_MAX_MESSAGE_BYTES)]
     max_request_body_size: usize,
+    /// After SIGTERM: how long calls in flight may still finish (health
+    /// answers NOT_SERVING meanwhile); then every connection is closed and
+    /// the pods are stopped (Go duration).
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    shutdown_grace: Duration,
     /// Directory of FunctionConfig documents (config.porch.kpt.dev/v1alpha1).
     #[arg(long)]
     functions: Option<PathBuf>,
@@ -251,9 +260,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         tokio::select! { _ = sigterm.recv() => {}, _ = sigint.recv() => {} }
         tracing::info!("termination signal: draining");
     };
-    let served = serve(listener, service, args.max_request_body_size, shutdown).await;
+    let options = krm_fn::server::ServeOptions {
+        max_message_bytes: args.max_request_body_size,
+        max_streams_per_connection: function_runner::server::MAX_STREAMS_PER_CONNECTION,
+        shutdown_grace: args.shutdown_grace,
+    };
+    let served = serve(listener, service, options, shutdown).await;
     tracing::info!("stopping pods");
-    runner.shutdown(Duration::from_secs(30)).await;
+    runner.shutdown(POD_STOP_TIMEOUT).await;
     served.context("serving gRPC")?;
     tracing::info!("stopped");
     Ok(())

@@ -1,0 +1,490 @@
+//! What an adversarial or careless client does to the wrapper and the
+//! runner at the HTTP/2 level (issue #11): raw h2 clients on loopback,
+//! against the real binaries, every wait bounded.
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use e2e_tests::{eventually_async, health_status, resource_list, Wrapper};
+use prost::Message;
+use proto::pb::EvaluateFunctionRequest;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tonic::Code;
+
+const EVALUATE: &str = "/evaluator.FunctionEvaluator/EvaluateFunction";
+
+fn sh(script: &str) -> [&str; 3] {
+    ["/bin/sh", "-c", script]
+}
+
+/// A raw HTTP/2 connection: `window` is the client's initial stream window
+/// (0: the server may send no DATA).
+async fn h2_connect(
+    addr: SocketAddr,
+    window: u32,
+) -> (h2::client::SendRequest<Bytes>, tokio::task::JoinHandle<()>) {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    let (send, conn) = h2::client::Builder::new()
+        .initial_window_size(window)
+        .handshake(tcp)
+        .await
+        .unwrap();
+    let task = tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    (send, task)
+}
+
+fn grpc_request(method: &str, content_type: &str, timeout: Option<&str>) -> http::Request<()> {
+    let mut b = http::Request::builder()
+        .method(method)
+        .uri(format!("http://localhost{EVALUATE}"))
+        .header("content-type", content_type)
+        .header("te", "trailers");
+    if let Some(t) = timeout {
+        b = b.header("grpc-timeout", t);
+    }
+    b.body(()).unwrap()
+}
+
+/// The gRPC frame of an EvaluateFunctionRequest.
+fn framed(rl: impl Into<Bytes>) -> Bytes {
+    let msg = EvaluateFunctionRequest {
+        resource_list: rl.into(),
+        image: "example.com/fn/test:v1".into(),
+        tag: String::new(),
+    }
+    .encode_to_vec();
+    let mut out = BytesMut::with_capacity(5 + msg.len());
+    out.put_u8(0);
+    out.put_u32(msg.len() as u32);
+    out.extend_from_slice(&msg);
+    out.freeze()
+}
+
+/// Sends one whole request and returns (HTTP status, grpc-status,
+/// grpc-message) from the response headers or trailers.
+async fn h2_call(
+    send: &mut h2::client::SendRequest<Bytes>,
+    req: http::Request<()>,
+    body: Bytes,
+) -> (u16, String, String) {
+    let mut send = send.clone().ready().await.unwrap();
+    let (resp, mut stream) = send.send_request(req, false).unwrap();
+    stream.send_data(body, true).unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(20), resp)
+        .await
+        .unwrap()
+        .unwrap();
+    let status = resp.status().as_u16();
+    let mut headers = resp.headers().clone();
+    let mut body = resp.into_body();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.unwrap();
+        let _ = body.flow_control().release_capacity(chunk.len());
+    }
+    if let Ok(Some(trailers)) = body.trailers().await {
+        headers.extend(trailers);
+    }
+    let get = |k: &str| {
+        headers
+            .get(k)
+            .map(|v| v.to_str().unwrap().to_string())
+            .unwrap_or_default()
+    };
+    (status, get("grpc-status"), get("grpc-message"))
+}
+
+/// #11 item 10: requests grpc-go would refuse are refused as grpc-go
+/// refuses them, and the function never runs.
+#[tokio::test]
+async fn requests_that_are_not_grpc_are_refused_without_running_the_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let script = format!("touch {}; cat", marker.display());
+    let w = Wrapper::start(&[], &sh(&script)).unwrap();
+    let runner = Wrapper::start_runner(&["--metrics-port", "0"]).unwrap();
+    for addr in [w.addr, runner.addr] {
+        let (mut send, _conn) = h2_connect(addr, 1 << 20).await;
+        let rl = framed(resource_list(1));
+        let (status, code, msg) = h2_call(
+            &mut send,
+            grpc_request("POST", "text/plain", None),
+            rl.clone(),
+        )
+        .await;
+        assert_eq!((status, code.as_str()), (415, "3"), "{msg}");
+        assert!(msg.contains("content-type"), "{msg}");
+        let (status, code, msg) = h2_call(
+            &mut send,
+            grpc_request("GET", "application/grpc", None),
+            rl.clone(),
+        )
+        .await;
+        assert_eq!((status, code.as_str()), (405, "13"), "{msg}");
+        for timeout in ["xyz", "1"] {
+            let req = grpc_request("POST", "application/grpc", Some(timeout));
+            let (status, code, msg) = h2_call(&mut send, req, rl.clone()).await;
+            assert_eq!((status, code.as_str()), (400, "13"), "{timeout}: {msg}");
+            assert!(msg.contains("malformed%20grpc-timeout"), "{msg}");
+        }
+    }
+    assert!(!marker.exists(), "the function ran");
+    // A gRPC request still runs it.
+    let (mut send, _conn) = h2_connect(w.addr, 1 << 20).await;
+    let req = grpc_request("POST", "application/grpc", Some("10S"));
+    let (status, code, msg) = h2_call(&mut send, req, framed(resource_list(1))).await;
+    assert_eq!((status, code.as_str()), (200, "0"), "{msg}");
+    assert!(marker.exists());
+}
+
+/// #11 item 3: SIGTERM ends within the grace however clients hold their
+/// connections, health answers NOT_SERVING on new connections meanwhile,
+/// and the runner's pods are stopped.
+#[tokio::test]
+async fn sigterm_ends_within_the_grace_whatever_connections_stay_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let started_file = dir.path().join("started");
+    let script = format!("touch {}; cat", started_file.display());
+    let mut w = Wrapper::start(
+        &[
+            "--shutdown-grace",
+            "2s",
+            "--max-concurrent-evaluations",
+            "1",
+        ],
+        &sh(&script),
+    )
+    .unwrap();
+    let _held = hold_connections(w.addr).await;
+    // The half request was admitted (its function started, and it holds
+    // the one slot): the drain has a call to wait for, which never ends.
+    assert!(
+        started(&started_file).await,
+        "the half request never started"
+    );
+    assert!(at_the_cap(&w).await, "the half request holds no slot");
+    let started = Instant::now();
+    w.signal(nix::sys::signal::Signal::SIGTERM);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // NOT_SERVING (2), not a refused connection.
+    assert_eq!(health_status(&w.endpoint(), "").await.unwrap(), 2);
+    w.wait_exit(Duration::from_secs(10)).await.unwrap();
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(1),
+        "the drain did not wait: {took:?}"
+    );
+    assert!(took < Duration::from_secs(8), "exited after {took:?}");
+}
+
+/// Whether `file` appears within 10 s (a function's first act).
+async fn started(file: &std::path::Path) -> bool {
+    e2e_tests::eventually(Duration::from_secs(10), || file.exists()).await
+}
+
+/// Whether an ordinary call gets RESOURCE_EXHAUSTED, within 5 s.
+async fn at_the_cap(w: &Wrapper) -> bool {
+    let client = w.client().await.unwrap();
+    eventually_async(Duration::from_secs(5), async || {
+        let mut client = client.clone();
+        let res = client
+            .evaluate_function(EvaluateFunctionRequest {
+                resource_list: resource_list(1).into(),
+                image: "example.com/fn/test:v1".into(),
+                tag: String::new(),
+            })
+            .await;
+        matches!(res, Err(s) if s.code() == Code::ResourceExhausted)
+    })
+    .await
+}
+
+/// An idle TCP connection, a bare HTTP/2 preface, and half a request.
+async fn hold_connections(addr: SocketAddr) -> Vec<Box<dyn std::any::Any + Send>> {
+    let idle = TcpStream::connect(addr).await.unwrap();
+    let mut preface = TcpStream::connect(addr).await.unwrap();
+    preface
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
+    let (send, conn) = h2_connect(addr, 1 << 20).await;
+    let mut ready = send.clone().ready().await.unwrap();
+    let (resp, mut stream) = ready
+        .send_request(grpc_request("POST", "application/grpc", None), false)
+        .unwrap();
+    // The prefix announces 1000 bytes; 10 come.
+    let mut half = BytesMut::new();
+    half.put_u8(0);
+    half.put_u32(1000);
+    half.extend_from_slice(&[0x0a, 0x80, 0x07, b'x', b'x', b'x', b'x', b'x', b'x', b'x']);
+    stream.send_data(half.freeze(), false).unwrap();
+    vec![
+        Box::new(idle),
+        Box::new(preface),
+        Box::new((send, conn, resp, stream)),
+    ]
+}
+
+#[tokio::test]
+async fn the_runner_stops_its_pods_within_the_grace_whatever_connections_stay_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let fns = dir.path().join("functions.yaml");
+    std::fs::write(
+        &fns,
+        "example.com/fn/slow:v1: [/bin/sh, -c, 'sleep 1; cat']\n",
+    )
+    .unwrap();
+    let mut runner = Wrapper::start_runner(&[
+        "--metrics-port",
+        "0",
+        "--shutdown-grace",
+        "3s",
+        "--process-functions",
+        fns.to_str().unwrap(),
+    ])
+    .unwrap();
+    let call = |mut client: proto::pb::function_evaluator_client::FunctionEvaluatorClient<_>| async move {
+        client
+            .evaluate_function(EvaluateFunctionRequest {
+                resource_list: resource_list(1).into(),
+                image: "example.com/fn/slow:v1".into(),
+                tag: String::new(),
+            })
+            .await
+    };
+    // A first call starts a pod (a wrapper-server child of the runner).
+    call(runner.client().await.unwrap()).await.unwrap();
+    let pods = e2e_tests::children_of(runner.child.id());
+    assert!(!pods.is_empty(), "no pod process");
+    let _held = hold_connections(runner.addr).await;
+    // A call in flight when SIGTERM comes: the drain waits for it.
+    let in_flight = tokio::spawn(call(runner.client().await.unwrap()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    runner.signal(nix::sys::signal::Signal::SIGTERM);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // NOT_SERVING (2) on a new connection, not a refused one.
+    assert_eq!(health_status(&runner.endpoint(), "").await.unwrap(), 2);
+    runner.wait_exit(Duration::from_secs(15)).await.unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(10), "exited after {took:?}");
+    in_flight
+        .await
+        .unwrap()
+        .expect("the call in flight finished");
+    for (pid, _) in pods {
+        assert!(
+            !e2e_tests::process_alive(pid),
+            "pod {pid} outlived the runner"
+        );
+    }
+}
+
+/// #11 item 4: an upload that stalls holds its slot only until
+/// `--request-read-timeout`, and is told why.
+#[tokio::test]
+async fn a_stalled_upload_gives_back_its_slot() {
+    let dir = tempfile::tempdir().unwrap();
+    let started_file = dir.path().join("started");
+    let script = format!("touch {}; cat", started_file.display());
+    let w = Wrapper::start(
+        &[
+            "--max-concurrent-evaluations",
+            "1",
+            "--request-read-timeout",
+            "1s",
+        ],
+        &sh(&script),
+    )
+    .unwrap();
+    let (send, _conn) = h2_connect(w.addr, 1 << 20).await;
+    let mut ready = send.clone().ready().await.unwrap();
+    let (resp, mut stream) = ready
+        .send_request(grpc_request("POST", "application/grpc", None), false)
+        .unwrap();
+    // The ResourceList's header (the call is admitted), then a stall.
+    let mut head = BytesMut::new();
+    head.put_u8(0);
+    head.put_u32(1003);
+    head.extend_from_slice(&[0x0a, 0xe8, 0x07, b'x']);
+    stream.send_data(head.freeze(), false).unwrap();
+    assert!(
+        started(&started_file).await,
+        "the stalled upload never started"
+    );
+    assert!(
+        at_the_cap(&w).await,
+        "the stalled upload was never admitted"
+    );
+    let client = w.client().await.unwrap();
+    let call = |mut client: proto::pb::function_evaluator_client::FunctionEvaluatorClient<_>| async move {
+        client
+            .evaluate_function(EvaluateFunctionRequest {
+                resource_list: resource_list(1).into(),
+                image: "example.com/fn/test:v1".into(),
+                tag: String::new(),
+            })
+            .await
+    };
+    // The stalled call is ended, naming the flag; the slot is free again.
+    let resp = tokio::time::timeout(Duration::from_secs(10), resp)
+        .await
+        .unwrap()
+        .unwrap();
+    let trailers_or_headers = {
+        let mut h = resp.headers().clone();
+        let mut body = resp.into_body();
+        while body.data().await.is_some() {}
+        if let Ok(Some(t)) = body.trailers().await {
+            h.extend(t);
+        }
+        h
+    };
+    assert_eq!(trailers_or_headers["grpc-status"], "4");
+    let msg = trailers_or_headers["grpc-message"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(msg.contains("request-read-timeout"), "{msg}");
+    call(client).await.unwrap();
+}
+
+/// #11 item 5: answers the client does not read count against the cap
+/// until sent, and a connection may open only so many streams.
+#[tokio::test]
+async fn unread_answers_count_against_the_cap() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("touch {}/$$; cat", dir.path().display());
+    let w = Wrapper::start(&["--max-concurrent-evaluations", "2"], &sh(&script)).unwrap();
+    // Window 0: the server can send headers but no DATA.
+    let (send, conn) = h2_connect(w.addr, 0).await;
+    let mut pending = Vec::new();
+    for _ in 0..2 {
+        let mut ready = send.clone().ready().await.unwrap();
+        let (resp, mut stream) = ready
+            .send_request(grpc_request("POST", "application/grpc", None), false)
+            .unwrap();
+        stream.send_data(framed(resource_list(500)), true).unwrap();
+        pending.push((resp, stream));
+    }
+    let client = w.client().await.unwrap();
+    let call = |mut client: proto::pb::function_evaluator_client::FunctionEvaluatorClient<_>| async move {
+        client
+            .evaluate_function(EvaluateFunctionRequest {
+                resource_list: resource_list(1).into(),
+                image: "example.com/fn/test:v1".into(),
+                tag: String::new(),
+            })
+            .await
+    };
+    // Both calls ran (cat answers at once); their answers wait unsent and
+    // hold both slots.
+    let ran = e2e_tests::eventually(Duration::from_secs(10), || {
+        std::fs::read_dir(dir.path()).map_or(0, Iterator::count) == 2
+    })
+    .await;
+    assert!(ran, "the two calls did not run");
+    for _ in 0..3 {
+        let err = call(client.clone()).await.unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    }
+    // The server advertises its cap on streams per connection.
+    assert_eq!(max_concurrent_streams(w.addr).await, Some(64));
+    // The client goes away: its answers are dropped and the slots freed.
+    drop((pending, send));
+    conn.abort();
+    let freed = eventually_async(Duration::from_secs(10), async || {
+        call(client.clone()).await.is_ok()
+    })
+    .await;
+    assert!(freed, "the slots were not given back");
+}
+
+/// #11 item 5: one connection runs at most 16 calls at once, counting
+/// those whose answers it does not read; the rest wait (their requests
+/// unread), and other connections are not held up.
+#[tokio::test]
+async fn one_connection_that_reads_no_answers_holds_at_most_16() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("touch {}/$$; cat", dir.path().display());
+    let w = Wrapper::start(&[], &sh(&script)).unwrap();
+    let ran = || std::fs::read_dir(dir.path()).map_or(0, Iterator::count);
+    let (send, conn) = h2_connect(w.addr, 0).await;
+    let mut pending = Vec::new();
+    for _ in 0..24 {
+        let mut ready = send.clone().ready().await.unwrap();
+        let (resp, mut stream) = ready
+            .send_request(grpc_request("POST", "application/grpc", None), false)
+            .unwrap();
+        stream.send_data(framed(resource_list(500)), true).unwrap();
+        pending.push((resp, stream));
+    }
+    assert!(
+        e2e_tests::eventually(Duration::from_secs(10), || ran() >= 16).await,
+        "{} ran",
+        ran()
+    );
+    // Another connection is served meanwhile.
+    let mut other = w.client().await.unwrap();
+    other
+        .evaluate_function(EvaluateFunctionRequest {
+            resource_list: resource_list(1).into(),
+            image: "example.com/fn/test:v1".into(),
+            tag: String::new(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(ran(), 17, "the 8 over the share ran");
+    drop((pending, send));
+    conn.abort();
+}
+
+/// SETTINGS_MAX_CONCURRENT_STREAMS from the server's first SETTINGS frame.
+async fn max_concurrent_streams(addr: SocketAddr) -> Option<u32> {
+    use tokio::io::AsyncReadExt;
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
+    let mut head = [0u8; 9];
+    tokio::time::timeout(Duration::from_secs(5), tcp.read_exact(&mut head))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(head[3], 4, "the server's first frame is SETTINGS");
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let mut payload = vec![0u8; len];
+    tcp.read_exact(&mut payload).await.unwrap();
+    payload.chunks(6).find_map(|s| {
+        (u16::from_be_bytes([s[0], s[1]]) == 3)
+            .then(|| u32::from_be_bytes([s[2], s[3], s[4], s[5]]))
+    })
+}
+
+/// #11 item 2: cancelled calls cost only themselves: a burst of streams
+/// reset before the server took them (h2's default allows 20, then sends
+/// GOAWAY `too_many_resets`) does not end the connection.
+#[tokio::test]
+async fn a_burst_of_cancellations_leaves_the_connection_serving() {
+    let w = Wrapper::start(&[], &sh("cat")).unwrap();
+    let (send, _conn) = h2_connect(w.addr, 1 << 20).await;
+    // Opened and reset in one burst: the server reads them all at once,
+    // before it accepted any.
+    for _ in 0..40 {
+        let mut ready = send.clone().ready().await.unwrap();
+        let (resp, mut stream) = ready
+            .send_request(grpc_request("POST", "application/grpc", None), false)
+            .unwrap();
+        stream.send_reset(h2::Reason::CANCEL);
+        drop(resp);
+    }
+    let mut send = send;
+    let req = grpc_request("POST", "application/grpc", Some("10S"));
+    let (status, code, msg) = h2_call(&mut send, req, framed(resource_list(1))).await;
+    assert_eq!((status, code.as_str()), (200, "0"), "{msg}");
+}
