@@ -18,13 +18,15 @@
 //!   then the pipes are drained for a short grace period and the leader reaped.
 //!   A grandchild holding stdout therefore cannot keep the call open.
 //! - Dropping the future (deadline, cancellation) kills the whole group at
-//!   once via [`Process`]'s `Drop`. Nothing the call started survives it.
+//!   once via [`Process`]'s `Drop`.
+//! - A descendant that left the group (`setsid`, `setpgid`, a daemon's double
+//!   fork) is killed too, once its call ended: see [`become_subreaper`].
 //! - stdout beyond the limit fails the call and kills the group; memory stays
 //!   bounded by the limit. stderr beyond its limit keeps its head and its
 //!   tail, with a marker saying how much was cut between them (and flagged):
 //!   a failing function's last words are what explains the failure.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
@@ -33,6 +35,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -571,9 +574,22 @@ pub struct Process {
 }
 
 impl Process {
-    /// Spawns `cmd` as the leader of a new process group. Must be called
-    /// inside a tokio runtime.
+    /// Spawns `cmd` as the leader of a new process group, for one call: a
+    /// process its descendants leave behind is killed after the call (see
+    /// [`become_subreaper`]). Must be called inside a tokio runtime.
     pub fn spawn(cmd: &mut Command) -> io::Result<(Process, Stdio3)> {
+        Self::spawn_kind(cmd, Kind::Call)
+    }
+
+    /// Like [`Process::spawn`], for a long-lived server (a process backend's
+    /// pod): what it leaves behind when it exits is killed, but while it
+    /// runs it does not shield the orphans of others (see
+    /// [`become_subreaper`]).
+    pub fn spawn_server(cmd: &mut Command) -> io::Result<(Process, Stdio3)> {
+        Self::spawn_kind(cmd, Kind::Server)
+    }
+
+    fn spawn_kind(cmd: &mut Command, kind: Kind) -> io::Result<(Process, Stdio3)> {
         cmd.process_group(0);
         // Spawn and register inside the spawn gate, so that the orphan
         // reaper (PID 1 only) never reaps a child of ours before it is known.
@@ -586,7 +602,7 @@ impl Process {
             .ok()
             .and_then(Pid::from_raw)
             .ok_or_else(|| io::Error::other(format!("invalid child pid {raw}")))?;
-        lock_registry().insert(pid.as_raw_pid());
+        lock_registry().insert(pid.as_raw_pid(), kind);
         drop(gate);
         let stdio = Stdio3 {
             stdin: child.stdin.take().map(OwnedFd::from),
@@ -684,6 +700,7 @@ impl Process {
                 // Err: ECHILD, already reaped; nothing more to wait for.
                 self.pidfd = None;
                 lock_registry().remove(&self.pid.as_raw_pid());
+                request_sweep();
                 true
             }
             Ok(None) => false,
@@ -742,6 +759,7 @@ impl Dying {
                 WaitIdOptions::EXITED | extra,
             );
             lock_registry().remove(&self.pid.as_raw_pid());
+            request_sweep();
         }
     }
 }
@@ -769,21 +787,21 @@ fn peek_exit(fd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
 }
 
 /// Pids of the children spawned through [`Process`] and not reaped yet.
-static REGISTRY: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+static REGISTRY: Mutex<BTreeMap<i32, Kind>> = Mutex::new(BTreeMap::new());
 
 /// Held shared from a spawn until its pid is in [`REGISTRY`], and exclusively
 /// by [`reap_orphans`]: the reaper never sees a child of ours that is not
 /// registered yet. (Lock order: gate, then registry.)
 static SPAWN_GATE: RwLock<()> = RwLock::new(());
 
-fn lock_registry() -> MutexGuard<'static, BTreeSet<i32>> {
+fn lock_registry() -> MutexGuard<'static, BTreeMap<i32, Kind>> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Kills the process groups of every child still running (used when the
 /// server exits at once on a second SIGTERM).
 pub fn kill_all_groups() {
-    for &pid in lock_registry().iter() {
+    for &pid in lock_registry().keys() {
         if let Some(pid) = Pid::from_raw(pid) {
             let _ = rustix::process::kill_process_group(pid, Signal::KILL);
         }
@@ -798,10 +816,173 @@ pub fn kill_all_groups() {
 pub fn reap_orphans() -> Vec<i32> {
     let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
     let registry = lock_registry();
-    let me = std::process::id();
     let mut reaped = Vec::new();
+    for child in children() {
+        if child.zombie && !registry.contains_key(&child.pid) {
+            if let Some(p) = Pid::from_raw(child.pid) {
+                if let Ok(Some(_)) =
+                    rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG)
+                {
+                    reaped.push(child.pid);
+                }
+            }
+        }
+    }
+    reaped
+}
+
+/// What a registered child is: a call's function, whose descendants may
+/// still be at work, or a long-lived server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Call,
+    Server,
+}
+
+/// Whether orphans are ours to kill: set by [`become_subreaper`], or true
+/// for PID 1.
+static SWEEPING: AtomicBool = AtomicBool::new(false);
+
+/// Makes this process the reaper of its orphaned descendants, and kills
+/// those that outlive their call.
+///
+/// A function's process group dies with the call, but a descendant that
+/// moved to a group or session of its own (`setsid`, a daemon's double
+/// fork) escapes that kill, and, if the wrapper itself is killed (the OOM
+/// killer's SIGKILL), so do the function processes. As a child subreaper
+/// (PID 1 is one already) every such orphan is re-parented to this process
+/// instead of to init, where it can be found and killed: after each call
+/// (and after a server child exits) a sweep kills the orphans no live call
+/// can own. A cgroup would contain them too, but needs a delegated cgroup
+/// tree, which neither an unprivileged pod nor a developer's machine has;
+/// PR_SET_CHILD_SUBREAPER needs no privilege.
+///
+/// Which orphans: a process re-parented to us whose start time is earlier
+/// than that of every call still running, so that a running function's
+/// own daemon (started after the call began) is spared until its call ends.
+/// Orphans of a dead server are killed at once (servers shield nothing).
+pub fn become_subreaper() -> io::Result<()> {
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+    SWEEPING.store(true, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Whether [`become_subreaper`] was called (or this is PID 1).
+pub fn is_subreaper() -> bool {
+    SWEEPING.load(Ordering::SeqCst) || std::process::id() == 1
+}
+
+/// At most one sweep runs at a time; `again` asks the running one for
+/// another round.
+static SWEEP: Mutex<SweepState> = Mutex::new(SweepState {
+    running: false,
+    again: false,
+});
+
+struct SweepState {
+    running: bool,
+    again: bool,
+}
+
+/// Sweeps run at most this often (a sweep reads /proc).
+const SWEEP_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Asks for a sweep of orphans (see [`become_subreaper`]), in the
+/// background: the call that ended does not wait for it. Also what to do on
+/// SIGCHLD: an orphan that exited is reaped by the sweep.
+pub fn request_sweep() {
+    if !is_subreaper() {
+        return;
+    }
+    {
+        let mut state = SWEEP.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.running {
+            state.again = true;
+            return;
+        }
+        state.running = true;
+    }
+    let rounds = || loop {
+        kill_orphans();
+        std::thread::sleep(SWEEP_INTERVAL);
+        let mut state = SWEEP.lock().unwrap_or_else(PoisonError::into_inner);
+        if !std::mem::take(&mut state.again) {
+            state.running = false;
+            break;
+        }
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn_blocking(rounds);
+        }
+        Err(_) => {
+            std::thread::spawn(rounds);
+        }
+    }
+}
+
+/// Kills the orphans no running call can own, and reaps them; repeats while
+/// killing one re-parents its own children to us (bounded rounds; the next
+/// sweep goes on). Returns the pids killed.
+pub fn kill_orphans() -> Vec<i32> {
+    let mut killed = Vec::new();
+    for _ in 0..16 {
+        // Exclusive: no spawn registers and no reaper reaps meanwhile, so a
+        // pid seen here cannot be reaped and reused before it is killed.
+        let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
+        let registry = lock_registry();
+        let children = children();
+        let oldest_call = children
+            .iter()
+            .filter(|c| registry.get(&c.pid) == Some(&Kind::Call))
+            .map(|c| c.start)
+            .min()
+            .unwrap_or(u64::MAX);
+        let mut round = 0;
+        for child in &children {
+            if registry.contains_key(&child.pid) {
+                continue;
+            }
+            let Some(p) = Pid::from_raw(child.pid) else {
+                continue;
+            };
+            if !child.zombie {
+                if child.start >= oldest_call {
+                    continue;
+                }
+                let _ = rustix::process::kill_process(p, Signal::KILL);
+                killed.push(child.pid);
+                round += 1;
+            }
+            // A dead orphan is reaped whoever it belonged to; one just
+            // killed is reaped now if it already died, else next round.
+            let _ = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG);
+        }
+        if round == 0 {
+            break;
+        }
+        drop(registry);
+        drop(_gate);
+        // Let the SIGKILLs land before looking for re-parented children.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    killed
+}
+
+/// A child of this process, from /proc.
+struct Child {
+    pid: i32,
+    zombie: bool,
+    /// Start time, in clock ticks after boot.
+    start: u64,
+}
+
+/// This process's children (original or re-parented), from /proc.
+fn children() -> Vec<Child> {
+    let me = std::process::id();
+    let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return reaped;
+        return out;
     };
     for entry in dir.flatten() {
         let Some(pid) = entry
@@ -811,30 +992,30 @@ pub fn reap_orphans() -> Vec<i32> {
         else {
             continue;
         };
-        if registry.contains(&pid) {
-            continue;
-        }
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
         };
-        // "pid (comm) state ppid ...": comm may hold spaces and parens.
+        // "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+        // majflt cmajflt utime stime cutime cstime priority nice threads
+        // itrealvalue starttime ...": comm may hold spaces and parens.
         let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
             continue;
         };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let ppid = fields.next().and_then(|p| p.parse::<u32>().ok());
-        if state == Some("Z") && ppid == Some(me) {
-            if let Some(p) = Pid::from_raw(pid) {
-                if let Ok(Some(_)) =
-                    rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG)
-                {
-                    reaped.push(pid);
-                }
-            }
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ppid = fields.get(1).and_then(|p| p.parse::<u32>().ok());
+        if ppid != Some(me) {
+            continue;
         }
+        let Some(start) = fields.get(19).and_then(|t| t.parse::<u64>().ok()) else {
+            continue;
+        };
+        out.push(Child {
+            pid,
+            zombie: fields.first() == Some(&"Z"),
+            start,
+        });
     }
-    reaped
+    out
 }
 
 #[cfg(test)]

@@ -488,3 +488,128 @@ async fn a_burst_of_cancellations_leaves_the_connection_serving() {
     let (status, code, msg) = h2_call(&mut send, req, framed(resource_list(1))).await;
     assert_eq!((status, code.as_str()), (200, "0"), "{msg}");
 }
+
+/// Pids of live `sleep SECONDS` processes, `marker` being `sleep SECONDS`
+/// (the servers whose arguments hold the script are not counted).
+fn marked(marker: &str) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                let argv: Vec<&[u8]> = c.split(|&b| b == 0).collect();
+                argv.len() >= 2
+                    && argv[0].ends_with(b"sleep")
+                    && format!("sleep {}", String::from_utf8_lossy(argv[1])) == marker
+            })
+        })
+        .filter(|&pid| e2e_tests::process_alive(pid))
+        .collect()
+}
+
+/// Kills what is left of `marker`'s processes when the test ends, however.
+struct KillMarked(&'static str);
+
+impl Drop for KillMarked {
+    fn drop(&mut self) {
+        for pid in marked(self.0) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+/// #11 item 7: a call's descendants die when it ends, whatever session
+/// they moved to: one that closed its stdio (a daemon) and one that keeps
+/// stdout open.
+#[tokio::test]
+async fn descendants_that_left_the_group_die_with_their_call() {
+    let _cleanup = (KillMarked("sleep 31.71"), KillMarked("sleep 31.72"));
+    let w = Wrapper::start(
+        &[],
+        &sh("setsid sh -c 'sleep 31.71' </dev/null >/dev/null 2>&1 & setsid sleep 31.72 & cat"),
+    )
+    .unwrap();
+    let mut client = w.client().await.unwrap();
+    for _ in 0..2 {
+        client
+            .evaluate_function(EvaluateFunctionRequest {
+                resource_list: resource_list(1).into(),
+                image: "example.com/fn/test:v1".into(),
+                tag: String::new(),
+            })
+            .await
+            .unwrap();
+        let gone = e2e_tests::eventually(Duration::from_secs(5), || {
+            marked("sleep 31.71").is_empty() && marked("sleep 31.72").is_empty()
+        })
+        .await;
+        assert!(
+            gone,
+            "left behind: {:?} {:?}",
+            marked("sleep 31.71"),
+            marked("sleep 31.72")
+        );
+    }
+}
+
+/// #11 item 7: on the process backend, a pod's processes die with it, even
+/// when its wrapper is killed by SIGKILL (as by the OOM killer).
+#[tokio::test]
+async fn a_pod_killed_by_sigkill_leaves_no_function_running() {
+    let _cleanup = KillMarked("sleep 31.73");
+    let dir = tempfile::tempdir().unwrap();
+    let once = dir.path().join("once");
+    let fns = dir.path().join("functions.yaml");
+    // The first run leaves a daemon and a sleeper; a retry just answers.
+    let script = format!(
+        "[ -e {once} ] && exec cat; touch {once}; \
+         setsid sh -c 'sleep 31.73' </dev/null >/dev/null 2>&1 & sleep 31.73; cat",
+        once = once.display()
+    );
+    std::fs::write(
+        &fns,
+        format!("example.com/fn/daemon:v1: [/bin/sh, -c, {script:?}]\n"),
+    )
+    .unwrap();
+    let runner = Wrapper::start_runner(&[
+        "--metrics-port",
+        "0",
+        "--process-functions",
+        fns.to_str().unwrap(),
+    ])
+    .unwrap();
+    let mut client = runner.client().await.unwrap();
+    let call = tokio::spawn(async move {
+        client
+            .evaluate_function(EvaluateFunctionRequest {
+                resource_list: resource_list(1).into(),
+                image: "example.com/fn/daemon:v1".into(),
+                tag: String::new(),
+            })
+            .await
+    });
+    let running =
+        e2e_tests::eventually(Duration::from_secs(20), || marked("sleep 31.73").len() >= 2).await;
+    assert!(running, "the function did not start");
+    let pods = e2e_tests::children_of(runner.child.id());
+    assert_eq!(pods.len(), 1, "{pods:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pods[0].0),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let gone =
+        e2e_tests::eventually(Duration::from_secs(5), || marked("sleep 31.73").is_empty()).await;
+    assert!(gone, "left behind: {:?}", marked("sleep 31.73"));
+    // The call went on on a new pod.
+    tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+}

@@ -95,7 +95,8 @@ struct ServeArgs {
     /// the parent ends.
     #[arg(long)]
     exit_with_stdin: bool,
-    /// Reap orphaned processes (default: when running as PID 1).
+    /// Adopt orphaned descendants (as a child subreaper, or PID 1), reap
+    /// them, and kill those that outlive their call (default: true).
     #[arg(long)]
     reap_orphans: Option<bool>,
     /// The function's entrypoint and its arguments, after `--`.
@@ -199,7 +200,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         shutdown_grace: args.shutdown_grace,
         request_read_timeout: args.request_read_timeout,
     };
-    let reap_orphans = args.reap_orphans.unwrap_or(std::process::id() == 1);
+    let reap_orphans = args.reap_orphans.unwrap_or(true);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -244,13 +245,16 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             tracing::info!(%maddr, "serving metrics");
         }
         if reap_orphans {
+            // Orphans come to us, and those that outlive their call are
+            // killed (see `exec::become_subreaper`); PID 1 is a subreaper
+            // by nature.
+            if std::process::id() != 1 {
+                exec::become_subreaper().context("becoming a child subreaper")?;
+            }
             let mut sigchld = signal(SignalKind::child()).context("watching SIGCHLD")?;
             tokio::spawn(async move {
                 while sigchld.recv().await.is_some() {
-                    let reaped = exec::reap_orphans();
-                    if !reaped.is_empty() {
-                        tracing::debug!(?reaped, "reaped orphaned processes");
-                    }
+                    exec::request_sweep();
                 }
             });
         }

@@ -257,7 +257,7 @@ impl Backend for ProcessBackend {
                 image: spec.image.clone(),
                 source: super::cause(err),
             };
-            let (mut process, stdio) = Process::spawn(&mut cmd).map_err(|source| {
+            let (mut process, stdio) = Process::spawn_server(&mut cmd).map_err(|source| {
                 failed(StartError::Spawn {
                     wrapper: wrapper.clone(),
                     source,

@@ -229,6 +229,16 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Signals first, so a SIGTERM during startup still stops what started.
     let mut sigterm = signal(SignalKind::terminate()).context("watching SIGTERM")?;
     let mut sigint = signal(SignalKind::interrupt()).context("watching SIGINT")?;
+    // What a process pod or a binaryExecutor function leaves behind comes to
+    // the runner, which kills it (see `krm_fn::exec::become_subreaper`): a
+    // pod's wrapper killed by SIGKILL does not leave its functions running.
+    krm_fn::exec::become_subreaper().context("becoming a child subreaper")?;
+    let mut sigchld = signal(SignalKind::child()).context("watching SIGCHLD")?;
+    tokio::spawn(async move {
+        while sigchld.recv().await.is_some() {
+            krm_fn::exec::request_sweep();
+        }
+    });
     let addr = SocketAddr::new(args.host, args.port);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
