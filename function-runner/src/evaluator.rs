@@ -52,6 +52,9 @@ pub enum EvalError {
     NotFound { image: String },
     #[error("EvaluateFunctionRequest.image is empty")]
     EmptyImage,
+    /// Not an image reference: too long, or a character no reference has.
+    #[error("EvaluateFunctionRequest.image {shown:?} is not an image reference: {reason}")]
+    InvalidImage { shown: String, reason: String },
     /// The request's tag constraint does not parse.
     #[error(transparent)]
     InvalidTag(ConfigError),
@@ -64,7 +67,9 @@ pub enum EvalError {
         #[source]
         source: Status,
     },
-    #[error("getting a pod for {image:?}: {source}")]
+    /// The cause names the image (once: a long name quoted at every level
+    /// of a chain made statuses too big to send).
+    #[error("getting a pod: {source}")]
     Pod {
         image: String,
         #[source]
@@ -76,7 +81,44 @@ pub enum EvalError {
     ShuttingDown,
 }
 
+/// Longest image reference accepted: the distribution spec's 255-byte
+/// repository name, a tag of 128 and a digest with room to spare.
+pub const MAX_IMAGE_BYTES: usize = 512;
+
+/// Checks a requested image name before anything uses it: at most
+/// [`MAX_IMAGE_BYTES`], and only the characters of image references
+/// (registry host and port, path, tag, digest): ASCII letters, digits and
+/// `. _ - / : @ +`.
+pub fn validate_image(image: &str) -> Result<(), EvalError> {
+    let invalid = |reason: String| EvalError::InvalidImage {
+        shown: krm_fn::call::shown_name(image).into_owned(),
+        reason,
+    };
+    if image.is_empty() {
+        return Err(EvalError::EmptyImage);
+    }
+    if image.len() > MAX_IMAGE_BYTES {
+        return Err(invalid(format!(
+            "{} bytes, more than {MAX_IMAGE_BYTES}",
+            image.len()
+        )));
+    }
+    if let Some(c) = image
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "._-/:@+".contains(*c)))
+    {
+        return Err(invalid(format!("it contains {:?}", c)));
+    }
+    Ok(())
+}
+
 impl EvalError {
+    /// Whether the failed call reached a function that the runner knows:
+    /// a configured binary ran, or a pod answered.
+    pub fn image_is_known(&self) -> bool {
+        matches!(self, EvalError::Call(_) | EvalError::PodAnswered { .. })
+    }
+
     /// The gRPC code for this error, chosen by walking its causes: the first
     /// one that decides a code wins.
     pub fn code(&self) -> Code {
@@ -96,7 +138,9 @@ fn decided_code(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
     if let Some(err) = err.downcast_ref::<EvalError>() {
         return match err {
             EvalError::NotFound { .. } => Some(Code::NotFound),
-            EvalError::EmptyImage | EvalError::InvalidTag(_) => Some(Code::InvalidArgument),
+            EvalError::EmptyImage | EvalError::InvalidImage { .. } | EvalError::InvalidTag(_) => {
+                Some(Code::InvalidArgument)
+            }
             EvalError::Call(call) => Some(call.code()),
             EvalError::PodAnswered { source } => Some(source.code()),
             EvalError::DeadlineExceeded { .. } => Some(Code::DeadlineExceeded),

@@ -39,10 +39,19 @@ struct StateLabel {
     state: String,
 }
 
+/// The `image` label value of calls for images the runner does not know.
+pub const OTHER_IMAGES: &str = "other";
+
+/// Most distinct `image` label values (each costs a counter per outcome and
+/// a histogram).
+pub const MAX_IMAGE_LABELS: usize = 1000;
+
 /// The runner's metrics. Cache figures are read from the cache actor at
 /// scrape time, so the warm path pays nothing for them.
 pub struct RunnerMetrics {
     registry: Registry,
+    /// Images with a label value of their own.
+    labeled: std::sync::Mutex<std::collections::HashSet<String>>,
     evaluations: Family<EvalLabels, Counter>,
     latency: Family<ImageLabel, Histogram, fn() -> Histogram>,
     pod_starts: Family<OutcomeLabel, Counter>,
@@ -98,6 +107,7 @@ impl RunnerMetrics {
         registry.register("pods", "Pods owned by this runner, by state", pods.clone());
         Self {
             registry,
+            labeled: Default::default(),
             evaluations,
             latency,
             pod_starts,
@@ -108,19 +118,42 @@ impl RunnerMetrics {
         }
     }
 
-    pub(crate) fn observe_call(&self, image: &str, code: tonic::Code, started: Instant) {
+    /// Counts a call. `image`: the image as its label value, for an image the
+    /// runner knows (see the caller); `None` for any other name, which all
+    /// share [`OTHER_IMAGES`], so that requests cannot grow the metrics
+    /// without bound. Past [`MAX_IMAGE_LABELS`] distinct images, known ones
+    /// share it too.
+    pub(crate) fn observe_call(&self, image: Option<&str>, code: tonic::Code, started: Instant) {
+        let image = match image {
+            Some(image) if self.label_for(image) => image.to_string(),
+            _ => OTHER_IMAGES.to_string(),
+        };
         let outcome = format!("{code:?}");
         self.evaluations
             .get_or_create(&EvalLabels {
-                image: image.to_string(),
+                image: image.clone(),
                 outcome,
             })
             .inc();
         self.latency
-            .get_or_create(&ImageLabel {
-                image: image.to_string(),
-            })
+            .get_or_create(&ImageLabel { image })
             .observe(started.elapsed().as_secs_f64());
+    }
+
+    /// Whether `image` has (or may get) a label value of its own.
+    fn label_for(&self, image: &str) -> bool {
+        let mut labeled = self
+            .labeled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if labeled.contains(image) {
+            return true;
+        }
+        if labeled.len() >= MAX_IMAGE_LABELS {
+            return false;
+        }
+        labeled.insert(image.to_string());
+        true
     }
 
     /// The metrics text, with the cache's current figures.

@@ -15,7 +15,7 @@ use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
-use crate::evaluator::{EvalError, EvalRequest, Evaluator};
+use crate::evaluator::{validate_image, EvalError, EvalRequest, Evaluator};
 use crate::metrics::RunnerMetrics;
 
 /// The runner's `evaluator.FunctionEvaluator`.
@@ -48,19 +48,30 @@ impl FunctionEvaluator for RunnerService {
         let started = Instant::now();
         let deadline = deadline::from_headers(request.metadata().as_ref());
         let request = request.into_inner();
-        if request.image.is_empty() {
-            return Err(EvalError::EmptyImage.into());
+        if let Err(err) = validate_image(&request.image) {
+            let shown = krm_fn::call::shown_name(&request.image);
+            tracing::info!(image = %shown, %err, "refused");
+            self.metrics.observe_call(None, err.code(), started);
+            return Err(err.into());
         }
         let image = request.image.clone();
         let result = self
             .evaluator
             .evaluate(EvalRequest { request, deadline })
             .await;
+        // A metrics label of its own only for an image the runner knows: one
+        // it ran, or whose pod answered. Unknown names, however many, share
+        // one label value.
+        let known = match &result {
+            Ok(_) => true,
+            Err(err) => err.image_is_known(),
+        };
         let result = result.map_err(Status::from);
         let code = result
             .as_ref()
             .map_or_else(Status::code, |_| tonic::Code::Ok);
-        self.metrics.observe_call(&image, code, started);
+        self.metrics
+            .observe_call(known.then_some(image.as_str()), code, started);
         tracing::info!(%image, outcome = ?code, ms = started.elapsed().as_millis() as u64, "evaluated");
         result.map(Response::new)
     }

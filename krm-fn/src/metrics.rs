@@ -14,9 +14,13 @@ use tokio::net::TcpListener;
 
 /// How long a client may take to send its request head.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long one connection may last in all, answer included: a client that
-/// stops reading cannot hold a rendered answer in memory for longer.
-const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one connection may last in all, answer included (the write
+/// timeout): a client that stops reading cannot hold a rendered answer in
+/// memory for longer. Prometheus' default scrape timeout is 10 s.
+const CONNECTION_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections served at once; more are closed at once. With the timeout,
+/// this bounds the memory that scrapers (or clients that never read) hold.
+const MAX_CONNECTIONS: usize = 8;
 
 /// A registry in Prometheus' text exposition format.
 pub fn encode(registry: &Registry) -> String {
@@ -36,6 +40,7 @@ where
     F: Future<Output = ()>,
 {
     tokio::pin!(shutdown);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         let (stream, _) = tokio::select! {
             _ = &mut shutdown => return,
@@ -46,6 +51,11 @@ where
                     continue;
                 }
             },
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::debug!("metrics: too many connections; closing one");
+            drop(stream);
+            continue;
         };
         let render = render.clone();
         let service = hyper::service::service_fn(move |req: hyper::Request<_>| {
@@ -58,6 +68,7 @@ where
             .keep_alive(false)
             .serve_connection(TokioIo::new(stream), service);
         tokio::spawn(async move {
+            let _slot = slot;
             match tokio::time::timeout(CONNECTION_TIMEOUT, conn).await {
                 Ok(Ok(())) => {}
                 Ok(Err(err)) => tracing::debug!(%err, "metrics: connection failed"),

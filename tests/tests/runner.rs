@@ -461,3 +461,102 @@ async fn eval_image_runs_a_process_pod_like_eval_exec() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// #11 item 1: unknown image names, however many, share one label value,
+/// and clients that never read /metrics cannot pile up answers.
+#[tokio::test]
+async fn unknown_images_do_not_grow_the_metrics() {
+    let fx = Fixture::new();
+    let runner = fx.start(&[]);
+    let mut client = runner.client().await.unwrap();
+    client
+        .evaluate_function(request("example.com/fns/example-fn:v1"))
+        .await
+        .unwrap();
+    for i in 0..300 {
+        let name = format!("example.com/unknown/{}-{i}:v1", "x".repeat(400));
+        let err = client.evaluate_function(request(&name)).await.unwrap_err();
+        assert_eq!(err.code(), tonic::Code::NotFound, "{err:?}");
+    }
+    let text = fx.metrics().await;
+    assert!(
+        text.contains(
+            "function_runner_evaluations_total{image=\"other\",outcome=\"NotFound\"} 300"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("image=\"example.com/fns/example-fn:v1\""),
+        "{text}"
+    );
+    assert!(!text.contains("unknown/"), "an unknown name became a label");
+    assert!(text.len() < 64 * 1024, "{} bytes of metrics", text.len());
+    // Clients that hold connections (here: say nothing): past a few, the
+    // endpoint closes new ones at once, and answers again once they are
+    // gone. (Its answers are small now; with the 10 s write timeout, what
+    // clients that never read can hold is bounded.)
+    use tokio::io::AsyncReadExt;
+    let mut silent = Vec::new();
+    for _ in 0..8 {
+        let conn = tokio::net::TcpStream::connect(("127.0.0.1", fx.metrics_port))
+            .await
+            .unwrap();
+        silent.push(conn);
+    }
+    let mut extra = tokio::net::TcpStream::connect(("127.0.0.1", fx.metrics_port))
+        .await
+        .unwrap();
+    let mut buf = [0u8; 16];
+    let n = tokio::time::timeout(Duration::from_secs(5), extra.read(&mut buf))
+        .await
+        .expect("an extra connection is closed at once")
+        .unwrap_or(0);
+    assert_eq!(n, 0, "an extra connection was served");
+    drop(silent);
+    let served = e2e_tests::eventually_async(Duration::from_secs(10), async || {
+        fx.metrics()
+            .await
+            .contains("function_runner_evaluations_total")
+    })
+    .await;
+    assert!(served);
+}
+
+/// #11 item 9: image names are checked (INVALID_ARGUMENT, quoted once and
+/// cut), and nothing a name holds can forge a log line.
+#[tokio::test]
+async fn malformed_image_names_are_refused_and_never_logged_raw() {
+    let fx = Fixture::new();
+    let runner = fx.start(&[]);
+    let mut client = runner.client().await.unwrap();
+    let long = format!("example.com/fns/{}:v1", "x".repeat(64 * 1024));
+    let err = client.evaluate_function(request(&long)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+    assert!(err.message().len() < 1024, "{} bytes", err.message().len());
+    let forged = "example.com/fns/x:v1\n\u{1b}[31mERROR forged line";
+    let err = client.evaluate_function(request(forged)).await.unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument, "{err:?}");
+    assert!(!err.message().contains('\u{1b}'), "{}", err.message());
+    // A known name is quoted once in an error (the process backend's map has
+    // no such function).
+    let err = client
+        .evaluate_function(request("example.com/fns/nothing-here:v1"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::NotFound);
+    assert_eq!(
+        err.message().matches("nothing-here").count(),
+        1,
+        "{}",
+        err.message()
+    );
+    let logs = runner.logs();
+    assert!(!logs.contains('\u{1b}'), "raw ESC in the logs");
+    assert!(
+        !logs
+            .lines()
+            .any(|l| l.starts_with("\u{1b}")
+                || l.contains("ERROR forged line") && !l.contains("\\n")),
+        "{logs}"
+    );
+}

@@ -684,3 +684,35 @@ async fn huge_message_limit_still_serves() {
     assert_eq!(&resp.resource_list[..], rl.as_bytes());
     assert_eq!(health_status(&w.endpoint(), "").await.unwrap(), 1);
 }
+
+/// #11 item 9: whatever a request names as its image, the wrapper's status
+/// stays small enough to send and its log lines cannot be forged.
+#[tokio::test]
+async fn image_names_are_shown_escaped_and_cut() {
+    let w = start_sh(&[], "cat >/dev/null; exit 3");
+    let mut client = w.client().await.unwrap();
+    for image in [
+        "x".repeat(64 * 1024),
+        "example.com/fn:v1\n\u{1b}[31mERROR forged line".to_string(),
+    ] {
+        let err = client
+            .evaluate_function(EvaluateFunctionRequest {
+                resource_list: example_rl().into(),
+                image,
+                tag: String::new(),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Internal, "{err:?}");
+        assert!(err.message().len() < 2048, "{} bytes", err.message().len());
+        assert!(!err.message().contains('\u{1b}'));
+    }
+    let logs = w.logs();
+    assert!(!logs.contains('\u{1b}'), "raw ESC in the logs");
+    assert!(
+        !logs
+            .lines()
+            .any(|l| l.starts_with("ERROR forged") || l.starts_with("[31m")),
+        "{logs}"
+    );
+}

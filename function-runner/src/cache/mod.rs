@@ -131,8 +131,9 @@ impl From<&crate::config::PodMatch> for PodRequestSettings {
 /// Why the cache could not hand out a pod.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CacheError {
-    /// Starting the pod failed; every caller waiting for it gets this.
-    #[error("no pod for {image}: {source}")]
+    /// Starting the pod failed; every caller waiting for it gets this. (The
+    /// backend's error names the image.)
+    #[error("no pod: {source}")]
     PodStart {
         image: String,
         #[source]

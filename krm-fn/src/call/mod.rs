@@ -53,12 +53,13 @@ impl Function {
         }
     }
 
-    /// The image a call names, or the entrypoint if it names none.
+    /// The image a call names, or the entrypoint if it names none; made
+    /// safe to quote and log (see [`shown_name`]).
     pub fn name_or_entrypoint(&self, image: String) -> String {
         if image.is_empty() {
             self.entrypoint.display_program()
         } else {
-            image
+            shown_name(&image).into_owned()
         }
     }
 
@@ -161,6 +162,34 @@ fn fit_response(
         }
     }
     Ok(resp)
+}
+
+/// Longest name quoted in a message or a log line. An image reference is far
+/// shorter; a request may name anything, and statuses travel in headers
+/// that grpc-go clients refuse over 16 KiB.
+pub const MAX_SHOWN_NAME: usize = 256;
+
+/// `name` as it may be quoted in a status or written to a log: control
+/// characters escaped (`\n`, `\u{1b}`: a name cannot forge a log line or
+/// colour a terminal) and cut at [`MAX_SHOWN_NAME`] bytes, marked. Borrowed
+/// when there is nothing to change.
+pub fn shown_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= MAX_SHOWN_NAME && !name.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let mut out = String::new();
+    for c in name.chars() {
+        if out.len() >= MAX_SHOWN_NAME {
+            out.push_str(&format!("…({} bytes)", name.len()));
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Who may start a call: not while draining, and at most `max` at once.

@@ -91,3 +91,16 @@ fn a_full_gate_is_resource_exhausted() {
     assert_eq!(err.outcome(), Outcome::Busy);
     assert_eq!(Status::from(err).code(), Code::ResourceExhausted);
 }
+
+#[test]
+fn names_are_shown_escaped_and_cut() {
+    assert!(matches!(
+        shown_name("example.com/fn:v1"),
+        std::borrow::Cow::Borrowed(_)
+    ));
+    assert_eq!(shown_name("a\nb\u{1b}[31mc"), "a\\nb\\u{1b}[31mc");
+    let long = "x".repeat(65536);
+    let shown = shown_name(&long);
+    assert!(shown.len() < MAX_SHOWN_NAME + 32, "{}", shown.len());
+    assert!(shown.ends_with("…(65536 bytes)"), "{shown}");
+}
