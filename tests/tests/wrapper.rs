@@ -716,3 +716,65 @@ async fn image_names_are_shown_escaped_and_cut() {
         "{logs}"
     );
 }
+
+/// #11 item 6: a small gzip request that inflates past the message limit is
+/// refused while inflating (RESOURCE_EXHAUSTED, the function never runs),
+/// and the wrapper goes on serving.
+#[tokio::test]
+async fn gzip_bombs_are_refused_while_inflating() {
+    use prost::Message;
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let w = start_sh(&[], &format!("touch {}; cat", marker.display()));
+    // 48 MiB of one byte inside a valid request, about 48 KiB on the wire.
+    let msg = EvaluateFunctionRequest {
+        resource_list: vec![b'a'; 48 << 20].into(),
+        image: "example.com/fn/test:v1".into(),
+        tag: String::new(),
+    }
+    .encode_to_vec();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&msg).unwrap();
+    let bomb = gz.finish().unwrap();
+    assert!(bomb.len() < 64 * 1024, "{} bytes", bomb.len());
+    let mut body = Vec::with_capacity(5 + bomb.len());
+    body.push(1);
+    body.extend_from_slice(&(bomb.len() as u32).to_be_bytes());
+    body.extend_from_slice(&bomb);
+    let tcp = tokio::net::TcpStream::connect(w.addr).await.unwrap();
+    let (send, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    for _ in 0..3 {
+        let req = http::Request::builder()
+            .method("POST")
+            .uri(format!(
+                "http://{}/evaluator.FunctionEvaluator/EvaluateFunction",
+                w.addr
+            ))
+            .header("content-type", "application/grpc")
+            .header("grpc-encoding", "gzip")
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        let mut ready = send.clone().ready().await.unwrap();
+        let (resp, mut stream) = ready.send_request(req, false).unwrap();
+        stream.send_data(body.clone().into(), true).unwrap();
+        let resp = tokio::time::timeout(Duration::from_secs(20), resp)
+            .await
+            .unwrap()
+            .unwrap();
+        let mut headers = resp.headers().clone();
+        let mut body = resp.into_body();
+        while body.data().await.is_some() {}
+        if let Ok(Some(t)) = body.trailers().await {
+            headers.extend(t);
+        }
+        assert_eq!(headers["grpc-status"], "8", "{headers:?}");
+    }
+    assert!(!marker.exists(), "the function ran");
+    let resp = evaluate(&w, example_rl()).await.unwrap();
+    assert_eq!(resp.resource_list, example_rl().as_bytes());
+}
