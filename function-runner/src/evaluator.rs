@@ -69,7 +69,7 @@ pub enum EvalError {
     },
     /// The cause names the image (once: a long name quoted at every level
     /// of a chain made statuses too big to send).
-    #[error("getting a pod: {source}")]
+    #[error("{source}")]
     Pod {
         image: String,
         #[source]
@@ -79,6 +79,14 @@ pub enum EvalError {
     DeadlineExceeded { image: String },
     #[error("function-runner is shutting down")]
     ShuttingDown,
+    /// No function for the image, and FunctionConfigs were rejected at
+    /// start: they are named, since one of them may have been meant for it.
+    #[error("{source}; FunctionConfigs rejected at start (one may have been meant for this image): {rejected}")]
+    NotFoundWithRejected {
+        #[source]
+        source: Box<EvalError>,
+        rejected: String,
+    },
 }
 
 /// Longest image reference accepted: the distribution spec's 255-byte
@@ -145,7 +153,7 @@ fn decided_code(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
             EvalError::PodAnswered { source } => Some(source.code()),
             EvalError::DeadlineExceeded { .. } => Some(Code::DeadlineExceeded),
             EvalError::ShuttingDown => Some(Code::Unavailable),
-            EvalError::Pod { .. } => None,
+            EvalError::Pod { .. } | EvalError::NotFoundWithRejected { .. } => None,
         };
     }
     if let Some(err) = err.downcast_ref::<CacheError>() {
@@ -382,11 +390,51 @@ fn pod_unreachable(status: &Status) -> bool {
 /// Tries each evaluator in the configured order; `NotFound` falls through.
 pub struct MultiEvaluator {
     evaluators: Vec<Box<dyn Evaluator>>,
+    /// The FunctionConfig documents rejected at start, said in one line.
+    rejected: Option<String>,
 }
+
+/// Rejected documents named in a NotFound answer, at most.
+const MAX_REJECTED_NAMED: usize = 3;
 
 impl MultiEvaluator {
     pub fn new(evaluators: Vec<Box<dyn Evaluator>>) -> Self {
-        Self { evaluators }
+        Self {
+            evaluators,
+            rejected: None,
+        }
+    }
+
+    /// Names `rejected` (why each FunctionConfig document was rejected) in
+    /// every NotFound answer.
+    pub fn with_rejected(mut self, rejected: Vec<String>) -> Self {
+        if rejected.is_empty() {
+            return self;
+        }
+        let mut said = rejected
+            .iter()
+            .take(MAX_REJECTED_NAMED)
+            .map(|r| krm_fn::call::shown_name(r).into_owned())
+            .collect::<Vec<_>>()
+            .join("; ");
+        if rejected.len() > MAX_REJECTED_NAMED {
+            said.push_str(&format!(
+                "; and {} more (see the log)",
+                rejected.len() - MAX_REJECTED_NAMED
+            ));
+        }
+        self.rejected = Some(said);
+        self
+    }
+
+    fn note_rejected(&self, err: EvalError) -> EvalError {
+        match &self.rejected {
+            Some(rejected) if err.code() == Code::NotFound => EvalError::NotFoundWithRejected {
+                source: Box::new(err),
+                rejected: rejected.clone(),
+            },
+            _ => err,
+        }
     }
 }
 
@@ -399,12 +447,12 @@ impl Evaluator for MultiEvaluator {
             for evaluator in &self.evaluators {
                 match evaluator.evaluate(req.clone()).await {
                     Err(EvalError::NotFound { .. }) => continue,
-                    other => return other,
+                    other => return other.map_err(|err| self.note_rejected(err)),
                 }
             }
-            Err(EvalError::NotFound {
+            Err(self.note_rejected(EvalError::NotFound {
                 image: req.request.image,
-            })
+            }))
         })
     }
 }

@@ -101,28 +101,54 @@ impl Runner {
     /// FunctionConfig documents are logged with file and field; the good
     /// ones are used.
     pub async fn start(opts: RunnerOptions) -> Result<Runner, RunnerError> {
+        // Every rejected document, kept: a call for an image that matches
+        // nothing names them (one may have been meant for it).
+        let mut rejected = Vec::new();
         let mut configs = match &opts.functions {
             None => Vec::new(),
             Some(dir) => {
-                if !dir.is_dir() {
-                    return Err(RunnerError::Functions {
-                        path: dir.clone(),
-                        reason: "not a directory".into(),
-                    });
+                match std::fs::metadata(dir) {
+                    Ok(meta) if meta.is_dir() => {}
+                    Ok(_) => {
+                        return Err(RunnerError::Functions {
+                            path: dir.clone(),
+                            reason: "not a directory".into(),
+                        })
+                    }
+                    Err(err) => {
+                        return Err(RunnerError::Functions {
+                            path: dir.clone(),
+                            reason: err.to_string(),
+                        })
+                    }
                 }
                 let report = config::load_dir_with_prefix(dir, &opts.default_image_prefix);
                 for err in &report.errors {
                     tracing::error!("FunctionConfig: {err}");
+                    rejected.push(err.to_string());
                 }
+                tracing::info!(
+                    loaded = report.configs.len(),
+                    rejected = report.errors.len(),
+                    dir = %dir.display(),
+                    "FunctionConfigs read (--functions)"
+                );
                 report.configs
             }
         };
         if let Some(path) = &opts.pod_cache_config {
-            configs.extend(config::load_pod_cache_config(path)?);
+            let from_cache_config = config::load_pod_cache_config(path)?;
+            tracing::info!(
+                loaded = from_cache_config.len(),
+                path = %path.display(),
+                "pod cache config read (--pod-cache-config)"
+            );
+            configs.extend(from_cache_config);
         }
         let (index, errors) = ImageIndex::build(&configs, &opts.default_image_prefix);
         for err in &errors {
             tracing::error!("FunctionConfig: {err}");
+            rejected.push(err.to_string());
         }
         let index = Arc::new(index);
         let metrics = Arc::new(RunnerMetrics::new());
@@ -130,7 +156,7 @@ impl Runner {
             BackendKind::Process => {
                 let functions = match &opts.process_functions {
                     Some(path) => FunctionMap::load(path)?,
-                    None => FunctionMap::File(Default::default()),
+                    None => FunctionMap::Unset,
                 };
                 Arc::new(ProcessBackend::new(
                     opts.wrapper_server.clone(),
@@ -192,15 +218,18 @@ impl Runner {
                 cache.warm(images).await;
             }
         }
-        let evaluator: Arc<dyn Evaluator> = Arc::new(MultiEvaluator::new(vec![
-            Box::new(ExecEvaluator::new(index.clone(), opts.max_message_bytes)),
-            Box::new(PodEvaluator::new(
-                cache.clone(),
-                index.clone(),
-                opts.max_message_bytes,
-                opts.max_grpc_retries,
-            )),
-        ]));
+        let evaluator: Arc<dyn Evaluator> = Arc::new(
+            MultiEvaluator::new(vec![
+                Box::new(ExecEvaluator::new(index.clone(), opts.max_message_bytes)),
+                Box::new(PodEvaluator::new(
+                    cache.clone(),
+                    index.clone(),
+                    opts.max_message_bytes,
+                    opts.max_grpc_retries,
+                )),
+            ])
+            .with_rejected(rejected),
+        );
         Ok(Runner {
             evaluator,
             cache,

@@ -560,3 +560,95 @@ async fn malformed_image_names_are_refused_and_never_logged_raw() {
         "{logs}"
     );
 }
+
+/// #11 item 14: what a new user stumbled on, said plainly.
+#[tokio::test]
+async fn start_up_and_usage_mistakes_are_said_plainly() {
+    let run = |args: &[&str]| {
+        let out = e2e_tests::output_within(
+            std::process::Command::new(bin("function-runner")).args(args),
+            None,
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // An error chain is said once.
+    let err = run(&[
+        "serve",
+        "--process-functions",
+        "/nonexistent.yaml",
+        "--port",
+        "0",
+    ]);
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    // --functions on a missing path says it is missing.
+    let err = run(&["serve", "--functions", "/nonexistent", "--port", "0"]);
+    assert!(err.contains("No such file or directory"), "{err}");
+    // A function argument before `--`: where it goes.
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().to_str().unwrap();
+    let err = run(&[
+        "eval",
+        pkg,
+        "--image",
+        "set-namespace:v0.4.1",
+        "namespace=foo",
+    ]);
+    assert!(
+        err.contains("tip: function arguments go after `--`"),
+        "{err}"
+    );
+    // `eval --image` without a function map says none was given.
+    let err = run(&["eval", pkg, "--image", "example.com/fn/x:v1"]);
+    assert!(err.contains("no function map was given"), "{err}");
+    // The wrapper's entrypoint without `--`.
+    let out = e2e_tests::output_within(
+        std::process::Command::new(bin("wrapper-server")).arg("/bin/cat"),
+        None,
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("entrypoint goes after `--`"), "{err}");
+}
+
+/// #11 item 14: a FunctionConfig rejected at start is named when a call
+/// finds no function; the start says what was loaded; one "pod ready" per
+/// pod.
+#[tokio::test]
+async fn rejected_function_configs_are_named_and_pods_logged_once() {
+    let fx = Fixture::new();
+    let fns = fx.dir.path().join("fns");
+    std::fs::create_dir(&fns).unwrap();
+    std::fs::write(
+        fns.join("bad.yaml"),
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: bad\n  namespace: porch-fn-system\nspec:\n  image: example.com/fns/meant:v1\n  podExecutor:\n    tags: [v1]\n    maxParallelExecutions: x\n",
+    )
+    .unwrap();
+    let runner = fx.start(&["--functions", fns.to_str().unwrap()]);
+    let mut client = runner.client().await.unwrap();
+    let err = client
+        .evaluate_function(request("example.com/fns/meant:v1"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), tonic::Code::NotFound, "{err:?}");
+    assert!(err.message().contains("bad.yaml"), "{}", err.message());
+    assert!(
+        err.message().contains("maxParallelExecutions"),
+        "{}",
+        err.message()
+    );
+    client
+        .evaluate_function(request("example.com/fns/example-fn:v1"))
+        .await
+        .unwrap();
+    let logs = runner.logs();
+    assert!(
+        logs.lines().any(|l| l.contains("FunctionConfigs read")
+            && l.contains("loaded=0")
+            && l.contains("rejected=1")),
+        "{logs}"
+    );
+    assert_eq!(logs.matches("pod ready").count(), 1, "{logs}");
+}

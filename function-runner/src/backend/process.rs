@@ -51,6 +51,8 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 pub enum FunctionMap {
     Dir(PathBuf),
     File(HashMap<String, Vec<String>>),
+    /// No `--process-functions` was given: no image is known.
+    Unset,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -109,7 +111,13 @@ impl FunctionMap {
                 .file_candidates(image)
                 .iter()
                 .find_map(|key| map.get(key).cloned()),
+            FunctionMap::Unset => None,
         }
+    }
+
+    /// Whether no map was given at all.
+    pub fn is_unset(&self) -> bool {
+        matches!(self, FunctionMap::Unset)
     }
 }
 
@@ -213,6 +221,7 @@ impl Backend for ProcessBackend {
 
     fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
         let entrypoint = self.functions.resolve(&spec.image);
+        let no_map = self.functions.is_unset();
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         let id = PodId(super::pod_name(&spec.image, &format!("p{n}")));
         let wrapper = self.wrapper.clone();
@@ -221,9 +230,14 @@ impl Backend for ProcessBackend {
         let pods = self.pods.clone();
         Box::pin(async move {
             let Some(entrypoint) = entrypoint else {
+                let reason = if no_map {
+                    "no function map was given (--process-functions: a directory of executables or a YAML map of image to argv), so the process backend knows no image"
+                } else {
+                    "the process backend's function map (--process-functions) has no entry for it"
+                };
                 return Err(BackendError::UnknownImage {
                     image: spec.image,
-                    reason: "the process backend's function map (--process-functions) has no entry for it".into(),
+                    reason: reason.into(),
                 });
             };
             // The wrapper refuses to start on an entrypoint that cannot run;

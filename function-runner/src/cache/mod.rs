@@ -133,7 +133,7 @@ impl From<&crate::config::PodMatch> for PodRequestSettings {
 pub enum CacheError {
     /// Starting the pod failed; every caller waiting for it gets this. (The
     /// backend's error names the image.)
-    #[error("no pod: {source}")]
+    #[error("{source}")]
     PodStart {
         image: String,
         #[source]
@@ -1020,7 +1020,7 @@ impl Actor {
         let Some(entry) = self.images.get_mut(image) else {
             return;
         };
-        tracing::info!(image, pod = %ready.id, endpoint = %ready.endpoint, "pod ready");
+        // "pod ready" is the backend's line (with its timing): not again here.
         let shared = Arc::new(PodShared {
             image: Arc::clone(&entry.image),
             serial,
