@@ -613,3 +613,42 @@ async fn a_pod_killed_by_sigkill_leaves_no_function_running() {
         .unwrap()
         .unwrap();
 }
+
+/// #11 item 7: `eval` leaves nothing running either.
+#[tokio::test]
+async fn eval_leaves_no_descendant_running() {
+    let _cleanup = KillMarked("sleep 31.74");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+    )
+    .unwrap();
+    let script = dir.path().join("fn.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nsetsid sh -c 'sleep 31.74' </dev/null >/dev/null 2>&1 &\ncat\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = e2e_tests::output_within(
+        std::process::Command::new(e2e_tests::bin("function-runner")).args([
+            "eval",
+            dir.path().to_str().unwrap(),
+            "--exec",
+            script.to_str().unwrap(),
+        ]),
+        None,
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let gone =
+        e2e_tests::eventually(Duration::from_secs(5), || marked("sleep 31.74").is_empty()).await;
+    assert!(gone, "left behind: {:?}", marked("sleep 31.74"));
+}

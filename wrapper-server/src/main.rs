@@ -307,6 +307,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             })
             .await
             .context("serving gRPC")?;
+        // Nothing runs any more: whatever a function left behind goes too.
+        exec::kill_orphans();
         tracing::info!("drained; exiting");
         anyhow::Ok(())
     })

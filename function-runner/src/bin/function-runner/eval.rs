@@ -138,6 +138,17 @@ struct EvalPodArgs {
 
 /// `function-runner eval`.
 pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
+    // What the function leaves behind (a daemon in a session of its own)
+    // comes to us and is killed when eval ends, not left running.
+    if let Err(err) = krm_fn::exec::become_subreaper() {
+        tracing::debug!(%err, "not a child subreaper");
+    }
+    let code = run_with_pods(cmd).await;
+    krm_fn::exec::kill_orphans();
+    code
+}
+
+async fn run_with_pods(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     let EvalCommand { args, pods } = cmd;
     if args.image.is_none() {
         return run_args(args, None).await;

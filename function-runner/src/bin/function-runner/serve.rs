@@ -279,6 +279,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!("stopping pods");
     runner.shutdown(POD_STOP_TIMEOUT).await;
     served.context("serving gRPC")?;
+    // Nothing runs any more: whatever a pod or a function left behind goes
+    // too.
+    krm_fn::exec::kill_orphans();
     tracing::info!("stopped");
     Ok(())
 }
