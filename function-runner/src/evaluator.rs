@@ -318,8 +318,8 @@ impl PodEvaluator {
             match client.evaluate_function(call).await {
                 Ok(resp) => return Ok(resp.into_inner()),
                 Err(status) if pod_unreachable(&status) && attempt < self.max_grpc_retries => {
-                    if pod_serving(lease.channel()).await {
-                        tracing::info!(%image, pod = %lease.pod_id(), attempt, %status, "call broke off but the pod serves; retrying");
+                    if !pod_gone(lease.channel()).await {
+                        tracing::info!(%image, pod = %lease.pod_id(), attempt, %status, "call broke off but the pod is not gone; retrying");
                     } else {
                         tracing::info!(%image, pod = %lease.pod_id(), attempt, %status, "pod unavailable; evicting and retrying");
                         self.cache.evict(lease.pod_id()).await;
@@ -348,18 +348,23 @@ impl Evaluator for PodEvaluator {
 /// How long a pod's health check may take before the pod counts as gone.
 const HEALTH_CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Whether the pod behind `channel` answers its health check SERVING (on a
-/// new connection if the last one was closed).
-async fn pod_serving(channel: tonic::transport::Channel) -> bool {
+/// Whether the pod behind `channel` is gone: its health check (on a new
+/// connection if the last one was closed) answers anything but SERVING, or
+/// fails (connection refused). No answer within the timeout is not proof:
+/// on a busy pod the check may queue behind the calls on its connection.
+/// (A process pod that exited, or a kube pod deleted or failed, is also
+/// reported by its backend and removed from the cache.)
+async fn pod_gone(channel: tonic::transport::Channel) -> bool {
     use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
     let mut client = HealthClient::new(channel);
     let check = client.check(HealthCheckRequest {
         service: String::new(),
     });
-    matches!(
-        tokio::time::timeout(HEALTH_CHECK_TIMEOUT, check).await,
-        Ok(Ok(resp)) if resp.get_ref().status == ServingStatus::Serving as i32
-    )
+    match tokio::time::timeout(HEALTH_CHECK_TIMEOUT, check).await {
+        Ok(Ok(resp)) => resp.get_ref().status != ServingStatus::Serving as i32,
+        Ok(Err(_)) => true,
+        Err(_) => false,
+    }
 }
 
 /// Whether a pod call failed because the pod is not reachable (rather than

@@ -15,6 +15,7 @@ use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
+use crate::config::LiveIndex;
 use crate::evaluator::{validate_image, EvalError, EvalRequest, Evaluator};
 use crate::metrics::RunnerMetrics;
 
@@ -24,6 +25,8 @@ pub struct RunnerService {
     evaluator: Arc<dyn Evaluator>,
     metrics: Arc<RunnerMetrics>,
     drain: Drain,
+    /// The FunctionConfigs: an image they configure is "known" to metrics.
+    index: Option<LiveIndex>,
 }
 
 impl RunnerService {
@@ -32,7 +35,24 @@ impl RunnerService {
             evaluator,
             metrics,
             drain: Drain::default(),
+            index: None,
         }
+    }
+
+    /// Images configured in `index` get metrics labels of their own, however
+    /// their calls end.
+    pub fn with_index(mut self, index: LiveIndex) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    fn configured(&self, image: &str) -> bool {
+        self.index.as_ref().is_some_and(|index| {
+            let index = index.current();
+            index.binary_for(image, "").is_some()
+                || index.pod_settings_for(image, "").is_some()
+                || index.go_for(image, "").is_some()
+        })
     }
 }
 
@@ -59,12 +79,12 @@ impl FunctionEvaluator for RunnerService {
             .evaluator
             .evaluate(EvalRequest { request, deadline })
             .await;
-        // A metrics label of its own only for an image the runner knows: one
-        // it ran, or whose pod answered. Unknown names, however many, share
-        // one label value.
+        // A metrics label of its own only for an image the runner knows: a
+        // FunctionConfig's, or one it ran or whose pod answered. Unknown
+        // names, however many, share one label value.
         let known = match &result {
             Ok(_) => true,
-            Err(err) => err.image_is_known(),
+            Err(err) => err.image_is_known() || self.configured(&image),
         };
         let result = result.map_err(Status::from);
         let code = result

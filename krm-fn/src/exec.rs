@@ -35,7 +35,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -591,8 +591,12 @@ impl Process {
 
     fn spawn_kind(cmd: &mut Command, kind: Kind) -> io::Result<(Process, Stdio3)> {
         cmd.process_group(0);
-        // Spawn and register inside the spawn gate, so that the orphan
-        // reaper (PID 1 only) never reaps a child of ours before it is known.
+        // Every descendant inherits this (unless it clears its environment):
+        // a sweep tells by it whose orphan a process is.
+        let id = NEXT_SPAWN.fetch_add(1, Ordering::Relaxed);
+        cmd.env(MARKER_VAR, format!("{}.{id}", std::process::id()));
+        // Spawn and register inside the spawn gate, so that a sweep never
+        // takes a child of ours for an orphan before it is known.
         // Spawns share the gate: a spawn blocks its thread until the child
         // has exec'd (vfork), and other spawns need not wait for that.
         let gate = SPAWN_GATE.read().unwrap_or_else(PoisonError::into_inner);
@@ -602,27 +606,41 @@ impl Process {
             .ok()
             .and_then(Pid::from_raw)
             .ok_or_else(|| io::Error::other(format!("invalid child pid {raw}")))?;
-        lock_registry().insert(pid.as_raw_pid(), kind);
+        lock_registry().insert(pid.as_raw_pid(), Entry { kind, id });
         drop(gate);
         let stdio = Stdio3 {
             stdin: child.stdin.take().map(OwnedFd::from),
             stdout: child.stdout.take().map(OwnedFd::from),
             stderr: child.stderr.take().map(OwnedFd::from),
         };
+        let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK)
+            .map_err(io::Error::from)
+            // `AsyncFd::new` is deprecated for types that do not own their
+            // fd; `OwnedFd` does, so the I/O-safety concern does not apply.
+            .and_then(|fd| {
+                #[allow(deprecated)]
+                AsyncFd::new(fd)
+            });
+        let pidfd = match pidfd {
+            Ok(fd) => fd,
+            Err(err) => {
+                // Without a pidfd the child cannot be awaited: kill its
+                // group and reap it here (moments after SIGKILL), rather
+                // than leave it registered for ever.
+                let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+                let _ = child.wait();
+                lock_registry().remove(&pid.as_raw_pid());
+                return Err(err);
+            }
+        };
         // The std Child is dropped without waiting: we own the pid from here.
         drop(child);
-        let mut process = Process {
+        let process = Process {
             pid,
-            pidfd: None,
+            pidfd: Some(pidfd),
             status: None,
             group_killed: false,
         };
-        let fd = rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK).map_err(io::Error::from)?;
-        // `AsyncFd::new` is deprecated for types that do not own their fd;
-        // `OwnedFd` does, so the I/O-safety concern does not apply.
-        #[allow(deprecated)]
-        let fd = AsyncFd::new(fd)?;
-        process.pidfd = Some(fd);
         Ok((process, stdio))
     }
 
@@ -787,14 +805,14 @@ fn peek_exit(fd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
 }
 
 /// Pids of the children spawned through [`Process`] and not reaped yet.
-static REGISTRY: Mutex<BTreeMap<i32, Kind>> = Mutex::new(BTreeMap::new());
+static REGISTRY: Mutex<BTreeMap<i32, Entry>> = Mutex::new(BTreeMap::new());
 
 /// Held shared from a spawn until its pid is in [`REGISTRY`], and exclusively
 /// by [`reap_orphans`]: the reaper never sees a child of ours that is not
 /// registered yet. (Lock order: gate, then registry.)
 static SPAWN_GATE: RwLock<()> = RwLock::new(());
 
-fn lock_registry() -> MutexGuard<'static, BTreeMap<i32, Kind>> {
+fn lock_registry() -> MutexGuard<'static, BTreeMap<i32, Entry>> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -808,36 +826,27 @@ pub fn kill_all_groups() {
     }
 }
 
-/// Reaps the zombies of processes that are not ours: orphans re-parented to
-/// this process because it is PID 1 (or a subreaper). Children spawned via
-/// [`Process`] are left alone, so their exit statuses are never stolen.
-///
-/// Returns the pids reaped.
-pub fn reap_orphans() -> Vec<i32> {
-    let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
-    let registry = lock_registry();
-    let mut reaped = Vec::new();
-    for child in children() {
-        if child.zombie && !registry.contains_key(&child.pid) {
-            if let Some(p) = Pid::from_raw(child.pid) {
-                if let Ok(Some(_)) =
-                    rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG)
-                {
-                    reaped.push(child.pid);
-                }
-            }
-        }
-    }
-    reaped
+/// What a registered child is: a call's function, whose descendants may
+/// still be at work, or a long-lived server; and the id its descendants
+/// carry in [`MARKER_VAR`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    kind: Kind,
+    id: u64,
 }
 
-/// What a registered child is: a call's function, whose descendants may
-/// still be at work, or a long-lived server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Call,
     Server,
 }
+
+/// The environment variable every spawned process (and so, unless it clears
+/// its environment, every descendant) gets: `PID.ID`, the spawning process
+/// and the spawn.
+pub const MARKER_VAR: &str = "KRM_FN_SPAWN";
+
+static NEXT_SPAWN: AtomicU64 = AtomicU64::new(1);
 
 /// Whether orphans are ours to kill: set by [`become_subreaper`], or true
 /// for PID 1.
@@ -852,15 +861,23 @@ static SWEEPING: AtomicBool = AtomicBool::new(false);
 /// killer's SIGKILL), so do the function processes. As a child subreaper
 /// (PID 1 is one already) every such orphan is re-parented to this process
 /// instead of to init, where it can be found and killed: after each call
-/// (and after a server child exits) a sweep kills the orphans no live call
-/// can own. A cgroup would contain them too, but needs a delegated cgroup
+/// (and after a server child exits) a sweep kills the orphans no running
+/// call owns. A cgroup would contain them too, but needs a delegated cgroup
 /// tree, which neither an unprivileged pod nor a developer's machine has;
 /// PR_SET_CHILD_SUBREAPER needs no privilege.
 ///
-/// Which orphans: a process re-parented to us whose start time is earlier
-/// than that of every call still running, so that a running function's
-/// own daemon (started after the call began) is spared until its call ends.
-/// Orphans of a dead server are killed at once (servers shield nothing).
+/// Whose orphan: every spawn sets [`MARKER_VAR`] to `OUR_PID.SPAWN_ID`, which
+/// descendants inherit. An orphan carrying the id of a call still running is
+/// spared (a function may start a helper daemon and use it); any other
+/// marked orphan is killed (its call ended, or it comes from a server child
+/// that died, e.g. a pod's wrapper). An orphan without the marker (it
+/// cleared its environment) is killed if it started before every running
+/// call did, so it cannot be theirs.
+///
+/// Only for processes whose every child is spawned through [`Process`]: a
+/// sweep reaps unregistered zombies, and would steal the exit status of a
+/// child spawned otherwise (the wrapper, the runner's process backend and
+/// `eval` spawn nothing else).
 pub fn become_subreaper() -> io::Result<()> {
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
     SWEEPING.store(true, Ordering::SeqCst);
@@ -903,7 +920,7 @@ pub fn request_sweep() {
         state.running = true;
     }
     let rounds = || loop {
-        kill_orphans();
+        sweep(false);
         std::thread::sleep(SWEEP_INTERVAL);
         let mut state = SWEEP.lock().unwrap_or_else(PoisonError::into_inner);
         if !std::mem::take(&mut state.again) {
@@ -921,52 +938,116 @@ pub fn request_sweep() {
     }
 }
 
-/// Kills the orphans no running call can own, and reaps them; repeats while
-/// killing one re-parents its own children to us (bounded rounds; the next
-/// sweep goes on). Returns the pids killed.
+/// Kills the orphans no running call owns (see [`become_subreaper`]) and
+/// reaps the dead ones. Returns the pids killed.
 pub fn kill_orphans() -> Vec<i32> {
+    sweep(false)
+}
+
+/// Kills every orphan, whoever it belonged to, and reaps them: for a
+/// process about to exit, whose calls are over.
+pub fn kill_all_orphans() -> Vec<i32> {
+    sweep(true)
+}
+
+/// Reaps the zombies of orphans; see [`kill_orphans`], which does it too.
+/// Returns the pids reaped.
+pub fn reap_orphans() -> Vec<i32> {
+    let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
+    let registry = lock_registry();
+    let mut reaped = Vec::new();
+    for child in children() {
+        if child.zombie && !registry.contains_key(&child.pid) && reap(child.pid) {
+            reaped.push(child.pid);
+        }
+    }
+    reaped
+}
+
+fn reap(pid: i32) -> bool {
+    Pid::from_raw(pid).is_some_and(|p| {
+        matches!(
+            rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG),
+            Ok(Some(_))
+        )
+    })
+}
+
+/// One sweep: repeats while killing an orphan re-parents its own children to
+/// us (bounded rounds; the next sweep goes on).
+fn sweep(all: bool) -> Vec<i32> {
+    let me = std::process::id();
     let mut killed = Vec::new();
     for _ in 0..16 {
-        // Exclusive: no spawn registers and no reaper reaps meanwhile, so a
-        // pid seen here cannot be reaped and reused before it is killed.
+        // /proc is read without locks; the decisions are made under the
+        // gate (no spawn is half registered) and the registry lock, and
+        // each kill goes through a pidfd opened after re-checking that the
+        // pid is still that child, so a reused pid is never signalled.
+        let children = children();
         let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
         let registry = lock_registry();
-        let children = children();
+        let live_calls: std::collections::HashSet<u64> = registry
+            .values()
+            .filter(|e| e.kind == Kind::Call)
+            .map(|e| e.id)
+            .collect();
         let oldest_call = children
             .iter()
-            .filter(|c| registry.get(&c.pid) == Some(&Kind::Call))
+            .filter(|c| registry.get(&c.pid).is_some_and(|e| e.kind == Kind::Call))
             .map(|c| c.start)
             .min()
             .unwrap_or(u64::MAX);
         let mut round = 0;
-        for child in &children {
-            if registry.contains_key(&child.pid) {
+        for child in children.iter().filter(|c| !registry.contains_key(&c.pid)) {
+            if child.zombie {
+                reap(child.pid);
                 continue;
             }
-            let Some(p) = Pid::from_raw(child.pid) else {
-                continue;
-            };
-            if !child.zombie {
-                if child.start >= oldest_call {
-                    continue;
-                }
-                let _ = rustix::process::kill_process(p, Signal::KILL);
+            let orphaned = all
+                || match marker(child.pid) {
+                    Some((owner, id)) => owner != me || !live_calls.contains(&id),
+                    None => child.start < oldest_call,
+                };
+            if orphaned && kill_if_same(child) {
                 killed.push(child.pid);
                 round += 1;
             }
-            // A dead orphan is reaped whoever it belonged to; one just
-            // killed is reaped now if it already died, else next round.
-            let _ = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG);
-        }
-        if round == 0 {
-            break;
         }
         drop(registry);
         drop(_gate);
-        // Let the SIGKILLs land before looking for re-parented children.
+        if round == 0 {
+            break;
+        }
+        // Let the SIGKILLs land: the next round reaps them and finds the
+        // children they leave.
         std::thread::sleep(Duration::from_millis(5));
     }
     killed
+}
+
+/// SIGKILLs `child` through a pidfd, if the pid is still that process (our
+/// child, same start time).
+fn kill_if_same(child: &Child) -> bool {
+    let Some(pid) = Pid::from_raw(child.pid) else {
+        return false;
+    };
+    let Ok(fd) = rustix::process::pidfd_open(pid, PidfdFlags::empty()) else {
+        return false;
+    };
+    let same =
+        read_child(child.pid, std::process::id()).is_some_and(|now| now.start == child.start);
+    same && rustix::process::pidfd_send_signal(&fd, Signal::KILL).is_ok()
+}
+
+/// The owner and spawn id in a live process's [`MARKER_VAR`], if it has one.
+fn marker(pid: i32) -> Option<(u32, u64)> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{MARKER_VAR}=");
+    let value = environ
+        .split(|&b| b == 0)
+        .find_map(|var| var.strip_prefix(prefix.as_bytes()))?;
+    let (owner, id) = std::str::from_utf8(value).ok()?.split_once('.')?;
+    Some((owner.parse().ok()?, id.parse().ok()?))
 }
 
 /// A child of this process, from /proc.
@@ -980,42 +1061,31 @@ struct Child {
 /// This process's children (original or re-parented), from /proc.
 fn children() -> Vec<Child> {
     let me = std::process::id();
-    let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc") else {
-        return out;
+        return Vec::new();
     };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
-        // majflt cmajflt utime stime cutime cstime priority nice threads
-        // itrealvalue starttime ...": comm may hold spaces and parens.
-        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        let ppid = fields.get(1).and_then(|p| p.parse::<u32>().ok());
-        if ppid != Some(me) {
-            continue;
-        }
-        let Some(start) = fields.get(19).and_then(|t| t.parse::<u64>().ok()) else {
-            continue;
-        };
-        out.push(Child {
-            pid,
-            zombie: fields.first() == Some(&"Z"),
-            start,
-        });
+    dir.flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| read_child(pid, me))
+        .collect()
+}
+
+/// `pid` from its /proc stat, if it is a child of `parent`.
+fn read_child(pid: i32, parent: u32) -> Option<Child> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+    // majflt cmajflt utime stime cutime cstime priority nice threads
+    // itrealvalue starttime ...": comm may hold spaces and parens.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    if fields.get(1)?.parse::<u32>().ok()? != parent {
+        return None;
     }
-    out
+    Some(Child {
+        pid,
+        zombie: fields.first() == Some(&"Z"),
+        start: fields.get(19)?.parse().ok()?,
+    })
 }
 
 #[cfg(test)]

@@ -48,6 +48,10 @@ pub struct ServeOptions {
     pub max_message_bytes: usize,
     /// Streams open at once on one connection (more wait in the client).
     pub max_streams_per_connection: u32,
+    /// Each stream's HTTP/2 flow-control window: what a client may send on
+    /// a stream whose request the server is not reading yet. `None`: room
+    /// for a whole request (twice the message limit).
+    pub stream_window: Option<u32>,
     /// From the shutdown signal until every connection is closed: calls
     /// still running when it ends are cancelled.
     pub shutdown_grace: Duration,
@@ -148,7 +152,7 @@ where
     .unwrap_or(1 << 30);
     tonic::transport::Server::builder()
         .initial_connection_window_size(window)
-        .initial_stream_window_size(window)
+        .initial_stream_window_size(options.stream_window.unwrap_or(window))
         .max_frame_size(1 << 20)
         .max_concurrent_streams(options.max_streams_per_connection)
         .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESETS))

@@ -1,6 +1,7 @@
 //! Calls per connection: at most [`CALLS_PER_CONNECTION`] run (or hold an
 //! answer not sent yet) on one client connection; further calls on it wait
-//! for one of those to end, within the request's read timeout and deadline.
+//! for one of those to end, within the call's deadline (the request's read
+//! timeout starts once the call has its slot).
 //!
 //! Each such call may hold a message-sized answer the client has not read,
 //! so this bounds what one connection can make the server hold, without a
@@ -8,7 +9,8 @@
 //! instead of refusing keeps a busy but honest client (the runner, whose
 //! callers all share one connection per pod) from seeing errors: its
 //! answers are read, so the waits are short. A waiting call has not read
-//! its request, so HTTP/2 flow control stops the client from sending more.
+//! its request, so HTTP/2 flow control stops the client from sending more
+//! on it than the stream window (`server::STREAM_WINDOW`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -17,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Calls one connection may have running or answered-but-unsent at once.
-pub const CALLS_PER_CONNECTION: usize = 16;
+pub const CALLS_PER_CONNECTION: usize = 8;
 
 /// The slots of each live connection, by its peer address (unique among
 /// the live connections of one listener).

@@ -251,6 +251,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
                 // Act first: with the parent gone, stderr may be gone too.
                 exec::kill_all_groups();
+                exec::kill_all_orphans();
                 tracing::warn!("stdin closed: the parent is gone; exiting");
                 std::process::exit(0);
             });
@@ -292,6 +293,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             tokio::select! { _ = sigterm.recv() => {}, _ = sigint.recv() => {} }
             tracing::warn!("second termination signal: exiting at once");
             exec::kill_all_groups();
+            exec::kill_all_orphans();
             std::process::exit(143);
         });
         tracing::info!(
@@ -308,7 +310,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .context("serving gRPC")?;
         // Nothing runs any more: whatever a function left behind goes too.
-        exec::kill_orphans();
+        exec::kill_all_orphans();
         tracing::info!("drained; exiting");
         anyhow::Ok(())
     })

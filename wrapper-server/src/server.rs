@@ -44,6 +44,13 @@ pub struct ServerConfig {
 /// refused.
 pub const MAX_STREAMS_PER_CONNECTION: u32 = 64;
 
+/// Each stream's flow-control window. A call waiting for a slot on its
+/// connection does not read its request, so this is what each such stream
+/// can make the server hold (the connection's window is refilled as the
+/// running calls read theirs). 1 MiB still streams a 6 MiB request at
+/// loopback speed: the window is topped up as the function reads.
+pub const STREAM_WINDOW: u32 = 1 << 20;
+
 /// The wrapper's gRPC services, ready to serve.
 pub struct Wrapper {
     service: Arc<Service>,
@@ -94,6 +101,7 @@ impl Wrapper {
         let options = krm_fn::server::ServeOptions {
             max_message_bytes: max,
             max_streams_per_connection: MAX_STREAMS_PER_CONNECTION,
+            stream_window: Some(STREAM_WINDOW),
             shutdown_grace: self.shutdown_grace,
         };
         krm_fn::server::serve_evaluator(listener, evaluator, drain, options, shutdown).await

@@ -116,21 +116,18 @@ async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response
         .get::<TcpConnectInfo>()
         .and_then(TcpConnectInfo::remote_addr);
     let mut held = Held::default();
-    let body = BodyReader::new(
-        req.into_body(),
-        tokio::time::Instant::now() + service.request_read_timeout,
-        service.request_read_timeout,
-    );
+    let body = req.into_body();
     let call_fut = async {
         if let Some(peer) = peer {
-            // Waiting counts as reading the request: its body is not read.
-            held.connection_slot =
-                tokio::time::timeout_at(body.read_by, service.connections.acquire(peer))
-                    .await
-                    .map_err(|_| RequestError::ReadTimeout {
-                        after: service.request_read_timeout,
-                    })?;
+            // Waits (its request unread) for a slot on its connection.
+            held.connection_slot = service.connections.acquire(peer).await;
         }
+        // The request must arrive in full within the read timeout, from now.
+        let body = BodyReader::new(
+            body,
+            tokio::time::Instant::now() + service.request_read_timeout,
+            service.request_read_timeout,
+        );
         run_call(service, body, &mut call, &mut image, &mut held.admission).await
     };
     // Past the deadline the call is dropped: its process group is killed.

@@ -43,8 +43,10 @@ use tokio_stream::StreamExt;
 use super::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
 use crate::image::ImageRef;
 
-/// How long a stopping wrapper may drain before it is killed.
-const STOP_GRACE: Duration = Duration::from_secs(10);
+/// How long a stopping wrapper may drain before it is killed: less than the
+/// runner's own wait for its pods at exit (8 s), so that they are gone
+/// before it sweeps what they left.
+const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Image → entrypoint, for local use. See the module docs.
 #[derive(Debug, Clone)]

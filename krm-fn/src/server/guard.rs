@@ -50,25 +50,15 @@ where
     }
 }
 
-/// grpc-go's early answer for a request it will not serve, if this is one:
-/// HTTP 405 + INTERNAL for a method other than POST, 415 + INVALID_ARGUMENT
-/// for a content type that is not `application/grpc[+…|;…]`, 400 + INTERNAL
-/// for a malformed `grpc-timeout`.
+/// grpc-go's early answer for a request it will not serve, if this is one,
+/// checked in grpc-go's order: HTTP 415 + INVALID_ARGUMENT for a content type
+/// that is not `application/grpc[+…|;…]`, 400 + INTERNAL for a malformed
+/// `grpc-timeout`, 405 + INTERNAL for a method other than POST.
 pub fn refusal<B>(req: &http::Request<B>) -> Option<http::Response<Body>> {
-    if req.method() != http::Method::POST {
-        return Some(early_answer(
-            http::StatusCode::METHOD_NOT_ALLOWED,
-            Code::Internal,
-            &format!(
-                "received a request with method {}, expecting POST",
-                req.method()
-            ),
-        ));
-    }
     let content_type = req.headers().get(http::header::CONTENT_TYPE);
     if !content_type.is_some_and(|v| is_grpc_content_type(v.as_bytes())) {
         let shown = content_type.map_or_else(String::new, |v| {
-            String::from_utf8_lossy(v.as_bytes()).into_owned()
+            crate::call::shown_name(&String::from_utf8_lossy(v.as_bytes())).into_owned()
         });
         return Some(early_answer(
             http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -83,15 +73,24 @@ pub fn refusal<B>(req: &http::Request<B>) -> Option<http::Response<Body>> {
             &format!("malformed grpc-timeout: {err}"),
         ));
     }
+    if req.method() != http::Method::POST {
+        return Some(early_answer(
+            http::StatusCode::METHOD_NOT_ALLOWED,
+            Code::Internal,
+            &format!(
+                "received a request with method {}, expecting POST",
+                crate::call::shown_name(req.method().as_str())
+            ),
+        ));
+    }
     None
 }
 
-/// `application/grpc`, or it followed by `+subtype` or `;params`.
+/// `application/grpc`, or it followed by `+subtype` or `;params`
+/// (case-sensitive, as grpc-go's check).
 fn is_grpc_content_type(value: &[u8]) -> bool {
     const BASE: &[u8] = b"application/grpc";
-    value.len() >= BASE.len()
-        && value[..BASE.len()].eq_ignore_ascii_case(BASE)
-        && matches!(value.get(BASE.len()), None | Some(b'+' | b';'))
+    value.starts_with(BASE) && matches!(value.get(BASE.len()), None | Some(b'+' | b';'))
 }
 
 fn early_answer(http_status: http::StatusCode, code: Code, message: &str) -> http::Response<Body> {
@@ -140,7 +139,6 @@ mod tests {
             "application/grpc",
             "application/grpc+proto",
             "application/grpc;charset=utf-8",
-            "Application/GRPC",
         ] {
             assert_eq!(answer(&req("POST", Some(ct), None)), None, "{ct}");
         }
@@ -155,6 +153,11 @@ mod tests {
         let (status, code, msg) = answer(&req("GET", Some("application/grpc"), None)).unwrap();
         assert_eq!((status, code.as_str()), (405, "13"));
         assert!(msg.contains("GET"), "{msg}");
+        // grpc-go's order: the content type first, then the timeout.
+        let (status, ..) = answer(&req("GET", Some("text/plain"), Some("xyz"))).unwrap();
+        assert_eq!(status, 415);
+        let (status, ..) = answer(&req("GET", Some("application/grpc"), Some("xyz"))).unwrap();
+        assert_eq!(status, 400);
         for ct in [
             Some("text/plain"),
             Some("application/grpcx"),

@@ -144,7 +144,7 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         tracing::debug!(%err, "not a child subreaper");
     }
     let code = run_with_pods(cmd).await;
-    krm_fn::exec::kill_orphans();
+    krm_fn::exec::kill_all_orphans();
     code
 }
 

@@ -232,13 +232,17 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // What a process pod or a binaryExecutor function leaves behind comes to
     // the runner, which kills it (see `krm_fn::exec::become_subreaper`): a
     // pod's wrapper killed by SIGKILL does not leave its functions running.
-    krm_fn::exec::become_subreaper().context("becoming a child subreaper")?;
-    let mut sigchld = signal(SignalKind::child()).context("watching SIGCHLD")?;
-    tokio::spawn(async move {
-        while sigchld.recv().await.is_some() {
-            krm_fn::exec::request_sweep();
-        }
-    });
+    // Not with the kube backend: its client may run credential plugins as
+    // children of its own, which a sweep must not reap.
+    if args.backend == BackendKind::Process {
+        krm_fn::exec::become_subreaper().context("becoming a child subreaper")?;
+        let mut sigchld = signal(SignalKind::child()).context("watching SIGCHLD")?;
+        tokio::spawn(async move {
+            while sigchld.recv().await.is_some() {
+                krm_fn::exec::request_sweep();
+            }
+        });
+    }
     let addr = SocketAddr::new(args.host, args.port);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -265,7 +269,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!(addr = %maddr, "serving metrics");
     }
     tracing::info!(%addr, backend = ?args.backend, "function-runner serving");
-    let service = RunnerService::new(runner.evaluator.clone(), runner.metrics.clone());
+    let service = RunnerService::new(runner.evaluator.clone(), runner.metrics.clone())
+        .with_index(runner.index.clone());
     let shutdown = async move {
         tokio::select! { _ = sigterm.recv() => {}, _ = sigint.recv() => {} }
         tracing::info!("termination signal: draining");
@@ -273,6 +278,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let options = krm_fn::server::ServeOptions {
         max_message_bytes: args.max_request_body_size,
         max_streams_per_connection: function_runner::server::MAX_STREAMS_PER_CONNECTION,
+        stream_window: None,
         shutdown_grace: args.shutdown_grace,
     };
     let served = serve(listener, service, options, shutdown).await;
@@ -281,7 +287,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     served.context("serving gRPC")?;
     // Nothing runs any more: whatever a pod or a function left behind goes
     // too.
-    krm_fn::exec::kill_orphans();
+    krm_fn::exec::kill_all_orphans();
     tracing::info!("stopped");
     Ok(())
 }
