@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Calls one connection may have running or answered-but-unsent at once.
-pub const CALLS_PER_CONNECTION: usize = 8;
+pub const CALLS_PER_CONNECTION: usize = 16;
 
 /// The slots of each live connection, by its peer address (unique among
 /// the live connections of one listener).
