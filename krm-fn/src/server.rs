@@ -50,7 +50,10 @@ pub struct ServeOptions {
     pub max_streams_per_connection: u32,
     /// Each stream's HTTP/2 flow-control window: what a client may send on
     /// a stream whose request the server is not reading yet. `None`: room
-    /// for a whole request (twice the message limit).
+    /// for a whole request (twice the message limit). The connection's
+    /// window is then made room for every stream's: were it smaller, the
+    /// data of streams not read yet could fill it and starve the streams
+    /// being read.
     pub stream_window: Option<u32>,
     /// From the shutdown signal until every connection is closed: calls
     /// still running when it ends are cancelled.
@@ -150,9 +153,19 @@ where
             .clamp(1 << 20, 1 << 30),
     )
     .unwrap_or(1 << 30);
+    let (stream_window, connection_window) = match options.stream_window {
+        None => (window, window),
+        Some(w) => (
+            w,
+            u32::try_from(u64::from(w) * u64::from(options.max_streams_per_connection))
+                .unwrap_or(i32::MAX as u32)
+                .min(i32::MAX as u32)
+                .max(window),
+        ),
+    };
     tonic::transport::Server::builder()
-        .initial_connection_window_size(window)
-        .initial_stream_window_size(options.stream_window.unwrap_or(window))
+        .initial_connection_window_size(connection_window)
+        .initial_stream_window_size(stream_window)
         .max_frame_size(1 << 20)
         .max_concurrent_streams(options.max_streams_per_connection)
         .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESETS))

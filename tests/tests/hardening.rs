@@ -424,17 +424,22 @@ async fn unread_answers_count_against_the_cap() {
 #[tokio::test]
 async fn one_connection_that_reads_no_answers_holds_at_most_16() {
     let dir = tempfile::tempdir().unwrap();
-    let script = format!("touch {}/$$; cat", dir.path().display());
+    // The mark comes once the function read its whole request and answered.
+    let script = format!("cat; touch {}/$$", dir.path().display());
     let w = Wrapper::start(&[], &sh(&script)).unwrap();
     let ran = || std::fs::read_dir(dir.path()).map_or(0, Iterator::count);
     let (send, conn) = h2_connect(w.addr, 0).await;
     let mut pending = Vec::new();
+    // Requests of about 2 MiB: more than one stream window each, so the
+    // waiting ones' data must not starve the running ones.
+    let body = framed(resource_list(20000));
+    assert!(body.len() > 1 << 20, "{}", body.len());
     for _ in 0..24 {
         let mut ready = send.clone().ready().await.unwrap();
         let (resp, mut stream) = ready
             .send_request(grpc_request("POST", "application/grpc", None), false)
             .unwrap();
-        stream.send_data(framed(resource_list(500)), true).unwrap();
+        stream.send_data(body.clone(), true).unwrap();
         pending.push((resp, stream));
     }
     assert!(
