@@ -2099,6 +2099,47 @@ async fn item7(b: &Bins, rep: &mut Report) -> anyhow::Result<()> {
         killed.to_string(),
     );
 
+    // (c) the same through the runner (process backend): its pod's wrapper
+    // SIGKILLed with calls running. Only the processes alive before the kill
+    // are counted (the runner retries the calls on a new pod).
+    let m = marker(b, 3);
+    let fns = tempfile::tempdir()?;
+    let path = fns.path().join("daemon-fn");
+    std::fs::write(&path, format!("#!/bin/sh\nsetsid sleep {m} &\nsleep {m}\n"))?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    let runner = b.start_runner(rep, fns.path())?;
+    let client = connect(&runner.endpoint()).await?;
+    let mut calls = Vec::new();
+    for _ in 0..6 {
+        let mut client = client.clone();
+        calls.push(AbortOnDrop(tokio::spawn(async move {
+            let _ = call(
+                &mut client,
+                request(&small_rl(), "example.com/fns/daemon-fn:v1"),
+                Duration::from_secs(60),
+            )
+            .await;
+        })));
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let pods = pods_of(runner.pid());
+    let running = marked(&m, &pods);
+    for p in &running {
+        track(*p);
+    }
+    for pod in &pods {
+        let _ = kill(Pid::from_raw(*pod), Signal::SIGKILL);
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let left = running.iter().filter(|p| alive(**p)).count();
+    rep.row(
+        "(c) through the runner: 6 calls on its pod, the pod's wrapper SIGKILLed: the calls' processes alive before the kill → 3 s after",
+        format!("{} → {}", running.len(), left),
+    );
+    drop(calls);
+    drop(runner);
+    kill_marked(&m, &[]);
+
     // (b) a detached child that keeps stdout open
     let m = marker(b, 2);
     let script = format!("setsid sh -c \"sleep {m}\" & cat");
