@@ -726,3 +726,85 @@ async fn orphans_are_told_apart_by_the_call_that_started_them() {
         e2e_tests::eventually(Duration::from_secs(5), || marked("sleep 31.76").is_empty()).await;
     assert!(gone, "outlived its call: {:?}", marked("sleep 31.76"));
 }
+
+/// The gRPC frame of an EvaluateFunctionRequest, gzip-compressed.
+fn framed_gzip(rl: impl Into<Bytes>) -> Bytes {
+    use std::io::Write;
+    let msg = EvaluateFunctionRequest {
+        resource_list: rl.into(),
+        image: "example.com/fn/test:v1".into(),
+        tag: String::new(),
+    }
+    .encode_to_vec();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&msg).unwrap();
+    let packed = gz.finish().unwrap();
+    let mut out = BytesMut::with_capacity(5 + packed.len());
+    out.put_u8(1);
+    out.put_u32(packed.len() as u32);
+    out.extend_from_slice(&packed);
+    out.freeze()
+}
+
+fn gzip_request() -> http::Request<()> {
+    let mut req = grpc_request("POST", "application/grpc", None);
+    req.headers_mut()
+        .insert("grpc-encoding", http::HeaderValue::from_static("gzip"));
+    req
+}
+
+/// #11 items 4 and 5 for compressed requests (decoded whole by tonic's
+/// server): they take a slot on their connection until their answer is
+/// sent, and must arrive within the read timeout.
+#[tokio::test]
+async fn compressed_calls_are_bounded_like_streamed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("cat; touch {}/$$", dir.path().display());
+    let w = Wrapper::start(&["--request-read-timeout", "2s"], &sh(&script)).unwrap();
+    let ran = || std::fs::read_dir(dir.path()).map_or(0, Iterator::count);
+    let (send, _conn) = h2_connect(w.addr, 0).await;
+    let mut pending = Vec::new();
+    for _ in 0..24 {
+        let mut ready = send.clone().ready().await.unwrap();
+        let (resp, mut stream) = ready.send_request(gzip_request(), false).unwrap();
+        stream
+            .send_data(framed_gzip(resource_list(50)), true)
+            .unwrap();
+        pending.push((resp, stream));
+    }
+    assert!(
+        e2e_tests::eventually(Duration::from_secs(10), || ran() >= 16).await,
+        "{} ran",
+        ran()
+    );
+    // Another connection is served, and the 8 over the share still wait.
+    let (mut other, _other_conn) = h2_connect(w.addr, 1 << 20).await;
+    let (status, code, msg) =
+        h2_call(&mut other, gzip_request(), framed_gzip(resource_list(1))).await;
+    assert_eq!((status, code.as_str()), (200, "0"), "{msg}");
+    assert_eq!(ran(), 17, "calls over the share ran");
+    // A compressed upload that stalls is ended by the read timeout.
+    let mut ready = other.clone().ready().await.unwrap();
+    let (resp, mut stream) = ready.send_request(gzip_request(), false).unwrap();
+    let mut head = BytesMut::new();
+    head.put_u8(1);
+    head.put_u32(1000);
+    head.extend_from_slice(&[0x1f, 0x8b, 8, 0]);
+    stream.send_data(head.freeze(), false).unwrap();
+    let resp = tokio::time::timeout(Duration::from_secs(15), resp)
+        .await
+        .expect("the stalled upload was never answered")
+        .unwrap();
+    let mut headers = resp.headers().clone();
+    let mut body = resp.into_body();
+    while body.data().await.is_some() {}
+    if let Ok(Some(t)) = body.trailers().await {
+        headers.extend(t);
+    }
+    let msg = headers
+        .get("grpc-message")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    assert_eq!(headers["grpc-status"], "4", "{msg}");
+    assert!(msg.contains("request-read-timeout"), "{msg}");
+}

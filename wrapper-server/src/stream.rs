@@ -26,6 +26,7 @@
 //! other method of the service.
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -88,11 +89,89 @@ impl tower::Service<http::Request<Body>> for Evaluator {
     }
 
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        if req.uri().path() != EVALUATE_PATH || !identity_encoding(req.headers()) {
+        if req.uri().path() != EVALUATE_PATH {
             return Box::pin(tower::Service::call(&mut self.buffered, req));
         }
         let service = self.service.clone();
+        if !identity_encoding(req.headers()) {
+            let buffered = self.buffered.clone();
+            return Box::pin(async move { Ok(evaluate_buffered(&service, buffered, req).await) });
+        }
         Box::pin(async move { Ok(evaluate(&service, req).await) })
+    }
+}
+
+/// A compressed EvaluateFunction, which tonic's generated server decodes
+/// whole: it takes a slot on its connection first, as a streamed call does,
+/// holds it until its answer is sent, and its request must arrive within
+/// the read timeout.
+async fn evaluate_buffered(
+    service: &Service,
+    mut buffered: FunctionEvaluatorServer<Buffered>,
+    req: http::Request<Body>,
+) -> http::Response<Body> {
+    let peer = req
+        .extensions()
+        .get::<TcpConnectInfo>()
+        .and_then(TcpConnectInfo::remote_addr);
+    let mut held = Held::default();
+    if let Some(peer) = peer {
+        held.connection_slot = service.connections.acquire(peer).await;
+    }
+    let timeout = service.request_read_timeout;
+    let req = req.map(|body| {
+        Body::new(ReadBy {
+            body,
+            timer: Box::pin(tokio::time::sleep(timeout)),
+            timeout,
+        })
+    });
+    let resp = match tower::Service::call(&mut buffered, req).await {
+        Ok(resp) => resp,
+        Err(never) => match never {},
+    };
+    resp.map(|body| {
+        Body::new(Holding {
+            body,
+            held: Some(held),
+        })
+    })
+}
+
+/// A request body that fails once `timer` fires before it ended
+/// (`--request-read-timeout`).
+struct ReadBy {
+    body: Body,
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    timeout: std::time::Duration,
+}
+
+impl http_body::Body for ReadBy {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        if let Poll::Ready(frame) = std::pin::Pin::new(&mut self.body).poll_frame(cx) {
+            return Poll::Ready(frame);
+        }
+        if self.timer.as_mut().poll(cx).is_ready() {
+            let err = CallError::from(RequestError::ReadTimeout {
+                after: self.timeout,
+            });
+            return Poll::Ready(Some(Err(Status::from(err))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
