@@ -945,9 +945,26 @@ pub fn kill_orphans() -> Vec<i32> {
 }
 
 /// Kills every orphan, whoever it belonged to, and reaps them: for a
-/// process about to exit, whose calls are over.
+/// process about to exit, whose calls are over (their groups killed).
+///
+/// Processes just killed take moments to die, and only then are their
+/// children re-parented to us: so this goes on, for up to a second, until
+/// a round finds no child of ours but zombies of registered ones.
 pub fn kill_all_orphans() -> Vec<i32> {
-    sweep(true)
+    let until = std::time::Instant::now() + Duration::from_secs(1);
+    let mut killed = Vec::new();
+    loop {
+        killed.extend(sweep(true));
+        let registry = lock_registry();
+        let busy = children()
+            .iter()
+            .any(|c| !c.zombie || !registry.contains_key(&c.pid));
+        drop(registry);
+        if !busy || std::time::Instant::now() >= until {
+            return killed;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Reaps the zombies of orphans; see [`kill_orphans`], which does it too.

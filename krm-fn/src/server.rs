@@ -142,7 +142,15 @@ where
             if let Err(err) = stream.set_nodelay(true) {
                 tracing::debug!(%err, "TCP_NODELAY");
             }
-            Closable::new(stream, &close_all)
+            // Each connection can also be closed alone (`close_connection`).
+            let token = close_all.child_token();
+            let registered = stream
+                .peer_addr()
+                .ok()
+                .map(|peer| (peer, register_connection(peer, &token)));
+            let mut conn = Closable::new(stream, &token);
+            conn.registered = registered;
+            conn
         })
     });
     // Room for a whole request in flight; HTTP/2 caps windows at 2^31-1.
@@ -176,12 +184,55 @@ where
         .await
 }
 
+/// Closes the connection from `peer` (as at the end of a shutdown), if it
+/// is still open: for a client that holds what it was sent and never reads
+/// it.
+pub fn close_connection(peer: std::net::SocketAddr) {
+    if let Some((_, token)) = lock_close_tokens().get(&peer) {
+        token.cancel();
+    }
+}
+
+type CloseTokens = std::collections::HashMap<std::net::SocketAddr, (u64, CancellationToken)>;
+
+static CLOSE_TOKENS: std::sync::LazyLock<std::sync::Mutex<CloseTokens>> =
+    std::sync::LazyLock::new(Default::default);
+
+static NEXT_CONNECTION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn lock_close_tokens() -> std::sync::MutexGuard<'static, CloseTokens> {
+    CLOSE_TOKENS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Registers a connection's close token; returns its number, with which
+/// [`Closable`]'s drop forgets it.
+fn register_connection(peer: std::net::SocketAddr, token: &CancellationToken) -> u64 {
+    let n = NEXT_CONNECTION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    lock_close_tokens().insert(peer, (n, token.clone()));
+    n
+}
+
 /// An accepted connection that ends (EOF on read, an error on write) once
 /// `close` is cancelled, whatever state its HTTP/2 session is in.
 struct Closable {
     stream: TcpStream,
     closed: Pin<Box<WaitForCancellationFutureOwned>>,
     is_closed: bool,
+    /// Its entry for [`close_connection`].
+    registered: Option<(std::net::SocketAddr, u64)>,
+}
+
+impl Drop for Closable {
+    fn drop(&mut self) {
+        if let Some((peer, n)) = self.registered {
+            let mut tokens = lock_close_tokens();
+            if tokens.get(&peer).is_some_and(|(m, _)| *m == n) {
+                tokens.remove(&peer);
+            }
+        }
+    }
 }
 
 impl Closable {
@@ -190,6 +241,7 @@ impl Closable {
             stream,
             closed: Box::pin(close.clone().cancelled_owned()),
             is_closed: false,
+            registered: None,
         }
     }
 

@@ -808,3 +808,55 @@ async fn compressed_calls_are_bounded_like_streamed_ones() {
     assert_eq!(headers["grpc-status"], "4", "{msg}");
     assert!(msg.contains("request-read-timeout"), "{msg}");
 }
+
+/// #11 item 5: an answer counts until it is sent, but not for ever: a client
+/// that does not read it within the read timeout is disconnected, and the
+/// slot is free again.
+#[tokio::test]
+async fn an_answer_never_read_does_not_hold_its_slot_for_ever() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!("cat; touch {}/$$", dir.path().display());
+    let w = Wrapper::start(
+        &[
+            "--max-concurrent-evaluations",
+            "1",
+            "--request-read-timeout",
+            "2s",
+        ],
+        &sh(&script),
+    )
+    .unwrap();
+    let (send, conn) = h2_connect(w.addr, 0).await;
+    let mut ready = send.clone().ready().await.unwrap();
+    let (resp, mut stream) = ready
+        .send_request(grpc_request("POST", "application/grpc", None), false)
+        .unwrap();
+    stream.send_data(framed(resource_list(500)), true).unwrap();
+    let ran = e2e_tests::eventually(Duration::from_secs(10), || {
+        std::fs::read_dir(dir.path()).map_or(0, Iterator::count) == 1
+    })
+    .await;
+    assert!(ran, "the call did not run");
+    assert!(at_the_cap(&w).await, "the unread answer holds no slot");
+    // Within the timeout (and some), the connection is closed and the slot
+    // given back.
+    let client = w.client().await.unwrap();
+    let freed = eventually_async(Duration::from_secs(15), async || {
+        let mut client = client.clone();
+        client
+            .evaluate_function(EvaluateFunctionRequest {
+                resource_list: resource_list(1).into(),
+                image: "example.com/fn/test:v1".into(),
+                tag: String::new(),
+            })
+            .await
+            .is_ok()
+    })
+    .await;
+    assert!(freed, "the slot was never given back");
+    assert!(
+        conn.is_finished(),
+        "the connection that did not read is still open"
+    );
+    drop((resp, stream, send));
+}

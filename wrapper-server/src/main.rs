@@ -75,7 +75,9 @@ struct ServeArgs {
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     shutdown_grace: Duration,
     /// How long a call's request may take to arrive in full, whatever its
-    /// deadline: a stalled upload then gives back its slot (Go duration).
+    /// deadline, and its answer to be read: a stalled upload then gives back
+    /// its slot, and a client that does not read its answer is disconnected
+    /// (Go duration).
     #[arg(long, default_value = "30s", value_parser = parse_duration)]
     request_read_timeout: Duration,
     /// Log format on stderr.
@@ -303,14 +305,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "wrapper-server serving"
         );
         let wrapper = Wrapper::new(config, metrics);
-        wrapper
+        let served = wrapper
             .serve(listener, async {
                 let _ = first_rx.await;
             })
-            .await
-            .context("serving gRPC")?;
+            .await;
         // Nothing runs any more: whatever a function left behind goes too.
         exec::kill_all_orphans();
+        served.context("serving gRPC")?;
         tracing::info!("drained; exiting");
         anyhow::Ok(())
     })

@@ -130,12 +130,7 @@ async fn evaluate_buffered(
         Ok(resp) => resp,
         Err(never) => match never {},
     };
-    resp.map(|body| {
-        Body::new(Holding {
-            body,
-            held: Some(held),
-        })
-    })
+    resp.map(|body| Body::new(Holding::new(body, held, timeout, peer)))
 }
 
 /// A request body that fails once `timer` fires before it ended
@@ -219,12 +214,8 @@ async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response
     });
     service.log_call(&image, &result, started, &mut call);
     match result {
-        Ok(resp) => ok_response(resp).map(|body| {
-            Body::new(Holding {
-                body,
-                held: Some(held),
-            })
-        }),
+        Ok(resp) => ok_response(resp)
+            .map(|body| Body::new(Holding::new(body, held, service.request_read_timeout, peer))),
         Err(err) => Status::from(err).into_http(),
     }
 }
@@ -233,9 +224,66 @@ async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response
 /// was taken (or it is dropped: the client went away). An answer the client
 /// does not read keeps counting against the concurrency cap and the drain,
 /// so unread answers cannot pile up in memory beyond the cap.
+///
+/// Data goes out in slices of at most [`SEND_SLICE`]: hyper takes the next
+/// frame only once the stream has send capacity, so an answer is counted
+/// until its last slice is on its way, not once it sits whole in h2's
+/// buffer. An answer not sent in full within the timeout (the client does
+/// not read it) closes its connection, which frees what it held: hyper does
+/// not poll a body whose stream has no send window, so the timer runs in a
+/// task of its own.
 struct Holding {
     body: Body,
     held: Option<Held>,
+    /// The rest of a data frame larger than a slice.
+    rest: Bytes,
+    /// Closes the connection when the answer took too long; aborted once it
+    /// is sent (or dropped).
+    timer: Option<tokio::task::AbortHandle>,
+}
+
+/// Largest data frame handed to hyper at once (see [`Holding`]).
+const SEND_SLICE: usize = 256 * 1024;
+
+impl Holding {
+    /// `send_timeout`: how long the whole answer may take to be sent to
+    /// `peer`.
+    fn new(
+        body: Body,
+        held: Held,
+        send_timeout: std::time::Duration,
+        peer: Option<std::net::SocketAddr>,
+    ) -> Self {
+        let timer = peer.map(|peer| {
+            tokio::spawn(async move {
+                tokio::time::sleep(send_timeout).await;
+                tracing::info!(%peer, "an answer was not read within --request-read-timeout: closing its connection");
+                krm_fn::server::close_connection(peer);
+            })
+            .abort_handle()
+        });
+        Self {
+            body,
+            held: Some(held),
+            rest: Bytes::new(),
+            timer,
+        }
+    }
+
+    fn slice(&mut self, mut data: Bytes) -> Frame<Bytes> {
+        if data.len() > SEND_SLICE {
+            self.rest = data.split_off(SEND_SLICE);
+        }
+        Frame::data(data)
+    }
+}
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        if let Some(timer) = self.timer.take() {
+            timer.abort();
+        }
+    }
 }
 
 /// What a call holds until its answer is sent.
@@ -253,19 +301,38 @@ impl http_body::Body for Holding {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
-        if matches!(polled, Poll::Ready(None)) {
-            self.held = None;
+        if !self.rest.is_empty() {
+            let rest = std::mem::take(&mut self.rest);
+            return Poll::Ready(Some(Ok(self.slice(rest))));
         }
-        polled
+        match std::pin::Pin::new(&mut self.body).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => Poll::Ready(Some(Ok(self.slice(data)))),
+                Err(frame) => Poll::Ready(Some(Ok(frame))),
+            },
+            Poll::Ready(None) => {
+                self.held = None;
+                if let Some(timer) = self.timer.take() {
+                    timer.abort();
+                }
+                Poll::Ready(None)
+            }
+            other => other,
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
+        self.rest.is_empty() && self.body.is_end_stream()
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.body.size_hint()
+        let mut hint = self.body.size_hint();
+        let rest = self.rest.len() as u64;
+        hint.set_lower(hint.lower() + rest);
+        if let Some(upper) = hint.upper() {
+            hint.set_upper(upper + rest);
+        }
+        hint
     }
 }
 

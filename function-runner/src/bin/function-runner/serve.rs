@@ -284,10 +284,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let served = serve(listener, service, options, shutdown).await;
     tracing::info!("stopping pods");
     runner.shutdown(POD_STOP_TIMEOUT).await;
-    served.context("serving gRPC")?;
     // Nothing runs any more: whatever a pod or a function left behind goes
     // too.
     krm_fn::exec::kill_all_orphans();
+    served.context("serving gRPC")?;
     tracing::info!("stopped");
     Ok(())
 }
