@@ -808,8 +808,8 @@ fn peek_exit(fd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
 static REGISTRY: Mutex<BTreeMap<i32, Entry>> = Mutex::new(BTreeMap::new());
 
 /// Held shared from a spawn until its pid is in [`REGISTRY`], and exclusively
-/// by [`reap_orphans`]: the reaper never sees a child of ours that is not
-/// registered yet. (Lock order: gate, then registry.)
+/// by a sweep while it decides: a sweep never takes a child of ours for an
+/// orphan before it is registered. (Lock order: gate, then registry.)
 static SPAWN_GATE: RwLock<()> = RwLock::new(());
 
 fn lock_registry() -> MutexGuard<'static, BTreeMap<i32, Entry>> {
@@ -967,27 +967,11 @@ pub fn kill_all_orphans() -> Vec<i32> {
     }
 }
 
-/// Reaps the zombies of orphans; see [`kill_orphans`], which does it too.
-/// Returns the pids reaped.
-pub fn reap_orphans() -> Vec<i32> {
-    let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
-    let registry = lock_registry();
-    let mut reaped = Vec::new();
-    for child in children() {
-        if child.zombie && !registry.contains_key(&child.pid) && reap(child.pid) {
-            reaped.push(child.pid);
-        }
+/// Reaps `pid` if it is a zombie.
+fn reap(pid: i32) {
+    if let Some(p) = Pid::from_raw(pid) {
+        let _ = rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG);
     }
-    reaped
-}
-
-fn reap(pid: i32) -> bool {
-    Pid::from_raw(pid).is_some_and(|p| {
-        matches!(
-            rustix::process::waitpid(Some(p), rustix::process::WaitOptions::NOHANG),
-            Ok(Some(_))
-        )
-    })
 }
 
 /// One sweep: repeats while killing an orphan re-parents its own children to

@@ -10,7 +10,8 @@
 //! - [`server`]: `evaluator.FunctionEvaluator` and gRPC health on one port;
 //! - [`metrics`]: the Prometheus endpoint;
 //! - [`duration`]: Go's `time.Duration` syntax, for flags and configs;
-//! - [`error_chain`]: an error and its causes, each said once.
+//! - [`error_chain`]: an error and its causes, each said once;
+//! - [`cli`]: what both binaries add to clap's errors.
 //!
 //! All but `duration` need the default `runtime` feature.
 
@@ -18,6 +19,8 @@
 
 #[cfg(feature = "runtime")]
 pub mod call;
+#[cfg(feature = "runtime")]
+pub mod cli;
 #[cfg(feature = "runtime")]
 pub mod drain;
 pub mod duration;

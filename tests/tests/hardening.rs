@@ -51,6 +51,23 @@ fn grpc_request(method: &str, content_type: &str, timeout: Option<&str>) -> http
     b.body(()).unwrap()
 }
 
+type Client =
+    proto::pb::function_evaluator_client::FunctionEvaluatorClient<tonic::transport::Channel>;
+
+/// One EvaluateFunction call for `image` with a one-item ResourceList.
+async fn call(
+    mut client: Client,
+    image: &'static str,
+) -> Result<tonic::Response<proto::pb::EvaluateFunctionResponse>, tonic::Status> {
+    client
+        .evaluate_function(EvaluateFunctionRequest {
+            resource_list: resource_list(1).into(),
+            image: image.into(),
+            tag: String::new(),
+        })
+        .await
+}
+
 /// The gRPC frame of an EvaluateFunctionRequest.
 fn framed(rl: impl Into<Bytes>) -> Bytes {
     let msg = EvaluateFunctionRequest {
@@ -66,19 +83,12 @@ fn framed(rl: impl Into<Bytes>) -> Bytes {
     out.freeze()
 }
 
-/// Sends one whole request and returns (HTTP status, grpc-status,
-/// grpc-message) from the response headers or trailers.
-async fn h2_call(
-    send: &mut h2::client::SendRequest<Bytes>,
-    req: http::Request<()>,
-    body: Bytes,
-) -> (u16, String, String) {
-    let mut send = send.clone().ready().await.unwrap();
-    let (resp, mut stream) = send.send_request(req, false).unwrap();
-    stream.send_data(body, true).unwrap();
-    let resp = tokio::time::timeout(Duration::from_secs(20), resp)
+/// The answer to a request within `within`, read to its end: (HTTP status,
+/// grpc-status, grpc-message) from its headers or trailers.
+async fn answer(resp: h2::client::ResponseFuture, within: Duration) -> (u16, String, String) {
+    let resp = tokio::time::timeout(within, resp)
         .await
-        .unwrap()
+        .expect("no answer in time")
         .unwrap();
     let status = resp.status().as_u16();
     let mut headers = resp.headers().clone();
@@ -97,6 +107,18 @@ async fn h2_call(
             .unwrap_or_default()
     };
     (status, get("grpc-status"), get("grpc-message"))
+}
+
+/// Sends one whole request and returns its [`answer`].
+async fn h2_call(
+    send: &mut h2::client::SendRequest<Bytes>,
+    req: http::Request<()>,
+    body: Bytes,
+) -> (u16, String, String) {
+    let mut send = send.clone().ready().await.unwrap();
+    let (resp, mut stream) = send.send_request(req, false).unwrap();
+    stream.send_data(body, true).unwrap();
+    answer(resp, Duration::from_secs(20)).await
 }
 
 /// #11 item 10: requests grpc-go would refuse are refused as grpc-go
@@ -191,14 +213,7 @@ async fn started(file: &std::path::Path) -> bool {
 async fn at_the_cap(w: &Wrapper) -> bool {
     let client = w.client().await.unwrap();
     eventually_async(Duration::from_secs(5), async || {
-        let mut client = client.clone();
-        let res = client
-            .evaluate_function(EvaluateFunctionRequest {
-                resource_list: resource_list(1).into(),
-                image: "example.com/fn/test:v1".into(),
-                tag: String::new(),
-            })
-            .await;
+        let res = call(client.clone(), "example.com/fn/test:v1").await;
         matches!(res, Err(s) if s.code() == Code::ResourceExhausted)
     })
     .await
@@ -257,22 +272,18 @@ async fn the_runner_stops_its_pods_within_the_grace_whatever_connections_stay_op
         fns.to_str().unwrap(),
     ])
     .unwrap();
-    let call = |mut client: proto::pb::function_evaluator_client::FunctionEvaluatorClient<_>| async move {
-        client
-            .evaluate_function(EvaluateFunctionRequest {
-                resource_list: resource_list(1).into(),
-                image: "example.com/fn/slow:v1".into(),
-                tag: String::new(),
-            })
-            .await
-    };
     // A first call starts a pod (a wrapper-server child of the runner).
-    call(runner.client().await.unwrap()).await.unwrap();
+    call(runner.client().await.unwrap(), "example.com/fn/slow:v1")
+        .await
+        .unwrap();
     let pods = e2e_tests::children_of(runner.child.id());
     assert!(!pods.is_empty(), "no pod process");
     let _held = hold_connections(runner.addr).await;
     // A call in flight when SIGTERM comes: the drain waits for it.
-    let in_flight = tokio::spawn(call(runner.client().await.unwrap()));
+    let in_flight = tokio::spawn(call(
+        runner.client().await.unwrap(),
+        "example.com/fn/slow:v1",
+    ));
     assert!(
         e2e_tests::eventually(Duration::from_secs(10), || started_calls() == 2).await,
         "the second call did not start"
@@ -334,36 +345,11 @@ async fn a_stalled_upload_gives_back_its_slot() {
         "the stalled upload was never admitted"
     );
     let client = w.client().await.unwrap();
-    let call = |mut client: proto::pb::function_evaluator_client::FunctionEvaluatorClient<_>| async move {
-        client
-            .evaluate_function(EvaluateFunctionRequest {
-                resource_list: resource_list(1).into(),
-                image: "example.com/fn/test:v1".into(),
-                tag: String::new(),
-            })
-            .await
-    };
     // The stalled call is ended, naming the flag; the slot is free again.
-    let resp = tokio::time::timeout(Duration::from_secs(10), resp)
-        .await
-        .unwrap()
-        .unwrap();
-    let trailers_or_headers = {
-        let mut h = resp.headers().clone();
-        let mut body = resp.into_body();
-        while body.data().await.is_some() {}
-        if let Ok(Some(t)) = body.trailers().await {
-            h.extend(t);
-        }
-        h
-    };
-    assert_eq!(trailers_or_headers["grpc-status"], "4");
-    let msg = trailers_or_headers["grpc-message"]
-        .to_str()
-        .unwrap()
-        .to_string();
+    let (_, code, msg) = answer(resp, Duration::from_secs(10)).await;
+    assert_eq!(code, "4");
     assert!(msg.contains("request-read-timeout"), "{msg}");
-    call(client).await.unwrap();
+    call(client, "example.com/fn/test:v1").await.unwrap();
 }
 
 /// #11 item 5: answers the client does not read count against the cap
@@ -386,15 +372,6 @@ async fn unread_answers_count_against_the_cap() {
         pending.push((resp, stream));
     }
     let client = w.client().await.unwrap();
-    let call = |mut client: proto::pb::function_evaluator_client::FunctionEvaluatorClient<_>| async move {
-        client
-            .evaluate_function(EvaluateFunctionRequest {
-                resource_list: resource_list(1).into(),
-                image: "example.com/fn/test:v1".into(),
-                tag: String::new(),
-            })
-            .await
-    };
     // Both calls ran to their end; their answers wait unsent and hold both
     // slots.
     let ran = e2e_tests::eventually(Duration::from_secs(10), || {
@@ -403,7 +380,9 @@ async fn unread_answers_count_against_the_cap() {
     .await;
     assert!(ran, "the two calls did not run");
     for _ in 0..3 {
-        let err = call(client.clone()).await.unwrap_err();
+        let err = call(client.clone(), "example.com/fn/test:v1")
+            .await
+            .unwrap_err();
         assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
     }
     // The server advertises its cap on streams per connection.
@@ -412,7 +391,7 @@ async fn unread_answers_count_against_the_cap() {
     drop((pending, send));
     conn.abort();
     let freed = eventually_async(Duration::from_secs(10), async || {
-        call(client.clone()).await.is_ok()
+        call(client.clone(), "example.com/fn/test:v1").await.is_ok()
     })
     .await;
     assert!(freed, "the slots were not given back");
@@ -448,15 +427,8 @@ async fn one_connection_that_reads_no_answers_holds_at_most_16() {
         ran()
     );
     // Another connection is served meanwhile.
-    let mut other = w.client().await.unwrap();
-    other
-        .evaluate_function(EvaluateFunctionRequest {
-            resource_list: resource_list(1).into(),
-            image: "example.com/fn/test:v1".into(),
-            tag: String::new(),
-        })
-        .await
-        .unwrap();
+    let other = w.client().await.unwrap();
+    call(other, "example.com/fn/test:v1").await.unwrap();
     assert_eq!(ran(), 17, "calls over the share ran");
     drop((pending, send));
     conn.abort();
@@ -552,14 +524,9 @@ async fn descendants_that_left_the_group_die_with_their_call() {
         &sh("setsid sh -c 'sleep 31.71' </dev/null >/dev/null 2>&1 & setsid sleep 31.72 & cat"),
     )
     .unwrap();
-    let mut client = w.client().await.unwrap();
+    let client = w.client().await.unwrap();
     for _ in 0..2 {
-        client
-            .evaluate_function(EvaluateFunctionRequest {
-                resource_list: resource_list(1).into(),
-                image: "example.com/fn/test:v1".into(),
-                tag: String::new(),
-            })
+        call(client.clone(), "example.com/fn/test:v1")
             .await
             .unwrap();
         let gone = e2e_tests::eventually(Duration::from_secs(5), || {
@@ -601,16 +568,8 @@ async fn a_pod_killed_by_sigkill_leaves_no_function_running() {
         fns.to_str().unwrap(),
     ])
     .unwrap();
-    let mut client = runner.client().await.unwrap();
-    let call = tokio::spawn(async move {
-        client
-            .evaluate_function(EvaluateFunctionRequest {
-                resource_list: resource_list(1).into(),
-                image: "example.com/fn/daemon:v1".into(),
-                tag: String::new(),
-            })
-            .await
-    });
+    let client = runner.client().await.unwrap();
+    let in_flight = tokio::spawn(call(client, "example.com/fn/daemon:v1"));
     let running =
         e2e_tests::eventually(Duration::from_secs(20), || marked("sleep 31.73").len() >= 2).await;
     assert!(running, "the function did not start");
@@ -625,7 +584,7 @@ async fn a_pod_killed_by_sigkill_leaves_no_function_running() {
         e2e_tests::eventually(Duration::from_secs(5), || marked("sleep 31.73").is_empty()).await;
     assert!(gone, "left behind: {:?}", marked("sleep 31.73"));
     // The call went on on a new pod.
-    tokio::time::timeout(Duration::from_secs(30), call)
+    tokio::time::timeout(Duration::from_secs(30), in_flight)
         .await
         .unwrap()
         .unwrap()
@@ -686,23 +645,16 @@ async fn orphans_are_told_apart_by_the_call_that_started_them() {
         first = first.display()
     );
     let w = Wrapper::start(&[], &sh(&script)).unwrap();
-    let call = |mut client: proto::pb::function_evaluator_client::FunctionEvaluatorClient<_>| async move {
-        client
-            .evaluate_function(EvaluateFunctionRequest {
-                resource_list: resource_list(1).into(),
-                image: "example.com/fn/test:v1".into(),
-                tag: String::new(),
-            })
-            .await
-    };
-    let long = tokio::spawn(call(w.client().await.unwrap()));
+    let long = tokio::spawn(call(w.client().await.unwrap(), "example.com/fn/test:v1"));
     assert!(
         e2e_tests::eventually(Duration::from_secs(10), || !marked("sleep 31.76")
             .is_empty())
         .await,
         "the long call's daemon did not start"
     );
-    call(w.client().await.unwrap()).await.unwrap();
+    call(w.client().await.unwrap(), "example.com/fn/test:v1")
+        .await
+        .unwrap();
     // The short call's daemon goes with its call, though the long call (which
     // began before it) still runs; the long call's own daemon stays.
     let gone =
@@ -791,21 +743,8 @@ async fn compressed_calls_are_bounded_like_streamed_ones() {
     head.put_u32(1000);
     head.extend_from_slice(&[0x1f, 0x8b, 8, 0]);
     stream.send_data(head.freeze(), false).unwrap();
-    let resp = tokio::time::timeout(Duration::from_secs(15), resp)
-        .await
-        .expect("the stalled upload was never answered")
-        .unwrap();
-    let mut headers = resp.headers().clone();
-    let mut body = resp.into_body();
-    while body.data().await.is_some() {}
-    if let Ok(Some(t)) = body.trailers().await {
-        headers.extend(t);
-    }
-    let msg = headers
-        .get("grpc-message")
-        .map(|v| v.to_str().unwrap().to_string())
-        .unwrap_or_default();
-    assert_eq!(headers["grpc-status"], "4", "{msg}");
+    let (_, code, msg) = answer(resp, Duration::from_secs(15)).await;
+    assert_eq!(code, "4", "{msg}");
     assert!(msg.contains("request-read-timeout"), "{msg}");
 }
 
@@ -842,15 +781,7 @@ async fn an_answer_never_read_does_not_hold_its_slot_for_ever() {
     // given back.
     let client = w.client().await.unwrap();
     let freed = eventually_async(Duration::from_secs(15), async || {
-        let mut client = client.clone();
-        client
-            .evaluate_function(EvaluateFunctionRequest {
-                resource_list: resource_list(1).into(),
-                image: "example.com/fn/test:v1".into(),
-                tag: String::new(),
-            })
-            .await
-            .is_ok()
+        call(client.clone(), "example.com/fn/test:v1").await.is_ok()
     })
     .await;
     assert!(freed, "the slot was never given back");

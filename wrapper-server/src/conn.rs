@@ -29,10 +29,10 @@ pub(crate) struct Connections {
 }
 
 impl Connections {
-    /// Waits for a slot on the connection from `peer`. (`None` cannot
-    /// happen: the semaphores are never closed.)
-    pub(crate) async fn acquire(&self, peer: SocketAddr) -> Option<OwnedSemaphorePermit> {
-        self.semaphore(peer).acquire_owned().await.ok()
+    /// Waits for a slot on the connection from `peer`; `None` if the peer
+    /// is not known (the semaphores are never closed).
+    pub(crate) async fn acquire(&self, peer: Option<SocketAddr>) -> Option<OwnedSemaphorePermit> {
+        self.semaphore(peer?).acquire_owned().await.ok()
     }
 
     fn semaphore(&self, peer: SocketAddr) -> Arc<Semaphore> {
@@ -73,15 +73,15 @@ mod tests {
         let b: SocketAddr = "127.0.0.1:1001".parse().unwrap();
         let mut held = Vec::new();
         for _ in 0..CALLS_PER_CONNECTION {
-            held.push(conns.acquire(a).await);
+            held.push(conns.acquire(Some(a)).await);
         }
-        let waiting = tokio::time::timeout(Duration::from_millis(50), conns.acquire(a)).await;
+        let waiting = tokio::time::timeout(Duration::from_millis(50), conns.acquire(Some(a))).await;
         assert!(waiting.is_err(), "a call over the share did not wait");
         // Another connection is not affected.
-        let _other = conns.acquire(b).await;
+        let _other = conns.acquire(Some(b)).await;
         // One ends: the next call on `a` goes on.
         held.pop();
-        tokio::time::timeout(Duration::from_secs(5), conns.acquire(a))
+        tokio::time::timeout(Duration::from_secs(5), conns.acquire(Some(a)))
             .await
             .unwrap();
     }
@@ -91,7 +91,7 @@ mod tests {
         let conns = Connections::default();
         for port in 0..1000u16 {
             let peer = SocketAddr::from(([127, 0, 0, 1], 2000 + port));
-            drop(conns.acquire(peer).await);
+            drop(conns.acquire(Some(peer)).await);
         }
         assert!(conns.tracked() <= 128, "{} tracked", conns.tracked());
     }

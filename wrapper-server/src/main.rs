@@ -112,28 +112,6 @@ enum LogFormat {
     Json,
 }
 
-/// clap's "unexpected argument" for a word that is not a flag says nothing
-/// of why: it is the entrypoint (or its arguments), which goes after `--`.
-fn hint_dashes(mut err: clap::Error) -> clap::Error {
-    use clap::error::{ContextKind, ContextValue, ErrorKind};
-    if err.kind() != ErrorKind::UnknownArgument {
-        return err;
-    }
-    let Some(ContextValue::String(arg)) = err.get(ContextKind::InvalidArg) else {
-        return err;
-    };
-    if arg.starts_with('-') {
-        return err;
-    }
-    let tip =
-        format!("the function's entrypoint goes after `--`: `wrapper-server [OPTIONS] -- {arg}`");
-    err.insert(
-        ContextKind::Suggested,
-        ContextValue::StyledStrs(vec![tip.into()]),
-    );
-    err
-}
-
 fn parse_duration(s: &str) -> Result<Duration, String> {
     krm_fn::duration::parse_go_duration(s).map_err(|e| e.to_string())
 }
@@ -161,7 +139,14 @@ fn main() -> std::process::ExitCode {
         let code = wrapper_server::cp::main(argv.collect());
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
-    let cli = Cli::try_parse().unwrap_or_else(|err| hint_dashes(err).exit());
+    let cli = Cli::try_parse().unwrap_or_else(|err| {
+        krm_fn::cli::tip_for_word_before_dashes(err, |arg| {
+            format!(
+                "the function's entrypoint goes after `--`: `wrapper-server [OPTIONS] -- {arg}`"
+            )
+        })
+        .exit()
+    });
     match cli.command {
         Some(Command::Install { dir, probe }) => {
             match wrapper_server::install::install(&dir, None, probe.as_deref()) {

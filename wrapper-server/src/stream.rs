@@ -110,14 +110,11 @@ async fn evaluate_buffered(
     mut buffered: FunctionEvaluatorServer<Buffered>,
     req: http::Request<Body>,
 ) -> http::Response<Body> {
-    let peer = req
-        .extensions()
-        .get::<TcpConnectInfo>()
-        .and_then(TcpConnectInfo::remote_addr);
-    let mut held = Held::default();
-    if let Some(peer) = peer {
-        held.connection_slot = service.connections.acquire(peer).await;
-    }
+    let peer = peer_of(&req);
+    let held = Held {
+        connection_slot: service.connections.acquire(peer).await,
+        admission: None,
+    };
     let timeout = service.request_read_timeout;
     let req = req.map(|body| {
         Body::new(ReadBy {
@@ -170,6 +167,13 @@ impl http_body::Body for ReadBy {
     }
 }
 
+/// The client's address: the key of its connection's slots.
+fn peer_of(req: &http::Request<Body>) -> Option<std::net::SocketAddr> {
+    req.extensions()
+        .get::<TcpConnectInfo>()
+        .and_then(TcpConnectInfo::remote_addr)
+}
+
 /// No `grpc-encoding`, or `identity`: messages are not compressed.
 fn identity_encoding(headers: &http::HeaderMap) -> bool {
     headers
@@ -185,17 +189,12 @@ async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response
     let mut image = None;
     // The call's slot on its connection and its admission, held until its
     // answer is sent.
-    let peer = req
-        .extensions()
-        .get::<TcpConnectInfo>()
-        .and_then(TcpConnectInfo::remote_addr);
+    let peer = peer_of(&req);
     let mut held = Held::default();
     let body = req.into_body();
     let call_fut = async {
-        if let Some(peer) = peer {
-            // Waits (its request unread) for a slot on its connection.
-            held.connection_slot = service.connections.acquire(peer).await;
-        }
+        // Waits (its request unread) for a slot on its connection.
+        held.connection_slot = service.connections.acquire(peer).await;
         // The request must arrive in full within the read timeout, from now.
         let body = BodyReader::new(
             body,

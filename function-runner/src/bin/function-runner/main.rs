@@ -40,7 +40,12 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::try_parse().unwrap_or_else(|err| hint_dashes(err).exit());
+    let cli = Cli::try_parse().unwrap_or_else(|err| {
+        krm_fn::cli::tip_for_word_before_dashes(err, |arg| {
+            format!("function arguments go after `--`: `function-runner eval [DIR] --image IMAGE -- {arg}`")
+        })
+        .exit()
+    });
     let json = matches!(&cli.command, Command::Serve(a) if a.log_format == "json");
     init_logging(json, matches!(cli.command, Command::Eval(_)));
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -70,30 +75,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// clap's "unexpected argument" for a word that is not a flag says nothing
-/// of why: for `eval` it is a function argument (`namespace=foo`), which goes
-/// after `--`, as kpt says too.
-fn hint_dashes(mut err: clap::Error) -> clap::Error {
-    use clap::error::{ContextKind, ContextValue, ErrorKind};
-    if err.kind() != ErrorKind::UnknownArgument {
-        return err;
-    }
-    let Some(ContextValue::String(arg)) = err.get(ContextKind::InvalidArg) else {
-        return err;
-    };
-    if arg.starts_with('-') {
-        return err;
-    }
-    let tip = format!(
-        "function arguments go after `--`: `function-runner eval [DIR] --image IMAGE -- {arg}`"
-    );
-    err.insert(
-        ContextKind::Suggested,
-        ContextValue::StyledStrs(vec![tip.into()]),
-    );
-    err
 }
 
 fn init_logging(json: bool, quiet: bool) {
