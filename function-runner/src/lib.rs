@@ -25,3 +25,4 @@ pub mod metrics;
 pub mod package;
 pub mod runner;
 pub mod server;
+pub mod yaml;
