@@ -43,9 +43,9 @@ use serde_yaml_ng::{Mapping, Value};
 
 use crate::evaluator::{EvalRequest, Evaluator};
 use crate::package::{
-    self, annotations as ann, emit, go_quote, go_quote_bytes, DocError, Meta, PackageError, Placed,
-    Progress,
+    self, annotations as ann, go_quote, go_quote_bytes, kyaml, Meta, PackageError, Placed, Progress,
 };
+use crate::yaml::{self, Kind, Node, Style};
 
 /// Where the resources come from.
 pub enum Source {
@@ -197,13 +197,12 @@ pub async fn run(
         Function::Exec(cmd) => (cmd.clone(), "exec"),
         Function::Image { image, .. } => (image.clone(), "image"),
     };
-    let input = match &opts.source {
+    let mut input = match &opts.source {
         Source::Dir(dir) => read_dir_input(dir, stderr)?,
         Source::Stdin(bytes) => read_stream_input(bytes)?,
     };
 
-    let list = assemble(&input.items, &fn_config);
-    drop(fn_config);
+    let list = assemble(&mut input.items, Some(fn_config));
     let mut record = FnRecord {
         key: result_key,
         name: name.clone(),
@@ -293,8 +292,9 @@ pub async fn run(
 
 /// What was read, ready to send.
 struct Input {
-    /// Items as sent (with kpt's annotations).
-    items: Vec<String>,
+    /// Items as sent (with kpt's annotations): documents, or the bare
+    /// items of a ResourceList read from stdin.
+    items: Vec<Node>,
     /// Paths of the items as sent, for messages (`""` when none).
     paths: Vec<String>,
     /// The path and index sent, by migration id (kyaml's `nodeAnnosMap`,
@@ -329,10 +329,12 @@ fn read_dir_input(dir: &Path, stderr: &mut (dyn Write + Send)) -> Result<Input, 
     };
     let mut n = 0usize;
     for file in files {
-        for (i, doc) in file.documents.iter().enumerate() {
+        for (i, doc) in file.documents.into_iter().enumerate() {
             let index = i.to_string();
             let mid = n.to_string();
             let id = (n + 1).to_string();
+            // kyaml's reader annotations (sorted), kpt's migration id, the
+            // function filter's ids.
             let set = [
                 (ann::LEGACY_INDEX, index.as_str()),
                 (ann::LEGACY_PATH, file.path.as_str()),
@@ -343,10 +345,9 @@ fn read_dir_input(dir: &Path, stderr: &mut (dyn Write + Send)) -> Result<Input, 
                 (ann::ID, id.as_str()),
                 (ann::LEGACY_ID, id.as_str()),
             ];
-            let compact = package::set_seq_style(&doc.text, false);
-            let text =
-                package::set_annotations(&compact, &set).map_err(|e| doc_error(&file.path, e))?;
-            input.items.push(text);
+            let mut node = doc.node;
+            set_all(&mut node, &set).map_err(|e| doc_error(&file.path, e))?;
+            input.items.push(node);
             input.paths.push(file.path.clone());
             input.originals.insert(mid, [file.path.clone(), index]);
             n += 1;
@@ -357,7 +358,14 @@ fn read_dir_input(dir: &Path, stderr: &mut (dyn Write + Send)) -> Result<Input, 
     Ok(input)
 }
 
-fn doc_error(path: &str, e: DocError) -> Error {
+pub(crate) fn set_all(node: &mut Node, set: &[(&str, &str)]) -> Result<(), kyaml::NotAMapping> {
+    for (k, v) in set {
+        kyaml::set_annotation(node, k, v)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn doc_error(path: &str, e: impl std::fmt::Display) -> Error {
     Error::Package(PackageError::File {
         path: path.to_owned(),
         message: e.to_string(),
@@ -367,7 +375,6 @@ fn doc_error(path: &str, e: DocError) -> Error {
 fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
     let text =
         std::str::from_utf8(bytes).map_err(|_| Error::Input("input is not UTF-8 text".into()))?;
-    let text = package::normalize_newlines(text);
     let mut input = Input {
         items: Vec::new(),
         paths: Vec::new(),
@@ -378,19 +385,19 @@ fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
         dir: None,
         wrapper: (RESOURCE_LIST_HEADER.0.into(), RESOURCE_LIST_HEADER.1.into()),
     };
-    if let Some(list) = wrapped_list(&text)? {
+    let docs = read_stream(text).map_err(|e| Error::Input(e.to_string()))?;
+    if let Some(list) = wrapped_list(text, &docs) {
         // A ResourceList (or List): its items as they are, plus kpt's ids.
-        input.wrapper = (
-            list.field("apiVersion").unwrap_or_default(),
-            list.field("kind").unwrap_or_default(),
-        );
+        let meta = kyaml::meta(list);
+        input.wrapper = (meta.api_version, meta.kind);
         input.use_internal = false;
         input.use_legacy = false;
-        let mut parsed = Vec::with_capacity(list.items.len());
-        for item in list.items {
-            let (_, anns) =
-                package::meta_and_annotations(&item).map_err(|e| Error::Input(e.to_string()))?;
-            let get = |k: &str| anns.iter().find(|a| a.0 == k).and_then(|a| a.1.clone());
+        let items: Vec<Node> = kyaml::field(list, "items")
+            .map(|i| i.content.clone())
+            .unwrap_or_default();
+        let mut parsed = Vec::with_capacity(items.len());
+        for item in items {
+            let get = |k: &str| kyaml::annotation(&item, k).map(str::to_owned);
             let found = [
                 get(ann::LEGACY_PATH),
                 get(ann::LEGACY_INDEX),
@@ -401,7 +408,7 @@ fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
             input.use_internal |= found[2].is_some() || found[3].is_some();
             parsed.push((item, found));
         }
-        for (n, (item, [lp, li, ip, ii])) in parsed.into_iter().enumerate() {
+        for (n, (mut item, [lp, li, ip, ii])) in parsed.into_iter().enumerate() {
             let mid = n.to_string();
             let id = (n + 1).to_string();
             let mut set: Vec<(&str, &str)> = vec![(ann::MIGRATION_ID, mid.as_str())];
@@ -417,18 +424,16 @@ fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
             }
             set.push((ann::ID, id.as_str()));
             set.push((ann::LEGACY_ID, id.as_str()));
-            let text =
-                package::set_annotations(&item, &set).map_err(|e| Error::Input(e.to_string()))?;
+            set_all(&mut item, &set).map_err(|e| Error::Input(e.to_string()))?;
             let path = ip.clone().or(lp.clone()).unwrap_or_default();
             input.paths.push(path.clone());
             input
                 .originals
                 .insert(mid.clone(), [path, ii.or(li).unwrap_or_default()]);
-            input.items.push(text);
+            input.items.push(item);
         }
         return Ok(input);
     }
-    let docs = package::split_documents(&text).map_err(|e| Error::Input(e.to_string()))?;
     for (n, doc) in docs.into_iter().enumerate() {
         let index = n.to_string();
         let id = (n + 1).to_string();
@@ -440,10 +445,9 @@ fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
             (ann::ID, id.as_str()),
             (ann::LEGACY_ID, id.as_str()),
         ];
-        let compact = package::set_seq_style(&doc.text, false);
-        let text =
-            package::set_annotations(&compact, &set).map_err(|e| Error::Input(e.to_string()))?;
-        input.items.push(text);
+        let mut node = doc.node;
+        set_all(&mut node, &set).map_err(|e| Error::Input(e.to_string()))?;
+        input.items.push(node);
         input.paths.push(String::new());
         input
             .originals
@@ -452,54 +456,55 @@ fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
     Ok(input)
 }
 
-/// A stream that is one ResourceList or List (with `items` or
-/// `functionConfig`), as kyaml unwraps it.
-fn wrapped_list(text: &str) -> Result<Option<package::ListText>, Error> {
-    // kyaml unwraps only when the stream has no `---` separator.
-    let single = !text.contains("\n---");
-    if !single {
-        return Ok(None);
-    }
-    let docs = package::split_documents(text).map_err(|e| Error::Input(e.to_string()))?;
-    let [doc] = docs.as_slice() else {
-        return Ok(None);
-    };
-    let meta = package::meta(&doc.text).map_err(|e| Error::Input(e.to_string()))?;
-    if meta.kind != "ResourceList" && meta.kind != "List" {
-        return Ok(None);
-    }
-    let list = package::split_list(&doc.text).map_err(|e| Error::Input(e.to_string()))?;
-    if !list.has_items && !list.rest.contains_key("functionConfig") {
-        return Ok(None);
-    }
-    Ok(Some(list))
+/// A stream's documents as kyaml's `ByteReader` reads them.
+fn read_stream(text: &str) -> Result<Vec<package::Document>, package::DocError> {
+    package::read_documents(text)
 }
 
-/// The `functionConfig` as text indented under `functionConfig:`.
-fn function_config(cfg: &FnConfig) -> Result<String, Error> {
+/// The one document of a stream that is one ResourceList or List (with
+/// `items` or `functionConfig`), as kyaml unwraps it.
+fn wrapped_list<'a>(text: &str, docs: &'a [package::Document]) -> Option<&'a Node> {
+    // kyaml unwraps only when the stream is one piece.
+    let single =
+        package::split_pieces(&package::normalize_newlines(text)).is_ok_and(|p| p.len() == 1);
+    let [doc] = docs else {
+        return None;
+    };
+    if !single {
+        return None;
+    }
+    let meta = kyaml::meta(&doc.node);
+    if meta.kind != "ResourceList" && meta.kind != "List" {
+        return None;
+    }
+    if kyaml::field(&doc.node, "items").is_none()
+        && kyaml::field(&doc.node, "functionConfig").is_none()
+    {
+        return None;
+    }
+    Some(&doc.node)
+}
+
+/// The `functionConfig` node.
+pub(crate) fn function_config(cfg: &FnConfig) -> Result<Node, Error> {
     match cfg {
         FnConfig::File(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|_| Error::MissingFnConfig(path.display().to_string()))?;
-            let text = package::normalize_newlines(&text);
-            let docs = package::split_documents(&text)
-                .map_err(|e| Error::BadFnConfig(path.display().to_string(), e.to_string()))?;
-            let Some(doc) = docs.first() else {
-                return Err(Error::BadFnConfig(
-                    path.display().to_string(),
-                    "it is empty".into(),
-                ));
+            let shown = path.display().to_string();
+            let text =
+                std::fs::read_to_string(path).map_err(|_| Error::MissingFnConfig(shown.clone()))?;
+            let docs =
+                read_stream(&text).map_err(|e| Error::BadFnConfig(shown.clone(), e.to_string()))?;
+            let Some(doc) = docs.into_iter().next() else {
+                return Err(Error::BadFnConfig(shown, "it is empty".into()));
             };
             let set = [
                 (ann::LEGACY_INDEX, "0"),
                 (ann::INDEX, "0"),
                 (ann::SEQ_INDENT, doc.seq_indent),
             ];
-            let doc = package::set_annotations(&doc.text, &set)
-                .map_err(|e| Error::BadFnConfig(path.display().to_string(), e.to_string()))?;
-            let mut out = String::new();
-            package::push_indented(&mut out, &doc, 2);
-            Ok(out)
+            let mut node = doc.node;
+            set_all(&mut node, &set).map_err(|e| Error::BadFnConfig(shown, e.to_string()))?;
+            Ok(node)
         }
         FnConfig::Args(args) => {
             let mut kind = "ConfigMap";
@@ -515,40 +520,96 @@ fn function_config(cfg: &FnConfig) -> Result<String, Error> {
                     None => return Err(Error::BadArg),
                 }
             }
-            let pairs: Vec<String> = data
-                .iter()
-                .map(|(k, v)| format!("{}: {}", emit::flow_arg_key(k), emit::flow_arg(v)))
-                .collect();
-            Ok(format!(
-                "  metadata:\n    name: function-input\n  data: {{{}}}\n  kind: {}\n  apiVersion: v1\n",
-                pairs.join(", "),
-                emit::string(kind, false)
-            ))
+            // kpt's `getCLIFunctionConfig`: a parsed skeleton, fields set
+            // with kyaml's `SetField` (string values; kind and apiVersion
+            // untagged).
+            let skeleton = "metadata:\n  name: function-input\ndata: {}\n";
+            let mut doc = yaml::parse::parse(skeleton)
+                .ok()
+                .and_then(|d| d.into_iter().next())
+                .ok_or_else(|| Error::Input("the function-input skeleton".into()))?;
+            let root = kyaml::content_mut(&mut doc);
+            let set = |map: &mut Node, k: &str, v: Node| {
+                kyaml::set_field(map, k, v).map_err(|e| Error::Input(e.to_string()))
+            };
+            if let Some(i) = kyaml::field_index(root, "data") {
+                for (k, v) in &data {
+                    // kyaml's `NewStringRNode`: multi-line values literal.
+                    let mut value = Node::string(*v);
+                    if v.contains('\n') {
+                        value.style = Style::LITERAL;
+                    }
+                    set(&mut root.content[i + 1], k, value)?;
+                }
+            }
+            set(root, "kind", bare(kind))?;
+            set(root, "apiVersion", bare("v1"))?;
+            Ok(doc)
         }
     }
 }
 
-/// The ResourceList sent to the function.
-fn assemble(items: &[String], fn_config: &str) -> Bytes {
-    let size = items
-        .iter()
-        .map(|i| i.len() + i.len() / 16 + 8)
-        .sum::<usize>()
-        + fn_config.len()
-        + 128;
-    let mut out = String::with_capacity(size);
-    out.push_str("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n");
-    if items.is_empty() {
-        out.push_str("items: []\n");
-    } else {
-        out.push_str("items:\n");
-        for item in items {
-            package::push_item(&mut out, item);
-        }
+/// An untagged scalar, as kyaml builds keys.
+fn bare(s: &str) -> Node {
+    Node {
+        kind: Kind::Scalar,
+        value: s.to_owned(),
+        ..Node::default()
     }
-    out.push_str("functionConfig:\n");
-    out.push_str(fn_config);
-    Bytes::from(out)
+}
+
+/// kyaml's `ByteWriter` with a wrapper: `apiVersion`, `kind`, `items` (each
+/// a document's content), then the extra fields, by the yaml.v3 encoder
+/// with compact sequences. The items are moved in and back out, not copied.
+fn wrap_and_encode(header: (&str, &str), items: &mut [Node], extra: Vec<(&str, Node)>) -> String {
+    let mut seq = Node {
+        kind: Kind::Sequence,
+        ..Node::default()
+    };
+    seq.content = items
+        .iter_mut()
+        .map(|d| std::mem::take(kyaml::content_mut(d)))
+        .collect();
+    let mut content = vec![
+        bare("apiVersion"),
+        bare(header.0),
+        bare("kind"),
+        bare(header.1),
+        bare("items"),
+        seq,
+    ];
+    for (k, v) in extra {
+        content.push(bare(k));
+        content.push(v);
+    }
+    let mut list = Node {
+        kind: Kind::Mapping,
+        content,
+        ..Node::default()
+    };
+    let text = yaml::emit::encode_node(&list, true);
+    let Some(seq) = list.content.get_mut(5) else {
+        return text;
+    };
+    for (d, n) in items.iter_mut().zip(seq.content.drain(..)) {
+        *kyaml::content_mut(d) = n;
+    }
+    text
+}
+
+/// The ResourceList sent to the function.
+fn assemble(items: &mut [Node], fn_config: Option<Node>) -> Bytes {
+    let extra = fn_config
+        .map(|fc| match fc.kind {
+            Kind::Document => fc.content.into_iter().next().unwrap_or_default(),
+            _ => fc,
+        })
+        .map(|fc| ("functionConfig", fc));
+    Bytes::from(wrap_and_encode(
+        RESOURCE_LIST_HEADER,
+        items,
+        extra.into_iter().collect(),
+    ))
 }
 
 /// kpt's `AreKRM`: `apiVersion`, `kind` and `metadata.name` are required.
@@ -568,14 +629,12 @@ fn krm_problem(meta: &Meta) -> Option<&'static str> {
 
 fn check_krm(input: &Input) -> Result<(), Error> {
     for (item, path) in input.items.iter().zip(&input.paths) {
-        let meta = package::meta(item).map_err(|e| Error::InputNotKrm(format!("{path}: {e}")))?;
-        if let Some(problem) = krm_problem(&meta) {
+        if let Some(problem) = krm_problem(&kyaml::meta(item)) {
             return Err(Error::InputNotKrm(format!("{path}: {problem}")));
         }
     }
     Ok(())
 }
-
 /// What the function did.
 struct Ran {
     exit_code: i32,
@@ -724,24 +783,50 @@ async fn run_image(image: &str, input: Bytes, evaluator: &dyn Evaluator) -> Resu
 // ---------------------------------------------------------------------------
 // Output
 
-/// The function's output, checked, as item documents and results.
-fn parse_output(stdout: &[u8]) -> Result<(Vec<String>, Vec<KptResult>), Error> {
+/// The function's output, checked, as items and results.
+fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>), Error> {
+    // kpt reads an empty answer as a list of no resources and deletes
+    // every file of the package; a function that printed nothing more
+    // likely failed without saying so.
+    if stdout.iter().all(u8::is_ascii_whitespace) {
+        return Err(Error::BadOutput(
+            "the function printed nothing; nothing was written (kpt would read this as no \
+             resources and delete every file of the package; a function that means to \
+             delete them all prints a ResourceList with `items: []`)"
+                .into(),
+        ));
+    }
     if let Err(e) = krm_fn::results::parse_output(stdout) {
         return Err(Error::BadOutput(e.to_string()));
     }
     let text =
         std::str::from_utf8(stdout).map_err(|_| Error::BadOutput("not UTF-8 text".into()))?;
-    let text = package::normalize_newlines(text);
-    let list = package::split_list(&text).map_err(|e| Error::BadOutput(e.to_string()))?;
-    if !list.has_items {
+    let mut docs = read_stream(text).map_err(|e| Error::BadOutput(e.to_string()))?;
+    if wrapped_list(text, &docs).is_none() {
         return Err(Error::BadOutput("the ResourceList has no items".into()));
     }
-    let results = list
-        .rest
-        .get("results")
-        .map(parse_results)
+    let Some(mut list) = docs.pop().map(|d| d.node) else {
+        return Err(Error::BadOutput("the ResourceList has no items".into()));
+    };
+    let results = kyaml::field(&list, "results")
+        .map(|r| parse_results(&yaml::value::to_value(r)))
         .unwrap_or_default();
-    Ok((list.items, results))
+    let root = kyaml::content_mut(&mut list);
+    let Some(i) = kyaml::field_index(root, "items") else {
+        return Err(Error::BadOutput("the ResourceList has no items".into()));
+    };
+    let items = std::mem::take(&mut root.content[i + 1]);
+    let items = match items.kind {
+        Kind::Sequence => items.content,
+        _ if items.tag == kyaml::NULL_TAG => Vec::new(),
+        k => {
+            return Err(Error::BadOutput(format!(
+                "items must be a sequence, found a {}",
+                kyaml::kind_name(k)
+            )))
+        }
+    };
+    Ok((items, results))
 }
 
 enum Processed {
@@ -778,12 +863,12 @@ const LEGACY_KEYS: [&str; 2] = [ann::LEGACY_PATH, ann::LEGACY_INDEX];
 const FORMS: [&str; 2] = ["path", "index"];
 
 impl PathAnns {
-    fn read(anns: &[(String, Option<String>)]) -> Self {
+    fn read(anns: &[(&str, &str)]) -> Self {
         let get = |k: &str| {
             anns.iter()
                 .rev()
                 .find(|a| a.0 == k)
-                .and_then(|a| a.1.clone())
+                .map(|a| a.1.to_owned())
                 .unwrap_or_default()
         };
         PathAnns {
@@ -834,41 +919,36 @@ impl PathAnns {
     }
 }
 
-/// Reconciles, places and cleans the items for `output`.
+/// Reconciles, places and cleans the items for `output`. Each item that
+/// answers to an input's id first gets that input's comments where it has
+/// none, and its field order (kyaml's `copyCommentsAndSyncOrder`).
 fn process_items(
-    items: Vec<String>,
+    items: Vec<Node>,
     input: &Input,
     output: &Output,
     progress: &mut Progress<'_>,
 ) -> Result<Processed, Error> {
     let total = items.len();
     let mut placed = Vec::with_capacity(items.len());
-    let mut text = String::new();
-    if *output == Output::Stdout {
-        text.reserve(
-            items
-                .iter()
-                .map(|i| i.len() + i.len() / 16 + 8)
-                .sum::<usize>()
-                + 64,
-        );
-        text.push_str(&format!(
-            "apiVersion: {}\nkind: {}\n",
-            input.wrapper.0, input.wrapper.1
-        ));
-        text.push_str(if items.is_empty() {
-            "items: []\n"
-        } else {
-            "items:\n"
-        });
-    }
     // kpt's checks on what the function returned (before reconciling).
     let mut read = Vec::with_capacity(items.len());
     let mut explicit: Vec<(String, String)> = Vec::new();
-    for item in items {
-        let (meta, anns) =
-            package::meta_and_annotations(&item).map_err(|e| Error::OutputNotKrm(e.to_string()))?;
-        let found = PathAnns::read(&anns);
+    for (n, mut item) in items.into_iter().enumerate() {
+        progress.tick(|| format!("processing the function's output: {n} of {total} resources"));
+        let id = kyaml::annotation(&item, ann::ID)
+            .or_else(|| kyaml::annotation(&item, ann::LEGACY_ID))
+            .and_then(|id| id.parse::<usize>().ok());
+        if let Some(from) = id
+            .and_then(|id| id.checked_sub(1))
+            .and_then(|i| input.items.get(i))
+        {
+            kyaml::copy_comments(from, &mut item);
+            kyaml::sync_order(from, &mut item);
+            kyaml::clear_annotation(&mut item, ann::ID);
+            kyaml::clear_annotation(&mut item, ann::LEGACY_ID);
+        }
+        let meta = kyaml::meta(&item);
+        let found = PathAnns::read(&kyaml::annotations(&item));
         let path = if found.internal[0].is_empty() {
             &found.legacy[0]
         } else {
@@ -890,15 +970,13 @@ fn process_items(
         if !path.is_empty() {
             explicit.push((package::clean_path(path), index.clone()));
         }
-        let wide = anns
-            .iter()
-            .any(|a| a.0 == ann::SEQ_INDENT && a.1.as_deref() == Some("wide"));
+        let wide = kyaml::annotation(&item, ann::SEQ_INDENT) == Some("wide");
         read.push((item, meta, found, wide));
     }
     package::check_paths(&explicit)?;
-    let mut first_doc = true;
-    for (n, (item, meta, found, wide)) in read.into_iter().enumerate() {
-        progress.tick(|| format!("processing the function's output: {n} of {total} resources"));
+    let mut listed = Vec::new();
+    let mut unwrapped: Vec<(Node, bool)> = Vec::new();
+    for (mut item, meta, found, wide) in read {
         let cur = match found.reconcile(&input.originals) {
             Ok(c) => c,
             Err(what) => {
@@ -910,9 +988,7 @@ fn process_items(
         let path = cur.internal[0].clone();
         match output {
             Output::InPlace | Output::Dir(_) => {
-                let clean = package::remove_annotations(&item, &ann::is_kpt)
-                    .map_err(|e| Error::BadOutput(e.to_string()))?;
-                let doc = package::normalize(&package::set_seq_style(&clean, wide)).into_owned();
+                clear_annotations(&mut item, ann::is_kpt);
                 let rel = if path.is_empty() {
                     package::default_path(&meta)
                 } else {
@@ -925,7 +1001,8 @@ fn process_items(
                 placed.push(Placed {
                     index: index_value(&rel, &Some(cur.internal[1].clone()))?,
                     path: rel,
-                    text: doc,
+                    node: item,
+                    wide,
                 });
             }
             Output::Stdout => {
@@ -948,38 +1025,48 @@ fn process_items(
                     }
                 }
                 let set: Vec<(&str, &str)> = set.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                let with = package::set_annotations(&item, &set)
-                    .map_err(|e| Error::BadOutput(e.to_string()))?;
+                set_all(&mut item, &set).map_err(|e| Error::BadOutput(e.to_string()))?;
                 let (ui, ul) = (input.use_internal, input.use_legacy);
-                let remove = move |k: &str| {
+                clear_annotations(&mut item, |k: &str| {
                     ann::is_id(k)
                         || (!ui && matches!(k, ann::PATH | ann::INDEX | ann::SEQ_INDENT))
                         || (!ul && matches!(k, ann::LEGACY_PATH | ann::LEGACY_INDEX))
-                };
-                let clean = package::remove_annotations(&with, &remove)
-                    .map_err(|e| Error::BadOutput(e.to_string()))?;
-                package::push_item(
-                    &mut text,
-                    &package::normalize(&package::set_seq_style(&clean, false)),
-                );
+                });
+                listed.push(item);
             }
             Output::Unwrap => {
-                let clean = package::remove_annotations(&item, &ann::is_kpt)
-                    .map_err(|e| Error::BadOutput(e.to_string()))?;
-                if !first_doc {
-                    text.push_str("---\n");
-                }
-                first_doc = false;
-                text.push_str(&package::normalize(&package::set_seq_style(&clean, wide)));
+                clear_annotations(&mut item, ann::is_kpt);
+                unwrapped.push((item, wide));
             }
         }
     }
     Ok(match output {
         Output::InPlace | Output::Dir(_) => Processed::Files(placed),
-        _ => Processed::Text(text),
+        Output::Stdout => Processed::Text(wrap_and_encode(
+            (&input.wrapper.0, &input.wrapper.1),
+            &mut listed,
+            Vec::new(),
+        )),
+        Output::Unwrap => {
+            let docs: Vec<(&Node, bool)> = unwrapped.iter().map(|(n, w)| (n, *w)).collect();
+            Processed::Text(package::documents_text(&docs))
+        }
     })
 }
 
+/// kyaml's `ClearAnnotation` for each annotation `remove` names, then
+/// `ClearEmptyAnnotations`.
+pub(crate) fn clear_annotations(item: &mut Node, remove: impl Fn(&str) -> bool) {
+    let keys: Vec<String> = kyaml::annotations(item)
+        .into_iter()
+        .filter(|(k, _)| remove(k))
+        .map(|(k, _)| k.to_owned())
+        .collect();
+    for k in keys {
+        kyaml::clear_annotation(item, &k);
+    }
+    kyaml::clear_empty_annotations(item);
+}
 fn write_files(
     input: &Input,
     placed: Vec<Placed>,
@@ -1020,8 +1107,20 @@ pub struct KptResult {
     pub tags: Vec<(String, String)>,
 }
 
+/// A scalar's text (`""` for null; `None` for collections).
+fn scalar_string(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Null => Some(String::new()),
+        Value::Tagged(t) => scalar_string(&t.value),
+        _ => None,
+    }
+}
+
 fn str_of(v: Option<&Value>) -> String {
-    v.and_then(package::scalar_string).unwrap_or_default()
+    v.and_then(scalar_string).unwrap_or_default()
 }
 
 /// Reads `results` as kpt does: a list, or the legacy `{items: [...]}`;
@@ -1087,8 +1186,8 @@ pub fn parse_results(v: &Value) -> Vec<KptResult> {
                 .iter()
                 .map(|(k, v)| {
                     (
-                        package::scalar_string(k).unwrap_or_default(),
-                        package::scalar_string(v).unwrap_or_default(),
+                        scalar_string(k).unwrap_or_default(),
+                        scalar_string(v).unwrap_or_default(),
                     )
                 })
                 .collect();
@@ -1209,7 +1308,7 @@ fn results_yaml(record: &FnRecord) -> String {
     list.insert("metadata".into(), Value::Mapping(md));
     list.insert("exitCode".into(), i32::from(record.exit_code != 0).into());
     list.insert("items".into(), Value::Sequence(vec![Value::Mapping(item)]));
-    emit::document(&Value::Mapping(list), true)
+    yaml::emit::encode_node(&yaml::value::from_value(&Value::Mapping(list)), false)
 }
 
 /// Writes `results.yaml` (if asked) and says where it is.
@@ -1471,4 +1570,119 @@ items:
         );
         assert_eq!(block("Stderr", &lines, false).lines().count(), 7);
     }
+}
+
+// ---------------------------------------------------------------------------
+// One function over resources that stay in memory (`render`'s steps)
+
+/// Runs `function` over `input` as kpt's function runner does for one
+/// pipeline step: ids and migration ids on the way in; on the way out the
+/// input's comments and field order restored, ids cleared, the path and
+/// index annotations reconciled. Prints kpt's `[RUNNING]` and `[PASS]` or
+/// `[FAIL]` lines. `Ok(None)`: the function failed (its block printed).
+pub(crate) async fn apply(
+    function: &Function,
+    name: &str,
+    mut input: Vec<Node>,
+    fn_config: Option<Node>,
+    max_output_bytes: usize,
+    truncate: bool,
+    stderr: &mut (dyn Write + Send),
+) -> Result<Option<Vec<Node>>, Error> {
+    let mut originals = HashMap::new();
+    for (n, item) in input.iter_mut().enumerate() {
+        let (mid, id) = (n.to_string(), (n + 1).to_string());
+        let found = PathAnns::read(&kyaml::annotations(item));
+        let pick = |k: usize| {
+            if found.internal[k].is_empty() {
+                found.legacy[k].clone()
+            } else {
+                found.internal[k].clone()
+            }
+        };
+        originals.insert(mid.clone(), [pick(0), pick(1)]);
+        set_all(
+            item,
+            &[
+                (ann::MIGRATION_ID, mid.as_str()),
+                (ann::ID, id.as_str()),
+                (ann::LEGACY_ID, id.as_str()),
+            ],
+        )
+        .map_err(|e| Error::Input(e.to_string()))?;
+    }
+    let list = assemble(&mut input, fn_config);
+    writeln!(stderr, "[RUNNING] {}", go_quote(name))?;
+    let started = Instant::now();
+    let ran = match function {
+        Function::Exec(cmd) => run_exec(cmd, list, max_output_bytes).await,
+        Function::Image { image, evaluator } => run_image(image, list, evaluator.as_ref()).await,
+    };
+    let ran = match ran {
+        Ok(r) => r,
+        Err(e) => {
+            fail_line(stderr, name, started)?;
+            return Err(e);
+        }
+    };
+    let parsed = parse_output(&ran.stdout);
+    if ran.exit_code != 0 {
+        fail_line(stderr, name, started)?;
+        if let Ok((_, results)) = &parsed {
+            print_results(stderr, results, truncate)?;
+        }
+        print_stderr(stderr, &ran.stderr, truncate)?;
+        write!(stderr, "  Exit code: {}\n\n", ran.exit_code)?;
+        return Ok(None);
+    }
+    let (items, results) = match parsed {
+        Ok(p) => p,
+        Err(e) => {
+            fail_line(stderr, name, started)?;
+            print_stderr(stderr, &ran.stderr, truncate)?;
+            return Err(e);
+        }
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for mut item in items {
+        let id = kyaml::annotation(&item, ann::ID)
+            .or_else(|| kyaml::annotation(&item, ann::LEGACY_ID))
+            .and_then(|id| id.parse::<usize>().ok());
+        if let Some(from) = id
+            .and_then(|id| id.checked_sub(1))
+            .and_then(|i| input.get(i))
+        {
+            kyaml::copy_comments(from, &mut item);
+            kyaml::sync_order(from, &mut item);
+        }
+        let found = PathAnns::read(&kyaml::annotations(&item));
+        let cur = match found.reconcile(&originals) {
+            Ok(c) => c,
+            Err(what) => {
+                fail_line(stderr, name, started)?;
+                return Err(PackageError::Mismatched(what).into());
+            }
+        };
+        let mut set: Vec<(&str, &str)> = Vec::new();
+        for k in 0..2 {
+            if cur.internal[k] != found.internal[k] {
+                set.push((INTERNAL_KEYS[k], &cur.internal[k]));
+            }
+            if cur.legacy[k] != found.legacy[k] {
+                set.push((LEGACY_KEYS[k], &cur.legacy[k]));
+            }
+        }
+        set_all(&mut item, &set).map_err(|e| Error::BadOutput(e.to_string()))?;
+        clear_annotations(&mut item, ann::is_id);
+        out.push(item);
+    }
+    writeln!(
+        stderr,
+        "[PASS] {} in {}",
+        go_quote(name),
+        kpt_duration(started.elapsed())
+    )?;
+    print_results(stderr, &results, truncate)?;
+    print_stderr(stderr, &ran.stderr, truncate)?;
+    Ok(Some(out))
 }

@@ -11,7 +11,9 @@
 //! - [`image`]: image references, split one way for config, backends and pod names;
 //! - [`metrics`]: the runner's Prometheus metrics;
 //! - [`runner`]: assembles all of the above from options;
-//! - [`package`] and [`eval`]: `function-runner eval`, kpt-style local runs.
+//! - [`package`] and [`eval`], [`render`]: `function-runner eval` and
+//!   `render`, kpt-style local runs; [`yaml`]: their YAML, as kpt's yaml.v3
+//!   reads and writes it.
 
 #![forbid(unsafe_code)]
 
@@ -23,6 +25,7 @@ pub mod evaluator;
 pub mod image;
 pub mod metrics;
 pub mod package;
+pub mod render;
 pub mod runner;
 pub mod server;
 pub mod yaml;

@@ -11,5 +11,6 @@ pub mod emit;
 pub mod node;
 pub mod parse;
 pub mod resolve;
+pub mod value;
 
 pub use node::{Kind, Node, Style};

@@ -1,1 +1,2978 @@
-//! Owned by the parser work.
+//! yaml.v3's decoder, reproduced: [`parse`] gives the node trees that
+//! `yaml.NewDecoder(r).Decode(&node)` in a loop gives (go.yaml.in/yaml/v3
+//! v3.0.4, kpt's YAML library), comments included, or the error text it
+//! gives.
+//!
+//! How:
+//!
+//! 1. The grammar is libyaml's, from `libyaml-safer`'s [`Parser`]: its
+//!    events give the structure, values, tags, anchors, styles, marks and
+//!    errors.
+//! 2. libyaml reports no comments; yaml.v3's fork of libyaml attaches them in
+//!    its scanner (`yaml_parser_scan_comments`, `yaml_parser_scan_line_comment`,
+//!    `yaml_parser_unroll_indent` in scannerc.go) and parser (`peek_token`'s
+//!    `yaml_parser_unfold_comments`, stem and head splitting in parserc.go),
+//!    and where a comment lands depends on the token queue at the moment it
+//!    is scanned (yaml.v3 scans two tokens ahead of its parser). So the
+//!    token stream is rebuilt from the events and the source text between
+//!    their marks ([`Recon`]: the punctuation `-`, `?`, `:`, `,`, `]`, `}`,
+//!    `---`, `...`, directives, and the zero-width tokens libyaml inserts),
+//!    then yaml.v3's scanner is replayed over it for everything but token
+//!    bodies ([`Sim`]: whitespace, comments, indentation, simple keys,
+//!    lookahead) and yaml.v3's parser state machine pulls from it
+//!    ([`GoParser`]), giving each event yaml.v3's head, line and foot
+//!    comments.
+//! 3. The node tree is composed as decode.go's `parser` does
+//!    ([`Composer`]), including its comment moves (foot comments of keys
+//!    and of the last entry, document foot) and its own errors (an alias to
+//!    an undefined anchor).
+//!
+//! Everything is linear in the input; comments never contain `\r`.
+
+use std::fmt;
+
+use libyaml_safer::{Event, EventData, MappingStyle, Parser, ScalarStyle, SequenceStyle};
+
+use crate::yaml::node::{Kind, Node, Style};
+use crate::yaml::resolve::resolve_plain;
+
+/// A document stream yaml.v3 rejects. [`Display`](fmt::Display) is
+/// yaml.v3's `err.Error()` (`yaml: line 4: did not find expected ',' or
+/// ']'`), which is what kpt prints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// The line yaml.v3 names (its `parser.fail()` arithmetic, so for parser
+    /// errors often the line before the problem); 0 when it names none.
+    line: usize,
+    message: String,
+}
+
+impl ParseError {
+    /// The line number in the message (`yaml: line N: ...`), if any.
+    pub fn line(&self) -> Option<usize> {
+        (self.line != 0).then_some(self.line)
+    }
+
+    /// The message without the `yaml: line N: ` prefix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn plain(message: String) -> ParseError {
+        ParseError { line: 0, message }
+    }
+
+    /// decode.go `parser.fail()`: the context mark's line if set, else the
+    /// problem mark's; both are 0-based and only scanner errors add 1.
+    fn from_libyaml(err: &libyaml_safer::Error) -> ParseError {
+        let scanner = err.kind() == libyaml_safer::ErrorKind::Scanner;
+        let ctx = err.context_mark().map_or(0, |m| m.line);
+        let prob = err.problem_mark().map_or(0, |m| m.line);
+        let base = if ctx != 0 { ctx } else { prob };
+        let line = if base != 0 {
+            base as usize + usize::from(scanner)
+        } else {
+            0
+        };
+        let problem = err.problem();
+        let message = if problem.is_empty() {
+            "unknown problem parsing YAML content".to_owned()
+        } else {
+            problem.to_owned()
+        };
+        ParseError { line, message }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line != 0 {
+            write!(f, "yaml: line {}: {}", self.line, self.message)
+        } else {
+            write!(f, "yaml: {}", self.message)
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Every document of `src`, as yaml.v3's `Decoder.Decode(&node)` returns
+/// them one by one (a stream of only comments or whitespace has none), or
+/// the first error it returns.
+pub fn parse(src: &str) -> Result<Vec<Node>, ParseError> {
+    parse_traced(src).0
+}
+
+/// [`parse`], and whether the comment replay kept step with libyaml's
+/// events (tests check that it always does).
+fn parse_traced(src: &str) -> (Result<Vec<Node>, ParseError>, bool) {
+    let (text, eof_patched) = prepare(src);
+    let text = text.as_ref();
+    let (mut events, error) = libyaml_events(text);
+    if eof_patched {
+        // The block scalar that ran into the end got the added break as
+        // its last `\n`; yaml.v3 read no break there.
+        for ev in &mut events {
+            if let EventData::Scalar { value, style, .. } = &mut ev.data {
+                if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+                    && ev.end_mark.index as usize == text.len()
+                    && value.ends_with('\n')
+                {
+                    value.pop();
+                }
+            }
+        }
+    }
+    // yaml.v3 accepts only `%YAML 1.1` (`yaml_parser_process_directives`);
+    // libyaml also takes 1.2.
+    let mut error = error;
+    if let Some(pos) = events.iter().position(|e| {
+        matches!(&e.data, EventData::DocumentStart { version_directive: Some(v), .. } if v.minor != 1)
+    }) {
+        let line = directive_line(text, events[pos].start_mark.index as usize);
+        events.truncate(pos);
+        error = Some(ParseError {
+            line,
+            message: "found incompatible YAML document".to_owned(),
+        });
+    }
+    // The replay reads the text as yaml.v3 does, without the added break
+    // (a comment on the last line is read differently when a break
+    // follows).
+    let src = if eof_patched {
+        &text.as_bytes()[..text.len() - 1]
+    } else {
+        text.as_bytes()
+    };
+    if let Some(mut error) = error {
+        // yaml.v3's scanner runs up to three tokens ahead of its parser, so
+        // a scanner error there comes before libyaml's parser error, and
+        // fewer events reach the decoder. Comments don't matter here.
+        if let Some((limit, scanner_error)) = scanner_error_first(text, src, events.len()) {
+            events.truncate(limit);
+            error = scanner_error;
+        }
+        let go = GoParser::new(Sim::new(src, Vec::new()));
+        return (Composer::new(events, go).run(Some(error)), true);
+    }
+    let toks = Recon::run(text.as_bytes(), &events);
+    let rebuilt = toks.is_ok();
+    let mut toks = toks.unwrap_or_default();
+    clamp_to(src, &mut toks);
+    let go = GoParser::new(Sim::new(src, toks));
+    let mut composer = Composer::new(events, go);
+    let result = composer.run(None);
+    (result, rebuilt && composer.go_ok)
+}
+
+/// Tokens that ran into the break [`prepare`] added end at the end of
+/// `src` instead.
+fn clamp_to(src: &[u8], toks: &mut [VTok]) {
+    if toks.last().is_some_and(|t| t.end.index <= src.len() as i64) {
+        return;
+    }
+    let eof = end_mark(src);
+    for t in toks {
+        if t.end.index > eof.index {
+            t.end = eof;
+        }
+        if t.start.index > eof.index {
+            t.start = eof;
+        }
+    }
+}
+
+/// Whether yaml.v3 meets a scanner error before libyaml's parser fails
+/// producing event `n`: replays yaml.v3's lookahead over libyaml's tokens
+/// (its scanner is yaml.v3's) and gives how many events yaml.v3's parser
+/// produces first, and the error.
+fn scanner_error_first(text: &str, src: &[u8], n: usize) -> Option<(usize, ParseError)> {
+    let (mut toks, error) = scanner_tokens(text);
+    let error = error?;
+    clamp_to(src, &mut toks);
+    let mut go = GoParser::new(Sim::new(src, toks));
+    let mut produced = 0;
+    while produced <= n && go.next_event().is_some() {
+        produced += 1;
+    }
+    go.sim.hit_end.then_some((produced, error))
+}
+
+/// libyaml-safer's scanner tokens up to its error, marked as [`Recon`]
+/// marks them (simple keys' KEY and mapping starts as inserted by their
+/// VALUE).
+fn scanner_tokens(text: &str) -> (Vec<VTok>, Option<ParseError>) {
+    let mut input = text.as_bytes();
+    let mut scanner = libyaml_safer::Scanner::new();
+    scanner.set_input_string(&mut input);
+    let mut toks: Vec<VTok> = Vec::new();
+    // Per flow level, the simple key's KEY waiting for its VALUE.
+    let mut pending = vec![NO];
+    for tok in scanner {
+        let tok = match tok {
+            Ok(t) => t,
+            Err(e) => return (toks, Some(ParseError::from_libyaml(&e))),
+        };
+        let mut v = VTok::new(
+            token_type(&tok.data),
+            Mk::of(tok.start_mark),
+            Mk::of(tok.end_mark),
+        );
+        let i = toks.len();
+        match &tok.data {
+            libyaml_safer::TokenData::Scalar { style, .. } => {
+                v.sc = match style {
+                    ScalarStyle::Plain => Sc::Plain,
+                    ScalarStyle::Literal | ScalarStyle::Folded => Sc::Block,
+                    _ => Sc::Quoted,
+                };
+            }
+            libyaml_safer::TokenData::Key if v.start == v.end => {
+                v.inserted = true;
+                if let Some(p) = pending.last_mut() {
+                    *p = i as u32;
+                }
+                if let Some(prev) = toks.last_mut() {
+                    if prev.t == T::Bms && prev.start == v.start {
+                        prev.inserted = true;
+                    }
+                }
+            }
+            libyaml_safer::TokenData::FlowSequenceStart
+            | libyaml_safer::TokenData::FlowMappingStart => pending.push(NO),
+            libyaml_safer::TokenData::FlowSequenceEnd
+            | libyaml_safer::TokenData::FlowMappingEnd => {
+                if pending.len() > 1 {
+                    pending.pop();
+                }
+            }
+            libyaml_safer::TokenData::Value => {
+                if let Some(p) = pending.last_mut() {
+                    v.link = std::mem::replace(p, NO);
+                }
+            }
+            _ => {}
+        }
+        toks.push(v);
+    }
+    (toks, None)
+}
+
+/// yaml.v3's token type for a libyaml-safer token.
+fn token_type(data: &libyaml_safer::TokenData) -> T {
+    use libyaml_safer::TokenData as D;
+    match data {
+        D::StreamStart { .. } => T::StreamStart,
+        D::StreamEnd => T::StreamEnd,
+        D::VersionDirective { .. } | D::TagDirective { .. } => T::Directive,
+        D::DocumentStart => T::DocStart,
+        D::DocumentEnd => T::DocEnd,
+        D::BlockSequenceStart => T::Bss,
+        D::BlockMappingStart => T::Bms,
+        D::BlockEnd => T::Be,
+        D::FlowSequenceStart => T::Fss,
+        D::FlowSequenceEnd => T::Fse,
+        D::FlowMappingStart => T::Fms,
+        D::FlowMappingEnd => T::Fme,
+        D::BlockEntry => T::BlockEntry,
+        D::FlowEntry => T::FlowEntry,
+        D::Key => T::Key,
+        D::Value => T::Value,
+        D::Alias { .. } => T::Alias,
+        D::Anchor { .. } => T::Anchor,
+        D::Tag { .. } => T::Tag,
+        D::Scalar { .. } => T::Scalar,
+    }
+}
+
+/// The text libyaml-safer reads: without a leading byte order mark (as
+/// yaml.v3's reader drops it; marks count from after it), and with a final
+/// line break if the last line has content and none — libyaml-safer 0.3
+/// panics when a block scalar's last line runs into the end of input
+/// (`read_line_break` on an empty buffer). The added break changes only
+/// such a block scalar's value, which [`parse_traced`] corrects.
+fn prepare(src: &str) -> (std::borrow::Cow<'_, str>, bool) {
+    let text = src.strip_prefix('\u{feff}').unwrap_or(src);
+    if needs_final_break(text) {
+        (std::borrow::Cow::Owned(format!("{text}\n")), true)
+    } else {
+        (std::borrow::Cow::Borrowed(text), false)
+    }
+}
+
+/// The mark at the end of `src`.
+fn end_mark(src: &[u8]) -> Mk {
+    let mut m = Mk::default();
+    let mut i = 0;
+    while i < src.len() {
+        if is_break(src, i) {
+            i += if src[i] == b'\r' && at(src, i + 1) == b'\n' {
+                2
+            } else {
+                width(src[i])
+            };
+            m.line += 1;
+            m.column = 0;
+        } else {
+            i += width(src[i]);
+            m.column += 1;
+        }
+    }
+    m.index = src.len() as i64;
+    m
+}
+
+/// The text does not end in a line break and its last line has content.
+fn needs_final_break(text: &str) -> bool {
+    let b = text.as_bytes();
+    let last = b
+        .iter()
+        .rposition(|&c| c == b'\n' || c == b'\r')
+        .map_or(0, |i| i + 1);
+    b[last..].iter().any(|&c| c != b' ' && c != b'\t')
+}
+
+/// The `%YAML` directive's line as yaml.v3 reports a parser error there
+/// (0-based: parser errors don't add 1).
+fn directive_line(text: &str, doc_start: usize) -> usize {
+    let head = text.as_bytes().get(doc_start..).unwrap_or_default();
+    let mut line = text.as_bytes()[..doc_start.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count();
+    for l in head.split(|&b| b == b'\n') {
+        if l.starts_with(b"%YAML") {
+            return line;
+        }
+        line += 1;
+    }
+    0
+}
+
+/// libyaml-safer's events up to the stream end or the first error.
+fn libyaml_events(text: &str) -> (Vec<Event>, Option<ParseError>) {
+    let mut input = text.as_bytes();
+    let mut parser = Parser::new();
+    parser.set_input_string(&mut input);
+    let mut events = Vec::with_capacity(text.len() / 8 + 4);
+    loop {
+        match parser.parse() {
+            Ok(ev) => {
+                let end = matches!(ev.data, EventData::StreamEnd);
+                events.push(ev);
+                if end {
+                    return (events, None);
+                }
+            }
+            Err(e) => return (events, Some(ParseError::from_libyaml(&e))),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Marks and tokens
+
+/// A position: byte index, 0-based line, 0-based column (in characters),
+/// signed because yaml.v3's comment arithmetic steps below 0.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Mk {
+    index: i64,
+    line: i64,
+    column: i64,
+}
+
+impl Mk {
+    fn of(m: libyaml_safer::Mark) -> Mk {
+        Mk {
+            index: m.index as i64,
+            line: m.line as i64,
+            column: m.column as i64,
+        }
+    }
+}
+
+/// yaml.v3's token types (directives folded into one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum T {
+    StreamStart,
+    StreamEnd,
+    Directive,
+    DocStart,
+    DocEnd,
+    Bss,
+    Bms,
+    Be,
+    Fss,
+    Fse,
+    Fms,
+    Fme,
+    BlockEntry,
+    FlowEntry,
+    Key,
+    Value,
+    Alias,
+    Anchor,
+    Tag,
+    Scalar,
+}
+
+/// How a scalar token ends, which decides where yaml.v3's scanner stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sc {
+    None,
+    Plain,
+    Quoted,
+    Block,
+}
+
+const NO: u32 = u32::MAX;
+
+/// One token of the stream yaml.v3's scanner produces, in queue order.
+#[derive(Clone, Copy, Debug)]
+struct VTok {
+    t: T,
+    sc: Sc,
+    /// Inserted into the queue by a later VALUE fetch (a simple key's KEY,
+    /// and the BLOCK-MAPPING-START before it) rather than appended.
+    inserted: bool,
+    /// A possible simple key's KEY that libyaml never produced.
+    dead: bool,
+    produced: bool,
+    /// For a VALUE: the simple key's KEY it inserts (or [`NO`]).
+    link: u32,
+    start: Mk,
+    end: Mk,
+}
+
+impl VTok {
+    fn new(t: T, start: Mk, end: Mk) -> VTok {
+        VTok {
+            t,
+            sc: Sc::None,
+            inserted: false,
+            dead: false,
+            produced: false,
+            link: NO,
+            start,
+            end,
+        }
+    }
+}
+
+/// The rebuilt token stream did not fit the events (a bug, or a case where
+/// libyaml-safer and yaml.v3 disagree); comments are then left off.
+#[derive(Debug)]
+struct Desync;
+
+// Byte classes, as yaml.v3's `is_blank`, `is_break`, `is_breakz`
+// (yamlprivateh.go); past the end reads as NUL, like its padded buffer.
+fn at(s: &[u8], i: usize) -> u8 {
+    s.get(i).copied().unwrap_or(0)
+}
+
+fn is_blank(s: &[u8], i: usize) -> bool {
+    matches!(at(s, i), b' ' | b'\t')
+}
+
+fn is_break(s: &[u8], i: usize) -> bool {
+    match at(s, i) {
+        b'\r' | b'\n' => true,
+        0xC2 => at(s, i + 1) == 0x85,
+        0xE2 => at(s, i + 1) == 0x80 && matches!(at(s, i + 2), 0xA8 | 0xA9),
+        _ => false,
+    }
+}
+
+fn is_z(s: &[u8], i: usize) -> bool {
+    i >= s.len()
+}
+
+fn is_breakz(s: &[u8], i: usize) -> bool {
+    is_break(s, i) || is_z(s, i)
+}
+
+fn is_blankz(s: &[u8], i: usize) -> bool {
+    is_blank(s, i) || is_breakz(s, i)
+}
+
+fn is_bom(s: &[u8], i: usize) -> bool {
+    s.get(i..i + 3) == Some(b"\xEF\xBB\xBF".as_slice())
+}
+
+/// The byte width of the UTF-8 character starting with `b`.
+fn width(b: u8) -> usize {
+    match b {
+        0x00..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF7 => 4,
+        _ => 1,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Rebuilding the token stream from the events
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum FrameKind {
+    Doc,
+    BlockMap,
+    FlowMap,
+    /// The single-pair mapping of `[a: b]`.
+    FlowPair,
+    BlockSeq,
+    Indentless,
+    FlowSeq,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    kind: FrameKind,
+    /// A mapping's next node is a value.
+    value_next: bool,
+    /// The current key came after `?`.
+    explicit: bool,
+    /// The current key's simple-key KEY placeholder.
+    key_ph: u32,
+}
+
+/// Rebuilds yaml.v3's token stream from libyaml's events: the events give
+/// every scalar, alias and collection with its marks; the tokens between
+/// them (indicators and properties) are read from the source text, and the
+/// zero-width ones (BLOCK-*-START, BLOCK-END, simple keys' KEY) placed where
+/// libyaml's scanner puts them.
+struct Recon<'a> {
+    src: &'a [u8],
+    pos: usize,
+    line: i64,
+    col: i64,
+    flow: usize,
+    toks: Vec<VTok>,
+    frames: Vec<Frame>,
+}
+
+impl<'a> Recon<'a> {
+    fn run(src: &'a [u8], events: &[Event]) -> Result<Vec<VTok>, Desync> {
+        let mut r = Recon {
+            src,
+            pos: 0,
+            line: 0,
+            col: 0,
+            flow: 0,
+            toks: Vec::with_capacity(events.len() * 2),
+            frames: Vec::new(),
+        };
+        for ev in events {
+            r.event(ev)?;
+        }
+        Ok(r.toks)
+    }
+
+    fn mk(&self) -> Mk {
+        Mk {
+            index: self.pos as i64,
+            line: self.line,
+            column: self.col,
+        }
+    }
+
+    fn jump(&mut self, m: Mk) -> Result<(), Desync> {
+        if m.index < self.pos as i64 {
+            return Err(Desync);
+        }
+        self.pos = m.index as usize;
+        self.line = m.line;
+        self.col = m.column;
+        Ok(())
+    }
+
+    fn advance(&mut self) {
+        self.pos += width(at(self.src, self.pos));
+        self.col += 1;
+    }
+
+    fn advance_break(&mut self) {
+        if at(self.src, self.pos) == b'\r' && at(self.src, self.pos + 1) == b'\n' {
+            self.pos += 2;
+        } else {
+            self.pos += width(at(self.src, self.pos));
+        }
+        self.line += 1;
+        self.col = 0;
+    }
+
+    fn push(&mut self, t: T, start: Mk, end: Mk) -> usize {
+        self.toks.push(VTok::new(t, start, end));
+        self.toks.len() - 1
+    }
+
+    /// libyaml's `yaml_parser_scan_to_next_token`: blanks, breaks, comments.
+    fn skip_gap(&mut self) {
+        loop {
+            if self.col == 0 && is_bom(self.src, self.pos) {
+                self.pos += 3;
+                self.col += 1;
+            }
+            match at(self.src, self.pos) {
+                b' ' | b'\t' => self.advance(),
+                b'#' => {
+                    while !is_breakz(self.src, self.pos) {
+                        self.advance();
+                    }
+                }
+                _ if is_break(self.src, self.pos) => self.advance_break(),
+                _ => return,
+            }
+        }
+    }
+
+    /// Reads the indicator tokens that start before byte `limit`.
+    fn lex_until(&mut self, limit: i64) -> Result<(), Desync> {
+        loop {
+            self.skip_gap();
+            if self.pos as i64 >= limit || is_z(self.src, self.pos) {
+                return Ok(());
+            }
+            self.lex_indicator()?;
+        }
+    }
+
+    fn lex_indicator(&mut self) -> Result<(), Desync> {
+        let s = self.src;
+        let p = self.pos;
+        let start = self.mk();
+        let c = at(s, p);
+        let one = |r: &mut Recon<'_>, t: T| {
+            r.advance();
+            let end = r.mk();
+            r.push(t, start, end)
+        };
+        if self.col == 0
+            && (s.get(p..p + 3) == Some(b"---".as_slice())
+                || s.get(p..p + 3) == Some(b"...".as_slice()))
+            && is_blankz(s, p + 3)
+        {
+            let t = if c == b'-' { T::DocStart } else { T::DocEnd };
+            self.advance();
+            self.advance();
+            self.advance();
+            let end = self.mk();
+            self.push(t, start, end);
+            return Ok(());
+        }
+        if self.col == 0 && c == b'%' {
+            // The directive's line; its comment is discarded by yaml.v3
+            // (`yaml_parser_scan_directive`).
+            while !is_breakz(s, self.pos) {
+                self.advance();
+            }
+            let end = self.mk();
+            self.push(T::Directive, start, end);
+            return Ok(());
+        }
+        match c {
+            b']' => {
+                one(self, T::Fse);
+            }
+            b'}' => {
+                one(self, T::Fme);
+            }
+            b',' => {
+                one(self, T::FlowEntry);
+            }
+            b'-' if is_blankz(s, p + 1) => {
+                one(self, T::BlockEntry);
+            }
+            b'?' if self.flow > 0 || is_blankz(s, p + 1) => {
+                one(self, T::Key);
+                if let Some(f) = self.frames.last_mut() {
+                    if matches!(
+                        f.kind,
+                        FrameKind::BlockMap | FrameKind::FlowMap | FrameKind::FlowPair
+                    ) {
+                        f.explicit = true;
+                    }
+                }
+            }
+            b':' if self.flow > 0 || is_blankz(s, p + 1) => {
+                let v = one(self, T::Value);
+                // A VALUE after a simple key: libyaml's `fetch_value` inserts
+                // the KEY (and the mapping start before a first key).
+                let ph = self
+                    .frames
+                    .last_mut()
+                    .map_or(NO, |f| std::mem::replace(&mut f.key_ph, NO));
+                if ph != NO {
+                    let ph = ph as usize;
+                    self.toks[ph].dead = false;
+                    self.toks[v].link = ph as u32;
+                    if ph > 0
+                        && self.toks[ph - 1].t == T::Bms
+                        && self.toks[ph - 1].start == self.toks[ph].start
+                    {
+                        self.toks[ph - 1].inserted = true;
+                    }
+                }
+            }
+            _ => return Err(Desync),
+        }
+        Ok(())
+    }
+
+    /// Anchor and tag tokens in front of a node.
+    fn lex_props(&mut self, anchor: Option<&str>, tag: bool) -> Result<(), Desync> {
+        let mut anchor = anchor;
+        let mut tag = tag;
+        while anchor.is_some() || tag {
+            self.skip_gap();
+            let start = self.mk();
+            match at(self.src, self.pos) {
+                b'&' if anchor.is_some() => {
+                    let n = anchor.map_or(0, str::len);
+                    self.pos += 1 + n;
+                    self.col += 1 + n as i64;
+                    anchor = None;
+                    let end = self.mk();
+                    self.push(T::Anchor, start, end);
+                }
+                b'!' if tag => {
+                    if at(self.src, self.pos + 1) == b'<' {
+                        while !is_breakz(self.src, self.pos) && at(self.src, self.pos) != b'>' {
+                            self.advance();
+                        }
+                        self.advance();
+                    } else {
+                        while !is_blankz(self.src, self.pos)
+                            && !(self.flow > 0 && at(self.src, self.pos) == b',')
+                        {
+                            self.advance();
+                        }
+                    }
+                    tag = false;
+                    let end = self.mk();
+                    self.push(T::Tag, start, end);
+                }
+                _ => return Err(Desync),
+            }
+        }
+        Ok(())
+    }
+
+    /// A node starts: its key placeholder if it is a simple key.
+    fn key_placeholder(&mut self, at_mark: Mk, has_tokens: bool) {
+        let idx = self.toks.len();
+        if let Some(f) = self.frames.last_mut() {
+            if matches!(f.kind, FrameKind::BlockMap | FrameKind::FlowMap)
+                && !f.value_next
+                && !f.explicit
+                && has_tokens
+            {
+                f.key_ph = idx as u32;
+                let mut t = VTok::new(T::Key, at_mark, at_mark);
+                t.inserted = true;
+                t.dead = true;
+                self.toks.push(t);
+            }
+        }
+    }
+
+    /// A node ended: its parent mapping expects the other half.
+    fn node_done(&mut self) {
+        if let Some(f) = self.frames.last_mut() {
+            if matches!(
+                f.kind,
+                FrameKind::BlockMap | FrameKind::FlowMap | FrameKind::FlowPair
+            ) {
+                if f.value_next {
+                    f.value_next = false;
+                    f.explicit = false;
+                    f.key_ph = NO;
+                } else {
+                    f.value_next = true;
+                }
+            }
+        }
+    }
+
+    fn frame(&mut self, kind: FrameKind) {
+        self.frames.push(Frame {
+            kind,
+            value_next: false,
+            explicit: false,
+            key_ph: NO,
+        });
+    }
+
+    fn event(&mut self, ev: &Event) -> Result<(), Desync> {
+        let start = Mk::of(ev.start_mark);
+        let end = Mk::of(ev.end_mark);
+        match &ev.data {
+            EventData::StreamStart { .. } => {
+                self.push(T::StreamStart, start, start);
+            }
+            EventData::StreamEnd => {
+                self.lex_until(self.src.len() as i64)?;
+                self.push(T::StreamEnd, start, start);
+            }
+            EventData::DocumentStart { implicit, .. } => {
+                if !implicit {
+                    self.lex_until(end.index)?;
+                }
+                self.frame(FrameKind::Doc);
+            }
+            EventData::DocumentEnd { implicit } => {
+                if !implicit {
+                    self.lex_until(end.index)?;
+                }
+                self.frames.pop();
+            }
+            EventData::Alias { .. } => {
+                self.lex_until(start.index)?;
+                self.key_placeholder(start, true);
+                self.jump(start)?;
+                self.push(T::Alias, start, end);
+                self.jump(end)?;
+                self.node_done();
+            }
+            EventData::Scalar {
+                anchor,
+                tag,
+                value,
+                style,
+                ..
+            } => {
+                let has_token = !(*style == ScalarStyle::Plain && value.is_empty());
+                let has_props = anchor.is_some() || tag.is_some();
+                if has_props || has_token {
+                    self.lex_until(start.index)?;
+                } else {
+                    // An empty scalar: the indicators before its mark.
+                    self.lex_until(start.index)?;
+                }
+                self.key_placeholder(start, has_props || has_token);
+                if has_props || has_token {
+                    self.jump(start)?;
+                }
+                self.lex_props(anchor.as_deref(), tag.is_some())?;
+                if has_token {
+                    self.skip_gap();
+                    let s = self.mk();
+                    let i = self.push(T::Scalar, s, end);
+                    self.toks[i].sc = match style {
+                        ScalarStyle::Plain => Sc::Plain,
+                        ScalarStyle::Literal | ScalarStyle::Folded => Sc::Block,
+                        _ => Sc::Quoted,
+                    };
+                    self.jump(end)?;
+                }
+                self.node_done();
+            }
+            EventData::SequenceStart {
+                anchor, tag, style, ..
+            } => {
+                self.lex_until(start.index)?;
+                self.key_placeholder(start, true);
+                self.jump(start)?;
+                self.lex_props(anchor.as_deref(), tag.is_some())?;
+                if *style == SequenceStyle::Flow {
+                    self.skip_gap();
+                    if at(self.src, self.pos) != b'[' {
+                        return Err(Desync);
+                    }
+                    let s = self.mk();
+                    self.advance();
+                    let e = self.mk();
+                    self.push(T::Fss, s, e);
+                    self.flow += 1;
+                    self.frame(FrameKind::FlowSeq);
+                } else if at(self.src, end.index as usize) == b'-' {
+                    self.jump(end)?;
+                    self.push(T::Bss, end, end);
+                    self.frame(FrameKind::BlockSeq);
+                } else {
+                    self.frame(FrameKind::Indentless);
+                }
+            }
+            EventData::MappingStart {
+                anchor, tag, style, ..
+            } => {
+                let parent_flow_seq = self
+                    .frames
+                    .last()
+                    .is_some_and(|f| f.kind == FrameKind::FlowSeq);
+                if *style == MappingStyle::Flow
+                    && parent_flow_seq
+                    && (end == start || at(self.src, start.index as usize) == b'?')
+                {
+                    // `yaml_parser_parse_flow_sequence_entry` on a KEY: a
+                    // single-pair mapping.
+                    self.lex_until(start.index)?;
+                    self.frame(FrameKind::FlowPair);
+                    if end == start {
+                        let idx = self.toks.len();
+                        let mut t = VTok::new(T::Key, start, start);
+                        t.inserted = true;
+                        t.dead = true;
+                        self.toks.push(t);
+                        if let Some(f) = self.frames.last_mut() {
+                            f.key_ph = idx as u32;
+                        }
+                    } else {
+                        self.lex_until(start.index + 1)?;
+                        if let Some(f) = self.frames.last_mut() {
+                            f.explicit = true;
+                        }
+                    }
+                    return Ok(());
+                }
+                self.lex_until(start.index)?;
+                self.key_placeholder(start, true);
+                self.jump(start)?;
+                self.lex_props(anchor.as_deref(), tag.is_some())?;
+                if *style == MappingStyle::Flow {
+                    self.skip_gap();
+                    if at(self.src, self.pos) != b'{' {
+                        return Err(Desync);
+                    }
+                    let s = self.mk();
+                    self.advance();
+                    let e = self.mk();
+                    self.push(T::Fms, s, e);
+                    self.flow += 1;
+                    self.frame(FrameKind::FlowMap);
+                } else {
+                    self.jump(end)?;
+                    self.push(T::Bms, end, end);
+                    self.frame(FrameKind::BlockMap);
+                }
+            }
+            EventData::SequenceEnd | EventData::MappingEnd => {
+                let f = self.frames.pop().ok_or(Desync)?;
+                match f.kind {
+                    FrameKind::BlockMap | FrameKind::BlockSeq => {
+                        self.push(T::Be, start, start);
+                    }
+                    FrameKind::FlowSeq | FrameKind::FlowMap => {
+                        self.lex_until(start.index + 1)?;
+                        self.flow = self.flow.saturating_sub(1);
+                    }
+                    FrameKind::Indentless | FrameKind::FlowPair => {}
+                    FrameKind::Doc => return Err(Desync),
+                }
+                self.node_done();
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// yaml.v3's scanner, replayed over the rebuilt tokens
+
+/// yaml.v3's `yaml_comment_t`.
+#[derive(Clone, Debug, Default)]
+struct Comment {
+    scan_mark: Mk,
+    token_mark: Mk,
+    start_mark: Mk,
+    end_mark: Mk,
+    head: String,
+    line: String,
+    foot: String,
+}
+
+/// yaml.v3's `yaml_simple_key_t`.
+#[derive(Clone, Copy, Debug, Default)]
+struct SimpleKey {
+    possible: bool,
+    token_number: usize,
+    mark: Mk,
+}
+
+/// yaml.v3's scanner state (scannerc.go), with token bodies taken from the
+/// rebuilt tokens instead of scanned: what remains is what decides comment
+/// placement — the cursor between tokens, `newlines`, the indentation
+/// stack, flow level, simple keys (they decide how far the scanner runs
+/// ahead of the parser) and the comments queue.
+struct Sim<'a> {
+    src: &'a [u8],
+    toks: Vec<VTok>,
+    pos: usize,
+    mark: Mk,
+    newlines: usize,
+    indent: i64,
+    indents: Vec<i64>,
+    flow_level: usize,
+    simple_key_allowed: bool,
+    simple_keys: Vec<SimpleKey>,
+    /// `simple_keys_by_tok`: token number to flow level; stale entries are
+    /// kept as yaml.v3 keeps them.
+    by_tok: Vec<(usize, usize)>,
+    stream_start_produced: bool,
+    stream_end_produced: bool,
+    /// Tokens in the queue so far (`tokens_parsed + len(tokens) - head`).
+    produced: usize,
+    /// `tokens_parsed`.
+    consumed: usize,
+    /// Next token a fetch appends.
+    next_tok: usize,
+    /// The queue's last token (`tokens[len(tokens)-1]`).
+    last_prod: usize,
+    comments: Vec<Comment>,
+    comments_head: usize,
+    desync: bool,
+    /// A fetch found no token left before the stream end: where the tokens
+    /// stop at a scanner error, yaml.v3's scanner fails here.
+    hit_end: bool,
+}
+
+impl<'a> Sim<'a> {
+    fn new(src: &'a [u8], toks: Vec<VTok>) -> Sim<'a> {
+        Sim {
+            src,
+            toks,
+            pos: 0,
+            mark: Mk::default(),
+            newlines: 0,
+            indent: 0,
+            indents: Vec::new(),
+            flow_level: 0,
+            simple_key_allowed: false,
+            simple_keys: Vec::new(),
+            by_tok: Vec::new(),
+            stream_start_produced: false,
+            stream_end_produced: false,
+            produced: 0,
+            consumed: 0,
+            next_tok: 0,
+            last_prod: 0,
+            comments: Vec::new(),
+            comments_head: 0,
+            desync: false,
+            hit_end: false,
+        }
+    }
+
+    fn at(&self, off: usize) -> u8 {
+        at(self.src, self.pos + off)
+    }
+
+    /// `skip`.
+    fn skip(&mut self) {
+        if !is_blank(self.src, self.pos) {
+            self.newlines = 0;
+        }
+        let w = width(self.at(0));
+        self.pos += w;
+        self.mark.index += w as i64;
+        self.mark.column += 1;
+    }
+
+    /// `skip_line`.
+    fn skip_line(&mut self) {
+        if self.at(0) == b'\r' && self.at(1) == b'\n' {
+            self.pos += 2;
+            self.mark.index += 2;
+            self.mark.column = 0;
+            self.mark.line += 1;
+            self.newlines += 1;
+        } else if is_break(self.src, self.pos) {
+            let w = width(self.at(0));
+            self.pos += w;
+            self.mark.index += w as i64;
+            self.mark.column = 0;
+            self.mark.line += 1;
+            self.newlines += 1;
+        }
+    }
+
+    /// `read`: one character into `text`.
+    fn read(&mut self, text: &mut String) {
+        let w = width(self.at(0));
+        if let Some(s) = self.src.get(self.pos..self.pos + w) {
+            text.push_str(&String::from_utf8_lossy(s));
+        }
+        self.skip();
+    }
+
+    fn jump(&mut self, m: Mk) {
+        if m.index >= self.pos as i64 {
+            self.pos = m.index as usize;
+            self.mark = m;
+        } else {
+            self.desync = true;
+        }
+    }
+
+    /// The next token a fetch appends (inserted and dead ones are not
+    /// appended).
+    fn next_appended(&mut self) -> Option<usize> {
+        while let Some(t) = self.toks.get(self.next_tok) {
+            if t.inserted || t.dead || t.produced {
+                self.next_tok += 1;
+            } else {
+                return Some(self.next_tok);
+            }
+        }
+        None
+    }
+
+    fn produce(&mut self, i: usize) {
+        self.toks[i].produced = true;
+        self.produced += 1;
+        if i >= self.last_prod || !self.toks[self.last_prod].produced {
+            self.last_prod = i;
+        }
+    }
+
+    /// The queue's token before `i` (`tokens[len(tokens)-2]` when `i` is
+    /// the last).
+    fn prev_produced(&self, i: usize) -> Option<usize> {
+        (0..i).rev().find(|&j| self.toks[j].produced)
+    }
+
+    /// Takes the next appended token, which must be of type `t`.
+    fn take(&mut self, t: T) -> Option<usize> {
+        match self.next_appended() {
+            Some(i) if self.toks[i].t == t => {
+                self.produce(i);
+                Some(i)
+            }
+            _ => {
+                self.desync = true;
+                None
+            }
+        }
+    }
+
+    /// `yaml_parser_fetch_more_tokens`: keeps the queue at least three
+    /// tokens ahead of the parser, and further while the head is a simple
+    /// key not yet resolved.
+    fn fetch_more_tokens(&mut self) {
+        loop {
+            if self.produced >= self.consumed + 3 {
+                let level = self
+                    .by_tok
+                    .iter()
+                    .find(|(n, _)| *n == self.consumed)
+                    .map(|&(_, l)| l);
+                match level {
+                    None => break,
+                    Some(l) => {
+                        if !self.simple_key_is_valid(l) {
+                            break;
+                        }
+                    }
+                }
+            }
+            if !self.fetch_next_token() {
+                break;
+            }
+        }
+    }
+
+    /// `yaml_simple_key_is_valid`.
+    fn simple_key_is_valid(&mut self, level: usize) -> bool {
+        let mark = self.mark;
+        let Some(k) = self.simple_keys.get_mut(level) else {
+            return false;
+        };
+        if !k.possible {
+            return false;
+        }
+        if k.mark.line < mark.line || k.mark.index + 1024 < mark.index {
+            k.possible = false;
+            return false;
+        }
+        true
+    }
+
+    /// `yaml_parser_save_simple_key`.
+    fn save_simple_key(&mut self) {
+        if self.simple_key_allowed {
+            let k = SimpleKey {
+                possible: true,
+                token_number: self.produced,
+                mark: self.mark,
+            };
+            self.remove_simple_key();
+            let level = self.simple_keys.len() - 1;
+            self.simple_keys[level] = k;
+            // Entries behind the parser can never be looked up again.
+            let consumed = self.consumed;
+            self.by_tok.retain(|&(n, _)| n >= consumed);
+            self.by_tok.retain(|&(n, _)| n != k.token_number);
+            self.by_tok.push((k.token_number, level));
+        }
+    }
+
+    /// `yaml_parser_remove_simple_key`.
+    fn remove_simple_key(&mut self) {
+        if let Some(k) = self.simple_keys.last_mut() {
+            if k.possible {
+                k.possible = false;
+                let n = k.token_number;
+                self.by_tok.retain(|&(m, _)| m != n);
+            }
+        }
+    }
+
+    /// `yaml_parser_increase_flow_level`.
+    fn increase_flow_level(&mut self) {
+        self.simple_keys.push(SimpleKey {
+            token_number: self.produced,
+            mark: self.mark,
+            ..SimpleKey::default()
+        });
+        self.flow_level += 1;
+    }
+
+    /// `yaml_parser_decrease_flow_level`.
+    fn decrease_flow_level(&mut self) {
+        if self.flow_level > 0 {
+            self.flow_level -= 1;
+            if let Some(k) = self.simple_keys.pop() {
+                self.by_tok.retain(|&(m, _)| m != k.token_number);
+            }
+        }
+    }
+
+    /// `yaml_parser_roll_indent` for an appended BLOCK-*-START.
+    fn roll_indent(&mut self, column: i64, t: T) {
+        if self.flow_level > 0 {
+            return;
+        }
+        if self.indent < column {
+            self.indents.push(self.indent);
+            self.indent = column;
+            self.take(t);
+        }
+    }
+
+    /// `yaml_parser_unroll_indent`: one BLOCK-END per closed level, placed
+    /// before the comments that belong to the parent (yaml.v3 moves the
+    /// mark back to the first comment at the closed level's column).
+    fn unroll_indent(&mut self, column: i64, scan_mark: Mk) {
+        if self.flow_level > 0 {
+            return;
+        }
+        let mut block_mark = scan_mark;
+        block_mark.index -= 1;
+        while self.indent > column {
+            let mut stop_index = block_mark.index;
+            for c in self.comments.iter().rev() {
+                if c.end_mark.index < stop_index {
+                    break;
+                }
+                if c.start_mark.column == self.indent + 1 {
+                    block_mark = c.start_mark;
+                }
+                stop_index = c.scan_mark.index;
+            }
+            if let Some(i) = self.take(T::Be) {
+                self.toks[i].start = block_mark;
+                self.toks[i].end = block_mark;
+            }
+            self.indent = self.indents.pop().unwrap_or(-1);
+        }
+    }
+
+    /// `yaml_parser_fetch_next_token`; false when there is nothing left.
+    fn fetch_next_token(&mut self) -> bool {
+        if self.stream_end_produced || self.desync {
+            return false;
+        }
+        if !self.stream_start_produced {
+            // `yaml_parser_fetch_stream_start`.
+            self.indent = -1;
+            self.simple_keys.push(SimpleKey::default());
+            self.simple_key_allowed = true;
+            self.stream_start_produced = true;
+            return self.take(T::StreamStart).is_some();
+        }
+        if self.next_appended().is_none() {
+            self.hit_end = true;
+            return false;
+        }
+        let scan_mark = self.mark;
+        self.scan_to_next_token();
+        self.unroll_indent(self.mark.column, scan_mark);
+        // The token this fetch is for (BLOCK-ENDs come from the unrolls).
+        let Some(i) = self.next_appended() else {
+            return false;
+        };
+        let Some(i) = (i..self.toks.len()).find(|&j| {
+            let t = &self.toks[j];
+            !(t.inserted || t.dead || t.produced || t.t == T::Be)
+        }) else {
+            self.desync = true;
+            return false;
+        };
+        let tok = self.toks[i];
+        match tok.t {
+            T::StreamEnd => {
+                // `yaml_parser_fetch_stream_end`.
+                if self.mark.column != 0 {
+                    self.mark.column = 0;
+                    self.mark.line += 1;
+                }
+                self.unroll_indent(-1, self.mark);
+                self.remove_simple_key();
+                self.simple_key_allowed = false;
+                if let Some(i) = self.take(T::StreamEnd) {
+                    self.toks[i].start = self.mark;
+                    self.toks[i].end = self.mark;
+                }
+                self.stream_end_produced = true;
+                return true;
+            }
+            T::Directive | T::DocStart | T::DocEnd => {
+                // `yaml_parser_fetch_directive`,
+                // `yaml_parser_fetch_document_indicator`: no line comments.
+                self.unroll_indent(-1, self.mark);
+                self.remove_simple_key();
+                self.simple_key_allowed = false;
+                self.take(tok.t);
+                if tok.t == T::Directive {
+                    while !is_breakz(self.src, self.pos) {
+                        self.skip();
+                    }
+                    self.skip_line();
+                } else {
+                    self.skip();
+                    self.skip();
+                    self.skip();
+                }
+                return !self.desync;
+            }
+            _ => {}
+        }
+        // Comments after `:` (block) or `,` (flow) belong to the token before.
+        let c = self.at(0);
+        let mut comment_mark = self.mark;
+        if (self.flow_level == 0 && c == b':') || (self.flow_level > 0 && c == b',') {
+            comment_mark = self.toks[self.last_prod].start;
+        }
+        match tok.t {
+            T::Fss | T::Fms => {
+                self.save_simple_key();
+                self.increase_flow_level();
+                self.simple_key_allowed = true;
+                self.take(tok.t);
+                self.skip();
+            }
+            T::Fse | T::Fme => {
+                self.remove_simple_key();
+                self.decrease_flow_level();
+                self.simple_key_allowed = false;
+                self.take(tok.t);
+                self.skip();
+            }
+            T::FlowEntry => {
+                self.remove_simple_key();
+                self.simple_key_allowed = true;
+                self.take(T::FlowEntry);
+                self.skip();
+            }
+            T::Bss | T::BlockEntry => {
+                if self.flow_level == 0 {
+                    self.roll_indent(self.mark.column, T::Bss);
+                }
+                self.remove_simple_key();
+                self.simple_key_allowed = true;
+                self.take(T::BlockEntry);
+                self.skip();
+            }
+            T::Bms | T::Key | T::Value => {
+                let value = if tok.t == T::Bms {
+                    // The mapping start goes with the indicator after it.
+                    self.toks.get(i + 1).map_or(T::Key, |t| t.t) == T::Value
+                } else {
+                    tok.t == T::Value
+                };
+                if value {
+                    self.fetch_value();
+                } else {
+                    if self.flow_level == 0 {
+                        self.roll_indent(self.mark.column, T::Bms);
+                    }
+                    self.remove_simple_key();
+                    self.simple_key_allowed = self.flow_level == 0;
+                    self.take(T::Key);
+                }
+                self.skip();
+            }
+            T::Alias | T::Anchor | T::Tag => {
+                self.save_simple_key();
+                self.simple_key_allowed = false;
+                self.take(tok.t);
+                self.jump(tok.end);
+                self.newlines = 0;
+            }
+            T::Scalar => match tok.sc {
+                Sc::Block => {
+                    self.remove_simple_key();
+                    self.simple_key_allowed = true;
+                    self.take(T::Scalar);
+                    self.block_scalar(tok.end);
+                }
+                Sc::Plain => {
+                    self.save_simple_key();
+                    self.simple_key_allowed = false;
+                    self.take(T::Scalar);
+                    self.jump(tok.end);
+                    self.newlines = 0;
+                    // `yaml_parser_scan_plain_scalar` eats the blanks and
+                    // breaks after the last word.
+                    let mut leading_blanks = false;
+                    while is_blank(self.src, self.pos) || is_break(self.src, self.pos) {
+                        if is_blank(self.src, self.pos) {
+                            self.skip();
+                        } else {
+                            self.skip_line();
+                            leading_blanks = true;
+                        }
+                    }
+                    if leading_blanks {
+                        self.simple_key_allowed = true;
+                    }
+                }
+                _ => {
+                    self.save_simple_key();
+                    self.simple_key_allowed = false;
+                    self.take(T::Scalar);
+                    self.jump(tok.end);
+                    self.newlines = 0;
+                }
+            },
+            _ => {
+                self.desync = true;
+                return false;
+            }
+        }
+        // The deferred line comment: sequence indicators alone have none.
+        if self.toks[self.last_prod].t != T::BlockEntry {
+            self.scan_line_comment(comment_mark);
+        }
+        !self.desync
+    }
+
+    /// `yaml_parser_fetch_value`.
+    fn fetch_value(&mut self) {
+        let Some(v) = self.next_appended() else {
+            self.desync = true;
+            return;
+        };
+        let level = self.simple_keys.len() - 1;
+        let valid = self.simple_key_is_valid(level);
+        let link = match self.toks.iter().skip(v).find(|t| t.t == T::Value) {
+            Some(t) => t.link,
+            None => NO,
+        };
+        if link != NO {
+            if !valid {
+                self.desync = true;
+            }
+            let key = link as usize;
+            let k = self.simple_keys[level];
+            // The KEY, and a BLOCK-MAPPING-START before it when the key opens
+            // a new indentation level (`yaml_parser_roll_indent` with the
+            // key's number).
+            if self.flow_level == 0 && self.indent < k.mark.column {
+                self.indents.push(self.indent);
+                self.indent = k.mark.column;
+                if key > 0 && self.toks[key - 1].t == T::Bms && self.toks[key - 1].inserted {
+                    self.produce(key - 1);
+                } else {
+                    self.desync = true;
+                }
+            }
+            self.produce(key);
+            self.simple_keys[level].possible = false;
+            let n = k.token_number;
+            self.by_tok.retain(|&(m, _)| m != n);
+            self.simple_key_allowed = false;
+        } else {
+            if self.flow_level == 0 {
+                self.roll_indent(self.mark.column, T::Bms);
+            }
+            self.simple_key_allowed = self.flow_level == 0;
+        }
+        self.take(T::Value);
+    }
+
+    /// The rest of `yaml_parser_scan_block_scalar` after the indicator:
+    /// the header's line comment, then the cursor where yaml.v3's scanner
+    /// stops (the token's end plus the next line's indentation, up to the
+    /// scalar's indentation).
+    fn block_scalar(&mut self, end: Mk) {
+        let start_mark = self.mark;
+        self.skip();
+        let mut increment = 0i64;
+        for _ in 0..2 {
+            let c = self.at(0);
+            if c == b'+' || c == b'-' {
+                self.skip();
+            } else if c.is_ascii_digit() {
+                increment = i64::from(c - b'0');
+                self.skip();
+            }
+        }
+        while is_blank(self.src, self.pos) {
+            self.skip();
+        }
+        if self.at(0) == b'#' {
+            self.scan_line_comment(start_mark);
+            while !is_breakz(self.src, self.pos) {
+                self.skip();
+            }
+        }
+        if is_break(self.src, self.pos) {
+            self.skip_line();
+        }
+        // `yaml_parser_scan_block_scalar_breaks` decides the indentation.
+        let mut indent = if increment > 0 {
+            if self.indent >= 0 {
+                self.indent + increment
+            } else {
+                increment
+            }
+        } else {
+            0
+        };
+        if indent == 0 {
+            let mut p = self.pos;
+            let mut max_indent = 0;
+            loop {
+                let mut col = 0;
+                while at(self.src, p) == b' ' {
+                    p += 1;
+                    col += 1;
+                }
+                max_indent = max_indent.max(col);
+                if !is_break(self.src, p) {
+                    break;
+                }
+                p += if at(self.src, p) == b'\r' && at(self.src, p + 1) == b'\n' {
+                    2
+                } else {
+                    width(at(self.src, p))
+                };
+            }
+            indent = max_indent.max(self.indent + 1).max(1);
+        }
+        if end.index < self.pos as i64 {
+            // Nothing after the header line.
+            return;
+        }
+        // `newlines`: the breaks since the last non-blank character read.
+        let mut newlines = 0;
+        let mut p = end.index as usize;
+        while p > self.pos {
+            match at(self.src, p - 1) {
+                b'\n' => {
+                    newlines += 1;
+                    if p >= 2 && at(self.src, p - 2) == b'\r' {
+                        p -= 1;
+                    }
+                }
+                b'\r' => newlines += 1,
+                b' ' | b'\t' => {}
+                _ => break,
+            }
+            p -= 1;
+        }
+        let since_header = p == self.pos;
+        self.jump(end);
+        self.newlines = if since_header {
+            self.newlines + newlines
+        } else {
+            newlines
+        };
+        while self.mark.column < indent && self.at(0) == b' ' {
+            self.skip();
+        }
+    }
+
+    /// `yaml_parser_scan_to_next_token`.
+    fn scan_to_next_token(&mut self) {
+        let scan_mark = self.mark;
+        loop {
+            if self.mark.column == 0 && is_bom(self.src, self.pos) {
+                self.skip();
+            }
+            // yaml.v3 skips tabs only where it allows them; where it does
+            // not, libyaml has already failed.
+            while is_blank(self.src, self.pos) {
+                self.skip();
+            }
+            // A line comment right after `- ` that reads as the head of
+            // the entry's content.
+            if let Some(c) = self.comments.last() {
+                let b = self.last_prod;
+                let a = self.prev_produced(b);
+                if let Some(a) = a {
+                    if self.toks[a].t == T::Bss
+                        && self.toks[b].t == T::BlockEntry
+                        && !c.line.is_empty()
+                        && !is_break(self.src, self.pos)
+                    {
+                        let mark = self.mark;
+                        if let Some(c) = self.comments.last_mut() {
+                            c.head = std::mem::take(&mut c.line);
+                            if c.start_mark.line == mark.line - 1 {
+                                c.token_mark = mark;
+                            }
+                        }
+                    }
+                }
+            }
+            if self.at(0) == b'#' {
+                self.scan_comments(scan_mark);
+            }
+            if is_break(self.src, self.pos) {
+                self.skip_line();
+                if self.flow_level == 0 {
+                    self.simple_key_allowed = true;
+                }
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// `yaml_parser_scan_line_comment`: a comment on the rest of the line,
+    /// tied to `token_mark`.
+    fn scan_line_comment(&mut self, token_mark: Mk) {
+        if self.newlines > 0 {
+            return;
+        }
+        let mut start_mark = Mk::default();
+        let mut text = String::new();
+        let mut peek = 0;
+        while peek < 512 {
+            if is_blank(self.src, self.pos + peek) {
+                peek += 1;
+                continue;
+            }
+            if self.at(peek) == b'#' {
+                let seen = self.mark.index + peek as i64;
+                loop {
+                    if is_breakz(self.src, self.pos) {
+                        if self.mark.index >= seen {
+                            break;
+                        }
+                        self.skip_line();
+                    } else if self.mark.index >= seen {
+                        if text.is_empty() {
+                            start_mark = self.mark;
+                        }
+                        self.read(&mut text);
+                    } else {
+                        self.skip();
+                    }
+                }
+            }
+            break;
+        }
+        if !text.is_empty() {
+            self.comments.push(Comment {
+                token_mark,
+                start_mark,
+                line: text,
+                ..Comment::default()
+            });
+        }
+    }
+
+    /// `yaml_parser_scan_comments`: the comment lines starting here, split
+    /// into foot comments of what came before (same or deeper indentation,
+    /// no blank line) and the head comment of what follows.
+    fn scan_comments(&mut self, scan_mark: Mk) {
+        let mut scan_mark = scan_mark;
+        let mut token_i = self.last_prod;
+        if self.toks[token_i].t == T::FlowEntry {
+            if let Some(p) = self.prev_produced(token_i) {
+                token_i = p;
+            }
+        }
+        let token = self.toks[token_i];
+        let mut token_mark = token.start;
+        let mut start_mark = Mk::default();
+        let mut next_indent = self.indent.max(0);
+        let mut recent_empty = false;
+        let mut first_empty = self.newlines <= 1;
+        let mut line = self.mark.line;
+        let mut column = self.mark.column;
+        let mut text = String::new();
+
+        let mut foot_line = -1;
+        if scan_mark.line > 0 {
+            foot_line = self.mark.line - self.newlines as i64 + 1;
+            if self.newlines == 0 && self.mark.column > 1 {
+                foot_line += 1;
+            }
+        }
+
+        let mut peek = 0usize;
+        while peek < 512 {
+            column += 1;
+            let p = self.pos + peek;
+            if is_blank(self.src, p) {
+                peek += 1;
+                continue;
+            }
+            let c = at(self.src, p);
+            let close_flow = self.flow_level > 0 && (c == b']' || c == b'}');
+            if close_flow || is_breakz(self.src, p) {
+                // A line break or the end.
+                if close_flow || !recent_empty {
+                    if close_flow
+                        || (first_empty
+                            && ((start_mark.line == foot_line && token.t != T::Value)
+                                || start_mark.column - 1 < next_indent))
+                    {
+                        // The first part, before any blank line, is a foot of
+                        // the token before (or the last comment in a flow).
+                        if !text.is_empty() {
+                            if start_mark.column - 1 < next_indent {
+                                // Dedented: unrelated to the token before.
+                                token_mark = start_mark;
+                            }
+                            let here = Mk {
+                                index: self.mark.index + peek as i64,
+                                line,
+                                column,
+                            };
+                            self.comments.push(Comment {
+                                scan_mark,
+                                token_mark,
+                                start_mark,
+                                end_mark: here,
+                                foot: std::mem::take(&mut text),
+                                ..Comment::default()
+                            });
+                            scan_mark = here;
+                            token_mark = scan_mark;
+                        }
+                    } else if !text.is_empty() && !is_z(self.src, p) {
+                        text.push('\n');
+                    }
+                }
+                if !is_break(self.src, p) {
+                    break;
+                }
+                first_empty = false;
+                recent_empty = true;
+                column = 0;
+                line += 1;
+                peek += 1;
+                continue;
+            }
+
+            if !text.is_empty()
+                && (close_flow || (column - 1 < next_indent && column != start_mark.column))
+            {
+                // A comment at another indentation: a foot of what came
+                // before rather than a head of what follows.
+                let here = Mk {
+                    index: self.mark.index + peek as i64,
+                    line,
+                    column,
+                };
+                self.comments.push(Comment {
+                    scan_mark,
+                    token_mark,
+                    start_mark,
+                    end_mark: here,
+                    foot: std::mem::take(&mut text),
+                    ..Comment::default()
+                });
+                scan_mark = here;
+                token_mark = scan_mark;
+            }
+
+            if c != b'#' {
+                break;
+            }
+
+            if text.is_empty() {
+                start_mark = Mk {
+                    index: self.mark.index + peek as i64,
+                    line,
+                    column,
+                };
+            } else {
+                text.push('\n');
+            }
+            recent_empty = false;
+
+            // Consume the comment line.
+            let seen = self.mark.index + peek as i64;
+            loop {
+                if is_breakz(self.src, self.pos) {
+                    if self.mark.index >= seen {
+                        break;
+                    }
+                    self.skip_line();
+                } else if self.mark.index >= seen {
+                    self.read(&mut text);
+                } else {
+                    self.skip();
+                }
+            }
+
+            // Go sets `peek = 0` and its for-loop then adds 1: the break
+            // after the comment is stepped over, and `line` lags a line
+            // behind until the next break (with CRLF the `\n` is seen).
+            peek = 1;
+            column = 0;
+            line = self.mark.line;
+            next_indent = self.indent.max(0);
+        }
+
+        if !text.is_empty() {
+            let end = Mk {
+                index: self.mark.index + peek as i64 - 1,
+                line,
+                column,
+            };
+            self.comments.push(Comment {
+                scan_mark,
+                token_mark: start_mark,
+                start_mark,
+                end_mark: end,
+                head: text,
+                ..Comment::default()
+            });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// yaml.v3's parser (parserc.go), for its comments
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    StreamStart,
+    ImplicitDocStart,
+    DocStart,
+    DocContent,
+    DocEnd,
+    BlockNode,
+    BlockSeqFirst,
+    BlockSeqEntry,
+    IndentlessEntry,
+    BlockMapFirstKey,
+    BlockMapKey,
+    BlockMapValue,
+    FlowSeqFirst,
+    FlowSeqEntry,
+    FlowPairKey,
+    FlowPairValue,
+    FlowPairEnd,
+    FlowMapFirstKey,
+    FlowMapKey,
+    FlowMapValue,
+    FlowMapEmptyValue,
+    End,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ev {
+    StreamStart,
+    StreamEnd,
+    DocStart,
+    DocEnd,
+    Alias,
+    Scalar,
+    SeqStart,
+    SeqEnd,
+    MapStart,
+    MapEnd,
+}
+
+/// One of yaml.v3's events: its kind, start mark and comments.
+#[derive(Debug)]
+struct GoEv {
+    kind: Ev,
+    start: Mk,
+    head: String,
+    line: String,
+    foot: String,
+}
+
+impl GoEv {
+    fn new(kind: Ev, start: Mk) -> GoEv {
+        GoEv {
+            kind,
+            start,
+            head: String::new(),
+            line: String::new(),
+            foot: String::new(),
+        }
+    }
+}
+
+/// yaml.v3's parser state machine over the replayed scanner. It makes the
+/// same events as libyaml's parser; what it adds is when each token is
+/// peeked (which is when comments are taken from the scanner's queue) and
+/// which event takes them.
+struct GoParser<'a> {
+    sim: Sim<'a>,
+    state: St,
+    states: Vec<St>,
+    token_available: bool,
+    /// The queue head's token.
+    head: usize,
+    head_comment: String,
+    line_comment: String,
+    foot_comment: String,
+    stem_comment: String,
+}
+
+impl<'a> GoParser<'a> {
+    fn new(sim: Sim<'a>) -> GoParser<'a> {
+        GoParser {
+            sim,
+            state: St::StreamStart,
+            states: Vec::new(),
+            token_available: false,
+            head: 0,
+            head_comment: String::new(),
+            line_comment: String::new(),
+            foot_comment: String::new(),
+            stem_comment: String::new(),
+        }
+    }
+
+    /// `peek_token`: the head token's index and type.
+    fn peek(&mut self) -> Option<(usize, T)> {
+        if !self.token_available {
+            self.sim.fetch_more_tokens();
+            if self.sim.hit_end {
+                return None;
+            }
+            self.token_available = true;
+        }
+        while self.sim.toks.get(self.head).is_some_and(|t| t.dead) {
+            self.head += 1;
+        }
+        // A simple key's KEY arrives with its VALUE.
+        while self.sim.toks.get(self.head).is_some_and(|t| !t.produced) {
+            if !self.sim.fetch_next_token() {
+                return None;
+            }
+        }
+        let tok = *self.sim.toks.get(self.head)?;
+        self.unfold_comments(&tok);
+        Some((self.head, tok.t))
+    }
+
+    /// `yaml_parser_unfold_comments`: comments tied to positions up to the
+    /// token's go to the parser's pending head, line and foot comments.
+    fn unfold_comments(&mut self, tok: &VTok) {
+        let sim = &mut self.sim;
+        while let Some(c) = sim.comments.get_mut(sim.comments_head) {
+            if tok.start.index < c.token_mark.index {
+                break;
+            }
+            if !c.head.is_empty() {
+                if tok.t == T::Be {
+                    // No heads on ends: kept for the token that follows.
+                    break;
+                }
+                join(&mut self.head_comment, &c.head);
+            }
+            if !c.foot.is_empty() {
+                join(&mut self.foot_comment, &c.foot);
+            }
+            if !c.line.is_empty() {
+                join(&mut self.line_comment, &c.line);
+            }
+            *c = Comment::default();
+            sim.comments_head += 1;
+        }
+    }
+
+    /// `skip_token`.
+    fn skip(&mut self) {
+        self.token_available = false;
+        self.sim.consumed += 1;
+        self.head += 1;
+    }
+
+    fn tok(&self, i: usize) -> VTok {
+        self.sim.toks[i]
+    }
+
+    fn pop_state(&mut self) -> St {
+        self.states.pop().unwrap_or(St::End)
+    }
+
+    /// `yaml_parser_set_event_comments`.
+    fn set_event_comments(&mut self, ev: &mut GoEv) {
+        ev.head = std::mem::take(&mut self.head_comment);
+        ev.line = std::mem::take(&mut self.line_comment);
+        ev.foot = std::mem::take(&mut self.foot_comment);
+        self.stem_comment.clear();
+    }
+
+    fn next_event(&mut self) -> Option<GoEv> {
+        match self.state {
+            St::StreamStart => {
+                let (h, _) = self.peek()?;
+                self.state = St::ImplicitDocStart;
+                let ev = GoEv::new(Ev::StreamStart, self.tok(h).start);
+                self.skip();
+                Some(ev)
+            }
+            St::ImplicitDocStart => self.document_start(true),
+            St::DocStart => self.document_start(false),
+            St::DocContent => {
+                let (h, t) = self.peek()?;
+                if matches!(t, T::Directive | T::DocStart | T::DocEnd | T::StreamEnd) {
+                    self.state = self.pop_state();
+                    Some(GoEv::new(Ev::Scalar, self.tok(h).start))
+                } else {
+                    self.parse_node(true, false)
+                }
+            }
+            St::DocEnd => {
+                let (h, t) = self.peek()?;
+                let start = self.tok(h).start;
+                if t == T::DocEnd {
+                    self.skip();
+                }
+                self.state = St::DocStart;
+                let mut ev = GoEv::new(Ev::DocEnd, start);
+                self.set_event_comments(&mut ev);
+                if !ev.head.is_empty() && ev.foot.is_empty() {
+                    ev.foot = std::mem::take(&mut ev.head);
+                }
+                Some(ev)
+            }
+            St::BlockNode => self.parse_node(true, false),
+            St::BlockSeqFirst => self.block_sequence_entry(true),
+            St::BlockSeqEntry => self.block_sequence_entry(false),
+            St::IndentlessEntry => self.indentless_sequence_entry(),
+            St::BlockMapFirstKey => self.block_mapping_key(true),
+            St::BlockMapKey => self.block_mapping_key(false),
+            St::BlockMapValue => self.block_mapping_value(),
+            St::FlowSeqFirst => self.flow_sequence_entry(true),
+            St::FlowSeqEntry => self.flow_sequence_entry(false),
+            St::FlowPairKey => {
+                let (h, t) = self.peek()?;
+                if !matches!(t, T::Value | T::FlowEntry | T::Fse) {
+                    self.states.push(St::FlowPairValue);
+                    return self.parse_node(false, false);
+                }
+                let mark = self.tok(h).end;
+                self.skip();
+                self.state = St::FlowPairValue;
+                Some(GoEv::new(Ev::Scalar, mark))
+            }
+            St::FlowPairValue => {
+                let (mut h, mut t) = self.peek()?;
+                if t == T::Value {
+                    self.skip();
+                    (h, t) = self.peek()?;
+                    if !matches!(t, T::FlowEntry | T::Fse) {
+                        self.states.push(St::FlowPairEnd);
+                        return self.parse_node(false, false);
+                    }
+                }
+                self.state = St::FlowPairEnd;
+                Some(GoEv::new(Ev::Scalar, self.tok(h).start))
+            }
+            St::FlowPairEnd => {
+                let (h, _) = self.peek()?;
+                self.state = St::FlowSeqEntry;
+                Some(GoEv::new(Ev::MapEnd, self.tok(h).start))
+            }
+            St::FlowMapFirstKey => self.flow_mapping_key(true),
+            St::FlowMapKey => self.flow_mapping_key(false),
+            St::FlowMapValue => self.flow_mapping_value(false),
+            St::FlowMapEmptyValue => self.flow_mapping_value(true),
+            St::End => None,
+        }
+    }
+
+    /// `yaml_parser_parse_document_start`, with yaml.v3's split of the
+    /// comment before the first token: up to its last blank line it is the
+    /// document's head comment.
+    fn document_start(&mut self, implicit: bool) -> Option<GoEv> {
+        let (mut h, mut t) = self.peek()?;
+        if !implicit {
+            while t == T::DocEnd {
+                self.skip();
+                (h, t) = self.peek()?;
+            }
+        }
+        if implicit && !matches!(t, T::Directive | T::DocStart | T::StreamEnd) {
+            self.states.push(St::DocEnd);
+            self.state = St::BlockNode;
+            let mut ev = GoEv::new(Ev::DocStart, self.tok(h).start);
+            let hc = self.head_comment.as_bytes();
+            for i in (1..hc.len()).rev() {
+                if hc[i] == b'\n' {
+                    if i == hc.len() - 1 {
+                        ev.head = self.head_comment[..i].to_owned();
+                        self.head_comment = self.head_comment[i + 1..].to_owned();
+                        break;
+                    } else if hc[i - 1] == b'\n' {
+                        ev.head = self.head_comment[..i - 1].to_owned();
+                        self.head_comment = self.head_comment[i + 1..].to_owned();
+                        break;
+                    }
+                }
+            }
+            Some(ev)
+        } else if t != T::StreamEnd {
+            let start = self.tok(h).start;
+            while t == T::Directive {
+                self.skip();
+                (_, t) = self.peek()?;
+            }
+            if t != T::DocStart {
+                return None;
+            }
+            self.states.push(St::DocEnd);
+            self.state = St::DocContent;
+            self.skip();
+            Some(GoEv::new(Ev::DocStart, start))
+        } else {
+            self.state = St::End;
+            let ev = GoEv::new(Ev::StreamEnd, self.tok(h).start);
+            self.skip();
+            Some(ev)
+        }
+    }
+
+    /// `yaml_parser_parse_node`.
+    fn parse_node(&mut self, block: bool, indentless: bool) -> Option<GoEv> {
+        let (mut h, mut t) = self.peek()?;
+        if t == T::Alias {
+            self.state = self.pop_state();
+            let mut ev = GoEv::new(Ev::Alias, self.tok(h).start);
+            self.set_event_comments(&mut ev);
+            self.skip();
+            return Some(ev);
+        }
+        let start = self.tok(h).start;
+        let mut props = false;
+        if t == T::Anchor || t == T::Tag {
+            let first = t;
+            props = true;
+            self.skip();
+            (h, t) = self.peek()?;
+            if (first == T::Anchor && t == T::Tag) || (first == T::Tag && t == T::Anchor) {
+                self.skip();
+                (h, t) = self.peek()?;
+            }
+        }
+        let _ = h;
+        if indentless && t == T::BlockEntry {
+            self.state = St::IndentlessEntry;
+            return Some(GoEv::new(Ev::SeqStart, start));
+        }
+        match t {
+            T::Scalar => {
+                self.state = self.pop_state();
+                let mut ev = GoEv::new(Ev::Scalar, start);
+                self.set_event_comments(&mut ev);
+                self.skip();
+                Some(ev)
+            }
+            T::Fss => {
+                self.state = St::FlowSeqFirst;
+                let mut ev = GoEv::new(Ev::SeqStart, start);
+                self.set_event_comments(&mut ev);
+                Some(ev)
+            }
+            T::Fms => {
+                self.state = St::FlowMapFirstKey;
+                let mut ev = GoEv::new(Ev::MapStart, start);
+                self.set_event_comments(&mut ev);
+                Some(ev)
+            }
+            T::Bss if block => {
+                self.state = St::BlockSeqFirst;
+                let mut ev = GoEv::new(Ev::SeqStart, start);
+                ev.head = std::mem::take(&mut self.stem_comment);
+                Some(ev)
+            }
+            T::Bms if block => {
+                self.state = St::BlockMapFirstKey;
+                let mut ev = GoEv::new(Ev::MapStart, start);
+                ev.head = std::mem::take(&mut self.stem_comment);
+                Some(ev)
+            }
+            _ if props => {
+                self.state = self.pop_state();
+                Some(GoEv::new(Ev::Scalar, start))
+            }
+            _ => None,
+        }
+    }
+
+    /// `yaml_parser_split_stem_comment`: a head comment before `- ` whose
+    /// entry is a collection belongs to the collection, not its first
+    /// entry.
+    fn split_stem_comment(&mut self, stem_len: usize) {
+        if stem_len == 0 {
+            return;
+        }
+        match self.peek() {
+            Some((_, T::Bss | T::Bms)) => {}
+            _ => return,
+        }
+        let hc = std::mem::take(&mut self.head_comment);
+        self.stem_comment = hc.get(..stem_len).unwrap_or(&hc).to_owned();
+        self.head_comment = hc.get(stem_len + 1..).unwrap_or_default().to_owned();
+    }
+
+    fn block_sequence_entry(&mut self, first: bool) -> Option<GoEv> {
+        if first {
+            self.peek()?;
+            self.skip();
+        }
+        let (h, t) = self.peek()?;
+        if t == T::BlockEntry {
+            let mark = self.tok(h).end;
+            let prior = self.head_comment.len();
+            self.skip();
+            self.split_stem_comment(prior);
+            let (_, t) = self.peek()?;
+            if t != T::BlockEntry && t != T::Be {
+                self.states.push(St::BlockSeqEntry);
+                return self.parse_node(true, false);
+            }
+            self.state = St::BlockSeqEntry;
+            return Some(GoEv::new(Ev::Scalar, mark));
+        }
+        if t == T::Be {
+            self.state = self.pop_state();
+            let ev = GoEv::new(Ev::SeqEnd, self.tok(h).start);
+            self.skip();
+            return Some(ev);
+        }
+        None
+    }
+
+    fn indentless_sequence_entry(&mut self) -> Option<GoEv> {
+        let (h, t) = self.peek()?;
+        if t == T::BlockEntry {
+            let mark = self.tok(h).end;
+            let prior = self.head_comment.len();
+            self.skip();
+            self.split_stem_comment(prior);
+            let (_, t) = self.peek()?;
+            if !matches!(t, T::BlockEntry | T::Key | T::Value | T::Be) {
+                self.states.push(St::IndentlessEntry);
+                return self.parse_node(true, false);
+            }
+            self.state = St::IndentlessEntry;
+            return Some(GoEv::new(Ev::Scalar, mark));
+        }
+        self.state = self.pop_state();
+        Some(GoEv::new(Ev::SeqEnd, self.tok(h).start))
+    }
+
+    fn block_mapping_key(&mut self, first: bool) -> Option<GoEv> {
+        if first {
+            self.peek()?;
+            self.skip();
+        }
+        let (h, t) = self.peek()?;
+        if t == T::Key {
+            let mark = self.tok(h).end;
+            self.skip();
+            let (_, t) = self.peek()?;
+            if !matches!(t, T::Key | T::Value | T::Be) {
+                self.states.push(St::BlockMapValue);
+                return self.parse_node(true, true);
+            }
+            self.state = St::BlockMapValue;
+            return Some(GoEv::new(Ev::Scalar, mark));
+        }
+        if t == T::Be {
+            self.state = self.pop_state();
+            let mut ev = GoEv::new(Ev::MapEnd, self.tok(h).start);
+            self.set_event_comments(&mut ev);
+            self.skip();
+            return Some(ev);
+        }
+        None
+    }
+
+    fn block_mapping_value(&mut self) -> Option<GoEv> {
+        let (h, t) = self.peek()?;
+        if t == T::Value {
+            let mark = self.tok(h).end;
+            self.skip();
+            let (_, t) = self.peek()?;
+            if !matches!(t, T::Key | T::Value | T::Be) {
+                self.states.push(St::BlockMapKey);
+                return self.parse_node(true, true);
+            }
+            self.state = St::BlockMapKey;
+            return Some(GoEv::new(Ev::Scalar, mark));
+        }
+        self.state = St::BlockMapKey;
+        Some(GoEv::new(Ev::Scalar, self.tok(h).start))
+    }
+
+    fn flow_sequence_entry(&mut self, first: bool) -> Option<GoEv> {
+        if first {
+            self.peek()?;
+            self.skip();
+        }
+        let (mut h, mut t) = self.peek()?;
+        if t != T::Fse {
+            if !first {
+                if t != T::FlowEntry {
+                    return None;
+                }
+                self.skip();
+                (h, t) = self.peek()?;
+            }
+            if t == T::Key {
+                self.state = St::FlowPairKey;
+                let ev = GoEv::new(Ev::MapStart, self.tok(h).start);
+                self.skip();
+                return Some(ev);
+            }
+            if t != T::Fse {
+                self.states.push(St::FlowSeqEntry);
+                return self.parse_node(false, false);
+            }
+        }
+        self.state = self.pop_state();
+        let mut ev = GoEv::new(Ev::SeqEnd, self.tok(h).start);
+        self.set_event_comments(&mut ev);
+        self.skip();
+        Some(ev)
+    }
+
+    fn flow_mapping_key(&mut self, first: bool) -> Option<GoEv> {
+        if first {
+            self.peek()?;
+            self.skip();
+        }
+        let (mut h, mut t) = self.peek()?;
+        if t != T::Fme {
+            if !first {
+                if t != T::FlowEntry {
+                    return None;
+                }
+                self.skip();
+                (h, t) = self.peek()?;
+            }
+            if t == T::Key {
+                self.skip();
+                let (h, t) = self.peek()?;
+                if !matches!(t, T::Value | T::FlowEntry | T::Fme) {
+                    self.states.push(St::FlowMapValue);
+                    return self.parse_node(false, false);
+                }
+                self.state = St::FlowMapValue;
+                return Some(GoEv::new(Ev::Scalar, self.tok(h).start));
+            }
+            if t != T::Fme {
+                self.states.push(St::FlowMapEmptyValue);
+                return self.parse_node(false, false);
+            }
+        }
+        self.state = self.pop_state();
+        let mut ev = GoEv::new(Ev::MapEnd, self.tok(h).start);
+        self.set_event_comments(&mut ev);
+        self.skip();
+        Some(ev)
+    }
+
+    fn flow_mapping_value(&mut self, empty: bool) -> Option<GoEv> {
+        let (mut h, mut t) = self.peek()?;
+        if empty {
+            self.state = St::FlowMapKey;
+            return Some(GoEv::new(Ev::Scalar, self.tok(h).start));
+        }
+        if t == T::Value {
+            self.skip();
+            (h, t) = self.peek()?;
+            if !matches!(t, T::FlowEntry | T::Fme) {
+                self.states.push(St::FlowMapKey);
+                return self.parse_node(false, false);
+            }
+        }
+        self.state = St::FlowMapKey;
+        Some(GoEv::new(Ev::Scalar, self.tok(h).start))
+    }
+}
+
+/// Appends a comment to pending text, newline-separated.
+fn join(to: &mut String, s: &str) {
+    if !to.is_empty() {
+        to.push('\n');
+    }
+    to.push_str(s);
+}
+
+// ---------------------------------------------------------------------------
+// decode.go's node building
+
+fn kind_of(data: &EventData) -> Option<Ev> {
+    Some(match data {
+        EventData::StreamStart { .. } => Ev::StreamStart,
+        EventData::StreamEnd => Ev::StreamEnd,
+        EventData::DocumentStart { .. } => Ev::DocStart,
+        EventData::DocumentEnd { .. } => Ev::DocEnd,
+        EventData::Alias { .. } => Ev::Alias,
+        EventData::Scalar { .. } => Ev::Scalar,
+        EventData::SequenceStart { .. } => Ev::SeqStart,
+        EventData::SequenceEnd => Ev::SeqEnd,
+        EventData::MappingStart { .. } => Ev::MapStart,
+        EventData::MappingEnd => Ev::MapEnd,
+    })
+}
+
+/// yaml.v3's `shortTag`.
+fn short_tag(tag: &str) -> String {
+    match tag.strip_prefix("tag:yaml.org,2002:") {
+        Some(rest) => format!("!!{rest}"),
+        None => tag.to_owned(),
+    }
+}
+
+/// One event with its yaml.v3 comments and mark.
+struct Item {
+    data: EventData,
+    start: Mk,
+    head: String,
+    line: String,
+    foot: String,
+}
+
+/// decode.go's `parser`: nodes from events (`node`, `document`, `mapping`,
+/// `sequence`, `scalar`, `alias`), with their comment moves.
+struct Composer<'a> {
+    events: std::vec::IntoIter<Event>,
+    go: GoParser<'a>,
+    go_ok: bool,
+    peeked: Option<Item>,
+    anchors: std::collections::HashSet<String>,
+}
+
+/// Composition stops: the events ran out (at libyaml's error) or yaml.v3
+/// fails on its own.
+enum Stop {
+    End,
+    Fail(ParseError),
+}
+
+impl<'a> Composer<'a> {
+    fn new(events: Vec<Event>, go: GoParser<'a>) -> Composer<'a> {
+        Composer {
+            events: events.into_iter(),
+            go,
+            go_ok: true,
+            peeked: None,
+            anchors: std::collections::HashSet::new(),
+        }
+    }
+
+    fn run(&mut self, error: Option<ParseError>) -> Result<Vec<Node>, ParseError> {
+        let mut docs = Vec::new();
+        // `parser.init`: STREAM-START.
+        if self.next().is_none() {
+            return Err(error.unwrap_or_else(|| {
+                ParseError::plain("unknown problem parsing YAML content".into())
+            }));
+        }
+        loop {
+            match self.peek_kind() {
+                None => break,
+                Some(Ev::StreamEnd) => return Ok(docs),
+                Some(_) => match self.parse() {
+                    Ok(n) => docs.push(n),
+                    Err(Stop::Fail(e)) => return Err(e),
+                    Err(Stop::End) => break,
+                },
+            }
+        }
+        Err(error
+            .unwrap_or_else(|| ParseError::plain("unknown problem parsing YAML content".into())))
+    }
+
+    fn fill(&mut self) {
+        if self.peeked.is_some() {
+            return;
+        }
+        let Some(ev) = self.events.next() else {
+            return;
+        };
+        let kind = kind_of(&ev.data);
+        let mut item = Item {
+            start: Mk::of(ev.start_mark),
+            data: ev.data,
+            head: String::new(),
+            line: String::new(),
+            foot: String::new(),
+        };
+        if self.go_ok {
+            match self.go.next_event() {
+                Some(g) if Some(g.kind) == kind => {
+                    item.start = g.start;
+                    item.head = g.head;
+                    item.line = g.line;
+                    item.foot = g.foot;
+                }
+                _ => {
+                    // The replay lost step with libyaml (a bug, or a case
+                    // where libyaml-safer and yaml.v3 disagree): the rest
+                    // goes without comments.
+                    self.go_ok = false;
+                }
+            }
+        }
+        self.peeked = Some(item);
+    }
+
+    fn peek_kind(&mut self) -> Option<Ev> {
+        self.fill();
+        self.peeked.as_ref().and_then(|i| kind_of(&i.data))
+    }
+
+    fn next(&mut self) -> Option<Item> {
+        self.fill();
+        self.peeked.take()
+    }
+
+    fn parse(&mut self) -> Result<Node, Stop> {
+        match self.peek_kind() {
+            Some(Ev::Scalar) => self.scalar(),
+            Some(Ev::Alias) => self.alias(),
+            Some(Ev::MapStart) => self.mapping(),
+            Some(Ev::SeqStart) => self.sequence(),
+            Some(Ev::DocStart) => self.document(),
+            _ => Err(Stop::End),
+        }
+    }
+
+    /// `parser.node`: the tag (explicit tags short and TAGGED), position
+    /// and the event's comments.
+    fn node(
+        kind: Kind,
+        default_tag: &str,
+        tag: Option<String>,
+        value: String,
+        item: &mut Item,
+    ) -> Node {
+        let mut style = Style::default();
+        let tag = match tag {
+            Some(t) if !t.is_empty() && t != "!" => {
+                style = Style::TAGGED;
+                short_tag(&t)
+            }
+            _ if !default_tag.is_empty() => default_tag.to_owned(),
+            _ if kind == Kind::Scalar => resolve_plain(&value).to_owned(),
+            _ => String::new(),
+        };
+        Node {
+            kind,
+            style,
+            tag,
+            value,
+            line: (item.start.line + 1) as usize,
+            column: (item.start.column + 1) as usize,
+            head_comment: std::mem::take(&mut item.head),
+            line_comment: std::mem::take(&mut item.line),
+            foot_comment: std::mem::take(&mut item.foot),
+            ..Node::default()
+        }
+    }
+
+    fn anchor(&mut self, n: &mut Node, anchor: Option<String>) {
+        if let Some(a) = anchor {
+            self.anchors.insert(a.clone());
+            n.anchor = a;
+        }
+    }
+
+    fn document(&mut self) -> Result<Node, Stop> {
+        let mut item = self.next().ok_or(Stop::End)?;
+        let mut n = Composer::node(Kind::Document, "", None, String::new(), &mut item);
+        let child = self.parse()?;
+        n.content.push(child);
+        if self.peek_kind() == Some(Ev::DocEnd) {
+            let end = self.next().ok_or(Stop::End)?;
+            n.foot_comment = end.foot;
+        } else {
+            return Err(Stop::End);
+        }
+        Ok(n)
+    }
+
+    fn alias(&mut self) -> Result<Node, Stop> {
+        let mut item = self.next().ok_or(Stop::End)?;
+        let name = match std::mem::replace(&mut item.data, EventData::StreamEnd) {
+            EventData::Alias { anchor } => anchor,
+            _ => return Err(Stop::End),
+        };
+        let mut n = Composer::node(Kind::Alias, "", None, name.clone(), &mut item);
+        n.tag.clear();
+        if !self.anchors.contains(&name) {
+            return Err(Stop::Fail(ParseError::plain(format!(
+                "unknown anchor '{name}' referenced"
+            ))));
+        }
+        n.alias = name;
+        Ok(n)
+    }
+
+    fn scalar(&mut self) -> Result<Node, Stop> {
+        let mut item = self.next().ok_or(Stop::End)?;
+        let EventData::Scalar {
+            anchor,
+            tag,
+            value,
+            style,
+            ..
+        } = std::mem::replace(&mut item.data, EventData::StreamEnd)
+        else {
+            return Err(Stop::End);
+        };
+        let node_style = match style {
+            ScalarStyle::DoubleQuoted => Style::DOUBLE_QUOTED,
+            ScalarStyle::SingleQuoted => Style::SINGLE_QUOTED,
+            ScalarStyle::Literal => Style::LITERAL,
+            ScalarStyle::Folded => Style::FOLDED,
+            _ => Style::default(),
+        };
+        let default_tag = if node_style.is_empty() {
+            if value == "<<" {
+                "!!merge"
+            } else {
+                ""
+            }
+        } else {
+            "!!str"
+        };
+        let mut n = Composer::node(Kind::Scalar, default_tag, tag, value, &mut item);
+        n.style = n.style | node_style;
+        self.anchor(&mut n, anchor);
+        Ok(n)
+    }
+
+    fn sequence(&mut self) -> Result<Node, Stop> {
+        let mut item = self.next().ok_or(Stop::End)?;
+        let EventData::SequenceStart {
+            anchor, tag, style, ..
+        } = std::mem::replace(&mut item.data, EventData::StreamEnd)
+        else {
+            return Err(Stop::End);
+        };
+        let mut n = Composer::node(Kind::Sequence, "!!seq", tag, String::new(), &mut item);
+        if style == SequenceStyle::Flow {
+            n.style = n.style | Style::FLOW;
+        }
+        self.anchor(&mut n, anchor);
+        loop {
+            match self.peek_kind() {
+                Some(Ev::SeqEnd) => break,
+                None => return Err(Stop::End),
+                _ => {
+                    let child = self.parse()?;
+                    n.content.push(child);
+                }
+            }
+        }
+        let end = self.next().ok_or(Stop::End)?;
+        n.line_comment = end.line;
+        n.foot_comment = end.foot;
+        Ok(n)
+    }
+
+    fn mapping(&mut self) -> Result<Node, Stop> {
+        let mut item = self.next().ok_or(Stop::End)?;
+        let EventData::MappingStart {
+            anchor, tag, style, ..
+        } = std::mem::replace(&mut item.data, EventData::StreamEnd)
+        else {
+            return Err(Stop::End);
+        };
+        let mut n = Composer::node(Kind::Mapping, "!!map", tag, String::new(), &mut item);
+        let block = style != MappingStyle::Flow;
+        if !block {
+            n.style = n.style | Style::FLOW;
+        }
+        self.anchor(&mut n, anchor);
+        loop {
+            match self.peek_kind() {
+                Some(Ev::MapEnd) => break,
+                None => return Err(Stop::End),
+                _ => {}
+            }
+            let mut k = self.parse()?;
+            let len = n.content.len() + 1;
+            if block && !k.foot_comment.is_empty() && len > 2 {
+                // A key's foot comment is the prior value's, dedented.
+                n.content[len - 3].foot_comment = std::mem::take(&mut k.foot_comment);
+            }
+            n.content.push(k);
+            let mut v = self.parse()?;
+            let ki = n.content.len() - 1;
+            if n.content[ki].foot_comment.is_empty() && !v.foot_comment.is_empty() {
+                n.content[ki].foot_comment = std::mem::take(&mut v.foot_comment);
+            }
+            n.content.push(v);
+        }
+        let end = self.next().ok_or(Stop::End)?;
+        n.line_comment = end.line;
+        n.foot_comment = end.foot;
+        if block && !n.foot_comment.is_empty() && n.content.len() > 1 {
+            let i = n.content.len() - 2;
+            n.content[i].foot_comment = std::mem::take(&mut n.foot_comment);
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::{Path, PathBuf};
+
+    fn fixtures() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/yaml/parse")
+    }
+
+    fn cases() -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let dir = std::fs::read_dir(fixtures()).expect("fixtures dir");
+        for entry in dir {
+            let path = entry.expect("dir entry").path();
+            if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
+                continue;
+            }
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            let bytes = std::fs::read(&path).expect("read case");
+            out.push((name, String::from_utf8(bytes).expect("utf-8 case")));
+        }
+        out.sort();
+        out
+    }
+
+    /// The first difference between two trees, as a path and both values.
+    fn diff(path: &str, got: &Node, want: &Node) -> Option<String> {
+        macro_rules! field {
+            ($f:ident) => {
+                if got.$f != want.$f {
+                    return Some(format!(
+                        "{path}.{}: got {:?}, want {:?} (node {:?} at {}:{})",
+                        stringify!($f),
+                        got.$f,
+                        want.$f,
+                        want.value,
+                        want.line,
+                        want.column
+                    ));
+                }
+            };
+        }
+        field!(kind);
+        field!(style);
+        field!(tag);
+        field!(value);
+        field!(anchor);
+        field!(alias);
+        field!(line);
+        field!(column);
+        field!(head_comment);
+        field!(line_comment);
+        field!(foot_comment);
+        for (i, (g, w)) in got.content.iter().zip(&want.content).enumerate() {
+            if let Some(d) = diff(&format!("{path}.content[{i}]"), g, w) {
+                return Some(d);
+            }
+        }
+        field!(content);
+        None
+    }
+
+    fn check(name: &str, text: &str, golden: &str) -> Result<(), String> {
+        let want: serde_json::Value =
+            serde_json::from_str(golden).map_err(|e| format!("{name}: bad golden: {e}"))?;
+        let (got, in_step) = parse_traced(text);
+        if !in_step && got.is_ok() {
+            return Err(format!("{name}: comment replay out of step"));
+        }
+        if let Some(err) = want.get("error").and_then(|e| e.as_str()) {
+            return match got {
+                Err(e) if e.to_string() == err => Ok(()),
+                Err(e) => Err(format!("{name}: error {:?}, want {err:?}", e.to_string())),
+                Ok(_) => Err(format!("{name}: parsed, want error {err:?}")),
+            };
+        }
+        let want: Vec<Node> = if want.is_null() {
+            Vec::new()
+        } else {
+            serde_json::from_value(want).map_err(|e| format!("{name}: bad golden: {e}"))?
+        };
+        let got = got.map_err(|e| format!("{name}: error {:?}, want a tree", e.to_string()))?;
+        if got.len() != want.len() {
+            return Err(format!(
+                "{name}: {} documents, want {}",
+                got.len(),
+                want.len()
+            ));
+        }
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            if let Some(d) = diff(&format!("[{i}]"), g, w) {
+                return Err(format!("{name}: {d}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every `NAME.yaml` in tests/fixtures/yaml/parse gives yaml.v3's tree
+    /// or error as recorded in `NAME.json` (see regen.sh there).
+    #[test]
+    fn golden() {
+        let cases = cases();
+        assert!(cases.len() >= 100, "only {} golden cases", cases.len());
+        let mut failures = Vec::new();
+        for (name, text) in &cases {
+            let golden = std::fs::read_to_string(fixtures().join(format!("{name}.json")))
+                .expect("golden file");
+            if let Err(e) = check(name, text, &golden) {
+                failures.push(e);
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {} cases differ:\n{}",
+            failures.len(),
+            cases.len(),
+            failures.join("\n")
+        );
+    }
+
+    /// The token stream rebuilt from the events is libyaml's own.
+    #[test]
+    fn rebuilt_tokens_are_libyamls() {
+        let mut failures = Vec::new();
+        for (name, text) in cases() {
+            let (text, _) = prepare(&text);
+            let text = text.as_ref();
+            let (events, err) = libyaml_events(text);
+            if err.is_some() {
+                continue;
+            }
+            let toks = match Recon::run(text.as_bytes(), &events) {
+                Ok(t) => t,
+                Err(Desync) => {
+                    failures.push(format!("{name}: rebuild failed"));
+                    continue;
+                }
+            };
+            let mut input = text.as_bytes();
+            let mut scanner = libyaml_safer::Scanner::new();
+            scanner.set_input_string(&mut input);
+            let want: Vec<(T, Mk)> = scanner
+                .map(|t| t.map(|t| (token_type(&t.data), Mk::of(t.start_mark))))
+                .collect::<Result<_, _>>()
+                .expect("scanner accepts what the parser accepts");
+            let got: Vec<(T, Mk)> = toks
+                .iter()
+                .filter(|t| !t.dead)
+                .map(|t| (t.t, t.start))
+                .collect();
+            if got != want {
+                let i = got
+                    .iter()
+                    .zip(&want)
+                    .position(|(g, w)| g != w)
+                    .unwrap_or(got.len().min(want.len()));
+                failures.push(format!(
+                    "{name}: token {i}: got {:?}, want {:?}",
+                    got.get(i.saturating_sub(1)..(i + 2).min(got.len())),
+                    want.get(i.saturating_sub(1)..(i + 2).min(want.len()))
+                ));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    #[test]
+    fn debug_case() {
+        let Ok(name) = std::env::var("DBG") else {
+            return;
+        };
+        let text = std::fs::read_to_string(fixtures().join(format!("{name}.yaml"))).expect("case");
+        let (text, _) = prepare(&text);
+        let text = text.as_ref();
+        let (events, err) = libyaml_events(text);
+        eprintln!("err {err:?}");
+        let toks = Recon::run(text.as_bytes(), &events).expect("rebuild");
+        for (i, t) in toks.iter().enumerate() {
+            eprintln!(
+                "tok {i} {:?} {:?} ins={} dead={} link={} {}:{}",
+                t.t, t.sc, t.inserted, t.dead, t.link, t.start.line, t.start.column
+            );
+        }
+        let sim = Sim::new(text.as_bytes(), toks);
+        let mut go = GoParser::new(sim);
+        for ev in &events {
+            let g = go.next_event();
+            eprintln!(
+                "lib {:?} go {:?} desync={}",
+                kind_of(&ev.data),
+                g,
+                go.sim.desync
+            );
+        }
+    }
+
+    #[test]
+    fn error_display_and_line() {
+        let e = parse("a: [1, 2\nb: 3\n").expect_err("unclosed flow sequence");
+        assert_eq!(
+            e.to_string(),
+            "yaml: line 1: did not find expected ',' or ']'"
+        );
+        assert_eq!(e.line(), Some(1));
+        assert_eq!(e.message(), "did not find expected ',' or ']'");
+        let e = parse("a: *x\n").expect_err("unknown anchor");
+        assert_eq!(e.to_string(), "yaml: unknown anchor 'x' referenced");
+        assert_eq!(e.line(), None);
+    }
+
+    /// `cargo test --release -p function-runner --lib yaml::parse -- --ignored`:
+    /// 4,000 Deployments (~5 MB).
+    #[test]
+    #[ignore]
+    fn speed_4000_deployments() {
+        let mut text = String::new();
+        for i in 0..4000 {
+            if i > 0 {
+                text.push_str("---\n");
+            }
+            text.push_str(&format!(
+                "# Deployment {i}\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app-{i}\n  namespace: default # ns\n  labels:\n    app: app-{i}\n    tier: backend\n  annotations:\n    config.kubernetes.io/index: '{i}'\n    description: \"A deployment for app {i}\"\nspec:\n  replicas: 3\n  selector:\n    matchLabels:\n      app: app-{i}\n  template:\n    metadata:\n      labels:\n        app: app-{i}\n    spec:\n      containers:\n      # main container\n      - name: app\n        image: registry.example.com/app:{i}.0.1\n        args: [\"--port\", \"8080\", \"--verbose\"]\n        ports:\n        - containerPort: 8080\n          protocol: TCP\n        env:\n        - name: FOO\n          value: bar\n        - name: NUMBER\n          value: \"{i}\"\n        resources:\n          limits:\n            cpu: 500m\n            memory: 128Mi\n          requests:\n            cpu: 250m\n            memory: 64Mi\n        readinessProbe:\n          httpGet:\n            path: /healthz\n            port: 8080\n          initialDelaySeconds: 5\n        volumeMounts:\n        - name: config\n          mountPath: /etc/config\n      volumes:\n      - name: config\n        configMap:\n          name: app-config-{i}\n"
+            ));
+        }
+        let mut best = std::time::Duration::MAX;
+        for _ in 0..5 {
+            let t = std::time::Instant::now();
+            let docs = parse(&text).expect("deployments parse");
+            best = best.min(t.elapsed());
+            assert_eq!(docs.len(), 4000);
+        }
+        eprintln!("parsed {} bytes in {best:?}", text.len());
+    }
+}

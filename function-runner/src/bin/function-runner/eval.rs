@@ -117,10 +117,11 @@ pub(crate) struct EvalCommand {
     pods: EvalPodArgs,
 }
 
-/// How `eval --image` runs the image: through the same evaluator chain as
-/// `serve` (FunctionConfigs, then a process pod).
+/// How `eval --image` (and `render`'s `image:` functions) run the image:
+/// through the same evaluator chain as `serve` (FunctionConfigs, then a
+/// process pod).
 #[derive(Debug, clap::Args)]
-struct EvalPodArgs {
+pub(crate) struct EvalPodArgs {
     /// Directory of FunctionConfig documents (binaryExecutor images run as
     /// local binaries).
     #[arg(long)]
@@ -143,23 +144,39 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     if let Err(err) = krm_fn::exec::become_subreaper() {
         tracing::debug!(%err, "not a child subreaper");
     }
-    let code = run_with_pods(cmd).await;
+    let EvalCommand { args, pods } = cmd;
+    let pods = args.image.is_some().then_some(pods);
+    let max = args.max_output_bytes;
+    let code = with_image_evaluator(pods, max, |evaluator| async move {
+        run_args(args, evaluator).await
+    })
+    .await
+    .and_then(|code| code);
     krm_fn::exec::kill_all_orphans();
     code
 }
 
-async fn run_with_pods(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
-    let EvalCommand { args, pods } = cmd;
-    if args.image.is_none() {
-        return run_args(args, None).await;
-    }
+/// Runs `f` with the evaluator chain `serve` uses (FunctionConfigs, then a
+/// process pod) when `pods` is given, and shuts it down after.
+pub(crate) async fn with_image_evaluator<F, Fut, T>(
+    pods: Option<EvalPodArgs>,
+    max_output_bytes: usize,
+    f: F,
+) -> anyhow::Result<T>
+where
+    F: FnOnce(Option<Arc<dyn Evaluator>>) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
+    let Some(pods) = pods else {
+        return Ok(f(None).await);
+    };
     let runner = Runner::start(RunnerOptions {
         functions: pods.functions,
         pod_cache_config: None,
         default_image_prefix: pods.default_image_prefix,
         cache: CacheSettings::default(),
         warm_up: false,
-        max_message_bytes: args.max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
+        max_message_bytes: max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
         max_grpc_retries: 2,
         backend: BackendKind::Process,
         wrapper_server: pods.wrapper_server.unwrap_or_else(
@@ -171,7 +188,7 @@ async fn run_with_pods(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         cluster_configs: None,
     })
     .await?;
-    let code = run_args(args, Some(runner.evaluator.clone())).await;
+    let out = f(Some(runner.evaluator.clone())).await;
     runner.shutdown(Duration::from_secs(10)).await;
-    code
+    Ok(out)
 }

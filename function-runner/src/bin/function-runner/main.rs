@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod eval;
+mod render;
 mod serve;
 
 use std::io::IsTerminal;
@@ -30,6 +31,8 @@ enum Command {
     Serve(Box<serve::ServeArgs>),
     /// Run one function on a package or ResourceList, like `kpt fn eval`.
     Eval(Box<eval::EvalCommand>),
+    /// Run a package's Kptfile pipelines, like `kpt fn render`.
+    Render(Box<render::RenderCommand>),
     /// Print the FunctionConfig CustomResourceDefinition (YAML), generated
     /// from the types the runner parses (deploy/functionconfig-crd.yaml).
     Crd,
@@ -47,7 +50,10 @@ fn main() -> ExitCode {
         .exit()
     });
     let json = matches!(&cli.command, Command::Serve(a) if a.log_format == "json");
-    init_logging(json, matches!(cli.command, Command::Eval(_)));
+    init_logging(
+        json,
+        matches!(cli.command, Command::Eval(_) | Command::Render(_)),
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -62,6 +68,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
             Command::Eval(cmd) => eval::run(*cmd).await,
+            Command::Render(cmd) => render::run(*cmd).await,
             Command::Crd => {
                 print!("{}", function_runner::config::crd::crd_yaml()?);
                 Ok(ExitCode::SUCCESS)

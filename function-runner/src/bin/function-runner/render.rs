@@ -1,0 +1,94 @@
+//! `function-runner render`: the command line of
+//! [`function_runner::render`], modelled on `kpt fn render`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use function_runner::eval;
+use function_runner::render::{self, RenderOptions};
+
+use crate::eval::{with_image_evaluator, EvalPodArgs};
+
+/// `function-runner render`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  function-runner render DIR --allow-exec\n  function-runner render DIR --process-functions functions.yaml"
+)]
+pub(crate) struct RenderCommand {
+    /// The package to render (it must have a Kptfile).
+    #[arg(value_name = "DIR", default_value = ".")]
+    dir: PathBuf,
+    /// Allow the pipeline's `exec:` functions to run.
+    #[arg(long)]
+    allow_exec: bool,
+    /// Print at most four lines of results and of stderr.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    truncate_output: bool,
+    /// The most bytes a function may write to stdout.
+    #[arg(long, default_value_t = eval::DEFAULT_MAX_OUTPUT_BYTES, value_name = "BYTES")]
+    max_output_bytes: usize,
+    #[command(flatten)]
+    pods: EvalPodArgs,
+}
+
+/// Runs `render`; errors are printed the way kpt prints them.
+pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
+    if let Err(err) = krm_fn::exec::become_subreaper() {
+        tracing::debug!(%err, "not a child subreaper");
+    }
+    let RenderCommand {
+        dir,
+        allow_exec,
+        truncate_output,
+        max_output_bytes,
+        pods,
+    } = cmd;
+    // Image functions need the evaluator chain; a pipeline of exec
+    // functions only does not start it.
+    let needs_images = kptfiles_name_images(&dir);
+    let code = with_image_evaluator(
+        needs_images.then_some(pods),
+        max_output_bytes,
+        |evaluator| async move {
+            let mut stderr = std::io::stderr();
+            let opts = RenderOptions {
+                dir,
+                allow_exec,
+                evaluator,
+                truncate_output,
+                max_output_bytes,
+            };
+            match render::run(opts, &mut stderr).await {
+                Ok(code) => ExitCode::from(code),
+                Err(err) => {
+                    let _ = writeln!(stderr, "error: {err}");
+                    ExitCode::from(1)
+                }
+            }
+        },
+    )
+    .await;
+    krm_fn::exec::kill_all_orphans();
+    code
+}
+
+/// Whether any Kptfile under `dir` has an `image:` function (a cheap look
+/// at the text; render itself reads them properly).
+fn kptfiles_name_images(dir: &std::path::Path) -> bool {
+    fn walk(dir: &std::path::Path) -> bool {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries.flatten().any(|e| {
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&p)
+            } else {
+                e.file_name() == "Kptfile"
+                    && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("image:"))
+            }
+        })
+    }
+    walk(dir)
+}

@@ -1,0 +1,521 @@
+//! kyaml's operations on resources, on our [`Node`] tree: what kpt does
+//! to a resource between reading it and writing it back. Each function
+//! ports one kyaml function (named in its comment) closely, quirks
+//! included, because the files kpt writes are the product of exactly these
+//! steps: annotations set and cleared (`yaml/kfns.go`, `yaml/fns.go`),
+//! comments copied from the input to the function's output
+//! (`comments/comments.go` over `yaml/walk`), field order synced
+//! (`order/syncorder.go`).
+
+use crate::yaml::{Kind, Node, Style};
+
+pub const NULL_TAG: &str = "!!null";
+
+/// kyaml's `RNode.YNode()`: a document's content, any other node itself.
+pub fn content(node: &Node) -> &Node {
+    match node.kind {
+        Kind::Document if !node.content.is_empty() => &node.content[0],
+        _ => node,
+    }
+}
+
+pub fn content_mut(node: &mut Node) -> &mut Node {
+    match node.kind {
+        Kind::Document if !node.content.is_empty() => &mut node.content[0],
+        _ => node,
+    }
+}
+
+/// `IsMissingOrNull`.
+fn is_null(node: &Node) -> bool {
+    node.tag == NULL_TAG
+}
+
+/// The index of `name`'s key in a mapping's content: the last match, as
+/// kyaml's `visitMappingNodeFields` leaves it.
+pub fn field_index(map: &Node, name: &str) -> Option<usize> {
+    if map.kind != Kind::Mapping {
+        return None;
+    }
+    let mut found = None;
+    for (i, kv) in map.content.chunks_exact(2).enumerate() {
+        if kv[0].value == name {
+            found = Some(2 * i);
+        }
+    }
+    found
+}
+
+/// `RNode.Field(name).Value` (on the document's content).
+pub fn field<'a>(node: &'a Node, name: &str) -> Option<&'a Node> {
+    let map = content(node);
+    field_index(map, name).map(|i| &map.content[i + 1])
+}
+
+fn field_mut<'a>(node: &'a mut Node, name: &str) -> Option<&'a mut Node> {
+    let map = content_mut(node);
+    field_index(map, name).map(move |i| &mut map.content[i + 1])
+}
+
+/// A scalar's value as kyaml's `GetValue` reads it ("" for null and
+/// non-scalars).
+pub fn value_of(node: Option<&Node>) -> &str {
+    match node {
+        Some(n) if n.kind == Kind::Scalar && !is_null(n) => &n.value,
+        _ => "",
+    }
+}
+
+/// What kpt checks and names resources by (`yaml.ResourceMeta`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Meta {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: String,
+    /// Whether `metadata` is there at all.
+    pub has_metadata: bool,
+}
+
+/// `RNode.GetMeta` (the fields kpt uses).
+pub fn meta(node: &Node) -> Meta {
+    let md = field(node, "metadata");
+    Meta {
+        api_version: value_of(field(node, "apiVersion")).to_owned(),
+        kind: value_of(field(node, "kind")).to_owned(),
+        name: value_of(md.and_then(|m| field(m, "name"))).to_owned(),
+        namespace: value_of(md.and_then(|m| field(m, "namespace"))).to_owned(),
+        has_metadata: md.is_some_and(|m| !is_null(m)),
+    }
+}
+
+/// `metadata.annotations[key]`, when it is a scalar.
+pub fn annotation<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
+    let a = field(node, "metadata").and_then(|m| field(m, "annotations"))?;
+    let v = field(a, key)?;
+    (v.kind == Kind::Scalar && !is_null(v)).then_some(v.value.as_str())
+}
+
+/// Every `metadata.annotations` entry with a scalar value, in order.
+pub fn annotations(node: &Node) -> Vec<(&str, &str)> {
+    let Some(a) = field(node, "metadata").and_then(|m| field(m, "annotations")) else {
+        return Vec::new();
+    };
+    if a.kind != Kind::Mapping {
+        return Vec::new();
+    }
+    a.content
+        .chunks_exact(2)
+        .filter(|kv| kv[1].kind == Kind::Scalar)
+        .map(|kv| (kv[0].value.as_str(), kv[1].value.as_str()))
+        .collect()
+}
+
+/// Why a resource cannot take an annotation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("wrong node kind: expected MappingNode but got {0}")]
+pub struct NotAMapping(pub &'static str);
+
+pub fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Document => "DocumentNode",
+        Kind::Sequence => "SequenceNode",
+        Kind::Mapping => "MappingNode",
+        Kind::Scalar => "ScalarNode",
+        Kind::Alias => "AliasNode",
+    }
+}
+
+/// `FieldClearer{Name, IfEmpty}` on a mapping.
+fn clear_field(map: &mut Node, name: &str, if_empty: bool) {
+    if map.kind != Kind::Mapping {
+        return;
+    }
+    // The first match, as `visitFieldsWhileTrue` stops there.
+    let Some(i) = map
+        .content
+        .chunks_exact(2)
+        .position(|kv| kv[0].value == name && !(if_empty && !kv[1].content.is_empty()))
+    else {
+        return;
+    };
+    map.content.drain(2 * i..2 * i + 2);
+}
+
+/// `ClearEmptyAnnotations`: `metadata.annotations`, then `metadata`, are
+/// removed when they have no content (empty, null or a scalar).
+pub fn clear_empty_annotations(node: &mut Node) {
+    let map = content_mut(node);
+    if map.kind != Kind::Mapping {
+        return;
+    }
+    if let Some(md) = field_mut(map, "metadata") {
+        if !is_null(md) {
+            clear_field(md, "annotations", true);
+        }
+    }
+    clear_field(map, "metadata", true);
+}
+
+/// `PathGetter{Create: MappingNode}` for one field: the value under
+/// `name`, appended as a new mapping when missing.
+fn lookup_create<'a>(map: &'a mut Node, name: &str) -> Result<&'a mut Node, NotAMapping> {
+    if map.kind != Kind::Mapping {
+        return Err(NotAMapping(kind_name(map.kind)));
+    }
+    let i = match field_index(map, name) {
+        Some(i) => i,
+        None => {
+            map.content.push(Node {
+                kind: Kind::Scalar,
+                value: name.to_owned(),
+                ..Node::default()
+            });
+            map.content.push(Node {
+                kind: Kind::Mapping,
+                ..Node::default()
+            });
+            map.content.len() - 2
+        }
+    };
+    Ok(&mut map.content[i + 1])
+}
+
+/// `SetAnnotation(key, value)`: a single-quoted string (the style of an
+/// existing value is kept, as `FieldSetter` keeps it), after
+/// `ClearEmptyAnnotations`.
+pub fn set_annotation(node: &mut Node, key: &str, value: &str) -> Result<(), NotAMapping> {
+    clear_empty_annotations(node);
+    let map = content_mut(node);
+    let md = lookup_create(map, "metadata")?;
+    let anns = lookup_create(md, "annotations")?;
+    if anns.kind != Kind::Mapping {
+        return Err(NotAMapping(kind_name(anns.kind)));
+    }
+    let mut v = Node::string(value);
+    v.style = Style::SINGLE_QUOTED;
+    match field_index(anns, key) {
+        Some(i) => {
+            v.style = anns.content[i + 1].style;
+            anns.content[i + 1] = v;
+        }
+        None => {
+            anns.content.push(Node {
+                kind: Kind::Scalar,
+                value: key.to_owned(),
+                ..Node::default()
+            });
+            anns.content.push(v);
+        }
+    }
+    Ok(())
+}
+
+/// `ClearAnnotation(key)` (leaves an empty mapping; see
+/// [`clear_empty_annotations`]).
+pub fn clear_annotation(node: &mut Node, key: &str) {
+    let map = content_mut(node);
+    let Some(md) = field_mut(map, "metadata") else {
+        return;
+    };
+    if is_null(md) {
+        return;
+    }
+    let Some(anns) = field_mut(md, "annotations") else {
+        return;
+    };
+    if is_null(anns) {
+        return;
+    }
+    clear_field(anns, key, false);
+}
+
+// ---------------------------------------------------------------------------
+// comments.CopyComments
+
+/// `copyFieldComments`: each comment `to` lacks, from `from`.
+fn copy_field_comments(from: &Node, to: &mut Node) {
+    if to.line_comment.is_empty() {
+        to.line_comment.clone_from(&from.line_comment);
+    }
+    if to.head_comment.is_empty() {
+        to.head_comment.clone_from(&from.head_comment);
+    }
+    if to.foot_comment.is_empty() {
+        to.foot_comment.clone_from(&from.foot_comment);
+    }
+}
+
+/// `comments.CopyComments(from, to)`: the comments of `from` (the resource
+/// as sent, a document) onto `to` (the function's resource) where `to` has
+/// none, field by field. Lists are matched by position (kyaml matches
+/// lists a Kubernetes schema marks as merge-by-key, such as `containers`,
+/// by key; here they are matched by position, which differs only where a
+/// function reorders such a list).
+pub fn copy_comments(from: &Node, to: &mut Node) {
+    copy_field_comments(from, to);
+    walk(Some(content(from)), content_mut(to));
+}
+
+/// The copier's visit of `walk.Walker{VisitKeysAsScalars: true}` over
+/// `[from, to]`, where only `to` changes.
+fn walk(from: Option<&Node>, to: &mut Node) {
+    // `Walker.Kind()`: the first source that is not null.
+    let kind = match from {
+        Some(f) if !is_null(f) => Some(f.kind),
+        _ if !is_null(to) => Some(to.kind),
+        _ => None,
+    };
+    // `ErrorIfAnyInvalidAndNonNull`: kyaml fails the whole copy when the
+    // function changed a field's kind; here that field is left as it is.
+    let same =
+        |k: Kind| from.is_none_or(|f| is_null(f) || f.kind == k) && (is_null(to) || to.kind == k);
+    match kind {
+        Some(Kind::Mapping) if same(Kind::Mapping) => {
+            if let Some(f) = from {
+                copy_field_comments(f, to);
+            }
+            if to.kind != Kind::Mapping {
+                return;
+            }
+            // `fieldNames`: the sorted union; only `to`'s fields change.
+            for kv in to.content.chunks_exact_mut(2) {
+                let (k, v) = kv.split_at_mut(1);
+                let (key, value) = (&mut k[0], &mut v[0]);
+                let name = key.value.clone();
+                let from_i = from.and_then(|f| field_index(f, &name));
+                let from_kv = from_i.and_then(|i| from.map(|f| (&f.content[i], &f.content[i + 1])));
+                // VisitScalar on the keys.
+                visit_scalar(from_kv.map(|p| p.0), key);
+                walk(from_kv.map(|p| p.1), value);
+            }
+        }
+        Some(Kind::Sequence) if same(Kind::Sequence) => {
+            // copier.VisitList: elements by position, where their values
+            // (empty for collections) are equal.
+            let Some(f) = from else {
+                return;
+            };
+            copy_field_comments(f, to);
+            if f.kind != Kind::Sequence || to.kind != Kind::Sequence {
+                return;
+            }
+            for (d, o) in f.content.iter().zip(to.content.iter_mut()) {
+                if d.value == o.value {
+                    copy_field_comments(d, o);
+                    walk(Some(d), o);
+                }
+            }
+        }
+        Some(Kind::Scalar) if same(Kind::Scalar) => visit_scalar(from, to),
+        Some(_) => {}
+        // `walkMap` on nulls: VisitMap copies the comments.
+        None => {
+            if let Some(f) = from {
+                copy_field_comments(f, to);
+            }
+        }
+    }
+}
+
+/// copier.VisitScalar: kyaml turns a folded scalar of the output into a
+/// double-quoted one (its line comments were written without a space,
+/// kpt#766), then copies the comments.
+fn visit_scalar(from: Option<&Node>, to: &mut Node) {
+    if to.style == Style::FOLDED {
+        to.style = Style::DOUBLE_QUOTED;
+    }
+    if let Some(f) = from {
+        copy_field_comments(f, to);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// order.SyncOrder
+
+/// `IsNilOrEmpty`.
+fn nil_or_empty(n: &Node) -> bool {
+    is_null(n)
+        || (matches!(n.kind, Kind::Mapping | Kind::Sequence) && n.content.is_empty())
+        || *n == Node::default()
+}
+
+/// `order.SyncOrder(from, to)`: `to`'s mapping keys in `from`'s order at
+/// every depth (keys `from` lacks after, in their order), then kyaml's
+/// `rearrangeHeadCommentOfSeqNode`.
+pub fn sync_order(from: &Node, to: &mut Node) {
+    sync(content(from), content_mut(to));
+    rearrange_head_comment_of_seq_node(to);
+}
+
+fn sync(from: &Node, to: &mut Node) {
+    if nil_or_empty(from) || nil_or_empty(to) {
+        return;
+    }
+    match from.kind {
+        Kind::Mapping => {
+            if to.kind != Kind::Mapping {
+                return;
+            }
+            sync_map_nodes_order(from, to);
+            for kv in from.content.chunks_exact(2) {
+                let name = &kv[0].value;
+                let Some(fi) = field_index(from, name) else {
+                    continue;
+                };
+                let Some(ti) = field_index(to, name) else {
+                    continue;
+                };
+                let f = &from.content[fi + 1];
+                sync(f, &mut to.content[ti + 1]);
+            }
+        }
+        Kind::Sequence => {
+            // kyaml errors when `to` is not a sequence; such a field is
+            // left as it is.
+            if to.kind != Kind::Sequence {
+                return;
+            }
+            for (f, t) in from.content.iter().zip(to.content.iter_mut()) {
+                sync(f, t);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `yaml.SyncMapNodesOrder`: the fields `from` has first, in its order.
+fn sync_map_nodes_order(from: &Node, to: &mut Node) {
+    let mut rest: Vec<Option<(Node, Node)>> = std::mem::take(&mut to.content)
+        .chunks_exact(2)
+        .map(|kv| Some((kv[0].clone(), kv[1].clone())))
+        .collect();
+    let names: Vec<String> = rest
+        .iter()
+        .map(|p| p.as_ref().map(|p| p.0.value.clone()).unwrap_or_default())
+        .collect();
+    // `to.Field(name)` is the last field of that name; kyaml appends it
+    // once per name.
+    let last = |name: &str| names.iter().rposition(|n| n == name);
+    let mut content = Vec::with_capacity(rest.len() * 2);
+    let mut seen: Vec<&str> = Vec::new();
+    let take = |i: usize, content: &mut Vec<Node>, rest: &mut Vec<Option<(Node, Node)>>| {
+        if let Some((k, v)) = rest[i].take() {
+            content.push(k);
+            content.push(v);
+        }
+    };
+    for kv in from.content.chunks_exact(2) {
+        let name = kv[0].value.as_str();
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name);
+        if let Some(i) = last(name) {
+            take(i, &mut content, &mut rest);
+        }
+    }
+    for i in 0..names.len() {
+        if seen.contains(&names[i].as_str()) {
+            continue;
+        }
+        if let Some(l) = last(&names[i]) {
+            take(l, &mut content, &mut rest);
+        }
+    }
+    to.content = content;
+}
+
+/// `rearrangeHeadCommentOfSeqNode`: an element of a sequence whose first
+/// child is a scalar takes that child's head comment.
+fn rearrange_head_comment_of_seq_node(node: &mut Node) {
+    match node.kind {
+        Kind::Document | Kind::Mapping => {
+            for c in &mut node.content {
+                rearrange_head_comment_of_seq_node(c);
+            }
+        }
+        Kind::Sequence => {
+            for el in &mut node.content {
+                if el.content.first().is_some_and(|c| c.kind == Kind::Scalar) {
+                    if el.head_comment.is_empty() {
+                        el.head_comment.clone_from(&el.content[0].head_comment);
+                        continue;
+                    }
+                    if !el.content[0].head_comment.is_empty() {
+                        let h = std::mem::take(&mut el.content[0].head_comment);
+                        el.head_comment.push('\n');
+                        el.head_comment.push_str(&h);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// kyaml's `IsYaml1_1NonString` (`IsValueNonString`): whether the value,
+/// read as a YAML document by a YAML 1.1 parser (yaml.v2), is something
+/// other than a string (`a: b` is a mapping, `yes` a bool, `~` null).
+/// yaml.v2 hands timestamps to untyped values as strings; a value that
+/// does not parse is a string.
+pub fn is_yaml11_non_string(value: &str) -> bool {
+    use crate::yaml::resolve;
+    if value.is_empty() || value.contains('\n') {
+        return false;
+    }
+    let Ok(docs) = crate::yaml::parse::parse(value) else {
+        return false;
+    };
+    let Some(node) = docs.first().map(content) else {
+        return true;
+    };
+    match node.kind {
+        Kind::Scalar => {
+            let quoted = Style::DOUBLE_QUOTED.0
+                | Style::SINGLE_QUOTED.0
+                | Style::LITERAL.0
+                | Style::FOLDED.0;
+            if node.style.0 & quoted != 0 {
+                return false;
+            }
+            !matches!(node.tag.as_str(), "!!str" | "!!timestamp")
+                || resolve::is_old_bool(&node.value)
+                || resolve::is_base60_float(&node.value)
+        }
+        Kind::Document => false,
+        _ => true,
+    }
+}
+
+/// kyaml's `FieldSetter{Name, Value}` on a mapping: an existing field's
+/// value is replaced and keeps the old value's style; a new field is
+/// appended with an untagged key. A string value without a style that a
+/// YAML 1.1 reader would take for another type is double-quoted first.
+pub fn set_field(map: &mut Node, name: &str, mut value: Node) -> Result<(), NotAMapping> {
+    if map.kind != Kind::Mapping {
+        return Err(NotAMapping(kind_name(map.kind)));
+    }
+    if value.kind == Kind::Scalar
+        && (value.tag == "!!str" || value.tag.is_empty())
+        && value.style.is_empty()
+        && is_yaml11_non_string(&value.value)
+    {
+        value.style = Style::DOUBLE_QUOTED;
+    }
+    match field_index(map, name) {
+        Some(i) => {
+            value.style = map.content[i + 1].style;
+            map.content[i + 1] = value;
+        }
+        None => {
+            map.content.push(Node {
+                kind: Kind::Scalar,
+                value: name.to_owned(),
+                ..Node::default()
+            });
+            map.content.push(value);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,856 @@
+//! Packages as kpt reads and writes them: a package directory (or a stream
+//! of YAML documents) read into resources ([`Document`]: a yaml.v3-style
+//! node tree with its comments, see [`crate::yaml`]), and a function's
+//! resources written back to files.
+//!
+//! Observed with kpt 1.0.0-beta.56 and its kyaml:
+//!
+//! - Files: `*.yaml`, `*.yml`, `*.json` and `Kptfile`, hidden ones and
+//!   subpackages included, walked in Go's `filepath.Walk` order (names
+//!   sorted bytewise in each directory), `.krmignore` at the package root and
+//!   at subpackage roots (a gitignore subset), symlinks to files followed.
+//! - Documents (kyaml's `ByteReader`): CRLF becomes LF, the text is split at
+//!   every `\n---...\n` line (a comment may follow the marker; any other
+//!   text is an error), and the first YAML document of each piece is
+//!   parsed. Every file is parsed before anything runs: malformed YAML is
+//!   kpt's `MalformedYAMLError`, with the line counted from the piece's
+//!   start, as kpt counts it. Empty and null documents are skipped, so
+//!   comments before a first `---` separator go.
+//! - Writing (kyaml's `LocalPackageWriter`): one file per path, resources in
+//!   index order, each written by the yaml.v3 encoder in its file's sequence
+//!   indentation (`compact` or `wide`, derived from the text as kyaml
+//!   derives it), `---` between them; a `.json` file holding one resource is
+//!   written as indented JSON with sorted keys. Every file is written to a
+//!   temporary file in its directory and renamed over the old one, so a
+//!   crash leaves each file whole, old or new.
+//!
+//! [`kyaml`] holds the operations kpt applies to a resource in between.
+
+pub mod kyaml;
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::yaml::{self, Kind, Node};
+pub use kyaml::Meta;
+
+/// The annotations kpt adds to items and removes again.
+pub mod annotations {
+    /// Path of the file, relative to the package (legacy form).
+    pub const LEGACY_PATH: &str = "config.kubernetes.io/path";
+    /// Index of the document in its file (legacy form).
+    pub const LEGACY_INDEX: &str = "config.kubernetes.io/index";
+    /// Path of the file, relative to the package.
+    pub const PATH: &str = "internal.config.kubernetes.io/path";
+    /// Index of the document in its file.
+    pub const INDEX: &str = "internal.config.kubernetes.io/index";
+    /// The package a resource was read from (an absolute path; `render`).
+    pub const PACKAGE_PATH: &str = "internal.config.kubernetes.io/package-path";
+    /// `compact` or `wide`: how sequences were indented.
+    pub const SEQ_INDENT: &str = "internal.config.kubernetes.io/seqindent";
+    /// kpt's id for matching an item with the one it sent.
+    pub const MIGRATION_ID: &str =
+        "internal.config.kubernetes.io/annotations-migration-resource-id";
+    /// kpt's item id.
+    pub const ID: &str = "internal.config.kubernetes.io/id";
+    /// kpt's item id (legacy form).
+    pub const LEGACY_ID: &str = "config.k8s.io/id";
+
+    /// The ids, removed from every output.
+    pub const IDS: [&str; 3] = [MIGRATION_ID, ID, LEGACY_ID];
+
+    /// Whether kpt adds (and removes) this annotation.
+    pub fn is_kpt(key: &str) -> bool {
+        matches!(
+            key,
+            LEGACY_PATH | LEGACY_INDEX | PATH | INDEX | SEQ_INDENT | MIGRATION_ID | ID | LEGACY_ID
+        )
+    }
+
+    /// Whether this is one of kpt's ids.
+    pub fn is_id(key: &str) -> bool {
+        IDS.contains(&key)
+    }
+}
+
+/// Why a package could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum PackageError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{path}: {message}")]
+    File { path: String, message: String },
+    #[error("function must not modify resources outside of package: resource has path {0}")]
+    OutsidePackage(String),
+    #[error(
+        "resource at path {} and index {} already exists",
+        go_quote(path),
+        go_quote(index)
+    )]
+    Duplicate { path: String, index: String },
+    #[error("resource input to function has mismatched legacy and internal {0} annotations")]
+    Mismatched(&'static str),
+    #[error("{path}: invalid index annotation {}", go_quote(value))]
+    BadIndex { path: String, value: String },
+    /// kyaml's `MalformedYAMLError`, after the file's path.
+    #[error("{path}: MalformedYAMLError: {message}")]
+    Malformed { path: String, message: String },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> PackageError + '_ {
+    move |source| PackageError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One resource read from a file or a stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// The document node, as yaml.v3 decodes it.
+    pub node: Node,
+    /// `compact` or `wide` (kyaml's derivation on the original text).
+    pub seq_indent: &'static str,
+}
+
+/// Text as kyaml reads it: a leading BOM dropped, CRLF as LF.
+pub fn normalize_newlines(text: &str) -> Cow<'_, str> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if text.contains("\r\n") {
+        Cow::Owned(text.replace("\r\n", "\n"))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// Why a stream could not be read as documents.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DocError {
+    /// A `---` line with text after it.
+    #[error("invalid document separator: {0}")]
+    Separator(String),
+    /// yaml.v3's error (`yaml: line N: ...`).
+    #[error("MalformedYAMLError: {0}")]
+    Malformed(String),
+}
+
+/// The pieces kyaml's `splitDocuments` cuts a stream (already through
+/// [`normalize_newlines`]) into: at every `\n---...\n` line, the newline
+/// before the marker kept with the piece before it.
+pub fn split_pieces(text: &str) -> Result<Vec<&str>, DocError> {
+    let mut pieces = Vec::new();
+    if text.is_empty() {
+        return Ok(pieces);
+    }
+    let b = text.as_bytes();
+    let mut prev = 0;
+    let mut i = 0;
+    while let Some(off) = find_sub(&b[i..], b"\n---") {
+        let sep_start = i + off;
+        let line_start = sep_start + 1;
+        let Some(nl) = b[line_start..].iter().position(|c| *c == b'\n') else {
+            break;
+        };
+        let line_end = line_start + nl;
+        let after = text[line_start + 3..line_end].trim();
+        if !after.is_empty() && !after.starts_with('#') {
+            return Err(DocError::Separator(
+                text[line_start..line_end].trim().to_owned(),
+            ));
+        }
+        pieces.push(&text[prev..=sep_start]);
+        prev = line_end + 1;
+        i = line_end + 1;
+    }
+    pieces.push(&text[prev.min(text.len())..]);
+    Ok(pieces)
+}
+
+fn find_sub(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// kyaml's `ByteReader` on a stream: each piece's first document, parsed
+/// (empty and null documents skipped).
+pub fn read_documents(text: &str) -> Result<Vec<Document>, DocError> {
+    let text = normalize_newlines(text);
+    let mut docs = Vec::new();
+    for piece in split_pieces(&text)? {
+        let parsed = yaml::parse::parse(piece).map_err(|e| DocError::Malformed(e.to_string()))?;
+        let Some(node) = parsed.into_iter().next() else {
+            continue;
+        };
+        // `IsYNodeEmptyDoc` and `IsMissingOrNull`.
+        if node.kind == Kind::Document
+            && node
+                .content
+                .first()
+                .is_none_or(|c| c.tag == kyaml::NULL_TAG)
+        {
+            continue;
+        }
+        docs.push(Document {
+            seq_indent: derive_seq_indent(piece),
+            node,
+        });
+    }
+    Ok(docs)
+}
+
+/// indented two more than its key, `compact` otherwise.
+pub fn derive_seq_indent(doc: &str) -> &'static str {
+    let lines: Vec<&str> = doc.split('\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(pos) = line.find("- ") else {
+            continue;
+        };
+        if !line[..pos].bytes().all(|b| b == b' ') {
+            continue;
+        }
+        let seq_spaces = pos;
+        let key_line = (0..i)
+            .rev()
+            .map(|j| lines[j])
+            .find(|l| !l.trim_matches(' ').starts_with('#'));
+        let Some(key_line) = key_line else {
+            continue;
+        };
+        let key_line = key_line.split('#').next().unwrap_or("");
+        if key_line.is_empty() {
+            continue;
+        }
+        let key_spaces = key_line.len() - key_line.trim_start_matches(' ').len();
+        let trimmed = key_line.trim_matches(' ');
+        if trimmed.matches(':').count() != 1 || !trimmed.ends_with(':') {
+            continue;
+        }
+        if seq_spaces == key_spaces {
+            return "compact";
+        }
+        if seq_spaces == key_spaces + 2 {
+            return "wide";
+        }
+    }
+    "compact"
+}
+
+/// One file of a package and its resources.
+#[derive(Debug, Clone)]
+pub struct PackageFile {
+    /// Path relative to the package, `/`-separated.
+    pub path: String,
+    pub documents: Vec<Document>,
+}
+
+/// Reports progress on stderr for long work: nothing during the first
+/// second, then a line every five seconds, and a summary at the end.
+pub struct Progress<'a> {
+    out: Option<&'a mut (dyn Write + Send)>,
+    start: Instant,
+    last: Instant,
+    printed: bool,
+}
+
+impl<'a> Progress<'a> {
+    pub fn new(out: Option<&'a mut (dyn Write + Send)>) -> Self {
+        let now = Instant::now();
+        Self {
+            out,
+            start: now,
+            last: now,
+            printed: false,
+        }
+    }
+
+    /// Prints `message()` if the work has run for over a second and nothing
+    /// was printed in the last second.
+    pub fn tick(&mut self, message: impl FnOnce() -> String) {
+        let now = Instant::now();
+        if now.duration_since(self.start) < Duration::from_secs(1)
+            || (self.printed && now.duration_since(self.last) < Duration::from_secs(5))
+        {
+            return;
+        }
+        if let Some(out) = self.out.as_mut() {
+            let _ = writeln!(out, "[INFO] {}", message());
+        }
+        self.printed = true;
+        self.last = now;
+    }
+
+    /// Prints `message(elapsed)` if anything was printed before.
+    pub fn done(&mut self, message: impl FnOnce(Duration) -> String) {
+        if self.printed {
+            let elapsed = self.start.elapsed();
+            if let Some(out) = self.out.as_mut() {
+                let _ = writeln!(out, "[INFO] {}", message(elapsed));
+            }
+        }
+    }
+}
+
+/// `.krmignore` patterns of one package (a gitignore subset: `#` comments,
+/// `!` negation, trailing `/` for directories only, a `/` inside anchors the
+/// pattern to the package root, `*`, `?` and `[...]` globs; `**` is not
+/// supported, as in kyaml).
+#[derive(Debug, Clone, Default)]
+struct IgnoreRules {
+    rules: Vec<IgnoreRule>,
+}
+
+#[derive(Debug, Clone)]
+struct IgnoreRule {
+    pattern: String,
+    negate: bool,
+    dir_only: bool,
+    anchored: bool,
+}
+
+impl IgnoreRules {
+    fn read(dir: &Path) -> Result<Self, PackageError> {
+        let path = dir.join(".krmignore");
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => return Err(io_err(&path)(e)),
+        };
+        let mut rules = Vec::new();
+        for line in text.lines() {
+            let mut p = line.trim_end();
+            if p.is_empty() || p.starts_with('#') {
+                continue;
+            }
+            let negate = p.starts_with('!');
+            if negate {
+                p = &p[1..];
+            }
+            let dir_only = p.ends_with('/');
+            let p = p.trim_end_matches('/');
+            let anchored = p.contains('/');
+            let p = p.trim_start_matches('/');
+            if p.is_empty() {
+                continue;
+            }
+            rules.push(IgnoreRule {
+                pattern: p.to_owned(),
+                negate,
+                dir_only,
+                anchored,
+            });
+        }
+        Ok(Self { rules })
+    }
+
+    /// Whether `rel` (relative to the package root) is ignored.
+    fn ignored(&self, rel: &str, is_dir: bool) -> bool {
+        let mut ignored = false;
+        for r in &self.rules {
+            if r.dir_only && !is_dir {
+                continue;
+            }
+            let hit = if r.anchored {
+                glob_match(r.pattern.as_bytes(), rel.as_bytes())
+            } else {
+                glob_match(
+                    r.pattern.as_bytes(),
+                    rel.rsplit('/').next().unwrap_or(rel).as_bytes(),
+                )
+            };
+            if hit {
+                ignored = !r.negate;
+            }
+        }
+        ignored
+    }
+}
+
+/// Go's `filepath.Match` (no `\` escapes): `*` and `?` do not match `/`.
+pub fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    match p.first() {
+        None => s.is_empty(),
+        Some(b'*') => (0..=s.len())
+            .take_while(|&i| i == 0 || s[i - 1] != b'/')
+            .any(|i| glob_match(&p[1..], &s[i..])),
+        Some(b'?') => !s.is_empty() && s[0] != b'/' && glob_match(&p[1..], &s[1..]),
+        Some(b'[') => {
+            let Some(close) = p.iter().skip(1).position(|c| *c == b']').map(|i| i + 1) else {
+                return !s.is_empty() && s[0] == b'[' && glob_match(&p[1..], &s[1..]);
+            };
+            let Some(&c) = s.first() else {
+                return false;
+            };
+            let class = &p[1..close];
+            let (neg, class) = match class.first() {
+                Some(b'^' | b'!') => (true, &class[1..]),
+                _ => (false, class),
+            };
+            let mut hit = false;
+            let mut i = 0;
+            while i < class.len() {
+                if i + 2 < class.len() && class[i + 1] == b'-' {
+                    if class[i] <= c && c <= class[i + 2] {
+                        hit = true;
+                    }
+                    i += 3;
+                } else {
+                    if class[i] == c {
+                        hit = true;
+                    }
+                    i += 1;
+                }
+            }
+            hit != neg && c != b'/' && glob_match(&p[close + 1..], &s[1..])
+        }
+        Some(&c) => !s.is_empty() && s[0] == c && glob_match(&p[1..], &s[1..]),
+    }
+}
+
+/// Whether kpt reads a file with this name as resources.
+pub fn is_resource_file(name: &[u8]) -> bool {
+    name == b"Kptfile"
+        || name.ends_with(b".yaml")
+        || name.ends_with(b".yml")
+        || name.ends_with(b".json")
+}
+
+/// Reads a package the way kpt does (see the module documentation),
+/// subpackages included.
+pub fn read_package(
+    dir: &Path,
+    progress: &mut Progress<'_>,
+) -> Result<Vec<PackageFile>, PackageError> {
+    read(dir, None, progress)
+}
+
+/// Reads a package without its subpackages (kpt's `LocalResources`);
+/// returns its files and the paths of its direct subpackages (directories
+/// with a Kptfile), in walk order.
+pub fn read_local(
+    dir: &Path,
+    progress: &mut Progress<'_>,
+) -> Result<(Vec<PackageFile>, Vec<String>), PackageError> {
+    let mut subpackages = Vec::new();
+    let files = read(dir, Some(&mut subpackages), progress)?;
+    Ok((files, subpackages))
+}
+
+fn read(
+    dir: &Path,
+    subpackages: Option<&mut Vec<String>>,
+    progress: &mut Progress<'_>,
+) -> Result<Vec<PackageFile>, PackageError> {
+    let meta = fs::metadata(dir).map_err(io_err(dir))?;
+    if !meta.is_dir() {
+        return Err(PackageError::File {
+            path: dir.display().to_string(),
+            message: "not a directory".into(),
+        });
+    }
+    let mut files = Vec::new();
+    let mut count = (0usize, 0usize);
+    let rules = IgnoreRules::read(dir)?;
+    let mut walker = Walker {
+        files: &mut files,
+        subpackages,
+        progress,
+        count: &mut count,
+    };
+    walker.walk(dir, "", &rules)?;
+    let count = *walker.count;
+    progress_done(walker.progress, count);
+    Ok(files)
+}
+
+fn progress_done(progress: &mut Progress<'_>, count: (usize, usize)) {
+    progress.done(|t| {
+        format!(
+            "read {} resources from {} files in {t:.1?}",
+            count.1, count.0
+        )
+    });
+}
+
+struct Walker<'w, 'p> {
+    files: &'w mut Vec<PackageFile>,
+    /// Where subpackages are listed instead of read (`None`: read them).
+    subpackages: Option<&'w mut Vec<String>>,
+    progress: &'w mut Progress<'p>,
+    count: &'w mut (usize, usize),
+}
+
+impl Walker<'_, '_> {
+    fn walk(&mut self, dir: &Path, rel: &str, rules: &IgnoreRules) -> Result<(), PackageError> {
+        let mut entries: Vec<(Vec<u8>, PathBuf)> = Vec::new();
+        for entry in fs::read_dir(dir).map_err(io_err(dir))? {
+            let entry = entry.map_err(io_err(dir))?;
+            entries.push((entry.file_name().as_bytes().to_vec(), entry.path()));
+        }
+        entries.sort();
+        for (name, path) in entries {
+            let name_str = String::from_utf8_lossy(&name);
+            let child_rel = if rel.is_empty() {
+                name_str.into_owned()
+            } else {
+                format!("{rel}/{name_str}")
+            };
+            let lmeta = fs::symlink_metadata(&path).map_err(io_err(&path))?;
+            if lmeta.is_dir() {
+                // A subpackage has its own .krmignore, and cannot be ignored.
+                if path.join("Kptfile").is_file() {
+                    if let Some(subs) = self.subpackages.as_mut() {
+                        subs.push(child_rel);
+                        continue;
+                    }
+                    let sub = IgnoreRules::read(&path)?;
+                    let start = self.files.len();
+                    self.walk(&path, "", &sub)?;
+                    for f in &mut self.files[start..] {
+                        f.path = format!("{child_rel}/{}", f.path);
+                    }
+                    continue;
+                }
+                if rules.ignored(&child_rel, true) {
+                    continue;
+                }
+                self.walk(&path, &child_rel, rules)?;
+                continue;
+            }
+            if !is_resource_file(&name) || rules.ignored(&child_rel, false) {
+                continue;
+            }
+            if lmeta.file_type().is_symlink() {
+                match fs::metadata(&path) {
+                    Ok(m) if m.is_file() => {}
+                    _ => continue,
+                }
+            }
+            let bytes = fs::read(&path).map_err(io_err(&path))?;
+            let text = String::from_utf8(bytes).map_err(|_| PackageError::File {
+                path: child_rel.clone(),
+                message: "not UTF-8 text".into(),
+            })?;
+            let documents = read_documents(&text).map_err(|e| match e {
+                // kpt names the file by its absolute path here.
+                DocError::Malformed(message) => PackageError::Malformed {
+                    path: std::path::absolute(&path)
+                        .unwrap_or_else(|_| path.clone())
+                        .display()
+                        .to_string(),
+                    message,
+                },
+                e => PackageError::File {
+                    path: child_rel.clone(),
+                    message: e.to_string(),
+                },
+            })?;
+            self.count.0 += 1;
+            self.count.1 += documents.len();
+            if !documents.is_empty() {
+                self.files.push(PackageFile {
+                    path: child_rel,
+                    documents,
+                });
+            }
+            let count = *self.count;
+            self.progress.tick(|| {
+                format!(
+                    "reading package: {} files, {} resources so far",
+                    count.0, count.1
+                )
+            });
+        }
+        Ok(())
+    }
+}
+
+/// kyaml's default path for a resource without one:
+/// `[namespace/]kind_name.yaml`, the kind in lower case.
+pub fn default_path(meta: &Meta) -> String {
+    let file = format!("{}_{}.yaml", meta.kind.to_lowercase(), meta.name);
+    if meta.namespace.is_empty() {
+        file
+    } else {
+        format!("{}/{file}", meta.namespace)
+    }
+}
+
+/// Go's `path.Clean`.
+pub fn clean_path(p: &str) -> String {
+    let rooted = p.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|l| *l != "..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push("..");
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_owned(),
+        (false, false) => joined,
+    }
+}
+
+/// One output resource, placed.
+#[derive(Debug, Clone)]
+pub struct Placed {
+    /// Cleaned path relative to the package.
+    pub path: String,
+    /// The index annotation (`None`: none; such items come first).
+    pub index: Option<i64>,
+    /// The resource, kpt's annotations removed.
+    pub node: Node,
+    /// Written with `wide` sequences (kpt's seqindent annotation).
+    pub wide: bool,
+}
+
+/// What [`write_package`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct WriteReport {
+    pub written: usize,
+    pub unchanged: usize,
+    pub deleted: usize,
+}
+
+/// Resources as kyaml's `ByteWriter` writes them without a wrapper: each
+/// document by the yaml.v3 encoder in its own sequence style, `---`
+/// between them.
+pub fn documents_text(docs: &[(&Node, bool)]) -> String {
+    let mut s = String::new();
+    for (i, (node, wide)) in docs.iter().enumerate() {
+        if i > 0 {
+            s.push_str("---\n");
+        }
+        s.push_str(&yaml::emit::encode_node(node, !*wide));
+    }
+    s
+}
+
+/// A file's content from its resources: documents joined by `---`, or
+/// indented JSON with sorted keys for a `.json` file with one resource.
+pub fn file_content(path: &str, docs: &[(&Node, bool)]) -> String {
+    if docs.len() == 1
+        && path
+            .rsplit('/')
+            .next()
+            .is_some_and(|n| glob_match(b"*.json", n.as_bytes()))
+    {
+        let value = to_json(kyaml::content(docs[0].0));
+        let mut s = serde_json::to_string_pretty(&value).unwrap_or_default();
+        s.push('\n');
+        // Go's encoding/json escapes these.
+        if s.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+            s = s
+                .replace('<', "\\u003c")
+                .replace('>', "\\u003e")
+                .replace('&', "\\u0026")
+                .replace('\u{2028}', "\\u2028")
+                .replace('\u{2029}', "\\u2029");
+        }
+        return s;
+    }
+    documents_text(docs)
+}
+
+/// A node as JSON, the way kyaml's `RNode.MarshalJSON` goes through Go
+/// values (mappings become objects with sorted keys).
+pub fn to_json(node: &Node) -> serde_json::Value {
+    use serde_json::Value as J;
+    match node.kind {
+        Kind::Document => node.content.first().map(to_json).unwrap_or(J::Null),
+        Kind::Mapping => J::Object(
+            node.content
+                .chunks_exact(2)
+                .map(|kv| (kv[0].value.clone(), to_json(&kv[1])))
+                .collect(),
+        ),
+        Kind::Sequence => J::Array(node.content.iter().map(to_json).collect()),
+        Kind::Alias => J::Null,
+        Kind::Scalar => match node.tag.as_str() {
+            "!!null" => J::Null,
+            "!!bool" => J::Bool(matches!(node.value.as_str(), "true" | "True" | "TRUE")),
+            "!!int" => node
+                .value
+                .replace('_', "")
+                .parse::<i64>()
+                .map(J::from)
+                .unwrap_or_else(|_| J::String(node.value.clone())),
+            "!!float" => node
+                .value
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(J::Number)
+                .unwrap_or_else(|| J::String(node.value.clone())),
+            _ => J::String(node.value.clone()),
+        },
+    }
+}
+
+/// Writes `content` to `target` through a temporary file in the same
+/// directory and a rename, so the file is whole, old or new, whatever
+/// happens; an existing file's permissions are kept.
+pub fn write_atomic(target: &Path, content: &[u8]) -> Result<(), PackageError> {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(content)?;
+        if let Ok(meta) = fs::metadata(target) {
+            f.set_permissions(meta.permissions())?;
+        }
+        f.sync_all()?;
+        drop(f);
+        fs::rename(&tmp, target)
+    })();
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_err(target)(e));
+    }
+    Ok(())
+}
+
+/// Writes resources to `root` as kpt does: one file per path, documents in
+/// index order (those without an index first). Files whose content does
+/// not change are not touched. Returns the paths written (or unchanged).
+pub fn write_package(
+    root: &Path,
+    items: Vec<Placed>,
+    progress: &mut Progress<'_>,
+) -> Result<(WriteReport, HashSet<String>), PackageError> {
+    let mut by_path: BTreeMap<String, Vec<(Option<i64>, usize, Node, bool)>> = BTreeMap::new();
+    for (seq, p) in items.into_iter().enumerate() {
+        by_path
+            .entry(p.path)
+            .or_default()
+            .push((p.index, seq, p.node, p.wide));
+    }
+    let mut report = WriteReport::default();
+    let mut paths = HashSet::with_capacity(by_path.len());
+    let total = by_path.len();
+    for (n, (path, mut docs)) in by_path.into_iter().enumerate() {
+        docs.sort_by_key(|d| (d.0.is_some(), d.0, d.1));
+        let nodes: Vec<(&Node, bool)> = docs.iter().map(|d| (&d.2, d.3)).collect();
+        let content = file_content(&path, &nodes);
+        let target = root.join(&path);
+        match fs::read(&target) {
+            Ok(old) if old == content.as_bytes() => report.unchanged += 1,
+            _ => {
+                if let Some(parent) = target.parent() {
+                    fs::create_dir_all(parent).map_err(io_err(parent))?;
+                }
+                write_atomic(&target, content.as_bytes())?;
+                report.written += 1;
+            }
+        }
+        paths.insert(path);
+        progress.tick(|| format!("writing package: {} of {total} files", n + 1));
+    }
+    progress.done(|t| format!("wrote {total} files in {t:.1?}"));
+    Ok((report, paths))
+}
+
+/// Deletes the files of `read` that are not in `kept` (relative paths).
+pub fn delete_gone(
+    root: &Path,
+    read: &[String],
+    kept: &HashSet<String>,
+) -> Result<usize, PackageError> {
+    let mut n = 0;
+    for path in read {
+        if kept.contains(path) {
+            continue;
+        }
+        let target = root.join(path);
+        match fs::remove_file(&target) {
+            Ok(()) => n += 1,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&target)(e)),
+        }
+    }
+    Ok(n)
+}
+
+/// Checks kpt's path invariants on output resources: no path outside the
+/// package, no two resources with the same path and index.
+pub fn check_paths(placed: &[(String, String)]) -> Result<(), PackageError> {
+    let mut seen: HashMap<(&str, &str), ()> = HashMap::new();
+    for (path, index) in placed {
+        if path.starts_with("../") || path == ".." {
+            return Err(PackageError::OutsidePackage(path.clone()));
+        }
+        if seen.insert((path.as_str(), index.as_str()), ()).is_some() {
+            return Err(PackageError::Duplicate {
+                path: path.clone(),
+                index: index.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Go's `strconv.Quote`.
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\x07' => out.push_str("\\a"),
+            '\x08' => out.push_str("\\b"),
+            '\x0c' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\x0b' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_control() || c == '\u{feff}' || c == '\u{2028}' || c == '\u{2029}' => {
+                if (c as u32) < 0x10000 {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                } else {
+                    out.push_str(&format!("\\U{:08x}", c as u32));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `strconv.Quote` for bytes that may not be UTF-8 (invalid bytes as
+/// `\xNN`).
+pub fn go_quote_bytes(b: &[u8]) -> String {
+    let mut out = String::from("\"");
+    for chunk in b.utf8_chunks() {
+        let q = go_quote(chunk.valid());
+        out.push_str(&q[1..q.len() - 1]);
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out.push('"');
+    out
+}

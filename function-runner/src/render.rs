@@ -1,0 +1,360 @@
+//! `function-runner render`: a package's Kptfile pipelines, the way
+//! `kpt fn render` runs them: each package's subpackages first (depth
+//! first, in directory order), then its own mutators on its resources and
+//! its subpackages' rendered ones, then its validators (on a copy: what a
+//! validator prints is not kept). The package is read once, every function
+//! is applied in order to the one set of resources (the package model
+//! `eval` uses: comments and field order restored after each function, as
+//! kpt restores them), and it is written once, at the end, only if every
+//! function passed.
+//!
+//! Functions: `exec:` (with `--allow-exec`, as kpt asks) runs the command;
+//! `image:` goes to the evaluator `eval --image` uses (FunctionConfigs, or
+//! `--process-functions` mappings). `configPath` and `configMap` give the
+//! function config. Not supported: `selectors` and `exclude` (refused,
+//! naming the function, rather than run on the wrong resources).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::eval::{self, Error, FnConfig, Function};
+use crate::evaluator::Evaluator;
+use crate::package::{self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress};
+use crate::yaml::{Kind, Node};
+
+/// Everything `render` needs.
+pub struct RenderOptions {
+    /// The root package (it must have a Kptfile).
+    pub dir: PathBuf,
+    /// Whether `exec:` functions may run (kpt's `--allow-exec`).
+    pub allow_exec: bool,
+    /// Runs `image:` functions.
+    pub evaluator: Option<Arc<dyn Evaluator>>,
+    /// kpt's `--truncate-output`.
+    pub truncate_output: bool,
+    /// The most stdout a function may write.
+    pub max_output_bytes: usize,
+}
+
+/// A package's pipeline step.
+struct Step {
+    function: Function,
+    name: String,
+    fn_config: StepConfig,
+}
+
+enum StepConfig {
+    None,
+    /// `configPath`, relative to the package.
+    Path(String),
+    /// `configMap`'s data.
+    Map(Vec<String>),
+}
+
+/// Renders the package; kpt's lines go to `stderr`. Returns the exit code
+/// (1 when a function failed; its `[FAIL]` block is printed); an error is
+/// to be printed as `error: {err}`.
+pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result<u8, Error> {
+    let root = std::path::absolute(&opts.dir).map_err(Error::Write)?;
+    if !root.join("Kptfile").is_file() {
+        return Err(Error::Input(format!(
+            "{} is not a package: it has no Kptfile",
+            go_quote(&opts.dir.display().to_string())
+        )));
+    }
+    let name = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| ".".into());
+    let mut state = State {
+        opts: &opts,
+        files_read: Vec::new(),
+        functions: 0,
+        packages: 0,
+    };
+    let resources = match state.hydrate(&root, &name, "", stderr).await {
+        Ok(r) => r,
+        Err(Failed::Function) => return Ok(1),
+        Err(Failed::Error(e)) => return Err(e),
+    };
+    write_back(&root, resources, &state.files_read, stderr)?;
+    writeln!(
+        stderr,
+        "Successfully executed {} function(s) in {} package(s).",
+        state.functions, state.packages
+    )?;
+    Ok(0)
+}
+
+enum Failed {
+    /// A function failed; its block is printed.
+    Function,
+    Error(Error),
+}
+
+impl<E: Into<Error>> From<E> for Failed {
+    fn from(e: E) -> Failed {
+        Failed::Error(e.into())
+    }
+}
+
+struct State<'o> {
+    opts: &'o RenderOptions,
+    /// Files read, relative to the root.
+    files_read: Vec<String>,
+    functions: usize,
+    packages: usize,
+}
+
+impl State<'_> {
+    /// kpt's `hydrate`: the package's rendered resources.
+    fn hydrate<'a>(
+        &'a mut self,
+        dir: &'a Path,
+        name: &'a str,
+        rel: &'a str,
+        stderr: &'a mut (dyn Write + Send),
+    ) -> futures::future::BoxFuture<'a, Result<Vec<Node>, Failed>> {
+        Box::pin(async move {
+            let (files, subpackages) = package::read_local(dir, &mut Progress::new(None))?;
+            let pkg_path = dir.display().to_string();
+            let mut local = Vec::new();
+            let mut kptfile = None;
+            for file in files {
+                for (i, doc) in file.documents.into_iter().enumerate() {
+                    let index = i.to_string();
+                    // kyaml's reader annotations (sorted), with the package.
+                    let set = [
+                        (ann::LEGACY_INDEX, index.as_str()),
+                        (ann::LEGACY_PATH, file.path.as_str()),
+                        (ann::INDEX, index.as_str()),
+                        (ann::PACKAGE_PATH, pkg_path.as_str()),
+                        (ann::PATH, file.path.as_str()),
+                        (ann::SEQ_INDENT, doc.seq_indent),
+                    ];
+                    let mut node = doc.node;
+                    eval::set_all(&mut node, &set).map_err(|e| eval::doc_error(&file.path, e))?;
+                    if file.path == "Kptfile" && i == 0 {
+                        kptfile = Some(node.clone());
+                    }
+                    local.push(node);
+                }
+                self.files_read.push(join(rel, &file.path));
+            }
+            let Some(kptfile) = kptfile else {
+                return Err(Error::Input(format!("{name}: the Kptfile holds no resource")).into());
+            };
+            let mut input = Vec::new();
+            for sub in subpackages {
+                let sub_dir = dir.join(&sub);
+                let sub_name = format!("{name}/{sub}");
+                let sub_rel = join(rel, &sub);
+                let rendered = self.hydrate(&sub_dir, &sub_name, &sub_rel, stderr).await?;
+                input.extend(rendered);
+            }
+            input.extend(local);
+            self.packages += 1;
+            write!(stderr, "Package {}: \n", go_quote(name))?;
+            let (mutators, validators) = pipeline(&kptfile, self.opts)?;
+            let any = !mutators.is_empty() || !validators.is_empty();
+            for step in &mutators {
+                input = self.step(step, input, dir, stderr).await?;
+            }
+            for step in &validators {
+                self.step(step, input.clone(), dir, stderr).await?;
+            }
+            if any {
+                writeln!(stderr)?;
+            }
+            Ok(input)
+        })
+    }
+
+    /// One function on the resources.
+    async fn step(
+        &mut self,
+        step: &Step,
+        input: Vec<Node>,
+        dir: &Path,
+        stderr: &mut (dyn Write + Send),
+    ) -> Result<Vec<Node>, Failed> {
+        let pkg_path = dir.display().to_string();
+        let fn_config = match &step.fn_config {
+            StepConfig::None => None,
+            StepConfig::Map(data) => Some(eval::function_config(&FnConfig::Args(data.clone()))?),
+            StepConfig::Path(p) => {
+                let want = package::clean_path(p);
+                let found = input.iter().find(|r| {
+                    kyaml::annotation(r, ann::PACKAGE_PATH) == Some(pkg_path.as_str())
+                        && kyaml::annotation(r, ann::PATH)
+                            .map(package::clean_path)
+                            .as_deref()
+                            == Some(want.as_str())
+                });
+                match found {
+                    Some(r) => Some(r.clone()),
+                    None => {
+                        return Err(Error::Input(format!(
+                            "{}: configPath {} names no resource of the package",
+                            step.name,
+                            go_quote(p)
+                        ))
+                        .into())
+                    }
+                }
+            }
+        };
+        self.functions += 1;
+        let applied = eval::apply(
+            &step.function,
+            &step.name,
+            input,
+            fn_config,
+            self.opts.max_output_bytes,
+            self.opts.truncate_output,
+            stderr,
+        )
+        .await?;
+        let Some(mut items) = applied else {
+            return Err(Failed::Function);
+        };
+        // kyaml's `DefaultPathAnnotation`: a new resource goes to the
+        // package whose function made it.
+        for item in &mut items {
+            if kyaml::annotation(item, ann::PACKAGE_PATH).is_none() {
+                let _ = kyaml::set_annotation(item, ann::PACKAGE_PATH, &pkg_path);
+            }
+        }
+        Ok(items)
+    }
+}
+
+fn join(rel: &str, path: &str) -> String {
+    if rel.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{rel}/{path}")
+    }
+}
+
+/// The Kptfile's mutators and validators.
+fn pipeline(kptfile: &Node, opts: &RenderOptions) -> Result<(Vec<Step>, Vec<Step>), Error> {
+    let Some(p) = kyaml::field(kptfile, "pipeline") else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let steps = |key: &str| -> Result<Vec<Step>, Error> {
+        let Some(list) = kyaml::field(p, key) else {
+            return Ok(Vec::new());
+        };
+        if list.kind != Kind::Sequence {
+            return Ok(Vec::new());
+        }
+        list.content.iter().map(|f| step(f, opts)).collect()
+    };
+    Ok((steps("mutators")?, steps("validators")?))
+}
+
+fn step(f: &Node, opts: &RenderOptions) -> Result<Step, Error> {
+    let text = |k: &str| kyaml::value_of(kyaml::field(f, k)).to_owned();
+    let (image, exec) = (text("image"), text("exec"));
+    for unsupported in ["selectors", "exclude"] {
+        if kyaml::field(f, unsupported).is_some_and(|v| !v.content.is_empty()) {
+            return Err(Error::Input(format!(
+                "{}: `{unsupported}` is not supported by this render",
+                go_quote(if image.is_empty() { &exec } else { &image })
+            )));
+        }
+    }
+    let (function, name) = match (image.is_empty(), exec.is_empty()) {
+        (false, _) => {
+            let evaluator = opts.evaluator.clone().ok_or(Error::NoImageEvaluator)?;
+            let image =
+                crate::config::normalize_image_name(&image, crate::config::DEFAULT_IMAGE_PREFIX);
+            (
+                Function::Image {
+                    image: image.clone(),
+                    evaluator,
+                },
+                image,
+            )
+        }
+        (true, false) => {
+            if !opts.allow_exec {
+                return Err(Error::Input(
+                    "must run with `--allow-exec` option to allow running function binaries".into(),
+                ));
+            }
+            (Function::Exec(exec.clone()), exec)
+        }
+        (true, true) => {
+            return Err(Error::Input(
+                "a pipeline function needs `image` or `exec`".into(),
+            ))
+        }
+    };
+    let fn_config =
+        if let Some(path) = kyaml::field(f, "configPath").filter(|v| !v.value.is_empty()) {
+            StepConfig::Path(path.value.clone())
+        } else if let Some(map) = kyaml::field(f, "configMap").filter(|m| m.kind == Kind::Mapping) {
+            StepConfig::Map(
+                map.content
+                    .chunks_exact(2)
+                    .map(|kv| format!("{}={}", kv[0].value, kv[1].value))
+                    .collect(),
+            )
+        } else {
+            StepConfig::None
+        };
+    Ok(Step {
+        function,
+        name,
+        fn_config,
+    })
+}
+
+/// Writes the rendered resources back, each to its package's directory,
+/// and deletes the files that held resources and hold none now.
+fn write_back(
+    root: &Path,
+    resources: Vec<Node>,
+    files_read: &[String],
+    stderr: &mut (dyn Write + Send),
+) -> Result<(), Error> {
+    let mut placed = Vec::with_capacity(resources.len());
+    for mut item in resources {
+        let pkg = kyaml::annotation(&item, ann::PACKAGE_PATH)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.to_path_buf());
+        let rel_pkg = pkg
+            .strip_prefix(root)
+            .unwrap_or(Path::new(""))
+            .to_path_buf();
+        let path = kyaml::annotation(&item, ann::PATH)
+            .or_else(|| kyaml::annotation(&item, ann::LEGACY_PATH))
+            .map(str::to_owned)
+            .unwrap_or_else(|| package::default_path(&kyaml::meta(&item)));
+        let index = kyaml::annotation(&item, ann::INDEX)
+            .or_else(|| kyaml::annotation(&item, ann::LEGACY_INDEX))
+            .and_then(|i| i.trim().parse::<i64>().ok());
+        let wide = kyaml::annotation(&item, ann::SEQ_INDENT) == Some("wide");
+        let rel = package::clean_path(&join(
+            &rel_pkg.to_string_lossy(),
+            path.trim_start_matches('/'),
+        ));
+        if rel == ".." || rel.starts_with("../") {
+            return Err(PackageError::OutsidePackage(rel).into());
+        }
+        eval::clear_annotations(&mut item, |k| ann::is_kpt(k) || k == ann::PACKAGE_PATH);
+        placed.push(Placed {
+            path: rel,
+            index,
+            node: item,
+            wide,
+        });
+    }
+    let mut progress = Progress::new(Some(stderr));
+    let (_, kept) = package::write_package(root, placed, &mut progress)?;
+    package::delete_gone(root, files_read, &kept)?;
+    Ok(())
+}

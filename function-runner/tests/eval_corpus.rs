@@ -1,0 +1,402 @@
+//! The corpus: every package under `tests/fixtures/corpus/pkgs` (plus a
+//! CRLF one made here, since git may rewrite line ends in fixtures) through
+//! every function under `tests/fixtures/corpus/fns` (shell, and Python with
+//! PyYAML: keep, drop, reorder, add, delete, move, fail with results, warn,
+//! emit JSON, crash, print garbage), by `kpt fn eval --exec` and by ours on
+//! copies of the same package: the same exit code and the same files, byte
+//! for byte. Also `-o stdout`, `-o unwrap` and `-o DIR` with a few
+//! functions, and malformed YAML (kpt's error, nothing written).
+//!
+//! The one expected difference: a function that prints nothing and exits 0.
+//! kpt reads that as a list of no resources and deletes every file of the
+//! package; ours refuses with an error and leaves the package as it was.
+//!
+//! Needs kpt (and Python with PyYAML for the Python functions); without
+//! them the tests print `SKIPPED` and pass, except under `CI`.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::copy_dir;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use e2e_tests::{output_within, prerequisite, require_kpt};
+
+fn ours() -> &'static str {
+    env!("CARGO_BIN_EXE_function-runner")
+}
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/corpus")
+}
+
+/// All files under `dir`, by relative path.
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(rel, fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// The first difference between two trees, for a message.
+fn tree_diff(kpt: &BTreeMap<String, Vec<u8>>, ours: &BTreeMap<String, Vec<u8>>) -> Option<String> {
+    if kpt.keys().ne(ours.keys()) {
+        return Some(format!(
+            "different files: kpt {:?}, ours {:?}",
+            kpt.keys().collect::<Vec<_>>(),
+            ours.keys().collect::<Vec<_>>()
+        ));
+    }
+    for (path, k) in kpt {
+        if *k != ours[path] {
+            return Some(format!(
+                "{path} differs:\n--- kpt\n{}--- ours\n{}",
+                String::from_utf8_lossy(k),
+                String::from_utf8_lossy(&ours[path])
+            ));
+        }
+    }
+    None
+}
+
+struct Run {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+fn run(program: &Path, args: &[&str]) -> Run {
+    let out = output_within(
+        Command::new(program).args(args).env("NO_COLOR", "1"),
+        None,
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The packages, by name (the CRLF one written into `scratch`).
+fn packages(scratch: &Path) -> Vec<(String, PathBuf)> {
+    let mut pkgs: Vec<(String, PathBuf)> = fs::read_dir(corpus().join("pkgs"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name().to_string_lossy().into_owned(), e.path())
+        })
+        .collect();
+    let crlf = scratch.join("crlf-src");
+    fs::create_dir_all(&crlf).unwrap();
+    fs::write(
+        crlf.join("crlf.yaml"),
+        "# a CRLF file\r\napiVersion: v1\r\nkind: ConfigMap\r\nmetadata:\r\n  name: crlf # named\r\ndata:\r\n  x: \"1\"\r\n  script: |\r\n    echo one\r\n    echo two\r\n---\r\napiVersion: v1\r\nkind: ConfigMap\r\nmetadata:\r\n  name: crlf2\r\n",
+    )
+    .unwrap();
+    pkgs.push(("crlf".into(), crlf));
+    pkgs.sort();
+    pkgs
+}
+
+fn functions() -> Vec<(String, PathBuf)> {
+    let mut fns: Vec<(String, PathBuf)> = fs::read_dir(corpus().join("fns"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (e.file_name().to_string_lossy().into_owned(), e.path())
+        })
+        .collect();
+    fns.sort();
+    fns
+}
+
+fn python_with_pyyaml() -> anyhow::Result<()> {
+    let out = output_within(
+        Command::new("python3").args(["-c", "import yaml"]),
+        None,
+        Duration::from_secs(30),
+    )?;
+    anyhow::ensure!(out.status.success(), "python3 with PyYAML not found");
+    Ok(())
+}
+
+/// Runs `jobs` on two threads; returns the failures.
+fn in_parallel<T: Send>(jobs: Vec<T>, f: impl Fn(T) -> Option<String> + Sync) -> Vec<String> {
+    let jobs = Mutex::new(jobs);
+    let failures = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let Some(job) = jobs.lock().unwrap().pop() else {
+                    break;
+                };
+                if let Some(fail) = f(job) {
+                    failures.lock().unwrap().push(fail);
+                }
+            });
+        }
+    });
+    failures.into_inner().unwrap()
+}
+
+#[test]
+fn every_package_through_every_function_is_byte_identical_with_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    if prerequisite(python_with_pyyaml()).is_none() {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let pkgs = packages(scratch.path());
+    let fns = functions();
+    let mut jobs = Vec::new();
+    for (p, pdir) in &pkgs {
+        for (f, fpath) in &fns {
+            jobs.push((p.clone(), pdir.clone(), f.clone(), fpath.clone()));
+        }
+    }
+    let total = jobs.len();
+    let identical = std::sync::atomic::AtomicUsize::new(0);
+    let failures = in_parallel(jobs, |(p, pdir, f, fpath)| {
+        let case = format!("{p} through {f}");
+        let base = scratch.path().join(format!("{p}--{f}"));
+        let (kdir, odir) = (base.join("kpt"), base.join("ours"));
+        copy_dir(&pdir, &kdir);
+        copy_dir(&pdir, &odir);
+        let before = tree(&odir);
+        let fpath = fpath.to_str().unwrap();
+        let k = run(
+            &kpt,
+            &["fn", "eval", kdir.to_str().unwrap(), "--exec", fpath],
+        );
+        let o = run(
+            Path::new(ours()),
+            &["eval", odir.to_str().unwrap(), "--exec", fpath],
+        );
+        let after = tree(&odir);
+        if f == "nothing.sh" {
+            // kpt deletes the package's files; ours refuses, keeps them.
+            if o.code != 1
+                || !o.stderr.contains("printed nothing")
+                || after != before
+                || k.code != 0
+            {
+                return Some(format!(
+                    "{case}: expected kpt to pass (exit {}) and ours to refuse with the package kept (exit {}, stderr {:?}, kept {})",
+                    k.code,
+                    o.code,
+                    o.stderr,
+                    after == before
+                ));
+            }
+            identical.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return None;
+        }
+        if k.code != o.code {
+            return Some(format!(
+                "{case}: exit codes differ: kpt {} ours {}\nkpt stderr: {}\nour stderr: {}",
+                k.code, o.code, k.stderr, o.stderr
+            ));
+        }
+        if o.code != 0 && after != before {
+            return Some(format!(
+                "{case}: failed (exit {}) but changed the package",
+                o.code
+            ));
+        }
+        if let Some(d) = tree_diff(&tree(&kdir), &after) {
+            return Some(format!("{case}: {d}"));
+        }
+        identical.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        None
+    });
+    let identical = identical.into_inner();
+    eprintln!("corpus: {identical} of {total} cases byte-identical with kpt (in place)");
+    assert!(
+        failures.is_empty(),
+        "{} of {total} cases differ:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn output_modes_are_byte_identical_with_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    if prerequisite(python_with_pyyaml()).is_none() {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let pkgs = packages(scratch.path());
+    let mut jobs = Vec::new();
+    for (p, pdir) in &pkgs {
+        for f in ["keep.sh", "drop.py", "add.py"] {
+            for mode in ["stdout", "unwrap", "dir"] {
+                jobs.push((p.clone(), pdir.clone(), f, mode));
+            }
+        }
+    }
+    let total = jobs.len();
+    let failures = in_parallel(jobs, |(p, pdir, f, mode)| {
+        let case = format!("{p} through {f}, -o {mode}");
+        let base = scratch.path().join(format!("{p}--{f}--{mode}"));
+        let (kdir, odir) = (base.join("kpt"), base.join("ours"));
+        copy_dir(&pdir, &kdir);
+        copy_dir(&pdir, &odir);
+        let fpath = corpus().join("fns").join(f);
+        let fpath = fpath.to_str().unwrap();
+        let out = |dir: &Path| match mode {
+            "dir" => dir.with_extension("out").to_string_lossy().into_owned(),
+            m => m.to_owned(),
+        };
+        let (ko, oo) = (out(&kdir), out(&odir));
+        let k = run(
+            &kpt,
+            &[
+                "fn",
+                "eval",
+                kdir.to_str().unwrap(),
+                "--exec",
+                fpath,
+                "-o",
+                &ko,
+            ],
+        );
+        let o = run(
+            Path::new(ours()),
+            &["eval", odir.to_str().unwrap(), "--exec", fpath, "-o", &oo],
+        );
+        if k.code != o.code {
+            return Some(format!(
+                "{case}: exit codes differ: kpt {} ours {}\nkpt stderr: {}\nour stderr: {}",
+                k.code, o.code, k.stderr, o.stderr
+            ));
+        }
+        if k.stdout != o.stdout {
+            return Some(format!(
+                "{case}: stdout differs:\n--- kpt\n{}--- ours\n{}",
+                String::from_utf8_lossy(&k.stdout),
+                String::from_utf8_lossy(&o.stdout)
+            ));
+        }
+        if mode == "dir" {
+            if let Some(d) = tree_diff(&tree(Path::new(&ko)), &tree(Path::new(&oo))) {
+                return Some(format!("{case}: {d}"));
+            }
+        }
+        None
+    });
+    eprintln!(
+        "corpus: {} of {total} output-mode cases byte-identical with kpt",
+        total - failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {total} cases differ:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// Malformed YAML, as the issue found it: kpt's error (naming the file and
+/// the line), exit 1, and nothing written, by both.
+#[test]
+fn malformed_yaml_is_refused_as_kpt_refuses_it_and_nothing_is_written() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let cases = [
+        ("unclosed-flow-sequence", "  labels: [unclosed\n"),
+        ("unclosed-quote", "  labels: \"unclosed\n"),
+        ("unclosed-flow-map", "  labels: {a: b\n"),
+        ("tab-indentation", "  labels:\n\ta: b\n"),
+        ("undefined-alias", "  labels: *nowhere\n"),
+        ("extra-closing-bracket", "  labels: [a]]\n"),
+        ("text-after-quoted", "  labels: \"a\" b\n"),
+    ];
+    let scratch = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    for (name, bad) in cases {
+        let base = scratch.path().join(name);
+        let (kdir, odir) = (base.join("kpt"), base.join("ours"));
+        for dir in [&kdir, &odir] {
+            fs::create_dir_all(dir).unwrap();
+            fs::write(
+                dir.join("bad.yaml"),
+                format!(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n{bad}data:\n  a: b\n"
+                ),
+            )
+            .unwrap();
+            fs::write(
+                dir.join("good.yaml"),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: good\n",
+            )
+            .unwrap();
+        }
+        let before = tree(&odir);
+        let k = run(
+            &kpt,
+            &["fn", "eval", kdir.to_str().unwrap(), "--exec", "cat"],
+        );
+        let o = run(
+            Path::new(ours()),
+            &["eval", odir.to_str().unwrap(), "--exec", "cat"],
+        );
+        let kerr = k.stderr.replace(kdir.to_str().unwrap(), "DIR");
+        let oerr = o.stderr.replace(odir.to_str().unwrap(), "DIR");
+        let kline = kerr
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or("");
+        let oline = oerr
+            .lines()
+            .find(|l| l.starts_with("error: "))
+            .unwrap_or("");
+        if k.code != 1 || o.code != 1 || kline != oline || kline.is_empty() {
+            failures.push(format!(
+                "{name}: kpt exit {} {kline:?}, ours exit {} {oline:?}",
+                k.code, o.code
+            ));
+        }
+        if !kline.contains("DIR/bad.yaml: MalformedYAMLError: yaml: ") {
+            failures.push(format!(
+                "{name}: kpt's error is not the expected kind: {kline:?}"
+            ));
+        }
+        if tree(&odir) != before {
+            failures.push(format!("{name}: ours changed the package"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
