@@ -253,10 +253,17 @@ pub async fn run(
             return Err(e);
         }
     };
+    // kpt writes `-o unwrap` and `-o DIR` from the text of `-o stdout`,
+    // read again (cmdutil.WriteFnOutput); comments can land elsewhere on
+    // that second reading, so the same is done here.
+    let first = match output {
+        Output::Unwrap | Output::Dir(_) => Output::Stdout,
+        ref o => o.clone(),
+    };
     let processed = match process_items(
         items,
         &input,
-        &output,
+        &first,
         &mut Progress::new(Some(&mut *stderr)),
     ) {
         Ok(p) => p,
@@ -279,10 +286,20 @@ pub async fn run(
     let written = match processed {
         Processed::Mismatch(e) => Err(e),
         Processed::Files(placed) => write_files(&input, placed, &output, stderr),
-        Processed::Text(text) => stdout
-            .write_all(text.as_bytes())
-            .and_then(|()| stdout.flush())
-            .map_err(Error::from),
+        Processed::Text(text) => match &output {
+            Output::Unwrap => unwrap_text(&text).and_then(|t| {
+                stdout
+                    .write_all(t.as_bytes())
+                    .and_then(|()| stdout.flush())
+                    .map_err(Error::from)
+            }),
+            Output::Dir(_) => placed_from_text(&text)
+                .and_then(|placed| write_files(&input, placed, &output, stderr)),
+            _ => stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(Error::from),
+        },
     };
     let record_result = finish_results(&opts, &record, stderr);
     written?;
@@ -1054,6 +1071,88 @@ fn process_items(
     })
 }
 
+/// The items of a ResourceList text as kyaml's `ByteReader` reads them back.
+fn reread_items(text: &str) -> Result<Vec<Node>, Error> {
+    let mut docs = read_stream(text).map_err(|e| Error::BadOutput(e.to_string()))?;
+    if wrapped_list(text, &docs).is_none() {
+        return Ok(docs.into_iter().map(|d| d.node).collect());
+    }
+    let Some(mut list) = docs.pop().map(|d| d.node) else {
+        return Ok(Vec::new());
+    };
+    let root = kyaml::content_mut(&mut list);
+    Ok(match kyaml::field_index(root, "items") {
+        Some(i) if root.content[i + 1].kind == Kind::Sequence => {
+            std::mem::take(&mut root.content[i + 1].content)
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// `-o unwrap` from the text of `-o stdout`: kyaml's `ByteWriter` without
+/// a wrapper, clearing the path, index and seqindent annotations; one
+/// resource from a `.json` file is written as JSON.
+fn unwrap_text(text: &str) -> Result<String, Error> {
+    let mut items = reread_items(text)?;
+    if let [item] = items.as_slice() {
+        let path = kyaml::annotation(item, ann::PATH)
+            .or_else(|| kyaml::annotation(item, ann::LEGACY_PATH))
+            .unwrap_or_default();
+        if path.ends_with(".json") {
+            let mut item = item.clone();
+            clear_annotations(&mut item, ann::is_kpt);
+            return Ok(package::file_content("x.json", &[(&item, false)]));
+        }
+    }
+    let mut docs = Vec::with_capacity(items.len());
+    for mut item in items.drain(..) {
+        let wide = kyaml::annotation(&item, ann::SEQ_INDENT) == Some("wide");
+        clear_annotations(&mut item, |k| {
+            matches!(
+                k,
+                ann::PATH | ann::INDEX | ann::LEGACY_PATH | ann::LEGACY_INDEX | ann::SEQ_INDENT
+            )
+        });
+        docs.push((item, wide));
+    }
+    let refs: Vec<(&Node, bool)> = docs.iter().map(|(n, w)| (n, *w)).collect();
+    Ok(package::documents_text(&refs))
+}
+
+/// `-o DIR` from the text of `-o stdout`: kyaml's `LocalPackageWriter`.
+fn placed_from_text(text: &str) -> Result<Vec<Placed>, Error> {
+    let mut placed = Vec::new();
+    for mut item in reread_items(text)? {
+        let found = PathAnns::read(&kyaml::annotations(&item));
+        let pick = |k: usize| {
+            if found.internal[k].is_empty() {
+                found.legacy[k].clone()
+            } else {
+                found.internal[k].clone()
+            }
+        };
+        let (path, index) = (pick(0), pick(1));
+        let wide = kyaml::annotation(&item, ann::SEQ_INDENT) == Some("wide");
+        let rel = if path.is_empty() {
+            package::default_path(&kyaml::meta(&item))
+        } else {
+            path
+        };
+        let rel = package::clean_path(rel.trim_start_matches('/'));
+        if rel == ".." || rel.starts_with("../") {
+            return Err(PackageError::OutsidePackage(rel).into());
+        }
+        clear_annotations(&mut item, ann::is_kpt);
+        placed.push(Placed {
+            index: index_value(&rel, &Some(index))?,
+            path: rel,
+            node: item,
+            wide,
+        });
+    }
+    Ok(placed)
+}
+
 /// kyaml's `ClearAnnotation` for each annotation `remove` names, then
 /// `ClearEmptyAnnotations`.
 pub(crate) fn clear_annotations(item: &mut Node, remove: impl Fn(&str) -> bool) {
@@ -1431,6 +1530,13 @@ mod tests {
     #[test]
     fn function_input_config_map_as_kpt_writes_it() {
         let args = |a: &[&str]| FnConfig::Args(a.iter().map(|s| s.to_string()).collect());
+        // As the ResourceList sends it: under `functionConfig:`.
+        let function_config = |cfg: &FnConfig| {
+            function_config(cfg).map(|n| {
+                let list = Node::mapping(vec![bare("functionConfig"), kyaml::content(&n).clone()]);
+                yaml::emit::encode_node(&list, true)["functionConfig:\n".len()..].to_owned()
+            })
+        };
         assert_eq!(
             function_config(&args(&[])).unwrap(),
             "  metadata:\n    name: function-input\n  data: {}\n  kind: ConfigMap\n  apiVersion: v1\n"
