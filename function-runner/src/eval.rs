@@ -1,34 +1,44 @@
 //! `function-runner eval`: one function over a package directory or a
 //! ResourceList, the way `kpt fn eval` runs it, for function authors.
 //!
-//! [`run`] reads the input ([`package`]: text level, kpt's annotations),
-//! builds the ResourceList (with `functionConfig` from `--fn-config` or the
-//! `function-input` ConfigMap of `key=value` arguments), runs the function
-//! (`--exec`: a local command through the exec core shared with
-//! wrapper-server; `--image`: an [`Evaluator`]), prints kpt's lines on
-//! stderr (`[RUNNING]`, `[PASS]`/`[FAIL]`, `Results:`, `Stderr:`,
-//! `Exit code:`), writes the output (back to the package, to a new
-//! directory, to stdout as a ResourceList or as plain documents) and the
-//! `--results-dir` file (`kpt.dev/v1 FunctionResultList`).
+//! [`run`] reads the input ([`package`]: every file parsed into yaml.v3-style
+//! trees first, so malformed YAML stops the run before anything executes),
+//! adds kpt's annotations, builds the ResourceList (with `functionConfig`
+//! from `--fn-config` or the `function-input` ConfigMap of `key=value`
+//! arguments), runs the function (`--exec`: a local command through the
+//! exec core shared with wrapper-server; `--image`: an [`Evaluator`]),
+//! prints kpt's lines on stderr (`[RUNNING]`, `[PASS]`/`[FAIL]`,
+//! `Results:`, `Stderr:`, `Exit code:`), restores what the function dropped
+//! (each resource's comments and field order, from the input resource with
+//! the same id, as kyaml's `copyCommentsAndSyncOrder` does) and writes the
+//! output (back to the package, atomically per file; to a new directory;
+//! to stdout as a ResourceList or as plain documents) and the
+//! `--results-dir` file (`kpt.dev/v1 FunctionResultList`). Nothing is
+//! written unless the function passed and its output was read whole.
 //!
 //! Where kpt's behaviour is odd it is kept, so both give the same files and
 //! lines: a result without severity prints as `[info]`, multi-line results
 //! are joined with spaces, output longer than four lines is truncated
 //! (`--truncate-output`), the `function-input` ConfigMap's keys come in
 //! kpt's order (`metadata`, `data`, `kind`, `apiVersion`) and its values are
-//! quoted as kyaml quotes them; the path and index annotations a function
-//! changes are reconciled as kyaml's `ReconcileInternalAnnotations` does
-//! (one form changed: the other follows; both changed differently: error).
+//! quoted as kyaml quotes them, `-o unwrap` and `-o DIR` are written from
+//! the `-o stdout` text read again (where comments can move), the path and
+//! index annotations a function changes are reconciled as kyaml's
+//! `ReconcileInternalAnnotations` does (one form changed: the other
+//! follows; both changed differently: error).
 //!
-//! Departures from kpt: a function whose stdout is not a ResourceList still
-//! has its stderr and exit code printed (kpt prints only the parse error);
-//! `-o DIR` fails before running the function if DIR exists (kpt runs it
-//! first); comments a function dropped are not copied back from the input
-//! and keys it added are not moved to the end of their mapping (see
-//! [`package`]); `--exec` runs the command with `krm_fn::exec`
-//! directly rather than through [`crate::evaluator::ExecEvaluator`], whose
-//! gRPC-status mapping would lose the exit code, results and stderr that
-//! kpt's `[FAIL]` block shows.
+//! Departures from kpt: a function that prints nothing and exits 0 is an
+//! error and nothing is written (kpt reads it as no resources and deletes
+//! every file of the package); a function whose stdout is not a
+//! ResourceList still has its stderr and exit code printed (kpt prints only
+//! the parse error); `-o DIR` fails before running the function if DIR
+//! exists (kpt runs it first); lists are matched by position when comments
+//! are copied back (kyaml matches the lists a Kubernetes schema marks as
+//! merge-by-key, such as `containers`, by key: the two differ only where a
+//! function reorders such a list); `--exec` runs the command with
+//! `krm_fn::exec` directly rather than through
+//! [`crate::evaluator::ExecEvaluator`], whose gRPC-status mapping would lose
+//! the exit code, results and stderr that kpt's `[FAIL]` block shows.
 
 use std::collections::HashMap;
 use std::io::{self, Write};

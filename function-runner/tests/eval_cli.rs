@@ -6,39 +6,14 @@
 
 mod common;
 
-use common::{copy_dir, fixture, script};
+use common::{copy_dir, fixture, script, text_tree as tree};
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use e2e_tests::output_within;
-
-fn tree(dir: &Path) -> BTreeMap<String, String> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        for entry in fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                let rel = path
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                out.insert(
-                    rel,
-                    String::from_utf8_lossy(&fs::read(&path).unwrap()).into_owned(),
-                );
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
 
 struct Run {
     code: i32,

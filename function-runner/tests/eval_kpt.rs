@@ -10,9 +10,8 @@
 
 mod common;
 
-use common::{copy_dir, fixture, script};
+use common::{copy_dir, fixture, script, tree};
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,29 +21,6 @@ use e2e_tests::{output_within, prerequisite, require_kpt};
 
 fn ours() -> &'static str {
     env!("CARGO_BIN_EXE_function-runner")
-}
-
-/// All files under `dir`, by relative path.
-fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for entry in fs::read_dir(dir).unwrap() {
-            let entry = entry.unwrap();
-            let path = entry.path();
-            if entry.file_type().unwrap().is_dir() {
-                walk(root, &path, out);
-            } else {
-                let rel = path
-                    .strip_prefix(root)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                out.insert(rel, fs::read(&path).unwrap());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
 }
 
 fn assert_same_tree(kpt_dir: &Path, our_dir: &Path, what: &str) {

@@ -189,26 +189,9 @@ pub fn set_annotation(node: &mut Node, key: &str, value: &str) -> Result<(), Not
     let map = content_mut(node);
     let md = lookup_create(map, "metadata")?;
     let anns = lookup_create(md, "annotations")?;
-    if anns.kind != Kind::Mapping {
-        return Err(NotAMapping(kind_name(anns.kind)));
-    }
     let mut v = Node::string(value);
     v.style = Style::SINGLE_QUOTED;
-    match field_index(anns, key) {
-        Some(i) => {
-            v.style = anns.content[i + 1].style;
-            anns.content[i + 1] = v;
-        }
-        None => {
-            anns.content.push(Node {
-                kind: Kind::Scalar,
-                value: key.to_owned(),
-                ..Node::default()
-            });
-            anns.content.push(v);
-        }
-    }
-    Ok(())
+    set_field(anns, key, v)
 }
 
 /// `ClearAnnotation(key)` (leaves an empty mapping; see
@@ -518,4 +501,86 @@ pub fn set_field(map: &mut Node, name: &str, mut value: Node) -> Result<(), NotA
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::yaml::{emit, parse};
+
+    fn doc(text: &str) -> Node {
+        parse::parse(text).unwrap().remove(0)
+    }
+
+    fn text(node: &Node) -> String {
+        emit::encode_node(node, true)
+    }
+
+    #[test]
+    fn annotations_are_set_and_cleared_as_kyaml_does() {
+        // Created at the end of metadata, single-quoted; an empty flow
+        // mapping is cleared first and comes back as a block one.
+        let mut d = doc("kind: A\nmetadata:\n  name: a\n  annotations: {}\nspec: {}\n");
+        set_annotation(&mut d, "k", "0").unwrap();
+        set_annotation(&mut d, "j", "v").unwrap();
+        assert_eq!(
+            text(&d),
+            "kind: A\nmetadata:\n  name: a\n  annotations:\n    k: '0'\n    j: 'v'\nspec: {}\n"
+        );
+        assert_eq!(annotation(&d, "k"), Some("0"));
+        // An existing value keeps its style.
+        set_annotation(&mut d, "k", "1").unwrap();
+        assert!(text(&d).contains("    k: '1'\n"));
+        clear_annotation(&mut d, "k");
+        clear_annotation(&mut d, "j");
+        clear_empty_annotations(&mut d);
+        assert_eq!(text(&d), "kind: A\nmetadata:\n  name: a\nspec: {}\n");
+        // No metadata: created, then removed again with the annotations.
+        let mut d = doc("kind: A\n");
+        set_annotation(&mut d, "k", "v").unwrap();
+        assert_eq!(text(&d), "kind: A\nmetadata:\n  annotations:\n    k: 'v'\n");
+        clear_annotation(&mut d, "k");
+        clear_empty_annotations(&mut d);
+        assert_eq!(text(&d), "kind: A\n");
+        assert_eq!(
+            set_annotation(&mut doc("- a\n"), "k", "v"),
+            Err(NotAMapping("SequenceNode"))
+        );
+    }
+
+    #[test]
+    fn comments_come_back_where_the_function_dropped_them() {
+        let from = doc("# head\na: 1 # line a\nb:\n  # head c\n  c: x\nl:\n- one # first\n- two\n");
+        // What a PyYAML function returns: no comments, keys sorted, a new
+        // key, a folded scalar.
+        let mut to = doc("b:\n  c: x\n  n: new\na: 1\nf: >\n  folded\nl:\n- one\n- three\n");
+        copy_comments(&from, &mut to);
+        sync_order(&from, &mut to);
+        assert_eq!(
+            text(&to),
+            "# head\na: 1 # line a\nb:\n  # head c\n  c: x\n  n: new\nl:\n- one # first\n- three\nf: \"folded\\n\"\n"
+        );
+        // Comments the function kept, or changed, are left alone.
+        let mut kept = doc("a: 1 # changed\n");
+        copy_comments(&doc("a: 1 # original\n"), &mut kept);
+        assert_eq!(text(&kept), "a: 1 # changed\n");
+        // A field whose kind the function changed keeps the function's.
+        let mut changed = doc("a:\n  x: 1\n");
+        copy_comments(&doc("a: 1 # scalar\n"), &mut changed);
+        sync_order(&doc("a: 1 # scalar\n"), &mut changed);
+        assert_eq!(text(&changed), "a:\n  x: 1\n");
+    }
+
+    #[test]
+    fn yaml_1_1_non_strings_as_kyaml_tells_them() {
+        for v in [
+            "yes", "on", "1", "1.5", "~", "null", "a: b", "- x", "0x1", "1:20", "#x",
+        ] {
+            assert!(is_yaml11_non_string(v), "{v}");
+        }
+        for v in ["", "hello", "2001-01-01", "a\nb", "[x", "'q'", "it's"] {
+            assert!(!is_yaml11_non_string(v), "{v}");
+        }
+    }
 }

@@ -854,3 +854,173 @@ pub fn go_quote_bytes(b: &[u8]) -> String {
     out.push('"');
     out
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn texts(docs: &[Document]) -> Vec<String> {
+        docs.iter()
+            .map(|d| yaml::emit::encode_node(&d.node, true))
+            .collect()
+    }
+
+    #[test]
+    fn documents_as_kyaml_splits_them() {
+        // A leading `---`, `---` with a comment, empty documents, a comment
+        // before a separator (a foot comment of its document).
+        let docs =
+            read_documents("---\n# c\na: 1\n--- # sep\n\n---\n# alone\n---\nb: 2\n").unwrap();
+        assert_eq!(texts(&docs), vec!["# c\na: 1\n", "b: 2\n"]);
+        // CRLF becomes LF, also inside block scalars.
+        let docs = read_documents("a: 1\r\nb: |\r\n  x\r\n---\r\nc: 3\r\n").unwrap();
+        assert_eq!(texts(&docs), vec!["a: 1\nb: |\n  x\n", "c: 3\n"]);
+        // `---` inside a block scalar is not a separator when indented.
+        let docs = read_documents("a: |\n  ---\n  x\n").unwrap();
+        assert_eq!(texts(&docs), vec!["a: |\n  ---\n  x\n"]);
+        assert_eq!(
+            read_documents("a: 1\n--- x\nb: 2\n"),
+            Err(DocError::Separator("--- x".into()))
+        );
+        // Each piece is parsed on its own: the line counts from the piece.
+        let err = read_documents("a: 1\n---\nb: [x\n").unwrap_err();
+        assert!(
+            matches!(&err, DocError::Malformed(m) if m.starts_with("yaml: line 1:")),
+            "{err}"
+        );
+        assert_eq!(derive_seq_indent("a:\n  - x\n"), "wide");
+        assert_eq!(derive_seq_indent("a:\n- x\n"), "compact");
+        assert_eq!(
+            docs_seq(&read_documents("a:\n  - x\n").unwrap()),
+            vec!["wide"]
+        );
+    }
+
+    fn docs_seq(docs: &[Document]) -> Vec<&'static str> {
+        docs.iter().map(|d| d.seq_indent).collect()
+    }
+
+    #[test]
+    fn paths() {
+        assert_eq!(clean_path("./a//b/../c.yaml"), "a/c.yaml");
+        assert_eq!(clean_path("../x"), "../x");
+        assert_eq!(clean_path("a/../../x"), "../x");
+        let m = Meta {
+            kind: "ConfigMap".into(),
+            name: "N".into(),
+            namespace: "ns".into(),
+            ..Meta::default()
+        };
+        assert_eq!(default_path(&m), "ns/configmap_N.yaml");
+        assert!(glob_match(b"*.yaml", b".hidden.yaml"));
+        assert!(!glob_match(b"*.yaml", b"a/b.yaml"));
+        assert!(glob_match(b"x/[a-c]?", b"x/bz"));
+        assert!(check_paths(&[("a".into(), "0".into()), ("a".into(), "1".into())]).is_ok());
+        assert!(matches!(
+            check_paths(&[("a".into(), "0".into()), ("a".into(), "0".into())]),
+            Err(PackageError::Duplicate { .. })
+        ));
+        assert!(matches!(
+            check_paths(&[("../a".into(), "0".into())]),
+            Err(PackageError::OutsidePackage(_))
+        ));
+        assert_eq!(go_quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
+        assert_eq!(go_quote_bytes(b"a\xffb"), "\"a\\xffb\"");
+    }
+
+    #[test]
+    fn json_files_as_kpt_writes_them() {
+        let doc = read_documents("{\"kind\": \"ConfigMap\", \"apiVersion\": \"v1\", \"metadata\": {\"name\": \"j\", \"annotations\": {\"z\": \"1\", \"a\": \"<&>\"}}, \"data\": {\"b\": 1, \"a\": [1, 2.50, true, null]}}\n").unwrap();
+        assert_eq!(
+            file_content("x/j.json", &[(&doc[0].node, false)]),
+            "{\n  \"apiVersion\": \"v1\",\n  \"data\": {\n    \"a\": [\n      1,\n      2.5,\n      true,\n      null\n    ],\n    \"b\": 1\n  },\n  \"kind\": \"ConfigMap\",\n  \"metadata\": {\n    \"annotations\": {\n      \"a\": \"\\u003c\\u0026\\u003e\",\n      \"z\": \"1\"\n    },\n    \"name\": \"j\"\n  }\n}\n"
+        );
+        let two = read_documents("a: 1\n---\nb: 2\n").unwrap();
+        assert_eq!(
+            file_content("two.json", &[(&two[0].node, false), (&two[1].node, false)]),
+            "a: 1\n---\nb: 2\n"
+        );
+    }
+
+    #[test]
+    fn writes_are_atomic_and_keep_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("a.yaml");
+        fs::write(&f, "old\n").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomic(&f, b"new\n").unwrap();
+        assert_eq!(fs::read_to_string(&f).unwrap(), "new\n");
+        assert_eq!(
+            fs::metadata(&f).unwrap().permissions().mode() & 0o777,
+            0o640
+        );
+        // No temporary file is left, and a failed write leaves the old file.
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec!["a.yaml"]);
+        assert!(write_atomic(&dir.path().join("missing/b.yaml"), b"x").is_err());
+        assert_eq!(fs::read_to_string(&f).unwrap(), "new\n");
+    }
+
+    #[test]
+    fn reads_a_package_like_kpt() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let write = |p: &str, s: &str| {
+            let path = root.join(p);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(path, s).unwrap();
+        };
+        let cm = |n: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\n");
+        write("a/f.yaml", &cm("a"));
+        write("a-b/f.yaml", &cm("ab"));
+        write(".hidden/f.yml", &cm("h"));
+        write("ign/f.yaml", &cm("ign"));
+        write("README.md", "# not yaml\n");
+        write("C.YAML", &cm("upper"));
+        write(
+            "sub/Kptfile",
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: sub\n",
+        );
+        write("sub/.krmignore", "x.yaml\n");
+        write("sub/x.yaml", &cm("subx"));
+        write("sub/ign/f.yaml", &cm("sub-ign"));
+        write(
+            "j.json",
+            "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"j\"}}\n",
+        );
+        write("empty.yaml", "# nothing\n");
+        write(".krmignore", "# comment\nign/\n");
+        let files = read_package(root, &mut Progress::new(None)).unwrap();
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            vec![
+                ".hidden/f.yml",
+                "a/f.yaml",
+                "a-b/f.yaml",
+                "j.json",
+                "sub/Kptfile",
+                "sub/ign/f.yaml"
+            ]
+        );
+        // Without subpackages: listed, not read.
+        let (files, subs) = read_local(root, &mut Progress::new(None)).unwrap();
+        assert!(files.iter().all(|f| !f.path.starts_with("sub/")));
+        assert_eq!(subs, vec!["sub"]);
+        // Malformed YAML names the file by its absolute path, and the line.
+        write("bad.yaml", "a: [x\n");
+        let err = read_package(root, &mut Progress::new(None)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: MalformedYAMLError: yaml: line 1: did not find expected ',' or ']'",
+                root.join("bad.yaml").display()
+            )
+        );
+    }
+}

@@ -13,21 +13,34 @@
 //!    `yaml_parser_unroll_indent` in scannerc.go) and parser (`peek_token`'s
 //!    `yaml_parser_unfold_comments`, stem and head splitting in parserc.go),
 //!    and where a comment lands depends on the token queue at the moment it
-//!    is scanned (yaml.v3 scans two tokens ahead of its parser). So the
-//!    token stream is rebuilt from the events and the source text between
-//!    their marks ([`Recon`]: the punctuation `-`, `?`, `:`, `,`, `]`, `}`,
-//!    `---`, `...`, directives, and the zero-width tokens libyaml inserts),
-//!    then yaml.v3's scanner is replayed over it for everything but token
-//!    bodies ([`Sim`]: whitespace, comments, indentation, simple keys,
-//!    lookahead) and yaml.v3's parser state machine pulls from it
-//!    ([`GoParser`]), giving each event yaml.v3's head, line and foot
-//!    comments.
+//!    is scanned (yaml.v3's scanner runs three tokens ahead of its parser).
+//!    So the token stream is rebuilt from the events and the source text
+//!    between their marks (`Recon`: the indicators `-`, `?`, `:`, `,`,
+//!    `]`, `}`, `---`, `...`, directives, properties, and the zero-width
+//!    tokens libyaml inserts), then yaml.v3's scanner is replayed over it
+//!    for everything but token bodies (`Sim`: whitespace, comments,
+//!    indentation, simple keys, lookahead) and yaml.v3's parser state
+//!    machine pulls from it (`GoParser`), giving each event yaml.v3's
+//!    head, line and foot comments.
 //! 3. The node tree is composed as decode.go's `parser` does
-//!    ([`Composer`]), including its comment moves (foot comments of keys
-//!    and of the last entry, document foot) and its own errors (an alias to
-//!    an undefined anchor).
+//!    (`Composer`), with its comment moves (foot comments of keys and of
+//!    the last entry, document foot) and its own error (an alias to an
+//!    undefined anchor). Errors come from libyaml, timed as yaml.v3 meets
+//!    them (its scanner errors can come first, see `scanner_error_first`).
 //!
-//! Everything is linear in the input; comments never contain `\r`.
+//! It streams: events are pulled in batches as the replay needs tokens, and
+//! only a small window of tokens is kept. For large inputs libyaml-safer's
+//! parser and the token rebuild run on a second thread, ahead of the replay
+//! and the composer. Everything is linear in the input. Comments never
+//! contain `\r`.
+//!
+//! Where this differs from yaml.v3 (libyaml-safer follows libyaml 0.2.5,
+//! yaml.v3 an older libyaml): `:` right before `,`, `[`, `]`, `{` or `}`
+//! inside a flow collection (`[a:]`, `{a:, b}`) is an error ("found
+//! unexpected ':'"), and tags may not contain `[` or `]`; a byte order mark
+//! after the start of the stream is skipped, where yaml.v3 reads it as
+//! text; a tag directly followed by `,` in a flow collection (`[!!str, a]`)
+//! is refused, see `tag_comma`.
 
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
@@ -66,11 +79,13 @@ impl ParseError {
     /// decode.go `parser.fail()`: the context mark's line if set, else the
     /// problem mark's; both are 0-based and only scanner errors add 1.
     /// `eof`: the end of the text as yaml.v3 reads it, when [`prepare`]
-    /// added a break after it (marks past it are at it for yaml.v3).
+    /// added a break after it: a scanner stopped past it is at it for
+    /// yaml.v3 (while yaml.v3's STREAM-END token, where parser errors at the
+    /// end point, is on the next line, as after the added break).
     fn from_libyaml(err: &libyaml_safer::Error, eof: Option<Mk>) -> ParseError {
         let scanner = err.kind() == libyaml_safer::ErrorKind::Scanner;
         let line = |m: libyaml_safer::Mark| match eof {
-            Some(e) if m.index as i64 > e.index => e.line as u64,
+            Some(e) if scanner && m.index as i64 > e.index => e.line as u64,
             _ => m.line,
         };
         let ctx = err.context_mark().map_or(0, line);
@@ -147,72 +162,101 @@ fn parse_with(src: &str, threaded: bool) -> (Result<Vec<Node>, ParseError>, bool
         (result, in_step)
     };
     if !threaded {
-        return run(Feed::inline(text));
+        return run(Feed::Inline(Box::new(Producer::new(text, eof))));
     }
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel(8);
         let producer = std::thread::Builder::new()
             .name("yaml-parse".into())
-            .spawn_scoped(scope, move || produce_events(text.as_bytes(), &tx));
+            .spawn_scoped(scope, move || {
+                let mut p = Producer::new(text, eof);
+                while let Some(b) = p.batch() {
+                    if tx.send(b).is_err() {
+                        return;
+                    }
+                }
+            });
         match producer {
             // The receiver goes with `run`'s locals, so a producer blocked
             // on a full channel returns before the scope joins it.
-            Ok(_) => run(Feed::Thread {
-                rx,
-                batch: Vec::new().into_iter(),
-            }),
-            Err(_) => run(Feed::inline(text)),
+            Ok(_) => run(Feed::Thread(rx)),
+            Err(_) => run(Feed::Inline(Box::new(Producer::new(text, eof)))),
         }
     })
 }
 
-/// The parser thread: libyaml-safer's events in batches, up to the stream
-/// end or an error, or until the receiver is gone.
-fn produce_events(text: &[u8], tx: &std::sync::mpsc::SyncSender<Vec<EventResult>>) {
-    let mut parser = Parser::new();
-    parser.set_input(text);
-    let mut batch = Vec::with_capacity(BATCH);
-    loop {
-        let ev = parser.parse();
-        let last = !matches!(&ev, Ok(e) if !matches!(e.data, EventData::StreamEnd));
-        batch.push(ev);
-        if last || batch.len() == BATCH {
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-            if tx.send(full).is_err() || last {
-                return;
+type EventResult = Result<Event, libyaml_safer::Error>;
+
+/// Events from libyaml-safer's parser, and the tokens rebuilt from them
+/// that are final (no simple key before them still waits for its `:`).
+struct Batch {
+    events: Vec<EventResult>,
+    toks: Vec<VTok>,
+    recon_ok: bool,
+}
+
+/// libyaml-safer's parser and the token rebuild ([`Recon`]), batch by
+/// batch: on the calling thread, or ahead of it on another.
+struct Producer<'a> {
+    parser: Parser<&'a [u8]>,
+    recon: Recon<'a>,
+    recon_ok: bool,
+    done: bool,
+}
+
+impl<'a> Producer<'a> {
+    fn new(text: &'a str, eof: Option<Mk>) -> Producer<'a> {
+        let mut parser = Parser::new();
+        parser.set_input(text.as_bytes());
+        Producer {
+            parser,
+            recon: Recon::new(text.as_bytes(), eof),
+            recon_ok: true,
+            done: false,
+        }
+    }
+
+    fn batch(&mut self) -> Option<Batch> {
+        if self.done {
+            return None;
+        }
+        let mut events = Vec::with_capacity(BATCH);
+        while events.len() < BATCH {
+            let ev = self.parser.parse();
+            match &ev {
+                Ok(e) => {
+                    if self.recon_ok && self.recon.event(e).is_err() {
+                        self.recon_ok = false;
+                    }
+                    self.done = matches!(e.data, EventData::StreamEnd);
+                }
+                Err(_) => self.done = true,
+            }
+            events.push(ev);
+            if self.done {
+                break;
             }
         }
+        Some(Batch {
+            events,
+            toks: self.recon.take_stable(),
+            recon_ok: self.recon_ok,
+        })
     }
 }
 
-type EventResult = Result<Event, libyaml_safer::Error>;
-
-/// Where libyaml-safer's events come from.
+/// Where the batches come from.
 enum Feed<'a> {
-    Inline(Box<Parser<&'a [u8]>>),
-    Thread {
-        rx: std::sync::mpsc::Receiver<Vec<EventResult>>,
-        batch: std::vec::IntoIter<EventResult>,
-    },
+    Inline(Box<Producer<'a>>),
+    Thread(std::sync::mpsc::Receiver<Batch>),
     Done,
 }
 
-impl<'a> Feed<'a> {
-    fn inline(text: &'a str) -> Feed<'a> {
-        let mut parser = Parser::new();
-        parser.set_input(text.as_bytes());
-        Feed::Inline(Box::new(parser))
-    }
-
-    fn next(&mut self) -> Option<EventResult> {
+impl Feed<'_> {
+    fn next(&mut self) -> Option<Batch> {
         match self {
-            Feed::Inline(parser) => Some(parser.parse()),
-            Feed::Thread { rx, batch } => loop {
-                if let Some(ev) = batch.next() {
-                    return Some(ev);
-                }
-                *batch = rx.recv().ok()?.into_iter();
-            },
+            Feed::Inline(p) => p.batch(),
+            Feed::Thread(rx) => rx.recv().ok(),
             Feed::Done => None,
         }
     }
@@ -299,10 +343,10 @@ fn scanner_tokens(text: &str) -> (Vec<VTok>, Option<libyaml_safer::Error>) {
             libyaml_safer::TokenData::FlowSequenceStart
             | libyaml_safer::TokenData::FlowMappingStart => pending.push(NO),
             libyaml_safer::TokenData::FlowSequenceEnd
-            | libyaml_safer::TokenData::FlowMappingEnd => {
-                if pending.len() > 1 {
-                    pending.pop();
-                }
+            | libyaml_safer::TokenData::FlowMappingEnd
+                if pending.len() > 1 =>
+            {
+                pending.pop();
             }
             libyaml_safer::TokenData::Value => {
                 if let Some(p) = pending.last_mut() {
@@ -481,17 +525,13 @@ fn needs_final_break(text: &str) -> bool {
 /// (0-based: parser errors don't add 1).
 fn directive_line(text: &[u8], doc_start: usize) -> usize {
     let head = text.get(doc_start..).unwrap_or_default();
-    let mut line = text[..doc_start.min(text.len())]
+    let before = text[..doc_start.min(text.len())]
         .iter()
         .filter(|&&b| b == b'\n')
         .count();
-    for l in head.split(|&b| b == b'\n') {
-        if l.starts_with(b"%YAML") {
-            return line;
-        }
-        line += 1;
-    }
-    0
+    head.split(|&b| b == b'\n')
+        .position(|l| l.starts_with(b"%YAML"))
+        .map_or(0, |i| before + i)
 }
 
 /// libyaml-safer's events up to the stream end or the first error.
@@ -583,8 +623,6 @@ struct VTok {
     inserted: bool,
     /// A possible simple key's KEY that libyaml never produced.
     dead: bool,
-    /// A simple key's KEY whose `:` has not been seen yet.
-    pending: bool,
     produced: bool,
     /// For a VALUE: the simple key's KEY it inserts (or [`NO`]).
     link: u32,
@@ -599,7 +637,6 @@ impl VTok {
             sc: Sc::None,
             inserted: false,
             dead: false,
-            pending: false,
             produced: false,
             link: NO,
             start,
@@ -743,27 +780,23 @@ impl<'a> Recon<'a> {
         self.base + self.toks.len()
     }
 
-    fn get(&self, i: usize) -> Option<&VTok> {
-        self.toks.get(i.checked_sub(self.base)?)
-    }
-
     fn get_mut(&mut self, i: usize) -> Option<&mut VTok> {
         self.toks.get_mut(i.checked_sub(self.base)?)
     }
 
-    /// Forgets tokens before `i`, but not a simple key still waiting for
-    /// its `:`.
-    fn drop_before(&mut self, i: usize) {
+    /// Hands over the tokens that are final: those before the first
+    /// simple key still waiting for its `:` (all once the stream ended).
+    fn take_stable(&mut self) -> Vec<VTok> {
         let pending = self
             .frames
             .iter()
             .filter(|f| f.key_ph != NO)
             .map(|f| f.key_ph as usize)
-            .min();
-        let i = pending.map_or(i, |p| i.min(p.saturating_sub(1)));
-        let n = i.saturating_sub(self.base).min(self.toks.len());
-        self.toks.drain(..n);
+            .min()
+            .unwrap_or(usize::MAX);
+        let n = pending.saturating_sub(self.base).min(self.toks.len());
         self.base += n;
+        self.toks.drain(..n).collect()
     }
 
     fn mk(&self) -> Mk {
@@ -822,18 +855,13 @@ impl<'a> Recon<'a> {
         let mut t = VTok::new(T::Key, at_mark, at_mark);
         t.inserted = true;
         t.dead = true;
-        t.pending = true;
         self.push_tok(t)
     }
 
     /// The current key got no `:`: libyaml never made its KEY.
     fn key_dead(&mut self) {
-        let ph = self
-            .frames
-            .last_mut()
-            .map_or(NO, |f| std::mem::replace(&mut f.key_ph, NO));
-        if let Some(t) = self.get_mut(ph as usize) {
-            t.pending = false;
+        if let Some(f) = self.frames.last_mut() {
+            f.key_ph = NO;
         }
     }
 
@@ -877,6 +905,9 @@ impl<'a> Recon<'a> {
     /// Reads the indicator tokens that start before byte `limit`.
     fn lex_until(&mut self, limit: i64) -> Result<(), Desync> {
         loop {
+            if self.pos as i64 >= limit {
+                return Ok(());
+            }
             self.skip_gap();
             if self.pos as i64 >= limit || is_z(self.src, self.pos) {
                 return Ok(());
@@ -952,7 +983,6 @@ impl<'a> Recon<'a> {
                     .map_or(NO, |f| std::mem::replace(&mut f.key_ph, NO));
                 if let Some(t) = self.get_mut(ph as usize) {
                     t.dead = false;
-                    t.pending = false;
                     if let Some(v) = self.get_mut(v) {
                         v.link = ph;
                     }
@@ -986,8 +1016,8 @@ impl<'a> Recon<'a> {
                         }
                         self.advance();
                     } else {
-                        while !is_blankz(self.src, self.pos)
-                            && !(self.flow > 0 && at(self.src, self.pos) == b',')
+                        while !(is_blankz(self.src, self.pos)
+                            || self.flow > 0 && at(self.src, self.pos) == b',')
                         {
                             self.advance();
                         }
@@ -1021,19 +1051,9 @@ impl<'a> Recon<'a> {
         if f.kind == FrameKind::FlowPair || f.explicit || !has_tokens {
             return;
         }
-        let block = f.kind == FrameKind::BlockMap;
         let idx = self.push_placeholder(at_mark);
         if let Some(f) = self.frames.last_mut() {
             f.key_ph = idx as u32;
-        }
-        // A block mapping's first key: its BLOCK-MAPPING-START is inserted
-        // with the KEY (simple keys in a block mapping always get a `:`).
-        if block {
-            if let Some(prev) = idx.checked_sub(1).and_then(|p| self.get_mut(p)) {
-                if prev.t == T::Bms && prev.start == at_mark {
-                    prev.inserted = true;
-                }
-            }
         }
     }
 
@@ -1116,7 +1136,9 @@ impl<'a> Recon<'a> {
                 }
                 self.lex_props(anchor.as_deref(), tag.is_some())?;
                 if has_token {
-                    self.skip_gap();
+                    if has_props {
+                        self.skip_gap();
+                    }
                     let s = self.mk();
                     let mut t = VTok::new(T::Scalar, s, end);
                     t.sc = match style {
@@ -1232,18 +1254,45 @@ impl<'a> Recon<'a> {
     }
 }
 
-/// Where the replay's tokens come from: libyaml-safer's events, pulled as
-/// the replay needs tokens and rebuilt into tokens by [`Recon`]; the pulled
-/// events wait in `events` for the [`Composer`]. (On the error path, a
-/// fixed token list instead.)
+/// The replay's tokens: token `i` is `toks[i - base]` (those well behind
+/// the parser are dropped).
+#[derive(Default)]
+struct Window {
+    toks: Vec<VTok>,
+    base: usize,
+}
+
+impl Window {
+    fn len(&self) -> usize {
+        self.base + self.toks.len()
+    }
+
+    fn get(&self, i: usize) -> Option<&VTok> {
+        self.toks.get(i.checked_sub(self.base)?)
+    }
+
+    fn get_mut(&mut self, i: usize) -> Option<&mut VTok> {
+        self.toks.get_mut(i.checked_sub(self.base)?)
+    }
+
+    fn drop_before(&mut self, i: usize) {
+        let n = i.saturating_sub(self.base).min(self.toks.len());
+        self.toks.drain(..n);
+        self.base += n;
+    }
+}
+
+/// What the replay and the composer read: batches from the [`Feed`], their
+/// events waiting in `events` for the [`Composer`], their tokens in the
+/// window. (On the error path, a fixed token list instead.)
 struct Source<'a> {
     feed: Feed<'a>,
     text: &'a [u8],
     eof: Option<Mk>,
-    recon: Recon<'a>,
+    window: Window,
     recon_ok: bool,
     events: VecDeque<Event>,
-    /// Events pulled so far.
+    /// Events received so far.
     pulled: usize,
     error: Option<ParseError>,
 }
@@ -1254,22 +1303,20 @@ impl<'a> Source<'a> {
             feed,
             text: text.as_bytes(),
             eof,
-            recon: Recon::new(text.as_bytes(), eof),
+            window: Window::default(),
             recon_ok: true,
-            events: VecDeque::new(),
+            events: VecDeque::with_capacity(2 * BATCH),
             pulled: 0,
             error: None,
         }
     }
 
     fn fixed(toks: Vec<VTok>) -> Source<'static> {
-        let mut recon = Recon::new(&[], None);
-        recon.toks = toks;
         Source {
             feed: Feed::Done,
             text: &[],
             eof: None,
-            recon,
+            window: Window { toks, base: 0 },
             recon_ok: true,
             events: VecDeque::new(),
             pulled: 0,
@@ -1277,49 +1324,52 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// Pulls one more event (false at the stream end or an error).
+    /// Takes the next batch; false when there is none.
     fn pull(&mut self) -> bool {
-        let mut ev = match self.feed.next() {
-            Some(Ok(ev)) => ev,
-            Some(Err(e)) => {
-                self.error = Some(ParseError::from_libyaml(&e, self.eof));
-                self.feed = Feed::Done;
-                return false;
-            }
-            None => return false,
+        let Some(batch) = self.feed.next() else {
+            return false;
         };
-        match &mut ev.data {
-            EventData::StreamEnd => self.feed = Feed::Done,
-            EventData::DocumentStart {
-                version_directive: Some(v),
-                ..
-            } if v.minor != 1 => {
-                // yaml.v3 accepts only `%YAML 1.1`
-                // (`yaml_parser_process_directives`); libyaml also 1.2.
-                self.error = Some(ParseError {
-                    line: directive_line(self.text, ev.start_mark.index as usize),
-                    message: "found incompatible YAML document".to_owned(),
-                });
-                self.feed = Feed::Done;
-                return false;
+        self.recon_ok &= batch.recon_ok;
+        self.window.toks.extend(batch.toks);
+        for ev in batch.events {
+            let mut ev = match ev {
+                Ok(ev) => ev,
+                Err(e) => {
+                    self.error = Some(ParseError::from_libyaml(&e, self.eof));
+                    self.feed = Feed::Done;
+                    break;
+                }
+            };
+            match &mut ev.data {
+                EventData::StreamEnd => self.feed = Feed::Done,
+                EventData::DocumentStart {
+                    version_directive: Some(v),
+                    ..
+                } if v.minor != 1 => {
+                    // yaml.v3 accepts only `%YAML 1.1`
+                    // (`yaml_parser_process_directives`); libyaml also 1.2.
+                    self.error = Some(ParseError {
+                        line: directive_line(self.text, ev.start_mark.index as usize),
+                        message: "found incompatible YAML document".to_owned(),
+                    });
+                    self.feed = Feed::Done;
+                    break;
+                }
+                EventData::Scalar { value, style, .. }
+                    if self.eof.is_some()
+                        && matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+                        && ev.end_mark.index as usize == self.text.len()
+                        && value.ends_with('\n') =>
+                {
+                    // The block scalar that ran into the break [`prepare`]
+                    // added: yaml.v3 read no break there.
+                    value.pop();
+                }
+                _ => {}
             }
-            EventData::Scalar { value, style, .. }
-                if self.eof.is_some()
-                    && matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
-                    && ev.end_mark.index as usize == self.text.len()
-                    && value.ends_with('\n') =>
-            {
-                // The block scalar that ran into the break [`prepare`]
-                // added: yaml.v3 read no break there.
-                value.pop();
-            }
-            _ => {}
+            self.events.push_back(ev);
+            self.pulled += 1;
         }
-        if self.recon_ok && self.recon.event(&ev).is_err() {
-            self.recon_ok = false;
-        }
-        self.events.push_back(ev);
-        self.pulled += 1;
         true
     }
 }
@@ -1472,21 +1522,21 @@ impl<'a> Sim<'a> {
 
     /// Token `i`, pulling events until it is rebuilt.
     fn tok(&mut self, i: usize) -> Option<VTok> {
-        while i >= self.source.recon.len() {
+        while i >= self.source.window.len() {
             if !self.source.pull() {
                 return None;
             }
         }
-        self.source.recon.get(i).copied()
+        self.source.window.get(i).copied()
     }
 
     /// Token `i` to update (one already seen).
     fn tok_mut(&mut self, i: usize) -> Option<&mut VTok> {
-        self.source.recon.get_mut(i)
+        self.source.window.get_mut(i)
     }
 
     fn kind(&self, i: usize) -> Option<T> {
-        self.source.recon.get(i).map(|t| t.t)
+        self.source.window.get(i).map(|t| t.t)
     }
 
     /// The next token a fetch appends (inserted and dead ones are not
@@ -1513,7 +1563,7 @@ impl<'a> Sim<'a> {
     /// The queue's token before `i` (`tokens[len(tokens)-2]` when `i` is
     /// the last).
     fn prev_produced(&self, i: usize) -> Option<usize> {
-        let recon = &self.source.recon;
+        let recon = &self.source.window;
         (recon.base..i)
             .rev()
             .find(|&j| recon.get(j).is_some_and(|t| t.produced))
@@ -2352,13 +2402,10 @@ impl<'a> GoParser<'a> {
             self.token_available = true;
         }
         loop {
+            // (Tokens reach the window only once final: no KEY here is
+            // still waiting for its `:`.)
             let tok = self.sim.tok(self.head)?;
-            if tok.pending {
-                // Whether libyaml made this KEY shows in later events.
-                if !self.sim.source.pull() {
-                    return None;
-                }
-            } else if tok.dead {
+            if tok.dead {
                 self.head += 1;
             } else if !tok.produced {
                 // A simple key's KEY arrives with its VALUE.
@@ -2406,7 +2453,7 @@ impl<'a> GoParser<'a> {
         // Keep memory flat: tokens well behind the parser and comments
         // already taken are not looked at again (one taken comment stays:
         // it stops `unroll_indent`'s backward search, as in yaml.v3).
-        let recon = &mut self.sim.source.recon;
+        let recon = &mut self.sim.source.window;
         if self.head > recon.base + 1024 {
             recon.drop_before(self.head - 64);
         }
@@ -2418,7 +2465,7 @@ impl<'a> GoParser<'a> {
     }
 
     fn tok(&self, i: usize) -> VTok {
-        self.sim.source.recon.get(i).copied().unwrap_or(VTok::new(
+        self.sim.source.window.get(i).copied().unwrap_or(VTok::new(
             T::StreamEnd,
             Mk::default(),
             Mk::default(),
@@ -2921,7 +2968,7 @@ impl<'a> Composer<'a> {
                 match self.peek_kind() {
                     None => break 'compose None,
                     Some(Ev::StreamEnd) => return Ok(docs),
-                    Some(_) => match self.parse() {
+                    Some(_) => match self.document() {
                         Ok(n) => docs.push(n),
                         Err(Stop::Fail(e, at)) => break 'compose Some((e, at)),
                         Err(Stop::End) => break 'compose None,
@@ -3004,13 +3051,13 @@ impl<'a> Composer<'a> {
         self.peeked.take()
     }
 
-    fn parse(&mut self) -> Result<Node, Stop> {
+    /// `parser.parse`: the next node, pushed on the stack.
+    fn parse(&mut self) -> Result<(), Stop> {
         match self.peek_kind() {
             Some(Ev::Scalar) => self.scalar(),
             Some(Ev::Alias) => self.alias(),
             Some(Ev::MapStart) => self.mapping(),
             Some(Ev::SeqStart) => self.sequence(),
-            Some(Ev::DocStart) => self.document(),
             _ => Err(Stop::End),
         }
     }
@@ -3055,39 +3102,40 @@ impl<'a> Composer<'a> {
         }
     }
 
+    /// `parser.document`.
     fn document(&mut self) -> Result<Node, Stop> {
         let mut item = self.next().ok_or(Stop::End)?;
         let mut n = Composer::node(Kind::Document, "", None, String::new(), &mut item);
-        let child = self.parse()?;
-        n.content.push(child);
-        if self.peek_kind() == Some(Ev::DocEnd) {
-            let end = self.next().ok_or(Stop::End)?;
-            n.foot_comment = end.foot;
-        } else {
+        let base = self.stack.len();
+        self.parse()?;
+        n.content = self.stack.split_off(base);
+        if self.peek_kind() != Some(Ev::DocEnd) {
             return Err(Stop::End);
         }
+        let end = self.next().ok_or(Stop::End)?;
+        n.foot_comment = end.foot;
         Ok(n)
     }
 
-    fn alias(&mut self) -> Result<Node, Stop> {
+    fn alias(&mut self) -> Result<(), Stop> {
         let mut item = self.next().ok_or(Stop::End)?;
         let name = match std::mem::replace(&mut item.data, EventData::StreamEnd) {
             EventData::Alias { anchor } => anchor,
             _ => return Err(Stop::End),
         };
-        let mut n = Composer::node(Kind::Alias, "", None, name.clone(), &mut item);
-        n.tag.clear();
         if !self.anchors.contains(&name) {
             return Err(Stop::Fail(
                 ParseError::plain(format!("unknown anchor '{name}' referenced")),
                 self.taken - 1,
             ));
         }
+        let mut n = Composer::node(Kind::Alias, "", None, name.clone(), &mut item);
         n.alias = name;
-        Ok(n)
+        self.stack.push(n);
+        Ok(())
     }
 
-    fn scalar(&mut self) -> Result<Node, Stop> {
+    fn scalar(&mut self) -> Result<(), Stop> {
         let mut item = self.next().ok_or(Stop::End)?;
         let EventData::Scalar {
             anchor,
@@ -3118,10 +3166,11 @@ impl<'a> Composer<'a> {
         let mut n = Composer::node(Kind::Scalar, default_tag, tag, value, &mut item);
         n.style = n.style | node_style;
         self.anchor(&mut n, anchor);
-        Ok(n)
+        self.stack.push(n);
+        Ok(())
     }
 
-    fn sequence(&mut self) -> Result<Node, Stop> {
+    fn sequence(&mut self) -> Result<(), Stop> {
         let mut item = self.next().ok_or(Stop::End)?;
         let EventData::SequenceStart {
             anchor, tag, style, ..
@@ -3134,25 +3183,25 @@ impl<'a> Composer<'a> {
             n.style = n.style | Style::FLOW;
         }
         self.anchor(&mut n, anchor);
+        // The entries gather on the shared stack: one exact allocation for
+        // the content at the end.
         let base = self.stack.len();
         loop {
             match self.peek_kind() {
                 Some(Ev::SeqEnd) => break,
                 None => return Err(Stop::End),
-                _ => {
-                    let child = self.parse()?;
-                    self.stack.push(child);
-                }
+                _ => self.parse()?,
             }
         }
         n.content = self.stack.split_off(base);
         let end = self.next().ok_or(Stop::End)?;
         n.line_comment = end.line;
         n.foot_comment = end.foot;
-        Ok(n)
+        self.stack.push(n);
+        Ok(())
     }
 
-    fn mapping(&mut self) -> Result<Node, Stop> {
+    fn mapping(&mut self) -> Result<(), Stop> {
         let mut item = self.next().ok_or(Stop::End)?;
         let EventData::MappingStart {
             anchor, tag, style, ..
@@ -3166,8 +3215,6 @@ impl<'a> Composer<'a> {
             n.style = n.style | Style::FLOW;
         }
         self.anchor(&mut n, anchor);
-        // The entries gather on the shared stack: one exact allocation for
-        // the content at the end.
         let base = self.stack.len();
         loop {
             match self.peek_kind() {
@@ -3175,30 +3222,40 @@ impl<'a> Composer<'a> {
                 None => return Err(Stop::End),
                 _ => {}
             }
-            let mut k = self.parse()?;
-            let len = self.stack.len() - base + 1;
-            if block && !k.foot_comment.is_empty() && len > 2 {
-                // A key's foot comment is the prior value's, dedented.
-                let prior = self.stack.len() - 2;
-                self.stack[prior].foot_comment = std::mem::take(&mut k.foot_comment);
+            self.parse()?;
+            let k = self.stack.len() - 1;
+            if block && !self.stack[k].foot_comment.is_empty() && k - base + 1 > 2 {
+                // A key's foot comment (a dedented comment after the prior
+                // value) goes to the prior key.
+                let foot = std::mem::take(&mut self.stack[k].foot_comment);
+                self.stack[k - 2].foot_comment = foot;
             }
-            let mut v = self.parse()?;
-            if k.foot_comment.is_empty() && !v.foot_comment.is_empty() {
-                k.foot_comment = std::mem::take(&mut v.foot_comment);
+            self.parse()?;
+            if self.stack[k].foot_comment.is_empty() && !self.stack[k + 1].foot_comment.is_empty() {
+                // A value's foot comment is its key's.
+                let foot = std::mem::take(&mut self.stack[k + 1].foot_comment);
+                self.stack[k].foot_comment = foot;
             }
-            self.stack.push(k);
-            self.stack.push(v);
         }
         n.content = self.stack.split_off(base);
         let end = self.next().ok_or(Stop::End)?;
         n.line_comment = end.line;
         n.foot_comment = end.foot;
         if block && !n.foot_comment.is_empty() && n.content.len() > 1 {
+            // The mapping's foot comment goes to its last key.
             let i = n.content.len() - 2;
             n.content[i].foot_comment = std::mem::take(&mut n.foot_comment);
         }
-        Ok(n)
+        self.stack.push(n);
+        Ok(())
     }
+}
+
+#[doc(hidden)]
+pub fn tmp_parse_with(src: &str, threaded: bool) -> (std::time::Duration, Vec<Node>) {
+    let t = std::time::Instant::now();
+    let r = parse_with(src, threaded).0.unwrap_or_default();
+    (t.elapsed(), r)
 }
 
 #[cfg(test)]
@@ -3371,6 +3428,36 @@ mod tests {
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 
+    /// The parser thread gives what the single thread gives.
+    #[test]
+    fn threaded_matches_inline() {
+        let mut text = String::new();
+        for (name, case) in cases() {
+            if name.starts_with("err_") || !matches!(parse(&case), Ok(d) if !d.is_empty()) {
+                continue;
+            }
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            if !text.is_empty() {
+                text.push_str("---\n");
+            }
+            text.push_str(case.strip_prefix('\u{feff}').unwrap_or(&case));
+        }
+        while text.len() < 2 * THREAD_MIN {
+            text = format!("{text}\n---\n{text}");
+        }
+        let (inline, ok) = parse_with(&text, false);
+        assert!(ok, "comment replay out of step");
+        let (threaded, ok) = parse_with(&text, true);
+        assert!(ok, "comment replay out of step");
+        assert_eq!(inline, threaded);
+        assert!(inline.is_ok_and(|d| d.len() > 100));
+        // An error late in a large input.
+        let bad = format!("{text}\n---\na: [1, 2\n");
+        assert_eq!(parse_with(&bad, false).0, parse_with(&bad, true).0);
+    }
+
     #[test]
     fn debug_case() {
         let Ok(name) = std::env::var("DBG") else {
@@ -3379,7 +3466,11 @@ mod tests {
         let text = std::fs::read_to_string(fixtures().join(format!("{name}.yaml"))).expect("case");
         let (text, _) = prepare(&text);
         let text = text.as_ref();
-        let source = Source::new(Feed::inline(text), text, None);
+        let source = Source::new(
+            Feed::Inline(Box::new(Producer::new(text, None))),
+            text,
+            None,
+        );
         let mut go = GoParser::new(Sim::new(text.as_bytes(), source));
         loop {
             let ev = loop {
@@ -3398,23 +3489,15 @@ mod tests {
                 g,
                 go.sim.desync,
                 go.sim.hit_end,
-                go.sim.source.recon.base,
-                go.sim.source.recon.len()
+                go.sim.source.window.base,
+                go.sim.source.window.len()
             );
         }
-        for i in go.sim.source.recon.base..go.sim.source.recon.len() {
-            let t = go.sim.source.recon.get(i).copied().expect("tok");
+        for i in go.sim.source.window.base..go.sim.source.window.len() {
+            let t = go.sim.source.window.get(i).copied().expect("tok");
             eprintln!(
-                "tok {i} {:?} {:?} ins={} dead={} pend={} prod={} link={} {}:{}",
-                t.t,
-                t.sc,
-                t.inserted,
-                t.dead,
-                t.pending,
-                t.produced,
-                t.link,
-                t.start.line,
-                t.start.column
+                "tok {i} {:?} {:?} ins={} dead={} prod={} link={} {}:{}",
+                t.t, t.sc, t.inserted, t.dead, t.produced, t.link, t.start.line, t.start.column
             );
         }
     }
@@ -3456,9 +3539,4 @@ mod tests {
         }
         eprintln!("parsed {} bytes in {best:?}", text.len());
     }
-}
-
-#[doc(hidden)]
-pub fn tmp_parse_with(src: &str, threaded: bool) -> usize {
-    parse_with(src, threaded).0.map_or(0, |d| d.len())
 }

@@ -34,3 +34,37 @@ pub fn script(dir: &Path, name: &str, body: &str) -> String {
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
     path.to_string_lossy().into_owned()
 }
+
+/// All files under `dir` (none if it is missing), by `/`-separated path
+/// relative to `dir`.
+pub fn tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut std::collections::BTreeMap<String, Vec<u8>>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(rel, fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = std::collections::BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// [`tree`] with the files as text.
+pub fn text_tree(dir: &Path) -> std::collections::BTreeMap<String, String> {
+    tree(dir)
+        .into_iter()
+        .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
+        .collect()
+}
