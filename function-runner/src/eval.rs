@@ -189,7 +189,7 @@ pub enum Error {
 /// 1 when the function failed (its `[FAIL]` block already printed); an
 /// error is to be printed as `error: {err}` with exit code 1.
 pub async fn run(
-    opts: EvalOptions,
+    mut opts: EvalOptions,
     stdout: &mut (dyn Write + Send),
     stderr: &mut (dyn Write + Send),
 ) -> Result<u8, Error> {
@@ -207,9 +207,12 @@ pub async fn run(
         Function::Exec(cmd) => (cmd.clone(), "exec"),
         Function::Image { image, .. } => (image.clone(), "image"),
     };
-    let mut input = match &opts.source {
-        Source::Dir(dir) => read_dir_input(dir, stderr)?,
-        Source::Stdin(bytes) => read_stream_input(bytes)?,
+    // The bytes read from stdin go once they are parsed: with two trees
+    // of the package to hold later, every copy counts.
+    let source = std::mem::replace(&mut opts.source, Source::Stdin(Vec::new()));
+    let mut input = match source {
+        Source::Dir(dir) => read_dir_input(&dir, stderr)?,
+        Source::Stdin(bytes) => read_stream_input(&bytes)?,
     };
 
     let list = assemble(&mut input.items, Some(fn_config));
@@ -231,7 +234,7 @@ pub async fn run(
         Function::Exec(cmd) => run_exec(cmd, list, opts.max_output_bytes).await,
         Function::Image { image, evaluator } => run_image(image, list, evaluator.as_ref()).await,
     };
-    let ran = match ran {
+    let mut ran = match ran {
         Ok(r) => r,
         Err(e) => {
             fail_line(stderr, &name, started)?;
@@ -240,7 +243,7 @@ pub async fn run(
         }
     };
     record.stderr = String::from_utf8_lossy(&ran.stderr).into_owned();
-    let parsed = parse_output(&ran.stdout);
+    let parsed = parse_output(&std::mem::take(&mut ran.stdout));
     if let Ok((_, results)) = &parsed {
         record.results = results.clone();
     }
@@ -412,16 +415,20 @@ fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
         dir: None,
         wrapper: (RESOURCE_LIST_HEADER.0.into(), RESOURCE_LIST_HEADER.1.into()),
     };
-    let docs = read_stream(text).map_err(|e| Error::Input(e.to_string()))?;
-    if let Some(list) = wrapped_list(text, &docs) {
+    let mut docs = read_stream(text).map_err(|e| Error::Input(e.to_string()))?;
+    if wrapped_list(text, &docs).is_some() {
         // A ResourceList (or List): its items as they are, plus kpt's ids.
-        let meta = kyaml::meta(list);
+        let mut list = docs.pop().map(|d| d.node).unwrap_or_default();
+        let meta = kyaml::meta(&list);
         input.wrapper = (meta.api_version, meta.kind);
         input.use_internal = false;
         input.use_legacy = false;
-        let items: Vec<Node> = kyaml::field(list, "items")
-            .map(|i| i.content.clone())
-            .unwrap_or_default();
+        let root = kyaml::content_mut(&mut list);
+        let items: Vec<Node> = match kyaml::field_index(root, "items") {
+            Some(i) => std::mem::take(&mut root.content[i + 1].content),
+            None => Vec::new(),
+        };
+        drop(list);
         let mut parsed = Vec::with_capacity(items.len());
         for item in items {
             let get = |k: &str| kyaml::annotation(&item, k).map(str::to_owned);
@@ -580,7 +587,7 @@ pub(crate) fn function_config(cfg: &FnConfig) -> Result<Node, Error> {
 fn bare(s: &str) -> Node {
     Node {
         kind: Kind::Scalar,
-        value: s.to_owned(),
+        value: s.into(),
         ..Node::default()
     }
 }

@@ -295,7 +295,7 @@ fn step(f: &Node, opts: &RenderOptions) -> Result<Step, Error> {
     };
     let fn_config =
         if let Some(path) = kyaml::field(f, "configPath").filter(|v| !v.value.is_empty()) {
-            StepConfig::Path(path.value.clone())
+            StepConfig::Path(path.value.to_string())
         } else if let Some(map) = kyaml::field(f, "configMap").filter(|m| m.kind == Kind::Mapping) {
             StepConfig::Map(
                 map.content

@@ -7,6 +7,10 @@
 //! (`comments/comments.go` over `yaml/walk`), field order synced
 //! (`order/syncorder.go`).
 
+use std::collections::HashMap;
+
+use compact_str::CompactString;
+
 use crate::yaml::{Kind, Node, Style};
 
 pub const NULL_TAG: &str = "!!null";
@@ -44,6 +48,34 @@ pub fn field_index(map: &Node, name: &str) -> Option<usize> {
         }
     }
     found
+}
+
+/// [`field_index`] for many lookups in one mapping: a scan for small
+/// mappings, an index for large ones (a ConfigMap with thousands of keys
+/// would make every walk over it quadratic).
+struct Fields<'a> {
+    map: &'a Node,
+    index: Option<HashMap<&'a str, usize>>,
+}
+
+impl<'a> Fields<'a> {
+    fn new(map: &'a Node) -> Fields<'a> {
+        let index = (map.kind == Kind::Mapping && map.content.len() > 64).then(|| {
+            map.content
+                .chunks_exact(2)
+                .enumerate()
+                .map(|(i, kv)| (kv[0].value.as_str(), 2 * i))
+                .collect()
+        });
+        Fields { map, index }
+    }
+
+    fn get(&self, name: &str) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(name).copied(),
+            None => field_index(self.map, name),
+        }
+    }
 }
 
 /// `RNode.Field(name).Value` (on the document's content).
@@ -168,7 +200,7 @@ fn lookup_create<'a>(map: &'a mut Node, name: &str) -> Result<&'a mut Node, NotA
         None => {
             map.content.push(Node {
                 kind: Kind::Scalar,
-                value: name.to_owned(),
+                value: name.into(),
                 ..Node::default()
             });
             map.content.push(Node {
@@ -262,12 +294,14 @@ fn walk(from: Option<&Node>, to: &mut Node) {
                 return;
             }
             // `fieldNames`: the sorted union; only `to`'s fields change.
+            let fields = from.map(Fields::new);
             for kv in to.content.chunks_exact_mut(2) {
                 let (k, v) = kv.split_at_mut(1);
                 let (key, value) = (&mut k[0], &mut v[0]);
-                let name = key.value.clone();
-                let from_i = from.and_then(|f| field_index(f, &name));
-                let from_kv = from_i.and_then(|i| from.map(|f| (&f.content[i], &f.content[i + 1])));
+                let from_kv = fields
+                    .as_ref()
+                    .and_then(|f| f.get(&key.value))
+                    .and_then(|i| from.map(|f| (&f.content[i], &f.content[i + 1])));
                 // VisitScalar on the keys.
                 visit_scalar(from_kv.map(|p| p.0), key);
                 walk(from_kv.map(|p| p.1), value);
@@ -341,16 +375,17 @@ fn sync(from: &Node, to: &mut Node) {
                 return;
             }
             sync_map_nodes_order(from, to);
-            for kv in from.content.chunks_exact(2) {
-                let name = &kv[0].value;
-                let Some(fi) = field_index(from, name) else {
-                    continue;
-                };
-                let Some(ti) = field_index(to, name) else {
-                    continue;
-                };
-                let f = &from.content[fi + 1];
-                sync(f, &mut to.content[ti + 1]);
+            let pairs: Vec<(usize, usize)> = {
+                let (from_fields, to_fields) = (Fields::new(from), Fields::new(to));
+                from.content
+                    .chunks_exact(2)
+                    .filter_map(|kv| {
+                        Some((from_fields.get(&kv[0].value)?, to_fields.get(&kv[0].value)?))
+                    })
+                    .collect()
+            };
+            for (fi, ti) in pairs {
+                sync(&from.content[fi + 1], &mut to.content[ti + 1]);
             }
         }
         Kind::Sequence => {
@@ -367,44 +402,36 @@ fn sync(from: &Node, to: &mut Node) {
     }
 }
 
-/// `yaml.SyncMapNodesOrder`: the fields `from` has first, in its order.
+/// `yaml.SyncMapNodesOrder`: the fields `from` has first, in its order,
+/// then the others in theirs. Where a name repeats, kyaml keeps only its
+/// last field (`to.Field(name)`), once.
 fn sync_map_nodes_order(from: &Node, to: &mut Node) {
-    let mut rest: Vec<Option<(Node, Node)>> = std::mem::take(&mut to.content)
-        .chunks_exact(2)
-        .map(|kv| Some((kv[0].clone(), kv[1].clone())))
-        .collect();
-    let names: Vec<String> = rest
+    let mut pairs: Vec<Option<(Node, Node)>> = Vec::with_capacity(to.content.len() / 2);
+    let mut it = std::mem::take(&mut to.content).into_iter();
+    while let (Some(k), Some(v)) = (it.next(), it.next()) {
+        pairs.push(Some((k, v)));
+    }
+    let names: Vec<CompactString> = pairs
         .iter()
-        .map(|p| p.as_ref().map(|p| p.0.value.clone()).unwrap_or_default())
+        .flatten()
+        .map(|(k, _)| k.value.clone())
         .collect();
-    // `to.Field(name)` is the last field of that name; kyaml appends it
-    // once per name.
-    let last = |name: &str| names.iter().rposition(|n| n == name);
-    let mut content = Vec::with_capacity(rest.len() * 2);
-    let mut seen: Vec<&str> = Vec::new();
-    let take = |i: usize, content: &mut Vec<Node>, rest: &mut Vec<Option<(Node, Node)>>| {
-        if let Some((k, v)) = rest[i].take() {
+    let mut last: HashMap<&str, usize> = HashMap::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        last.insert(name, i);
+    }
+    let mut content = Vec::with_capacity(pairs.len() * 2);
+    let mut take = |name: &str| {
+        if let Some((k, v)) = last.remove(name).and_then(|i| pairs[i].take()) {
             content.push(k);
             content.push(v);
         }
     };
     for kv in from.content.chunks_exact(2) {
-        let name = kv[0].value.as_str();
-        if seen.contains(&name) {
-            continue;
-        }
-        seen.push(name);
-        if let Some(i) = last(name) {
-            take(i, &mut content, &mut rest);
-        }
+        take(&kv[0].value);
     }
-    for i in 0..names.len() {
-        if seen.contains(&names[i].as_str()) {
-            continue;
-        }
-        if let Some(l) = last(&names[i]) {
-            take(l, &mut content, &mut rest);
-        }
+    for name in &names {
+        take(name);
     }
     to.content = content;
 }
@@ -494,7 +521,7 @@ pub fn set_field(map: &mut Node, name: &str, mut value: Node) -> Result<(), NotA
         None => {
             map.content.push(Node {
                 kind: Kind::Scalar,
-                value: name.to_owned(),
+                value: name.into(),
                 ..Node::default()
             });
             map.content.push(value);

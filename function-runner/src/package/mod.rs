@@ -678,7 +678,7 @@ pub fn to_json(node: &Node) -> serde_json::Value {
         Kind::Mapping => J::Object(
             node.content
                 .chunks_exact(2)
-                .map(|kv| (kv[0].value.clone(), to_json(&kv[1])))
+                .map(|kv| (kv[0].value.to_string(), to_json(&kv[1])))
                 .collect(),
         ),
         Kind::Sequence => J::Array(node.content.iter().map(to_json).collect()),
@@ -691,15 +691,15 @@ pub fn to_json(node: &Node) -> serde_json::Value {
                 .replace('_', "")
                 .parse::<i64>()
                 .map(J::from)
-                .unwrap_or_else(|_| J::String(node.value.clone())),
+                .unwrap_or_else(|_| J::String(node.value.to_string())),
             "!!float" => node
                 .value
                 .parse::<f64>()
                 .ok()
                 .and_then(serde_json::Number::from_f64)
                 .map(J::Number)
-                .unwrap_or_else(|| J::String(node.value.clone())),
-            _ => J::String(node.value.clone()),
+                .unwrap_or_else(|| J::String(node.value.to_string())),
+            _ => J::String(node.value.to_string()),
         },
     }
 }

@@ -13,4 +13,4 @@ pub mod parse;
 pub mod resolve;
 pub mod value;
 
-pub use node::{Kind, Node, Style};
+pub use node::{Kind, Node, Style, Tag, Text};

@@ -25,8 +25,8 @@ pub fn to_value(node: &Node) -> Value {
             "!!int" | "!!float" => serde_yaml_ng::from_str::<Value>(&node.value)
                 .ok()
                 .filter(Value::is_number)
-                .unwrap_or_else(|| Value::String(node.value.clone())),
-            _ => Value::String(node.value.clone()),
+                .unwrap_or_else(|| Value::String(node.value.to_string())),
+            _ => Value::String(node.value.to_string()),
         },
     }
 }
@@ -42,12 +42,12 @@ pub fn from_value(v: &Value) -> Node {
         },
         Value::Bool(b) => Node {
             tag: "!!bool".into(),
-            value: b.to_string(),
+            value: b.to_string().into(),
             ..Node::default()
         },
         Value::Number(n) => Node {
             tag: if n.is_f64() { "!!float" } else { "!!int" }.into(),
-            value: n.to_string(),
+            value: n.to_string().into(),
             ..Node::default()
         },
         Value::String(s) => Node::string(s.as_str()),
