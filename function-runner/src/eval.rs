@@ -647,7 +647,7 @@ fn assemble(items: &mut [Node], fn_config: Option<Node>) -> Bytes {
 }
 
 /// kpt's `AreKRM`: `apiVersion`, `kind` and `metadata.name` are required.
-fn krm_problem(meta: &Meta) -> Option<&'static str> {
+pub(crate) fn krm_problem(meta: &Meta) -> Option<&'static str> {
     if !meta.has_metadata && meta.api_version.is_empty() && meta.kind.is_empty() {
         Some("resource must have `apiVersion`, `kind`, and `name`")
     } else if meta.api_version.is_empty() {
@@ -866,7 +866,7 @@ fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>), Error> {
 enum Processed {
     Files(Vec<Placed>),
     Text(String),
-    /// kpt reports this after `[PASS]`.
+    /// An error kpt reports after `[PASS]`, when writing.
     Mismatch(Error),
 }
 
@@ -1001,7 +1001,11 @@ fn process_items(
             };
             return Err(Error::OutputNotKrm(format!("{shown}: {problem}")));
         }
-        if !path.is_empty() {
+        // kpt's `enforcePathInvariants`, after kyaml gave new resources
+        // their default path.
+        if path.is_empty() {
+            explicit.push((package::default_path(&meta), String::new()));
+        } else {
             explicit.push((package::clean_path(path), index.clone()));
         }
         let wide = kyaml::annotation(&item, ann::SEQ_INDENT) == Some("wide");
@@ -1020,6 +1024,11 @@ fn process_items(
             }
         };
         let path = cur.internal[0].clone();
+        // kyaml's `LocalPackageWriter` refuses these when writing, after
+        // kpt printed `[PASS]`.
+        if matches!(output, Output::InPlace | Output::Dir(_)) && path.starts_with('/') {
+            return Ok(Processed::Mismatch(PackageError::Absolute(path).into()));
+        }
         match output {
             Output::InPlace | Output::Dir(_) => {
                 clear_annotations(&mut item, ann::is_kpt);
@@ -1149,6 +1158,9 @@ fn placed_from_text(text: &str) -> Result<Vec<Placed>, Error> {
             }
         };
         let (path, index) = (pick(0), pick(1));
+        if path.starts_with('/') {
+            return Err(PackageError::Absolute(path).into());
+        }
         let wide = kyaml::annotation(&item, ann::SEQ_INDENT) == Some("wide");
         let rel = if path.is_empty() {
             package::default_path(&kyaml::meta(&item))
@@ -1712,6 +1724,12 @@ pub(crate) async fn apply(
     truncate: bool,
     stderr: &mut (dyn Write + Send),
 ) -> Result<Option<Vec<Node>>, Error> {
+    for item in &input {
+        if let Some(problem) = krm_problem(&kyaml::meta(item)) {
+            let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();
+            return Err(Error::InputNotKrm(format!("{path}: {problem}")));
+        }
+    }
     let mut originals = HashMap::new();
     for (n, item) in input.iter_mut().enumerate() {
         let (mid, id) = (n.to_string(), (n + 1).to_string());
@@ -1766,6 +1784,44 @@ pub(crate) async fn apply(
             return Err(e);
         }
     };
+    // kpt's checks on a step's output: resources only, and no two at one
+    // path and index, nor any outside its package (by package; new
+    // resources at their default path).
+    let mut by_pkg: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    for item in &items {
+        let meta = kyaml::meta(item);
+        let found = PathAnns::read(&kyaml::annotations(item));
+        let pick = |k: usize| {
+            if found.internal[k].is_empty() {
+                found.legacy[k].clone()
+            } else {
+                found.internal[k].clone()
+            }
+        };
+        let path = pick(0);
+        if let Some(problem) = krm_problem(&meta) {
+            let shown = if path.is_empty() {
+                package::default_path(&meta)
+            } else {
+                path
+            };
+            fail_line(stderr, name, started)?;
+            return Err(Error::OutputNotKrm(format!("{shown}: {problem}")));
+        }
+        let pkg = kyaml::annotation(item, ann::PACKAGE_PATH).unwrap_or_default();
+        let placed = if path.is_empty() {
+            (package::default_path(&meta), String::new())
+        } else {
+            (package::clean_path(&path), pick(1))
+        };
+        by_pkg.entry(pkg.to_owned()).or_default().push(placed);
+    }
+    for placed in by_pkg.values() {
+        if let Err(e) = package::check_paths(placed) {
+            fail_line(stderr, name, started)?;
+            return Err(e.into());
+        }
+    }
     let mut out = Vec::with_capacity(items.len());
     for mut item in items {
         let id = kyaml::annotation(&item, ann::ID)

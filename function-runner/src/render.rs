@@ -18,7 +18,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::eval::{self, Error, FnConfig, Function};
+use crate::eval::{self, Error, Function};
 use crate::evaluator::Evaluator;
 use crate::package::{self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress};
 use crate::yaml::{Kind, Node};
@@ -49,7 +49,7 @@ enum StepConfig {
     /// `configPath`, relative to the package.
     Path(String),
     /// `configMap`'s data.
-    Map(Vec<String>),
+    Map(Vec<(String, String)>),
 }
 
 /// Renders the package; kpt's lines go to `stderr`. Returns the exit code
@@ -156,13 +156,21 @@ impl State<'_> {
             input.extend(local);
             self.packages += 1;
             write!(stderr, "Package {}: \n", go_quote(name))?;
+            // kpt checks that a package holds resources only, functions or
+            // none.
+            for item in &input {
+                if let Some(problem) = eval::krm_problem(&kyaml::meta(item)) {
+                    let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();
+                    return Err(Error::InputNotKrm(format!("{path}: {problem}")).into());
+                }
+            }
             let (mutators, validators) = pipeline(&kptfile, self.opts)?;
             let any = !mutators.is_empty() || !validators.is_empty();
             for step in &mutators {
-                input = self.step(step, input, dir, stderr).await?;
+                input = self.step(step, input, dir, false, stderr).await?;
             }
             for step in &validators {
-                self.step(step, input.clone(), dir, stderr).await?;
+                self.step(step, input.clone(), dir, true, stderr).await?;
             }
             if any {
                 writeln!(stderr)?;
@@ -177,20 +185,33 @@ impl State<'_> {
         step: &Step,
         input: Vec<Node>,
         dir: &Path,
+        validator: bool,
         stderr: &mut (dyn Write + Send),
     ) -> Result<Vec<Node>, Failed> {
         let pkg_path = dir.display().to_string();
         let fn_config = match &step.fn_config {
             StepConfig::None => None,
-            StepConfig::Map(data) => Some(eval::function_config(&FnConfig::Args(data.clone()))?),
+            StepConfig::Map(data) => Some(config_map(data)?),
+            // kpt reads a validator's config from its file, as written.
+            StepConfig::Path(p) if validator => {
+                let path = dir.join(p);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|_| Error::MissingFnConfig(path.display().to_string()))?;
+                let doc = package::read_documents(&text)
+                    .map_err(|e| Error::BadFnConfig(path.display().to_string(), e.to_string()))?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| {
+                        Error::BadFnConfig(path.display().to_string(), "it is empty".into())
+                    })?;
+                Some(doc.node)
+            }
+            // A mutator's is the package's resource from that file as it is
+            // now (the last one with that path).
             StepConfig::Path(p) => {
-                let want = package::clean_path(p);
-                let found = input.iter().find(|r| {
+                let found = input.iter().rev().find(|r| {
                     kyaml::annotation(r, ann::PACKAGE_PATH) == Some(pkg_path.as_str())
-                        && kyaml::annotation(r, ann::PATH)
-                            .map(package::clean_path)
-                            .as_deref()
-                            == Some(want.as_str())
+                        && kyaml::annotation(r, ann::PATH) == Some(p.as_str())
                 });
                 match found {
                     Some(r) => Some(r.clone()),
@@ -223,7 +244,8 @@ impl State<'_> {
         // package whose function made it.
         for item in &mut items {
             if kyaml::annotation(item, ann::PACKAGE_PATH).is_none() {
-                let _ = kyaml::set_annotation(item, ann::PACKAGE_PATH, &pkg_path);
+                kyaml::set_annotation(item, ann::PACKAGE_PATH, &pkg_path)
+                    .map_err(|e| Error::BadOutput(e.to_string()))?;
             }
         }
         Ok(items)
@@ -236,6 +258,38 @@ fn join(rel: &str, path: &str) -> String {
     } else {
         format!("{rel}/{path}")
     }
+}
+
+/// A pipeline step's `configMap`, as kpt's `NewConfigMap` builds it: a
+/// parsed ConfigMap skeleton whose `data: {}` (flow style, kept) takes the
+/// entries, keys sorted, values tagged as strings.
+fn config_map(data: &[(String, String)]) -> Result<Node, Error> {
+    let skeleton = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\ndata: {}\n";
+    let mut doc = crate::yaml::parse::parse(skeleton)
+        .ok()
+        .and_then(|d| d.into_iter().next())
+        .ok_or_else(|| Error::Input("the function-input skeleton".into()))?;
+    let mut sorted: Vec<&(String, String)> = data.iter().collect();
+    sorted.sort();
+    let mut map = Node::mapping(
+        sorted
+            .iter()
+            .flat_map(|(k, v)| {
+                [
+                    Node {
+                        kind: Kind::Scalar,
+                        value: k.as_str().into(),
+                        ..Node::default()
+                    },
+                    Node::string(v.as_str()),
+                ]
+            })
+            .collect(),
+    );
+    map.tag = Default::default();
+    let root = kyaml::content_mut(&mut doc);
+    kyaml::set_field(root, "data", map).map_err(|e| Error::Input(e.to_string()))?;
+    Ok(doc)
 }
 
 /// The Kptfile's mutators and validators.
@@ -300,7 +354,7 @@ fn step(f: &Node, opts: &RenderOptions) -> Result<Step, Error> {
             StepConfig::Map(
                 map.content
                     .chunks_exact(2)
-                    .map(|kv| format!("{}={}", kv[0].value, kv[1].value))
+                    .map(|kv| (kv[0].value.to_string(), kv[1].value.to_string()))
                     .collect(),
             )
         } else {

@@ -101,6 +101,8 @@ pub enum PackageError {
     Mismatched(&'static str),
     #[error("{path}: invalid index annotation {}", go_quote(value))]
     BadIndex { path: String, value: String },
+    #[error("package paths may not be absolute paths")]
+    Absolute(String),
     /// kyaml's `MalformedYAMLError`, after the file's path.
     #[error("{path}: MalformedYAMLError: {message}")]
     Malformed { path: String, message: String },
@@ -433,14 +435,42 @@ pub fn read_package(
 
 /// Reads a package without its subpackages (kpt's `LocalResources`);
 /// returns its files and the paths of its direct subpackages (directories
-/// with a Kptfile), in walk order.
+/// with a Kptfile, found whatever `.krmignore` says, as kpt's
+/// `DirectSubpackages` finds them), in walk order.
 pub fn read_local(
     dir: &Path,
     progress: &mut Progress<'_>,
 ) -> Result<(Vec<PackageFile>, Vec<String>), PackageError> {
+    let mut listed = Vec::new();
+    let files = read(dir, Some(&mut listed), progress)?;
     let mut subpackages = Vec::new();
-    let files = read(dir, Some(&mut subpackages), progress)?;
+    find_subpackages(dir, "", &mut subpackages)?;
     Ok((files, subpackages))
+}
+
+fn find_subpackages(dir: &Path, rel: &str, out: &mut Vec<String>) -> Result<(), PackageError> {
+    let mut entries: Vec<(Vec<u8>, PathBuf)> = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
+        let entry = entry.map_err(io_err(dir))?;
+        if entry.file_type().map_err(io_err(dir))?.is_dir() {
+            entries.push((entry.file_name().as_bytes().to_vec(), entry.path()));
+        }
+    }
+    entries.sort();
+    for (name, path) in entries {
+        let child = String::from_utf8_lossy(&name);
+        let child_rel = if rel.is_empty() {
+            child.into_owned()
+        } else {
+            format!("{rel}/{child}")
+        };
+        if path.join("Kptfile").is_file() {
+            out.push(child_rel);
+        } else {
+            find_subpackages(&path, &child_rel, out)?;
+        }
+    }
+    Ok(())
 }
 
 fn read(
@@ -504,10 +534,15 @@ impl Walker<'_, '_> {
             };
             let lmeta = fs::symlink_metadata(&path).map_err(io_err(&path))?;
             if lmeta.is_dir() {
-                // A subpackage has its own .krmignore, and cannot be ignored.
+                // A subpackage has its own .krmignore. kyaml's reader checks
+                // the parent's rules first (an ignored subpackage is not
+                // read); kpt's subpackage discovery for render ignores them.
                 if path.join("Kptfile").is_file() {
                     if let Some(subs) = self.subpackages.as_mut() {
                         subs.push(child_rel);
+                        continue;
+                    }
+                    if rules.ignored(&child_rel, true) {
                         continue;
                     }
                     let sub = IgnoreRules::read(&path)?;
@@ -708,6 +743,27 @@ pub fn to_json(node: &Node) -> serde_json::Value {
 /// directory and a rename, so the file is whole, old or new, whatever
 /// happens; an existing file's permissions are kept.
 pub fn write_atomic(target: &Path, content: &[u8]) -> Result<(), PackageError> {
+    let (tmp, target) = write_temp(target, content)?;
+    fs::rename(&tmp, &target).map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        io_err(&target)(e)
+    })
+}
+
+/// The first half of [`write_atomic`]: `content` in a temporary file beside
+/// the file `target` names (through a symlink: the link stays, its target
+/// is replaced). Returns the temporary file and the file to rename it to.
+fn write_temp(target: &Path, content: &[u8]) -> Result<(PathBuf, PathBuf), PackageError> {
+    let target = match fs::symlink_metadata(target) {
+        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(target).map_err(io_err(target))?,
+        _ => target.to_path_buf(),
+    };
+    if target.is_dir() {
+        return Err(PackageError::File {
+            path: target.display().to_string(),
+            message: "path cannot be a directory".into(),
+        });
+    }
     let dir = target.parent().unwrap_or(Path::new("."));
     let name = target
         .file_name()
@@ -717,23 +773,25 @@ pub fn write_atomic(target: &Path, content: &[u8]) -> Result<(), PackageError> {
     let result = (|| {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(content)?;
-        if let Ok(meta) = fs::metadata(target) {
+        if let Ok(meta) = fs::metadata(&target) {
             f.set_permissions(meta.permissions())?;
         }
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, target)
+        f.sync_all()
     })();
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
-        return Err(io_err(target)(e));
+        return Err(io_err(&target)(e));
     }
-    Ok(())
+    Ok((tmp, target))
 }
 
 /// Writes resources to `root` as kpt does: one file per path, documents in
 /// index order (those without an index first). Files whose content does
-/// not change are not touched. Returns the paths written (or unchanged).
+/// not change are not touched. Every changed file is first written to a
+/// temporary file beside it, and only when all of them are written are
+/// they renamed into place, so an error (a path that is a directory, a
+/// full disk) leaves the package as it was. Returns the paths written (or
+/// unchanged).
 pub fn write_package(
     root: &Path,
     items: Vec<Placed>,
@@ -749,23 +807,45 @@ pub fn write_package(
     let mut report = WriteReport::default();
     let mut paths = HashSet::with_capacity(by_path.len());
     let total = by_path.len();
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let unstage = |staged: &[(PathBuf, PathBuf)]| {
+        for (tmp, _) in staged {
+            let _ = fs::remove_file(tmp);
+        }
+    };
     for (n, (path, mut docs)) in by_path.into_iter().enumerate() {
         docs.sort_by_key(|d| (d.0.is_some(), d.0, d.1));
         let nodes: Vec<(&Node, bool)> = docs.iter().map(|d| (&d.2, d.3)).collect();
         let content = file_content(&path, &nodes);
         let target = root.join(&path);
-        match fs::read(&target) {
-            Ok(old) if old == content.as_bytes() => report.unchanged += 1,
-            _ => {
-                if let Some(parent) = target.parent() {
-                    fs::create_dir_all(parent).map_err(io_err(parent))?;
-                }
-                write_atomic(&target, content.as_bytes())?;
-                report.written += 1;
+        let staging = match fs::read(&target) {
+            Ok(old) if old == content.as_bytes() => {
+                report.unchanged += 1;
+                Ok(None)
+            }
+            _ => target
+                .parent()
+                .map_or(Ok(()), |parent| fs::create_dir_all(parent).map_err(io_err(parent)))
+                .and_then(|()| write_temp(&target, content.as_bytes()))
+                .map(Some),
+        };
+        match staging {
+            Ok(Some(pair)) => staged.push(pair),
+            Ok(None) => {}
+            Err(e) => {
+                unstage(&staged);
+                return Err(e);
             }
         }
         paths.insert(path);
         progress.tick(|| format!("writing package: {} of {total} files", n + 1));
+    }
+    for (i, (tmp, target)) in staged.iter().enumerate() {
+        if let Err(e) = fs::rename(tmp, target) {
+            unstage(&staged[i..]);
+            return Err(io_err(target)(e));
+        }
+        report.written += 1;
     }
     progress.done(|t| format!("wrote {total} files in {t:.1?}"));
     Ok((report, paths))
@@ -963,7 +1043,36 @@ mod tests {
             .collect();
         assert_eq!(names, vec!["a.yaml"]);
         assert!(write_atomic(&dir.path().join("missing/b.yaml"), b"x").is_err());
-        assert_eq!(fs::read_to_string(&f).unwrap(), "new\n");
+        // Through a symlink: the link stays, the file it names changes.
+        let link = dir.path().join("link.yaml");
+        std::os::unix::fs::symlink("a.yaml", &link).unwrap();
+        write_atomic(&link, b"via link\n").unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(fs::read_to_string(&f).unwrap(), "via link\n");
+        // A package write that fails on one file (a directory where a file
+        // goes) changes none: nothing renamed, no temporary file left.
+        fs::create_dir(dir.path().join("zdir")).unwrap();
+        let doc = |t: &str| read_documents(t).unwrap().remove(0).node;
+        let placed = |path: &str, text: &str| Placed {
+            path: path.into(),
+            index: None,
+            node: doc(text),
+            wide: false,
+        };
+        let err = write_package(
+            dir.path(),
+            vec![placed("a.yaml", "a: changed\n"), placed("zdir", "b: 1\n")],
+            &mut Progress::new(None),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("path cannot be a directory"), "{err}");
+        assert_eq!(fs::read_to_string(&f).unwrap(), "via link\n");
+        let mut names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, vec!["a.yaml", "link.yaml", "zdir"]);
     }
 
     #[test]

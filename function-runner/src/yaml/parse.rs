@@ -53,7 +53,9 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
+use std::hash::BuildHasherDefault;
 
+use compact_str::CompactString;
 use libyaml_safer::{Event, EventData, MappingStyle, Parser, ScalarStyle, SequenceStyle};
 
 use crate::yaml::node::{Kind, Node, Style, Tag};
@@ -452,7 +454,10 @@ fn parse_once(
     })
 }
 
-type EventResult = Result<Event, Failure>;
+/// An event, and a scalar's value as the node holds it (converted on the
+/// thread that parsed it: freeing libyaml's string there is cheap, on
+/// another thread it contends for the allocator).
+type EventResult = Result<(Event, CompactString), Failure>;
 
 /// Why the events stop before the stream end.
 enum Failure {
@@ -581,12 +586,18 @@ impl<'a> Producer<'a> {
                         if self.eof_patched {
                             self.eof_block_scalar(&mut e);
                         }
-                        Ok(e)
+                        let value = match &mut e.data {
+                            EventData::Scalar { value, .. } => {
+                                CompactString::from(std::mem::take(value).as_str())
+                            }
+                            _ => CompactString::default(),
+                        };
+                        Ok((e, value))
                     }
                 },
                 Err(e) => Err(Failure::Libyaml(e)),
             };
-            self.done = !matches!(&ev, Ok(e) if !matches!(e.data, EventData::StreamEnd));
+            self.done = !matches!(&ev, Ok((e, _)) if !matches!(e.data, EventData::StreamEnd));
             events.push(ev);
             if self.done {
                 break;
@@ -1762,7 +1773,7 @@ struct Source<'a> {
     eof: Option<Mk>,
     window: Window,
     recon_ok: bool,
-    events: VecDeque<Event>,
+    events: VecDeque<(Event, CompactString)>,
     /// Events received so far.
     pulled: usize,
     error: Option<ParseError>,
@@ -1811,7 +1822,7 @@ impl<'a> Source<'a> {
         self.recon_ok &= batch.recon_ok;
         self.window.toks.extend(batch.toks);
         for ev in batch.events {
-            let mut ev = match ev {
+            let (mut ev, value) = match ev {
                 Ok(ev) => ev,
                 Err(Failure::Libyaml(e)) => {
                     self.tab_at = tab_error(&e, self.text);
@@ -1843,7 +1854,7 @@ impl<'a> Source<'a> {
                 }
                 _ => {}
             }
-            self.events.push_back(ev);
+            self.events.push_back((ev, value));
             self.pulled += 1;
         }
         true
@@ -1852,6 +1863,27 @@ impl<'a> Source<'a> {
 
 // ---------------------------------------------------------------------------
 // yaml.v3's scanner, replayed over the rebuilt tokens
+
+/// Hashes a token number (the keys of `simple_keys_by_tok`) by one
+/// multiplication.
+#[derive(Default)]
+struct TokHasher(u64);
+
+impl std::hash::Hasher for TokHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// yaml.v3's `yaml_comment_t`.
 #[derive(Clone, Debug, Default)]
@@ -1892,7 +1924,7 @@ struct Sim<'a> {
     /// `simple_keys_by_tok`: token number to flow level; stale entries are
     /// kept as yaml.v3 keeps them (but those behind the parser, never
     /// looked up again, are dropped now and then).
-    by_tok: HashMap<usize, usize>,
+    by_tok: HashMap<usize, usize, BuildHasherDefault<TokHasher>>,
     stream_start_produced: bool,
     stream_end_produced: bool,
     /// Tokens in the queue so far (`tokens_parsed + len(tokens) - head`).
@@ -1924,7 +1956,7 @@ impl<'a> Sim<'a> {
             flow_level: 0,
             simple_key_allowed: false,
             simple_keys: Vec::new(),
-            by_tok: HashMap::new(),
+            by_tok: HashMap::default(),
             stream_start_produced: false,
             stream_end_produced: false,
             produced: 0,
@@ -3385,6 +3417,8 @@ fn short_tag(tag: &str) -> String {
 /// One event with its yaml.v3 comments and mark.
 struct Item {
     data: EventData,
+    /// A scalar's value.
+    value: CompactString,
     start: Mk,
     head: String,
     line: String,
@@ -3489,7 +3523,7 @@ impl<'a> Composer<'a> {
         if self.peeked.is_some() {
             return;
         }
-        let ev = loop {
+        let (ev, value) = loop {
             if let Some(ev) = self.go.sim.source.events.pop_front() {
                 break ev;
             }
@@ -3502,6 +3536,7 @@ impl<'a> Composer<'a> {
         let mut item = Item {
             start: Mk::of(ev.start_mark),
             data: ev.data,
+            value,
             head: String::new(),
             line: String::new(),
             foot: String::new(),
@@ -3596,7 +3631,7 @@ impl<'a> Composer<'a> {
         kind: Kind,
         default_tag: &'static str,
         tag: Option<String>,
-        value: String,
+        value: CompactString,
         item: &mut Item,
     ) -> Node {
         let mut style = Style::default();
@@ -3613,7 +3648,7 @@ impl<'a> Composer<'a> {
             kind,
             style,
             tag,
-            value: value.into(),
+            value,
             line: (item.start.line + 1) as u32,
             column: (item.start.column + 1) as u32,
             head_comment: std::mem::take(&mut item.head).into(),
@@ -3633,7 +3668,13 @@ impl<'a> Composer<'a> {
     /// `parser.document`.
     fn document(&mut self) -> Result<Node, Stop> {
         let mut item = self.next().ok_or(Stop::End)?;
-        let mut n = Composer::node(Kind::Document, "", None, String::new(), &mut item);
+        let mut n = Composer::node(
+            Kind::Document,
+            "",
+            None,
+            CompactString::default(),
+            &mut item,
+        );
         let base = self.stack.len();
         self.parse()?;
         n.content = self.stack.split_off(base);
@@ -3657,7 +3698,8 @@ impl<'a> Composer<'a> {
                 self.taken - 1,
             ));
         }
-        let mut n = Composer::node(Kind::Alias, "", None, name.clone(), &mut item);
+        let value = CompactString::from(name.as_str());
+        let mut n = Composer::node(Kind::Alias, "", None, value, &mut item);
         n.alias = name.into();
         self.stack.push(n);
         Ok(())
@@ -3666,15 +3708,12 @@ impl<'a> Composer<'a> {
     fn scalar(&mut self) -> Result<(), Stop> {
         let mut item = self.next().ok_or(Stop::End)?;
         let EventData::Scalar {
-            anchor,
-            tag,
-            value,
-            style,
-            ..
+            anchor, tag, style, ..
         } = std::mem::replace(&mut item.data, EventData::StreamEnd)
         else {
             return Err(Stop::End);
         };
+        let value = std::mem::take(&mut item.value);
         let node_style = match style {
             ScalarStyle::DoubleQuoted => Style::DOUBLE_QUOTED,
             ScalarStyle::SingleQuoted => Style::SINGLE_QUOTED,
@@ -3706,7 +3745,13 @@ impl<'a> Composer<'a> {
         else {
             return Err(Stop::End);
         };
-        let mut n = Composer::node(Kind::Sequence, "!!seq", tag, String::new(), &mut item);
+        let mut n = Composer::node(
+            Kind::Sequence,
+            "!!seq",
+            tag,
+            CompactString::default(),
+            &mut item,
+        );
         if style == SequenceStyle::Flow {
             n.style = n.style | Style::FLOW;
         }
@@ -3738,7 +3783,13 @@ impl<'a> Composer<'a> {
         else {
             return Err(Stop::End);
         };
-        let mut n = Composer::node(Kind::Mapping, "!!map", tag, String::new(), &mut item);
+        let mut n = Composer::node(
+            Kind::Mapping,
+            "!!map",
+            tag,
+            CompactString::default(),
+            &mut item,
+        );
         if style == MappingStyle::Flow {
             n.style = n.style | Style::FLOW;
         }
