@@ -1530,6 +1530,165 @@ pub fn kpt_duration(d: Duration) -> String {
     }
 }
 
+// ---------------------------------------------------------------------------
+// One function over resources that stay in memory (`render`'s steps)
+
+/// Runs `function` over `input` as kpt's function runner does for one
+/// pipeline step: ids and migration ids on the way in; on the way out the
+/// input's comments and field order restored, ids cleared, the path and
+/// index annotations reconciled. Prints kpt's `[RUNNING]` and `[PASS]` or
+/// `[FAIL]` lines. `Ok(None)`: the function failed (its block printed).
+pub(crate) async fn apply(
+    function: &Function,
+    name: &str,
+    mut input: Vec<Node>,
+    fn_config: Option<Node>,
+    max_output_bytes: usize,
+    truncate: bool,
+    stderr: &mut (dyn Write + Send),
+) -> Result<Option<Vec<Node>>, Error> {
+    for item in &input {
+        if let Some(problem) = krm_problem(&kyaml::meta(item)) {
+            let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();
+            return Err(Error::InputNotKrm(format!("{path}: {problem}")));
+        }
+    }
+    let mut originals = HashMap::new();
+    for (n, item) in input.iter_mut().enumerate() {
+        let (mid, id) = (n.to_string(), (n + 1).to_string());
+        let found = PathAnns::read(&kyaml::annotations(item));
+        let pick = |k: usize| {
+            if found.internal[k].is_empty() {
+                found.legacy[k].clone()
+            } else {
+                found.internal[k].clone()
+            }
+        };
+        originals.insert(mid.clone(), [pick(0), pick(1)]);
+        set_all(
+            item,
+            &[
+                (ann::MIGRATION_ID, mid.as_str()),
+                (ann::ID, id.as_str()),
+                (ann::LEGACY_ID, id.as_str()),
+            ],
+        )
+        .map_err(|e| Error::Input(e.to_string()))?;
+    }
+    let list = assemble(&mut input, fn_config);
+    writeln!(stderr, "[RUNNING] {}", go_quote(name))?;
+    let started = Instant::now();
+    let ran = match function {
+        Function::Exec(cmd) => run_exec(cmd, list, max_output_bytes).await,
+        Function::Image { image, evaluator } => run_image(image, list, evaluator.as_ref()).await,
+    };
+    let ran = match ran {
+        Ok(r) => r,
+        Err(e) => {
+            fail_line(stderr, name, started)?;
+            return Err(e);
+        }
+    };
+    let parsed = parse_output(&ran.stdout);
+    if ran.exit_code != 0 {
+        fail_line(stderr, name, started)?;
+        if let Ok((_, results)) = &parsed {
+            print_results(stderr, results, truncate)?;
+        }
+        print_stderr(stderr, &ran.stderr, truncate)?;
+        write!(stderr, "  Exit code: {}\n\n", ran.exit_code)?;
+        return Ok(None);
+    }
+    let (items, results) = match parsed {
+        Ok(p) => p,
+        Err(e) => {
+            fail_line(stderr, name, started)?;
+            print_stderr(stderr, &ran.stderr, truncate)?;
+            return Err(e);
+        }
+    };
+    // kpt's checks on a step's output: resources only, and no two at one
+    // path and index, nor any outside its package (by package; new
+    // resources at their default path).
+    let mut by_pkg: HashMap<String, Vec<(String, String)>> = HashMap::new();
+    for item in &items {
+        let meta = kyaml::meta(item);
+        let found = PathAnns::read(&kyaml::annotations(item));
+        let pick = |k: usize| {
+            if found.internal[k].is_empty() {
+                found.legacy[k].clone()
+            } else {
+                found.internal[k].clone()
+            }
+        };
+        let path = pick(0);
+        if let Some(problem) = krm_problem(&meta) {
+            let shown = if path.is_empty() {
+                package::default_path(&meta)
+            } else {
+                path
+            };
+            fail_line(stderr, name, started)?;
+            return Err(Error::OutputNotKrm(format!("{shown}: {problem}")));
+        }
+        let pkg = kyaml::annotation(item, ann::PACKAGE_PATH).unwrap_or_default();
+        let placed = if path.is_empty() {
+            (package::default_path(&meta), String::new())
+        } else {
+            (package::clean_path(&path), pick(1))
+        };
+        by_pkg.entry(pkg.to_owned()).or_default().push(placed);
+    }
+    for placed in by_pkg.values() {
+        if let Err(e) = package::check_paths(placed) {
+            fail_line(stderr, name, started)?;
+            return Err(e.into());
+        }
+    }
+    let mut out = Vec::with_capacity(items.len());
+    for mut item in items {
+        let id = kyaml::annotation(&item, ann::ID)
+            .or_else(|| kyaml::annotation(&item, ann::LEGACY_ID))
+            .and_then(|id| id.parse::<usize>().ok());
+        if let Some(from) = id
+            .and_then(|id| id.checked_sub(1))
+            .and_then(|i| input.get(i))
+        {
+            kyaml::copy_comments(from, &mut item);
+            kyaml::sync_order(from, &mut item);
+        }
+        let found = PathAnns::read(&kyaml::annotations(&item));
+        let cur = match found.reconcile(&originals) {
+            Ok(c) => c,
+            Err(what) => {
+                fail_line(stderr, name, started)?;
+                return Err(PackageError::Mismatched(what).into());
+            }
+        };
+        let mut set: Vec<(&str, &str)> = Vec::new();
+        for k in 0..2 {
+            if cur.internal[k] != found.internal[k] {
+                set.push((INTERNAL_KEYS[k], &cur.internal[k]));
+            }
+            if cur.legacy[k] != found.legacy[k] {
+                set.push((LEGACY_KEYS[k], &cur.legacy[k]));
+            }
+        }
+        set_all(&mut item, &set).map_err(|e| Error::BadOutput(e.to_string()))?;
+        clear_annotations(&mut item, ann::is_id);
+        out.push(item);
+    }
+    writeln!(
+        stderr,
+        "[PASS] {} in {}",
+        go_quote(name),
+        kpt_duration(started.elapsed())
+    )?;
+    print_results(stderr, &results, truncate)?;
+    print_stderr(stderr, &ran.stderr, truncate)?;
+    Ok(Some(out))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -1705,163 +1864,4 @@ items:
         );
         assert_eq!(block("Stderr", &lines, false).lines().count(), 7);
     }
-}
-
-// ---------------------------------------------------------------------------
-// One function over resources that stay in memory (`render`'s steps)
-
-/// Runs `function` over `input` as kpt's function runner does for one
-/// pipeline step: ids and migration ids on the way in; on the way out the
-/// input's comments and field order restored, ids cleared, the path and
-/// index annotations reconciled. Prints kpt's `[RUNNING]` and `[PASS]` or
-/// `[FAIL]` lines. `Ok(None)`: the function failed (its block printed).
-pub(crate) async fn apply(
-    function: &Function,
-    name: &str,
-    mut input: Vec<Node>,
-    fn_config: Option<Node>,
-    max_output_bytes: usize,
-    truncate: bool,
-    stderr: &mut (dyn Write + Send),
-) -> Result<Option<Vec<Node>>, Error> {
-    for item in &input {
-        if let Some(problem) = krm_problem(&kyaml::meta(item)) {
-            let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();
-            return Err(Error::InputNotKrm(format!("{path}: {problem}")));
-        }
-    }
-    let mut originals = HashMap::new();
-    for (n, item) in input.iter_mut().enumerate() {
-        let (mid, id) = (n.to_string(), (n + 1).to_string());
-        let found = PathAnns::read(&kyaml::annotations(item));
-        let pick = |k: usize| {
-            if found.internal[k].is_empty() {
-                found.legacy[k].clone()
-            } else {
-                found.internal[k].clone()
-            }
-        };
-        originals.insert(mid.clone(), [pick(0), pick(1)]);
-        set_all(
-            item,
-            &[
-                (ann::MIGRATION_ID, mid.as_str()),
-                (ann::ID, id.as_str()),
-                (ann::LEGACY_ID, id.as_str()),
-            ],
-        )
-        .map_err(|e| Error::Input(e.to_string()))?;
-    }
-    let list = assemble(&mut input, fn_config);
-    writeln!(stderr, "[RUNNING] {}", go_quote(name))?;
-    let started = Instant::now();
-    let ran = match function {
-        Function::Exec(cmd) => run_exec(cmd, list, max_output_bytes).await,
-        Function::Image { image, evaluator } => run_image(image, list, evaluator.as_ref()).await,
-    };
-    let ran = match ran {
-        Ok(r) => r,
-        Err(e) => {
-            fail_line(stderr, name, started)?;
-            return Err(e);
-        }
-    };
-    let parsed = parse_output(&ran.stdout);
-    if ran.exit_code != 0 {
-        fail_line(stderr, name, started)?;
-        if let Ok((_, results)) = &parsed {
-            print_results(stderr, results, truncate)?;
-        }
-        print_stderr(stderr, &ran.stderr, truncate)?;
-        write!(stderr, "  Exit code: {}\n\n", ran.exit_code)?;
-        return Ok(None);
-    }
-    let (items, results) = match parsed {
-        Ok(p) => p,
-        Err(e) => {
-            fail_line(stderr, name, started)?;
-            print_stderr(stderr, &ran.stderr, truncate)?;
-            return Err(e);
-        }
-    };
-    // kpt's checks on a step's output: resources only, and no two at one
-    // path and index, nor any outside its package (by package; new
-    // resources at their default path).
-    let mut by_pkg: HashMap<String, Vec<(String, String)>> = HashMap::new();
-    for item in &items {
-        let meta = kyaml::meta(item);
-        let found = PathAnns::read(&kyaml::annotations(item));
-        let pick = |k: usize| {
-            if found.internal[k].is_empty() {
-                found.legacy[k].clone()
-            } else {
-                found.internal[k].clone()
-            }
-        };
-        let path = pick(0);
-        if let Some(problem) = krm_problem(&meta) {
-            let shown = if path.is_empty() {
-                package::default_path(&meta)
-            } else {
-                path
-            };
-            fail_line(stderr, name, started)?;
-            return Err(Error::OutputNotKrm(format!("{shown}: {problem}")));
-        }
-        let pkg = kyaml::annotation(item, ann::PACKAGE_PATH).unwrap_or_default();
-        let placed = if path.is_empty() {
-            (package::default_path(&meta), String::new())
-        } else {
-            (package::clean_path(&path), pick(1))
-        };
-        by_pkg.entry(pkg.to_owned()).or_default().push(placed);
-    }
-    for placed in by_pkg.values() {
-        if let Err(e) = package::check_paths(placed) {
-            fail_line(stderr, name, started)?;
-            return Err(e.into());
-        }
-    }
-    let mut out = Vec::with_capacity(items.len());
-    for mut item in items {
-        let id = kyaml::annotation(&item, ann::ID)
-            .or_else(|| kyaml::annotation(&item, ann::LEGACY_ID))
-            .and_then(|id| id.parse::<usize>().ok());
-        if let Some(from) = id
-            .and_then(|id| id.checked_sub(1))
-            .and_then(|i| input.get(i))
-        {
-            kyaml::copy_comments(from, &mut item);
-            kyaml::sync_order(from, &mut item);
-        }
-        let found = PathAnns::read(&kyaml::annotations(&item));
-        let cur = match found.reconcile(&originals) {
-            Ok(c) => c,
-            Err(what) => {
-                fail_line(stderr, name, started)?;
-                return Err(PackageError::Mismatched(what).into());
-            }
-        };
-        let mut set: Vec<(&str, &str)> = Vec::new();
-        for k in 0..2 {
-            if cur.internal[k] != found.internal[k] {
-                set.push((INTERNAL_KEYS[k], &cur.internal[k]));
-            }
-            if cur.legacy[k] != found.legacy[k] {
-                set.push((LEGACY_KEYS[k], &cur.legacy[k]));
-            }
-        }
-        set_all(&mut item, &set).map_err(|e| Error::BadOutput(e.to_string()))?;
-        clear_annotations(&mut item, ann::is_id);
-        out.push(item);
-    }
-    writeln!(
-        stderr,
-        "[PASS] {} in {}",
-        go_quote(name),
-        kpt_duration(started.elapsed())
-    )?;
-    print_results(stderr, &results, truncate)?;
-    print_stderr(stderr, &ran.stderr, truncate)?;
-    Ok(Some(out))
 }

@@ -155,7 +155,7 @@ impl State<'_> {
             }
             input.extend(local);
             self.packages += 1;
-            write!(stderr, "Package {}: \n", go_quote(name))?;
+            writeln!(stderr, "Package {}: ", go_quote(name))?;
             // kpt checks that a package holds resources only, functions or
             // none.
             for item in &input {

@@ -496,3 +496,78 @@ fn render_runs_pipelines_as_kpt_does() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// Functions that put resources where they cannot go: the same exit code
+/// as kpt, and a package left as it was when it fails.
+#[test]
+fn bad_paths_are_refused_as_kpt_refuses_them() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    if prerequisite(python_with_pyyaml()).is_none() {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    // Each: Python that edits the list `items` (`rl` is the whole list).
+    let cases = [
+        (
+            "path-is-a-directory",
+            "items[1]['metadata']['annotations']['internal.config.kubernetes.io/path'] = 'zdir'\nitems[1]['metadata']['annotations']['config.kubernetes.io/path'] = 'zdir'",
+        ),
+        (
+            "absolute-path",
+            "items[1]['metadata']['annotations']['internal.config.kubernetes.io/path'] = '/abs/x.yaml'\nitems[1]['metadata']['annotations']['config.kubernetes.io/path'] = '/abs/x.yaml'",
+        ),
+        (
+            "outside-the-package",
+            "items[1]['metadata']['annotations']['internal.config.kubernetes.io/path'] = '../x.yaml'\nitems[1]['metadata']['annotations']['config.kubernetes.io/path'] = '../x.yaml'",
+        ),
+        (
+            "two-new-at-one-default-path",
+            "items.append({'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'n'}})\nitems.append({'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'n'}})",
+        ),
+        ("not-a-resource", "items.append(42)"),
+    ];
+    let mut failures = Vec::new();
+    for (name, edit) in cases {
+        let f = scratch.path().join(format!("{name}.py"));
+        fs::write(
+            &f,
+            format!(
+                "#!/usr/bin/env python3\nimport sys, yaml\nrl = yaml.safe_load(sys.stdin)\nitems = rl['items']\n{edit}\nyaml.safe_dump(rl, sys.stdout)\n"
+            ),
+        )
+        .unwrap();
+        fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let base = scratch.path().join(name);
+        let (kdir, odir) = (base.join("kpt"), base.join("ours"));
+        for dir in [&kdir, &odir] {
+            fs::create_dir_all(dir.join("zdir")).unwrap();
+            for n in ["a", "b"] {
+                fs::write(
+                    dir.join(format!("{n}.yaml")),
+                    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n} # {n}\n"),
+                )
+                .unwrap();
+            }
+        }
+        let before = tree(&odir);
+        let f = f.to_str().unwrap();
+        let k = run(&kpt, &["fn", "eval", kdir.to_str().unwrap(), "--exec", f]);
+        let o = run(
+            Path::new(ours()),
+            &["eval", odir.to_str().unwrap(), "--exec", f],
+        );
+        if let Some(d) = exit_diff(name, &k, &o) {
+            failures.push(d);
+            continue;
+        }
+        if o.code == 0 {
+            failures.push(format!("{name}: both passed; the case tests nothing"));
+        }
+        if tree(&odir) != before {
+            failures.push(format!("{name}: failed but changed the package"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -167,7 +167,7 @@ fn clear_field(map: &mut Node, name: &str, if_empty: bool) {
     let Some(i) = map
         .content
         .chunks_exact(2)
-        .position(|kv| kv[0].value == name && !(if_empty && !kv[1].content.is_empty()))
+        .position(|kv| kv[0].value == name && (!if_empty || kv[1].content.is_empty()))
     else {
         return;
     };

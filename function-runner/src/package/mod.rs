@@ -721,22 +721,59 @@ pub fn to_json(node: &Node) -> serde_json::Value {
         Kind::Scalar => match node.tag.as_str() {
             "!!null" => J::Null,
             "!!bool" => J::Bool(matches!(node.value.as_str(), "true" | "True" | "TRUE")),
-            "!!int" => node
-                .value
-                .replace('_', "")
-                .parse::<i64>()
-                .map(J::from)
-                .unwrap_or_else(|_| J::String(node.value.to_string())),
-            "!!float" => node
-                .value
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map(J::Number)
+            "!!int" => go_int(&node.value)
+                .or_else(|| node.value.parse::<f64>().ok().and_then(go_float))
+                .unwrap_or_else(|| J::String(node.value.to_string())),
+            "!!float" => float_value(&node.value)
+                .and_then(go_float)
                 .unwrap_or_else(|| J::String(node.value.to_string())),
             _ => J::String(node.value.to_string()),
         },
     }
+}
+
+/// An integer as yaml.v3 reads one (`0x`, `0o`, `0b` and a leading `0`
+/// for octal, `_` between digits, past `i64` as `u64`), for JSON.
+fn go_int(s: &str) -> Option<serde_json::Value> {
+    let t = s.replace('_', "");
+    let (neg, digits) = match t.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, t.strip_prefix('+').unwrap_or(&t)),
+    };
+    let (radix, digits) = if let Some(d) = digits.strip_prefix("0x") {
+        (16, d)
+    } else if let Some(d) = digits.strip_prefix("0o") {
+        (8, d)
+    } else if let Some(d) = digits.strip_prefix("0b") {
+        (2, d)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        (8, &digits[1..])
+    } else {
+        (10, digits)
+    };
+    let magnitude = u64::from_str_radix(digits, radix).ok()?;
+    if !neg {
+        return Some(magnitude.into());
+    }
+    0i64.checked_sub_unsigned(magnitude).map(Into::into)
+}
+
+/// A float as yaml.v3 reads one (`.inf` and `.nan` have no JSON form).
+fn float_value(s: &str) -> Option<f64> {
+    s.replace('_', "")
+        .parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+}
+
+/// A float as Go's encoding/json writes it: whole numbers below 1e21
+/// without a fraction (`1`, `1000`), others as Rust's shortest form.
+fn go_float(f: f64) -> Option<serde_json::Value> {
+    if f.fract() == 0.0 && f.abs() < 1e21 && f.abs() < 9.2e18 {
+        #[allow(clippy::cast_possible_truncation)]
+        return Some((f as i64).into());
+    }
+    serde_json::Number::from_f64(f).map(serde_json::Value::Number)
 }
 
 /// Writes `content` to `target` through a temporary file in the same
@@ -797,7 +834,9 @@ pub fn write_package(
     items: Vec<Placed>,
     progress: &mut Progress<'_>,
 ) -> Result<(WriteReport, HashSet<String>), PackageError> {
-    let mut by_path: BTreeMap<String, Vec<(Option<i64>, usize, Node, bool)>> = BTreeMap::new();
+    // By path: index, order of arrival, resource, wide sequences.
+    type Docs = Vec<(Option<i64>, usize, Node, bool)>;
+    let mut by_path: BTreeMap<String, Docs> = BTreeMap::new();
     for (seq, p) in items.into_iter().enumerate() {
         by_path
             .entry(p.path)
@@ -825,7 +864,9 @@ pub fn write_package(
             }
             _ => target
                 .parent()
-                .map_or(Ok(()), |parent| fs::create_dir_all(parent).map_err(io_err(parent)))
+                .map_or(Ok(()), |parent| {
+                    fs::create_dir_all(parent).map_err(io_err(parent))
+                })
                 .and_then(|()| write_temp(&target, content.as_bytes()))
                 .map(Some),
         };
@@ -1016,6 +1057,15 @@ mod tests {
             file_content("x/j.json", &[(&doc[0].node, false)]),
             "{\n  \"apiVersion\": \"v1\",\n  \"data\": {\n    \"a\": [\n      1,\n      2.5,\n      true,\n      null\n    ],\n    \"b\": 1\n  },\n  \"kind\": \"ConfigMap\",\n  \"metadata\": {\n    \"annotations\": {\n      \"a\": \"\\u003c\\u0026\\u003e\",\n      \"z\": \"1\"\n    },\n    \"name\": \"j\"\n  }\n}\n"
         );
+        // Numbers as Go's encoding/json writes what yaml.v3 read (as kpt
+        // writes them).
+        let nums =
+            read_documents("a: [12345678901234567890, 1.0, 1e3, 0x1F, 0o17, 0755, -3, 2.5]\n")
+                .unwrap();
+        assert_eq!(
+            file_content("n.json", &[(&nums[0].node, false)]),
+            "{\n  \"a\": [\n    12345678901234567890,\n    1,\n    1000,\n    31,\n    15,\n    493,\n    -3,\n    2.5\n  ]\n}\n"
+        );
         let two = read_documents("a: 1\n---\nb: 2\n").unwrap();
         assert_eq!(
             file_content("two.json", &[(&two[0].node, false), (&two[1].node, false)]),
@@ -1047,7 +1097,10 @@ mod tests {
         let link = dir.path().join("link.yaml");
         std::os::unix::fs::symlink("a.yaml", &link).unwrap();
         write_atomic(&link, b"via link\n").unwrap();
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(fs::read_to_string(&f).unwrap(), "via link\n");
         // A package write that fails on one file (a directory where a file
         // goes) changes none: nothing renamed, no temporary file left.
@@ -1065,7 +1118,10 @@ mod tests {
             &mut Progress::new(None),
         )
         .unwrap_err();
-        assert!(err.to_string().contains("path cannot be a directory"), "{err}");
+        assert!(
+            err.to_string().contains("path cannot be a directory"),
+            "{err}"
+        );
         assert_eq!(fs::read_to_string(&f).unwrap(), "via link\n");
         let mut names: Vec<_> = fs::read_dir(dir.path())
             .unwrap()

@@ -130,8 +130,14 @@ const KNOWN_TAGS: [&str; 12] = [
     "!",
 ];
 
-/// Tags beyond [`KNOWN_TAGS`], by index minus its length.
-static OTHER_TAGS: std::sync::RwLock<Vec<&'static str>> = std::sync::RwLock::new(Vec::new());
+/// Tags beyond [`KNOWN_TAGS`], by index minus its length, and their
+/// indexes by name.
+struct OtherTags {
+    names: Vec<&'static str>,
+    index: std::collections::HashMap<&'static str, usize>,
+}
+
+static OTHER_TAGS: std::sync::RwLock<Option<OtherTags>> = std::sync::RwLock::new(None);
 
 impl Tag {
     pub fn as_str(&self) -> &'static str {
@@ -140,7 +146,10 @@ impl Tag {
             return t;
         }
         let others = OTHER_TAGS.read().unwrap_or_else(|e| e.into_inner());
-        others.get(i - KNOWN_TAGS.len()).copied().unwrap_or("")
+        others
+            .as_ref()
+            .and_then(|o| o.names.get(i - KNOWN_TAGS.len()).copied())
+            .unwrap_or("")
     }
     pub fn is_empty(&self) -> bool {
         self.0 == 0
@@ -149,15 +158,32 @@ impl Tag {
         if let Some(i) = KNOWN_TAGS.iter().position(|t| *t == s) {
             return Tag(i as u16);
         }
-        let mut others = OTHER_TAGS.write().unwrap_or_else(|e| e.into_inner());
-        let i = match others.iter().position(|t| *t == s) {
-            Some(i) => i,
-            // Past 65,000 distinct tags, further ones are not told apart
-            // (they read as the last one); no document comes near that.
-            None if KNOWN_TAGS.len() + others.len() >= usize::from(u16::MAX) => others.len() - 1,
+        if let Some(o) = OTHER_TAGS
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            if let Some(i) = o.index.get(s) {
+                return Tag((KNOWN_TAGS.len() + i) as u16);
+            }
+        }
+        let mut guard = OTHER_TAGS.write().unwrap_or_else(|e| e.into_inner());
+        let others = guard.get_or_insert_with(|| OtherTags {
+            names: Vec::new(),
+            index: std::collections::HashMap::new(),
+        });
+        let i = match others.index.get(s) {
+            Some(i) => *i,
+            // Past 65,000 distinct tags, further ones read as the last one
+            // kept; no document comes near that many.
+            None if KNOWN_TAGS.len() + others.names.len() >= usize::from(u16::MAX) => {
+                others.names.len() - 1
+            }
             None => {
-                others.push(Box::leak(s.to_owned().into_boxed_str()));
-                others.len() - 1
+                let name: &'static str = Box::leak(s.to_owned().into_boxed_str());
+                others.names.push(name);
+                others.index.insert(name, others.names.len() - 1);
+                others.names.len() - 1
             }
         };
         Tag((KNOWN_TAGS.len() + i) as u16)
@@ -211,6 +237,8 @@ impl std::fmt::Display for Tag {
 /// allocated only when set.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(from = "String", into = "String")]
+// A thin pointer (8 bytes) where `String` is 24: the point of the type.
+#[allow(clippy::box_collection)]
 pub struct Text(Option<Box<String>>);
 
 impl Text {
@@ -364,7 +392,8 @@ mod tests {
         assert_eq!(Tag::from("!custom"), Tag::from(String::from("!custom")));
         assert_ne!(Tag::from("!a"), Tag::from("!b"));
         let mut text = Text::default();
-        assert!(text.is_empty() && text == "");
+        assert!(text.is_empty());
+        assert_eq!(text.as_str(), "");
         text.push_str("# a");
         text.push('\n');
         assert_eq!(text, "# a\n");
