@@ -35,19 +35,16 @@ fn is_null(node: &Node) -> bool {
     node.tag == NULL_TAG
 }
 
-/// The index of `name`'s key in a mapping's content: the last match, as
-/// kyaml's `visitMappingNodeFields` leaves it.
+/// The index of `name`'s key in a mapping's content: the first match, as
+/// kyaml's `RNode.Field` finds it.
 pub fn field_index(map: &Node, name: &str) -> Option<usize> {
     if map.kind != Kind::Mapping {
         return None;
     }
-    let mut found = None;
-    for (i, kv) in map.content.chunks_exact(2).enumerate() {
-        if kv[0].value == name {
-            found = Some(2 * i);
-        }
-    }
-    found
+    map.content
+        .chunks_exact(2)
+        .position(|kv| kv[0].value == name)
+        .map(|i| 2 * i)
 }
 
 /// [`field_index`] for many lookups in one mapping: a scan for small
@@ -64,8 +61,10 @@ impl<'a> Fields<'a> {
             map.content
                 .chunks_exact(2)
                 .enumerate()
-                .map(|(i, kv)| (kv[0].value.as_str(), 2 * i))
-                .collect()
+                .fold(HashMap::new(), |mut index, (i, kv)| {
+                    index.entry(kv[0].value.as_str()).or_insert(2 * i);
+                    index
+                })
         });
         Fields { map, index }
     }
@@ -403,8 +402,10 @@ fn sync(from: &Node, to: &mut Node) {
 }
 
 /// `yaml.SyncMapNodesOrder`: the fields `from` has first, in its order,
-/// then the others in theirs. Where a name repeats, kyaml keeps only its
-/// last field (`to.Field(name)`), once.
+/// then the others in theirs. With repeated names it does what kyaml does:
+/// each name takes `to.Field(name)` (the first field of that name) and
+/// strikes out one occurrence, so a repeated key can be written twice with
+/// its first value.
 fn sync_map_nodes_order(from: &Node, to: &mut Node) {
     let mut pairs: Vec<Option<(Node, Node)>> = Vec::with_capacity(to.content.len() / 2);
     let mut it = std::mem::take(&mut to.content).into_iter();
@@ -416,22 +417,42 @@ fn sync_map_nodes_order(from: &Node, to: &mut Node) {
         .flatten()
         .map(|(k, _)| k.value.clone())
         .collect();
-    let mut last: HashMap<&str, usize> = HashMap::with_capacity(names.len());
+    // Each name's occurrences, in order; the first is `to.Field(name)`.
+    let mut occurrences: HashMap<&str, std::collections::VecDeque<usize>> = HashMap::new();
     for (i, name) in names.iter().enumerate() {
-        last.insert(name, i);
+        occurrences.entry(name).or_default().push_back(i);
     }
-    let mut content = Vec::with_capacity(pairs.len() * 2);
-    let mut take = |name: &str| {
-        if let Some((k, v)) = last.remove(name).and_then(|i| pairs[i].take()) {
+    let first: HashMap<&str, usize> = occurrences.iter().map(|(n, o)| (*n, o[0])).collect();
+    let mut struck = vec![false; names.len()];
+    let mut order = Vec::with_capacity(names.len());
+    for kv in from.content.chunks_exact(2) {
+        let name = kv[0].value.as_str();
+        if let Some(i) = occurrences.get_mut(name).and_then(|o| o.pop_front()) {
+            struck[i] = true;
+            order.push(first[name]);
+        }
+    }
+    for (i, name) in names.iter().enumerate() {
+        if !struck[i] {
+            order.push(first[name.as_str()]);
+        }
+    }
+    let mut uses = vec![0usize; names.len()];
+    for &i in &order {
+        uses[i] += 1;
+    }
+    let mut content = Vec::with_capacity(order.len() * 2);
+    for i in order {
+        uses[i] -= 1;
+        let pair = if uses[i] == 0 {
+            pairs[i].take()
+        } else {
+            pairs[i].clone()
+        };
+        if let Some((k, v)) = pair {
             content.push(k);
             content.push(v);
         }
-    };
-    for kv in from.content.chunks_exact(2) {
-        take(&kv[0].value);
-    }
-    for name in &names {
-        take(name);
     }
     to.content = content;
 }
@@ -597,6 +618,25 @@ mod tests {
         copy_comments(&doc("a: 1 # scalar\n"), &mut changed);
         sync_order(&doc("a: 1 # scalar\n"), &mut changed);
         assert_eq!(text(&changed), "a:\n  x: 1\n");
+    }
+
+    #[test]
+    fn repeated_keys_are_ordered_as_kyaml_orders_them() {
+        // kyaml's `Field` takes the first field of a name, and
+        // `SyncMapNodesOrder` writes it once per occurrence in `from`
+        // (kpt writes `x: one` twice here).
+        let from = doc("x: one\nx: two\n");
+        let mut to = doc("x: one\nx: two\n");
+        sync_order(&from, &mut to);
+        assert_eq!(text(&to), "x: one\nx: one\n");
+        assert_eq!(
+            field(&doc("a: 1\na: 2\n"), "a").map(|n| n.value.as_str()),
+            Some("1")
+        );
+        // Keys `from` lacks keep their order after the others.
+        let mut to = doc("c: 3\nb: 2\na: 1\nd: 4\n");
+        sync_order(&doc("a: 1\nb: 2\n"), &mut to);
+        assert_eq!(text(&to), "a: 1\nb: 2\nc: 3\nd: 4\n");
     }
 
     #[test]
