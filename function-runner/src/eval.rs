@@ -897,6 +897,15 @@ const LEGACY_KEYS: [&str; 2] = [ann::LEGACY_PATH, ann::LEGACY_INDEX];
 const FORMS: [&str; 2] = ["path", "index"];
 
 impl PathAnns {
+    /// The path (`0`) or index (`1`): the internal form, else the legacy.
+    fn pick(&self, k: usize) -> &str {
+        if self.internal[k].is_empty() {
+            &self.legacy[k]
+        } else {
+            &self.internal[k]
+        }
+    }
+
     fn read(anns: &[(&str, &str)]) -> Self {
         let get = |k: &str| {
             anns.iter()
@@ -983,21 +992,12 @@ fn process_items(
         }
         let meta = kyaml::meta(&item);
         let found = PathAnns::read(&kyaml::annotations(&item));
-        let path = if found.internal[0].is_empty() {
-            &found.legacy[0]
-        } else {
-            &found.internal[0]
-        };
-        let index = if found.internal[1].is_empty() {
-            &found.legacy[1]
-        } else {
-            &found.internal[1]
-        };
+        let (path, index) = (found.pick(0), found.pick(1));
         if let Some(problem) = krm_problem(&meta) {
             let shown = if path.is_empty() {
                 package::default_path(&meta)
             } else {
-                path.clone()
+                path.to_owned()
             };
             return Err(Error::OutputNotKrm(format!("{shown}: {problem}")));
         }
@@ -1006,7 +1006,7 @@ fn process_items(
         if path.is_empty() {
             explicit.push((package::default_path(&meta), String::new()));
         } else {
-            explicit.push((package::clean_path(path), index.clone()));
+            explicit.push((package::clean_path(path), index.to_owned()));
         }
         let wide = kyaml::annotation(&item, ann::SEQ_INDENT) == Some("wide");
         read.push((item, meta, found, wide));
@@ -1150,13 +1150,7 @@ fn placed_from_text(text: &str) -> Result<Vec<Placed>, Error> {
     let mut placed = Vec::new();
     for mut item in reread_items(text)? {
         let found = PathAnns::read(&kyaml::annotations(&item));
-        let pick = |k: usize| {
-            if found.internal[k].is_empty() {
-                found.legacy[k].clone()
-            } else {
-                found.internal[k].clone()
-            }
-        };
+        let pick = |k: usize| found.pick(k).to_owned();
         let (path, index) = (pick(0), pick(1));
         if path.starts_with('/') {
             return Err(PackageError::Absolute(path).into());
@@ -1557,13 +1551,7 @@ pub(crate) async fn apply(
     for (n, item) in input.iter_mut().enumerate() {
         let (mid, id) = (n.to_string(), (n + 1).to_string());
         let found = PathAnns::read(&kyaml::annotations(item));
-        let pick = |k: usize| {
-            if found.internal[k].is_empty() {
-                found.legacy[k].clone()
-            } else {
-                found.internal[k].clone()
-            }
-        };
+        let pick = |k: usize| found.pick(k).to_owned();
         originals.insert(mid.clone(), [pick(0), pick(1)]);
         set_all(
             item,
@@ -1614,13 +1602,7 @@ pub(crate) async fn apply(
     for item in &items {
         let meta = kyaml::meta(item);
         let found = PathAnns::read(&kyaml::annotations(item));
-        let pick = |k: usize| {
-            if found.internal[k].is_empty() {
-                found.legacy[k].clone()
-            } else {
-                found.internal[k].clone()
-            }
-        };
+        let pick = |k: usize| found.pick(k).to_owned();
         let path = pick(0);
         if let Some(problem) = krm_problem(&meta) {
             let shown = if path.is_empty() {
