@@ -18,7 +18,7 @@
 
 mod common;
 
-use common::{copy_dir, tree};
+use common::{copy_dir, run_in, tree, Run};
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -58,24 +58,8 @@ fn tree_diff(kpt: &BTreeMap<String, Vec<u8>>, ours: &BTreeMap<String, Vec<u8>>) 
     None
 }
 
-struct Run {
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
 fn run(program: &Path, args: &[&str]) -> Run {
-    let out = output_within(
-        Command::new(program).args(args).env("NO_COLOR", "1"),
-        None,
-        Duration::from_secs(120),
-    )
-    .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: out.stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    run_in(program, Path::new("."), args, None)
 }
 
 /// The packages, by name (the CRLF one written into `scratch`).
@@ -140,6 +124,14 @@ fn assert_none_differ(failures: &[String], total: usize) {
     );
 }
 
+/// kpt, when it and Python with PyYAML are here (SKIPPED otherwise; a
+/// failure under `CI`).
+fn kpt_and_pyyaml() -> Option<PathBuf> {
+    let kpt = prerequisite(require_kpt())?;
+    prerequisite(python_with_pyyaml())?;
+    Some(kpt)
+}
+
 /// Runs `jobs` on two threads; returns the failures.
 fn in_parallel<T: Send>(jobs: Vec<T>, f: impl Fn(T) -> Option<String> + Sync) -> Vec<String> {
     let jobs = Mutex::new(jobs);
@@ -161,12 +153,9 @@ fn in_parallel<T: Send>(jobs: Vec<T>, f: impl Fn(T) -> Option<String> + Sync) ->
 
 #[test]
 fn every_package_through_every_function_is_byte_identical_with_kpt() {
-    let Some(kpt) = prerequisite(require_kpt()) else {
+    let Some(kpt) = kpt_and_pyyaml() else {
         return;
     };
-    if prerequisite(python_with_pyyaml()).is_none() {
-        return;
-    }
     let scratch = tempfile::tempdir().unwrap();
     let pkgs = packages(scratch.path());
     let fns = functions();
@@ -237,12 +226,9 @@ fn every_package_through_every_function_is_byte_identical_with_kpt() {
 
 #[test]
 fn output_modes_are_byte_identical_with_kpt() {
-    let Some(kpt) = prerequisite(require_kpt()) else {
+    let Some(kpt) = kpt_and_pyyaml() else {
         return;
     };
-    if prerequisite(python_with_pyyaml()).is_none() {
-        return;
-    }
     let scratch = tempfile::tempdir().unwrap();
     let pkgs = packages(scratch.path());
     let mut jobs = Vec::new();
@@ -436,12 +422,9 @@ fn render_package(dir: &Path, validator: &str) {
 
 #[test]
 fn render_runs_pipelines_as_kpt_does() {
-    let Some(kpt) = prerequisite(require_kpt()) else {
+    let Some(kpt) = kpt_and_pyyaml() else {
         return;
     };
-    if prerequisite(python_with_pyyaml()).is_none() {
-        return;
-    }
     let scratch = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();
     // A passing pipeline, a failing validator, and no --allow-exec.
@@ -501,12 +484,9 @@ fn render_runs_pipelines_as_kpt_does() {
 /// as kpt, and a package left as it was when it fails.
 #[test]
 fn bad_paths_are_refused_as_kpt_refuses_them() {
-    let Some(kpt) = prerequisite(require_kpt()) else {
+    let Some(kpt) = kpt_and_pyyaml() else {
         return;
     };
-    if prerequisite(python_with_pyyaml()).is_none() {
-        return;
-    }
     let scratch = tempfile::tempdir().unwrap();
     // Each: Python that edits the list `items` (`rl` is the whole list).
     let cases = [

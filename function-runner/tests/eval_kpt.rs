@@ -10,14 +10,12 @@
 
 mod common;
 
-use common::{copy_dir, fixture, script, tree};
+use common::{copy_dir, fixture, run_in, script, tree, Run};
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
 
-use e2e_tests::{output_within, prerequisite, require_kpt};
+use e2e_tests::{prerequisite, require_kpt};
 
 fn ours() -> &'static str {
     env!("CARGO_BIN_EXE_function-runner")
@@ -165,24 +163,8 @@ echo "stderr on pass" >&2
     }
 }
 
-struct Run {
-    code: i32,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
 fn run(program: &Path, cwd: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
-    let out = output_within(
-        Command::new(program).current_dir(cwd).args(args),
-        stdin,
-        Duration::from_secs(120),
-    )
-    .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: out.stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    run_in(program, cwd, args, stdin)
 }
 
 /// stderr without the durations of `[PASS]`/`[FAIL]` lines.

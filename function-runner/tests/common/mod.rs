@@ -68,3 +68,28 @@ pub fn text_tree(dir: &Path) -> std::collections::BTreeMap<String, String> {
         .map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()))
         .collect()
 }
+
+/// What a command did.
+pub struct Run {
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+/// Runs `program` in `cwd` (bounded: 120 s), `stdin` on its stdin.
+pub fn run_in(program: &Path, cwd: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
+    let out = e2e_tests::output_within(
+        std::process::Command::new(program)
+            .current_dir(cwd)
+            .args(args)
+            .env("NO_COLOR", "1"),
+        stdin,
+        std::time::Duration::from_secs(120),
+    )
+    .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
