@@ -239,4 +239,8 @@ impl Backend for MeteredBackend {
     fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>) {
         self.inner.set_events(events)
     }
+
+    fn close(&self) -> futures::future::BoxFuture<'static, ()> {
+        self.inner.close()
+    }
 }

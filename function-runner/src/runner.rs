@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::backend::docker::{DockerBackend, DockerSettings, DockerSetupError};
 use crate::backend::kube::entrypoint::Entrypoints;
 use crate::backend::kube::pods::{KubeBackend, KubeSettings};
 use crate::backend::kube::registry::{RegistryError, RegistrySettings};
@@ -25,6 +26,9 @@ pub enum BackendKind {
     Process,
     /// Each pod is a Kubernetes Pod with a ClusterIP Service.
     Kube,
+    /// Each pod is a container of the function's image on the local Docker
+    /// engine.
+    Docker,
 }
 
 #[derive(Debug, Clone)]
@@ -46,6 +50,8 @@ pub struct RunnerOptions {
     pub process_functions: Option<PathBuf>,
     /// The kube backend's settings (its `ttl` is taken from `cache`).
     pub kube: Option<KubeSettings>,
+    /// The docker backend's settings.
+    pub docker: Option<DockerSettings>,
     /// How the kube backend reaches registries: plain HTTP ones, private
     /// ones' credentials and CA, the pull Secret.
     pub registries: RegistrySettings,
@@ -69,7 +75,12 @@ pub enum RunnerError {
     Kube(#[source] kube::Error),
     #[error("--backend kube: private registries: {0}")]
     Registry(#[from] RegistryError),
+    #[error("--backend docker: {0}")]
+    Docker(#[from] DockerSetupError),
 }
+
+/// How long the Docker engine may take to answer at start.
+const DOCKER_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A client for the cluster (KUBECONFIG, or the pod's service account)
 /// whose requests name the runner: kube-rs sends no User-Agent, and an API
@@ -94,6 +105,8 @@ pub struct Runner {
     pub index: LiveIndex,
     /// Keeps the cluster's FunctionConfigs watched while the runner lives.
     _config_watch: Option<ConfigWatch>,
+    /// The backend, closed after the pods are stopped.
+    backend: Arc<dyn Backend>,
 }
 
 impl Runner {
@@ -186,7 +199,13 @@ impl Runner {
                 let client = kube_client().await.map_err(RunnerError::Kube)?;
                 Arc::new(KubeBackend::new(client, settings, entrypoints))
             }
+            BackendKind::Docker => {
+                let settings = opts.docker.clone().unwrap_or_default();
+                let docker = crate::backend::docker::connect(DOCKER_CONNECT_TIMEOUT).await?;
+                Arc::new(DockerBackend::new(docker, settings).await?)
+            }
         };
+        let closer = backend.clone();
         let backend = Arc::new(MeteredBackend::new(backend, metrics.clone()));
         let cache = PodCache::spawn(backend, opts.cache);
         // --- FunctionConfigs in the cluster (kube mode): they join the directory's, and the
@@ -236,6 +255,7 @@ impl Runner {
             metrics,
             index,
             _config_watch: config_watch,
+            backend: closer,
         })
     }
 
@@ -246,6 +266,12 @@ impl Runner {
             .is_err()
         {
             tracing::warn!("pods did not all stop within {grace:?}");
+        }
+        if tokio::time::timeout(grace, self.backend.close())
+            .await
+            .is_err()
+        {
+            tracing::warn!("the backend did not close within {grace:?}");
         }
     }
 }

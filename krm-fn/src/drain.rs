@@ -8,10 +8,14 @@
 //! the drain either waits for that call or the call sees the drain: the
 //! count and the closed flag live in one atomic inside the tracker.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
 use tokio_util::task::task_tracker::{TaskTracker, TaskTrackerToken};
 
 #[derive(Clone, Default)]
-pub struct Drain(TaskTracker);
+pub struct Drain(TaskTracker, Arc<AtomicU64>);
 
 /// Counts one admitted call until dropped (finished, failed or cancelled).
 pub struct DrainGuard(#[allow(dead_code)] TaskTrackerToken);
@@ -20,7 +24,27 @@ impl Drain {
     /// Admits a call, or `None` once draining.
     pub fn enter(&self) -> Option<DrainGuard> {
         let token = self.0.token();
+        self.1.fetch_add(1, Ordering::Relaxed);
         (!self.0.is_closed()).then_some(DrainGuard(token))
+    }
+
+    /// Resolves once no call has run for `idle` (within an eighth of it):
+    /// none in flight, and none admitted since. For a wrapper that goes
+    /// away when unused (`wrapper-server --exit-after-idle`).
+    pub async fn idle_for(&self, idle: Duration) {
+        let tick = (idle / 8).max(Duration::from_millis(1));
+        let mut seen = self.1.load(Ordering::Relaxed);
+        let mut since = tokio::time::Instant::now();
+        loop {
+            tokio::time::sleep(tick).await;
+            let now = self.1.load(Ordering::Relaxed);
+            if now != seen || self.in_flight() > 0 {
+                seen = now;
+                since = tokio::time::Instant::now();
+            } else if since.elapsed() >= idle {
+                return;
+            }
+        }
     }
 
     pub fn in_flight(&self) -> usize {
@@ -63,5 +87,31 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(drain.in_flight(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_for_waits_out_calls_and_restarts_after_each() {
+        let drain = Drain::default();
+        let idle = Duration::from_secs(8);
+        let start = tokio::time::Instant::now();
+        let waiting = tokio::spawn({
+            let drain = drain.clone();
+            async move { drain.idle_for(idle).await }
+        });
+        // A call running for 20 s, then one more that comes and goes at 25 s.
+        let call = drain.enter().unwrap();
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert!(!waiting.is_finished(), "a call in flight is not idle");
+        drop(call);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(!waiting.is_finished());
+        drop(drain.enter().unwrap());
+        waiting.await.unwrap();
+        let took = start.elapsed();
+        // Idle from 25 s: done 8 s later, within a tick.
+        assert!(
+            took >= Duration::from_secs(33) && took <= Duration::from_secs(35),
+            "{took:?}"
+        );
     }
 }

@@ -7,8 +7,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio_stream::wrappers::TcpListenerStream;
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
+use tokio_stream::wrappers::{TcpListenerStream, UnixListenerStream};
 use tokio_stream::StreamExt;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 use tonic::server::NamedService;
@@ -60,6 +60,38 @@ pub struct ServeOptions {
     pub shutdown_grace: Duration,
 }
 
+/// Where a server accepts connections: a TCP port, or a Unix socket (the
+/// runner's docker backend reaches a function container that has no
+/// network through a socket in a directory mounted into it).
+pub enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+impl From<TcpListener> for Listener {
+    fn from(listener: TcpListener) -> Self {
+        Listener::Tcp(listener)
+    }
+}
+
+impl From<UnixListener> for Listener {
+    fn from(listener: UnixListener) -> Self {
+        Listener::Unix(listener)
+    }
+}
+
+/// A Unix connection's stand-in for a peer address, unique per connection
+/// in this process: the per-connection bookkeeping (call slots, the close
+/// tokens of [`close_connection`]) is keyed by peer address, and Unix peers
+/// have none. Unique local addresses (`fd00::/8`), port 0: no TCP peer has
+/// port 0.
+fn unix_peer() -> std::net::SocketAddr {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let ip = std::net::Ipv6Addr::from((0xfd00u128 << 112) | u128::from(n));
+    std::net::SocketAddr::new(ip.into(), 0)
+}
+
 /// Serves `evaluator` (an `evaluator.FunctionEvaluator` server) and gRPC
 /// health on `listener` until `shutdown` resolves, then drains: health turns
 /// NOT_SERVING for [`HEALTH_SERVICES`] (and keeps answering on old and new
@@ -71,7 +103,7 @@ pub struct ServeOptions {
 ///
 /// Every request is checked as grpc-go checks it first ([`guard`]).
 pub async fn serve_evaluator<S>(
-    listener: TcpListener,
+    listener: impl Into<Listener>,
     evaluator: S,
     drain: Drain,
     options: ServeOptions,
@@ -137,18 +169,30 @@ where
     };
     // tonic's `tcp_nodelay` only applies to listeners it binds itself: set it
     // on each accepted socket, or Nagle adds ~40 ms to small answers.
-    let incoming = TcpListenerStream::new(listener).map(move |conn| {
-        conn.map(|stream| {
-            if let Err(err) = stream.set_nodelay(true) {
-                tracing::debug!(%err, "TCP_NODELAY");
-            }
+    let accepted: std::pin::Pin<Box<dyn tokio_stream::Stream<Item = std::io::Result<Io>> + Send>> =
+        match listener.into() {
+            Listener::Tcp(listener) => Box::pin(TcpListenerStream::new(listener).map(|conn| {
+                conn.map(|stream| {
+                    if let Err(err) = stream.set_nodelay(true) {
+                        tracing::debug!(%err, "TCP_NODELAY");
+                    }
+                    let peer = stream.peer_addr().ok();
+                    Io::Tcp(stream, peer)
+                })
+            })),
+            Listener::Unix(listener) => Box::pin(
+                UnixListenerStream::new(listener)
+                    .map(|conn| conn.map(|stream| Io::Unix(stream, unix_peer()))),
+            ),
+        };
+    let incoming = accepted.map(move |conn| {
+        conn.map(|io| {
             // Each connection can also be closed alone (`close_connection`).
             let token = close_all.child_token();
-            let registered = stream
-                .peer_addr()
-                .ok()
+            let registered = io
+                .peer()
                 .map(|peer| (peer, register_connection(peer, &token)));
-            let mut conn = Closable::new(stream, &token);
+            let mut conn = Closable::new(io, &token);
             conn.registered = registered;
             conn
         })
@@ -214,10 +258,42 @@ fn register_connection(peer: std::net::SocketAddr, token: &CancellationToken) ->
     n
 }
 
+/// An accepted connection, with its peer address (for a Unix one, a
+/// stand-in: [`unix_peer`]).
+enum Io {
+    Tcp(TcpStream, Option<std::net::SocketAddr>),
+    Unix(UnixStream, std::net::SocketAddr),
+}
+
+impl Io {
+    fn peer(&self) -> Option<std::net::SocketAddr> {
+        match self {
+            Io::Tcp(_, peer) => *peer,
+            Io::Unix(_, peer) => Some(*peer),
+        }
+    }
+}
+
+/// Forwards to the stream inside, whichever it is.
+macro_rules! io_forward {
+    ($self:ident, $s:ident => $e:expr) => {
+        match &mut $self.stream {
+            Io::Tcp(stream, _) => {
+                let $s = Pin::new(stream);
+                $e
+            }
+            Io::Unix(stream, _) => {
+                let $s = Pin::new(stream);
+                $e
+            }
+        }
+    };
+}
+
 /// An accepted connection that ends (EOF on read, an error on write) once
 /// `close` is cancelled, whatever state its HTTP/2 session is in.
 struct Closable {
-    stream: TcpStream,
+    stream: Io,
     closed: Pin<Box<WaitForCancellationFutureOwned>>,
     is_closed: bool,
     /// Its entry for [`close_connection`].
@@ -236,7 +312,7 @@ impl Drop for Closable {
 }
 
 impl Closable {
-    fn new(stream: TcpStream, close: &CancellationToken) -> Self {
+    fn new(stream: Io, close: &CancellationToken) -> Self {
         Self {
             stream,
             closed: Box::pin(close.clone().cancelled_owned()),
@@ -267,7 +343,7 @@ impl AsyncRead for Closable {
         if self.poll_closed(cx) {
             return Poll::Ready(Ok(()));
         }
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        io_forward!(self, s => s.poll_read(cx, buf))
     }
 }
 
@@ -280,21 +356,21 @@ impl AsyncWrite for Closable {
         if self.poll_closed(cx) {
             return Poll::Ready(Err(closed_error()));
         }
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        io_forward!(self, s => s.poll_write(cx, buf))
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         if self.poll_closed(cx) {
             return Poll::Ready(Err(closed_error()));
         }
-        Pin::new(&mut self.stream).poll_flush(cx)
+        io_forward!(self, s => s.poll_flush(cx))
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         if self.poll_closed(cx) {
             return Poll::Ready(Ok(()));
         }
-        Pin::new(&mut self.stream).poll_shutdown(cx)
+        io_forward!(self, s => s.poll_shutdown(cx))
     }
 
     fn poll_write_vectored(
@@ -305,11 +381,14 @@ impl AsyncWrite for Closable {
         if self.poll_closed(cx) {
             return Poll::Ready(Err(closed_error()));
         }
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        io_forward!(self, s => s.poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.stream.is_write_vectored()
+        match &self.stream {
+            Io::Tcp(stream, _) => stream.is_write_vectored(),
+            Io::Unix(stream, _) => stream.is_write_vectored(),
+        }
     }
 }
 
@@ -317,7 +396,13 @@ impl Connected for Closable {
     type ConnectInfo = TcpConnectInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.stream.connect_info()
+        match &self.stream {
+            Io::Tcp(stream, _) => stream.connect_info(),
+            Io::Unix(_, peer) => TcpConnectInfo {
+                local_addr: None,
+                remote_addr: Some(*peer),
+            },
+        }
     }
 }
 

@@ -87,6 +87,18 @@ struct ServeArgs {
     /// Off by default.
     #[arg(long, value_parser = parse_listen_addr)]
     metrics_addr: Option<SocketAddr>,
+    /// Listen on this Unix socket instead of a TCP port (`--host`/`--port`
+    /// are then unused): for a container with no network, reached through
+    /// a directory mounted into it. A stale socket file is replaced; the
+    /// socket is made connectable by any user (mode 0666), so who may call
+    /// is decided by who can reach its directory.
+    #[arg(long, value_name = "PATH")]
+    unix_socket: Option<PathBuf>,
+    /// Drain and exit once no call has run for this long (Go duration): for
+    /// a wrapper kept warm between runs that nobody stops (`function-runner
+    /// eval --keep-warm`). Off by default.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    exit_after_idle: Option<Duration>,
     /// After listening, print the bound address (`IP:PORT`) on stdout. For
     /// parents that start the wrapper with `--port 0` (the runner's process
     /// backend).
@@ -192,6 +204,27 @@ fn init_logging(format: LogFormat) {
     }
 }
 
+/// Listens on the Unix socket `path`: a socket file left by an earlier run
+/// (a container restarted on the same directory) is replaced, anything else
+/// there is an error; the socket is made connectable by every user.
+fn bind_unix(path: &std::path::Path) -> anyhow::Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => std::fs::remove_file(path)
+            .with_context(|| format!("removing the stale socket {}", path.display()))?,
+        Ok(_) => bail!(
+            "--unix-socket {}: something that is not a socket is there",
+            path.display()
+        ),
+        Err(_) => {}
+    }
+    let listener = tokio::net::UnixListener::bind(path)
+        .with_context(|| format!("listening on the Unix socket {}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
+        .with_context(|| format!("making {} connectable", path.display()))?;
+    Ok(listener)
+}
+
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let entrypoint = ExecSpec::from_argv(args.entrypoint.iter().cloned())
         .context("no ENTRYPOINT given after `--`")?;
@@ -216,12 +249,21 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let addr = SocketAddr::new(args.host, args.port);
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("listening on {addr}"))?;
-        // With --port 0 the kernel picks the port: log the real one.
-        let addr = listener.local_addr().context("reading the bound address")?;
+        let (listener, addr): (krm_fn::server::Listener, String) = match &args.unix_socket {
+            Some(path) => {
+                let listener = bind_unix(path)?;
+                (listener.into(), format!("unix:{}", path.display()))
+            }
+            None => {
+                let addr = SocketAddr::new(args.host, args.port);
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("listening on {addr}"))?;
+                // With --port 0 the kernel picks the port: log the real one.
+                let addr = listener.local_addr().context("reading the bound address")?;
+                (listener.into(), addr.to_string())
+            }
+        };
         if args.print_address {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -290,9 +332,20 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "wrapper-server serving"
         );
         let wrapper = Wrapper::new(config, metrics);
+        let drain = wrapper.drain();
+        let exit_after_idle = args.exit_after_idle;
         let served = wrapper
-            .serve(listener, async {
-                let _ = first_rx.await;
+            .serve(listener, async move {
+                let idle = async {
+                    match exit_after_idle {
+                        Some(idle) => {
+                            drain.idle_for(idle).await;
+                            tracing::info!(idle = ?idle, "no call for --exit-after-idle: exiting");
+                        }
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! { _ = first_rx => {}, () = idle => {} }
             })
             .await;
         // Nothing runs any more: whatever a function left behind goes too.

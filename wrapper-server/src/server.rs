@@ -12,7 +12,6 @@ use std::sync::Arc;
 use krm_fn::call::{Function, Gate};
 use krm_fn::exec::ExecSpec;
 use proto::pb::function_evaluator_server::FunctionEvaluatorServer;
-use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
 use crate::service::{Buffered, Service};
@@ -77,6 +76,11 @@ impl Wrapper {
         }
     }
 
+    /// The count of calls in flight, which also tells how long none ran.
+    pub fn drain(&self) -> krm_fn::drain::Drain {
+        self.service.gate.drain().clone()
+    }
+
     #[cfg(test)]
     pub(crate) fn service(&self) -> Arc<Service> {
         self.service.clone()
@@ -86,7 +90,7 @@ impl Wrapper {
     /// [`krm_fn::server::serve_evaluator`]).
     pub async fn serve(
         self,
-        listener: TcpListener,
+        listener: impl Into<krm_fn::server::Listener>,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), tonic::transport::Error> {
         let max = self.service.function.max_message_bytes;

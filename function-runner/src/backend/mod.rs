@@ -8,6 +8,7 @@
 //! The pod cache owns all bookkeeping; a backend only does the side effects
 //! and reports a pod's death on the event channel it was given.
 
+pub mod docker;
 pub mod kube;
 pub mod process;
 
@@ -189,6 +190,12 @@ pub trait Backend: Send + Sync + 'static {
     /// Hands the backend the channel on which it reports pods that died
     /// after `start` returned. Called once, before the first `start`.
     fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>);
+
+    /// The runner is done with the backend (every pod stopped): it removes
+    /// what it made besides pods.
+    fn close(&self) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
 }
 
 #[cfg(test)]

@@ -402,7 +402,7 @@ impl Backend for ProcessBackend {
 
 /// Why a process pod did not start.
 #[derive(Debug, thiserror::Error)]
-enum StartError {
+pub(crate) enum StartError {
     #[error("spawning {}: {source}", .wrapper.display())]
     Spawn {
         wrapper: PathBuf,
@@ -449,7 +449,7 @@ enum StartError {
 
 /// Waits until the health service at `endpoint` says SERVING for `""`, with
 /// a Watch stream (the server pushes the change; nothing polls).
-async fn wait_serving(endpoint: &str) -> Result<(), StartError> {
+pub(crate) async fn wait_serving(endpoint: &str) -> Result<(), StartError> {
     use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
     let watch_failed = |source| StartError::Watch {
         endpoint: endpoint.to_string(),

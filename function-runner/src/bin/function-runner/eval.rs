@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use function_runner::backend::docker::{DockerSettings, DEFAULT_WRAPPER_IMAGE};
 use function_runner::cache::CacheSettings;
 use function_runner::config::DEFAULT_IMAGE_PREFIX;
 use function_runner::eval::{self, EvalOptions, FnConfig, Function, Output, Source};
@@ -119,7 +120,8 @@ pub(crate) struct EvalCommand {
 
 /// How `eval --image` (and `render`'s `image:` functions) run the image:
 /// through the same evaluator chain as `serve` (FunctionConfigs, then a
-/// process pod).
+/// pod): a process pod when the function map covers the image, else a
+/// Docker container when an engine answers.
 #[derive(Debug, clap::Args)]
 pub(crate) struct EvalPodArgs {
     /// Directory of FunctionConfig documents (binaryExecutor images run as
@@ -135,6 +137,64 @@ pub(crate) struct EvalPodArgs {
     /// Prefix for short image names.
     #[arg(long, default_value = DEFAULT_IMAGE_PREFIX)]
     default_image_prefix: String,
+    /// docker: leave the container running after this run, for later runs
+    /// to reuse; it exits once unused this long (Go duration). Off by
+    /// default.
+    #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
+    keep_warm: Option<Duration>,
+    /// docker: the init image that installs wrapper-server into function
+    /// containers.
+    #[arg(long, env = "WRAPPER_SERVER_IMAGE", default_value = DEFAULT_WRAPPER_IMAGE)]
+    wrapper_server_image: String,
+    /// docker: the host directory of the containers' sockets.
+    #[arg(long, value_name = "DIR")]
+    docker_socket_dir: Option<PathBuf>,
+}
+
+/// How long `eval` waits for a Docker engine to answer before it does
+/// without one.
+const DOCKER_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Which backend runs `image` (`None`: images not known up front, as in
+/// `render`): a process pod if the function map has it, else a container
+/// if a Docker engine answers, else a process pod (whose error then says
+/// what is missing). Said on stderr.
+async fn pick_backend(pods: &EvalPodArgs, image: Option<&str>) -> (BackendKind, String) {
+    use function_runner::backend::process::FunctionMap;
+    let map = pods.process_functions.as_deref().map(FunctionMap::load);
+    let covered = match (&map, image) {
+        (Some(Ok(map)), Some(image)) => map.resolve(image).map(|argv| argv.join(" ")),
+        // A whole pipeline with a map: the map serves it.
+        (Some(Ok(_)), None) => Some("the function map".into()),
+        // A map that does not load: its error comes from the runner.
+        (Some(Err(_)), _) => return (BackendKind::Process, String::new()),
+        (None, _) => None,
+    };
+    if let Some(argv) = covered {
+        return (BackendKind::Process, format!("process: {argv}"));
+    }
+    match function_runner::backend::docker::connect(DOCKER_PROBE_TIMEOUT).await {
+        Ok(docker) => {
+            let version = docker
+                .version()
+                .await
+                .ok()
+                .and_then(|v| v.version)
+                .unwrap_or_else(|| "?".into());
+            let kept = match pods.keep_warm {
+                Some(d) => format!(", kept warm for {d:?}"),
+                None => String::new(),
+            };
+            (
+                BackendKind::Docker,
+                format!("docker: the image's container on the local engine {version}{kept}"),
+            )
+        }
+        Err(err) => {
+            tracing::debug!(%err, "no Docker engine");
+            (BackendKind::Process, String::new())
+        }
+    }
 }
 
 /// `function-runner eval`.
@@ -145,7 +205,10 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         tracing::debug!(%err, "not a child subreaper");
     }
     let EvalCommand { args, pods } = cmd;
-    let pods = args.image.is_some().then_some(pods);
+    let image = args.image.as_deref().map(|image| {
+        function_runner::config::normalize_image_name(image, &pods.default_image_prefix)
+    });
+    let pods = args.image.is_some().then_some((pods, image));
     let max = args.max_output_bytes;
     let code = with_image_evaluator(pods, max, |evaluator| async move {
         run_args(args, evaluator).await
@@ -157,9 +220,10 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// Runs `f` with the evaluator chain `serve` uses (FunctionConfigs, then a
-/// process pod) when `pods` is given, and shuts it down after.
+/// pod of the backend [`pick_backend`] picks for the image, if known) when
+/// `pods` is given, and shuts it down after.
 pub(crate) async fn with_image_evaluator<F, Fut, T>(
-    pods: Option<EvalPodArgs>,
+    pods: Option<(EvalPodArgs, Option<String>)>,
     max_output_bytes: usize,
     f: F,
 ) -> anyhow::Result<T>
@@ -167,9 +231,16 @@ where
     F: FnOnce(Option<Arc<dyn Evaluator>>) -> Fut,
     Fut: std::future::Future<Output = T>,
 {
-    let Some(pods) = pods else {
+    let Some((pods, image)) = pods else {
         return Ok(f(None).await);
     };
+    let (backend, said) = pick_backend(&pods, image.as_deref()).await;
+    if !said.is_empty() {
+        eprintln!("[USING] {said}");
+    }
+    if pods.keep_warm.is_some() && backend != BackendKind::Docker {
+        eprintln!("[USING] --keep-warm is for Docker containers: not kept");
+    }
     let runner = Runner::start(RunnerOptions {
         functions: pods.functions,
         pod_cache_config: None,
@@ -178,7 +249,15 @@ where
         warm_up: false,
         max_message_bytes: max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
         max_grpc_retries: 2,
-        backend: BackendKind::Process,
+        backend,
+        docker: Some(DockerSettings {
+            wrapper_image: pods.wrapper_server_image,
+            socket_dir: pods
+                .docker_socket_dir
+                .unwrap_or_else(DockerSettings::default_socket_dir),
+            max_message_bytes: max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
+            keep_warm: pods.keep_warm,
+        }),
         wrapper_server: pods.wrapper_server.unwrap_or_else(
             function_runner::backend::process::ProcessBackend::default_wrapper_path,
         ),

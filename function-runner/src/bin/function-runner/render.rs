@@ -48,7 +48,7 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
     // functions only does not start it.
     let needs_images = kptfiles_name_images(&dir);
     let code = with_image_evaluator(
-        needs_images.then_some(pods),
+        needs_images.then_some((pods, None)),
         max_output_bytes,
         |evaluator| async move {
             let mut stderr = std::io::stderr();

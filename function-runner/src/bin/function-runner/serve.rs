@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use function_runner::backend::docker::{DockerSettings, DEFAULT_WRAPPER_IMAGE};
 use function_runner::backend::kube::pods::{Dial, KubeSettings};
 use function_runner::backend::kube::registry::{self, RegistrySettings};
 use function_runner::backend::kube::source::TemplateChoice;
@@ -92,10 +93,15 @@ pub(crate) struct ServeArgs {
     /// kube backend: the namespace of function pods.
     #[arg(long, default_value = function_runner::backend::kube::DEFAULT_NAMESPACE)]
     pod_namespace: String,
-    /// kube backend: the image whose init container installs wrapper-server
-    /// and grpc-health-probe into function pods.
+    /// kube and docker backends: the image whose init container installs
+    /// wrapper-server and grpc-health-probe into function pods (docker
+    /// default: wrapper-server:dev, as ./build-images.sh tags it).
     #[arg(long, env = "WRAPPER_SERVER_IMAGE")]
     wrapper_server_image: Option<String>,
+    /// docker backend: the host directory of the function containers'
+    /// sockets (private to this user; default: in the temporary directory).
+    #[arg(long, value_name = "DIR")]
+    docker_socket_dir: Option<PathBuf>,
     /// kube backend: how function pods are reached: their Service's DNS
     /// name, or their pod IP.
     #[arg(long, value_enum, default_value_t = Dial::Service)]
@@ -208,6 +214,19 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(runner_namespace),
             // Made by the runner, from the registry settings.
             pull_secret: None,
+        }),
+        docker: Some(DockerSettings {
+            wrapper_image: args
+                .wrapper_server_image
+                .clone()
+                .filter(|image| !image.is_empty())
+                .unwrap_or_else(|| DEFAULT_WRAPPER_IMAGE.into()),
+            socket_dir: args
+                .docker_socket_dir
+                .clone()
+                .unwrap_or_else(DockerSettings::default_socket_dir),
+            max_message_bytes: args.max_request_body_size,
+            keep_warm: None,
         }),
         registries: registry_settings(&args),
         cluster_configs: (args.backend == BackendKind::Kube && args.watch_function_configs).then(

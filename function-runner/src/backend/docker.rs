@@ -1,0 +1,1376 @@
+//! The `docker` backend: each "pod" is a container of the function's own
+//! image on the local Docker engine, with `wrapper-server` as its
+//! entrypoint, as a Kubernetes pod of Porch's is.
+//!
+//! # A pod
+//! - **Tools.** An init container from the wrapper image runs `wrapper-server
+//!   install /wrapper-server-tools` into a volume. The tools are the same for
+//!   every pod, so one volume per runner holds them, installed once (at the
+//!   first start), and every function container mounts it read-only.
+//! - **The function container**: the function's image, entrypoint
+//!   `/wrapper-server-tools/wrapper-server`, and after `--` the image's own
+//!   Entrypoint and Cmd (from the engine's image inspect). Stricter than `kpt
+//!   fn eval`'s `docker run`: no network, user 65534 (kpt's `nobody`, by
+//!   number, so images without /etc/passwd work), no new privileges, no
+//!   capabilities, a read-only root filesystem with a tmpfs `/tmp`; memory
+//!   and CPU from the FunctionConfig's `templateOverrides.container.resources`.
+//! - **Reached through a Unix socket**: with no network, the wrapper listens
+//!   on `wrapper.sock` in a host directory (one per pod, under
+//!   `--docker-socket-dir`) mounted into the container; the runner dials
+//!   `unix:` that path. The engine must be local (it bind-mounts a path of
+//!   this host).
+//! - **Ready** once the wrapper printed its address (read from the attached
+//!   stdout) and its health Watch says SERVING. **Failed** when the container
+//!   exits or is OOM-killed, from the engine's events stream (no polling);
+//!   a container that exits while starting fails the start with its exit
+//!   code and the end of its log.
+//!
+//! # What is left behind, and who removes it
+//! Everything is labelled `krm-fn.dev/managed` and with the runner instance
+//! that made it. A runner holds a lock file (`flock`) in its own directory
+//! under the socket directory for its whole life, so another runner can tell
+//! a live one from a crashed one without guessing from time. Stopping a pod
+//! removes its container and directory; a runner's exit removes its tools
+//! volume; and at start a runner removes what crashed runners left (their
+//! lock is free): containers, volumes, directories.
+//!
+//! # Kept warm (`eval --keep-warm`)
+//! Pods made with a keep-warm duration are not stopped when the runner lets
+//! go of them: they stay for a later `eval` to find by label (image and a
+//! fingerprint of everything that shaped the container) and reuse, and exit
+//! by themselves once unused that long (`wrapper-server --exit-after-idle`),
+//! the engine then removing them (AutoRemove). Their tools volume and
+//! directory go with the next sweep after they are gone.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, VolumeCreateRequest};
+use bollard::query_parameters::{
+    AttachContainerOptions, CreateContainerOptions, CreateImageOptions, EventsOptions,
+    InspectContainerOptions, ListContainersOptions, ListVolumesOptions, LogsOptions,
+    RemoveContainerOptions, RemoveVolumeOptions, WaitContainerOptions,
+};
+use bollard::Docker;
+use futures::future::BoxFuture;
+use futures::StreamExt;
+use tokio::sync::{mpsc, Mutex as AsyncMutex};
+
+use super::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
+use crate::config::TemplateOverrides;
+
+/// Marks everything this backend creates.
+pub const MANAGED_LABEL: &str = "krm-fn.dev/managed";
+/// The runner instance that created it.
+pub const RUNNER_LABEL: &str = "krm-fn.dev/runner";
+/// The function image a container serves.
+pub const IMAGE_LABEL: &str = "krm-fn.dev/image";
+/// The host directory of a container's socket.
+pub const SOCKET_DIR_LABEL: &str = "krm-fn.dev/socket-dir";
+/// On a kept-warm container: the fingerprint a reuser must match.
+pub const KEEP_WARM_LABEL: &str = "krm-fn.dev/keep-warm";
+
+/// Where the tools volume is mounted in every container.
+const TOOLS_DIR: &str = "/wrapper-server-tools";
+/// Where a pod's socket directory is mounted in its container.
+const SOCKET_MOUNT: &str = "/krm-fn";
+const SOCKET_NAME: &str = "wrapper.sock";
+/// kpt's `--user nobody`, by number: scratch images have no /etc/passwd.
+const FUNCTION_USER: &str = "65534:65534";
+/// A function's scratch space on the read-only root filesystem.
+const TMPFS: &str = "size=256m,mode=1777";
+/// How long a stopping container may drain before the engine kills it.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+/// The init image built from `Dockerfile` by `./build-images.sh`.
+pub const DEFAULT_WRAPPER_IMAGE: &str = "wrapper-server:dev";
+
+/// How the docker backend is set up.
+#[derive(Debug, Clone)]
+pub struct DockerSettings {
+    /// The init image (`Dockerfile`): `wrapper-server install DIR` as its
+    /// entrypoint.
+    pub wrapper_image: String,
+    /// The host directory under which each pod gets its socket directory.
+    pub socket_dir: PathBuf,
+    /// Largest gRPC message, both directions (the wrapper's flag).
+    pub max_message_bytes: usize,
+    /// `eval --keep-warm`: pods outlive the runner, reusable, for this long
+    /// after their last call.
+    pub keep_warm: Option<Duration>,
+}
+
+impl Default for DockerSettings {
+    fn default() -> Self {
+        DockerSettings {
+            wrapper_image: DEFAULT_WRAPPER_IMAGE.into(),
+            socket_dir: Self::default_socket_dir(),
+            max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
+            keep_warm: None,
+        }
+    }
+}
+
+impl DockerSettings {
+    /// The default socket directory: private to this user, in the temporary
+    /// directory.
+    pub fn default_socket_dir() -> PathBuf {
+        std::env::temp_dir().join(format!(
+            "krm-fn-docker-{}",
+            rustix::process::geteuid().as_raw()
+        ))
+    }
+}
+
+/// Why the docker backend could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum DockerSetupError {
+    #[error("no Docker engine answers (DOCKER_HOST, else /var/run/docker.sock): {0}")]
+    Engine(#[source] bollard::errors::Error),
+    #[error("--docker-socket-dir {}: {reason}", .path.display())]
+    SocketDir { path: PathBuf, reason: String },
+}
+
+/// Connects to the engine of `DOCKER_HOST` (else the local socket) and
+/// agrees on an API version with it; an error if none answers within
+/// `timeout`.
+pub async fn connect(timeout: Duration) -> Result<Docker, DockerSetupError> {
+    let docker = Docker::connect_with_defaults().map_err(DockerSetupError::Engine)?;
+    // bollard speaks the newest API; older engines (20.10 answers 1.41)
+    // refuse it unless the version is negotiated down.
+    let negotiated = tokio::time::timeout(timeout, docker.negotiate_version())
+        .await
+        .map_err(|_| DockerSetupError::Engine(bollard::errors::Error::RequestTimeoutError))?
+        .map_err(DockerSetupError::Engine)?;
+    Ok(negotiated)
+}
+
+/// One pod the backend knows of.
+struct PodEntry {
+    container: String,
+    socket_dir: PathBuf,
+    ready: bool,
+    /// Kept warm: outlives this runner unless broken.
+    kept: bool,
+    /// Stopping on request: its exit is no failure.
+    stopping: bool,
+    /// It died while starting (seen in the events before the start ended).
+    died: Option<String>,
+}
+
+struct Inner {
+    docker: Docker,
+    settings: DockerSettings,
+    /// This runner's id on its labels and its directory's name.
+    instance: String,
+    /// `<socket_dir>/<instance>`, holding `lock` and a directory per pod.
+    dir: PathBuf,
+    /// Held (flock) while this runner lives.
+    _lock: std::fs::File,
+    events: std::sync::OnceLock<mpsc::UnboundedSender<PodEvent>>,
+    pods: Mutex<HashMap<PodId, PodEntry>>,
+    /// The tools volume, once installed.
+    tools: AsyncMutex<Option<String>>,
+    next: AtomicU64,
+}
+
+/// The docker backend. See the module docs.
+#[derive(Clone)]
+pub struct DockerBackend(Arc<Inner>);
+
+impl DockerBackend {
+    /// Sets the backend up on `docker`: takes this runner's directory and
+    /// lock, removes what crashed runners left, and follows the engine's
+    /// events.
+    pub async fn new(docker: Docker, settings: DockerSettings) -> Result<Self, DockerSetupError> {
+        let root = &settings.socket_dir;
+        private_dir(root).map_err(|reason| DockerSetupError::SocketDir {
+            path: root.clone(),
+            reason,
+        })?;
+        let instance = instance_id();
+        let dir = root.join(&instance);
+        let lock = std::fs::create_dir(&dir)
+            .and_then(|()| lock_file(&dir.join("lock")))
+            .map_err(|err| DockerSetupError::SocketDir {
+                path: dir.clone(),
+                reason: err.to_string(),
+            })?;
+        let since = unix_now().saturating_sub(1);
+        let backend = DockerBackend(Arc::new(Inner {
+            docker,
+            settings,
+            instance,
+            dir,
+            _lock: lock,
+            events: Default::default(),
+            pods: Default::default(),
+            tools: AsyncMutex::new(None),
+            next: AtomicU64::new(1),
+        }));
+        backend.sweep().await;
+        tokio::spawn(follow_events(Arc::downgrade(&backend.0), since));
+        Ok(backend)
+    }
+
+    /// This runner's instance id (on its labels).
+    pub fn instance(&self) -> &str {
+        &self.0.instance
+    }
+
+    /// Removes what runners that are gone left behind: their containers
+    /// (but kept-warm ones still running), volumes no container uses, and
+    /// directories without a container.
+    async fn sweep(&self) {
+        let inner = &self.0;
+        let root = &inner.settings.socket_dir;
+        let alive = |instance: &str| -> bool {
+            if instance == inner.instance {
+                return true;
+            }
+            // A runner that lives holds its lock; taking it means it is gone.
+            match lock_file(&root.join(instance).join("lock")) {
+                Ok(_) => false,
+                Err(err) => {
+                    err.raw_os_error() == Some(rustix::io::Errno::WOULDBLOCK.raw_os_error())
+                }
+            }
+        };
+        let containers = match inner
+            .docker
+            .list_containers(Some(ListContainersOptions {
+                all: true,
+                filters: Some(label_filter(&[MANAGED_LABEL])),
+                ..Default::default()
+            }))
+            .await
+        {
+            Ok(list) => list,
+            Err(err) => {
+                tracing::warn!(%err, "docker: listing containers to sweep");
+                return;
+            }
+        };
+        let mut in_use = std::collections::HashSet::new();
+        for c in containers {
+            let labels = c.labels.clone().unwrap_or_default();
+            let owner = labels.get(RUNNER_LABEL).map(String::as_str).unwrap_or("");
+            let running = c.state.as_ref().map(|s| s.to_string()) == Some("running".into());
+            let kept = labels.contains_key(KEEP_WARM_LABEL) && running;
+            let Some(id) = c.id else { continue };
+            if kept || alive(owner) {
+                if let Some(dir) = labels.get(SOCKET_DIR_LABEL) {
+                    in_use.insert(PathBuf::from(dir));
+                }
+                continue;
+            }
+            tracing::info!(container = %id, runner = owner, "docker: removing a container a runner left");
+            remove_container(&inner.docker, &id).await;
+        }
+        // Volumes: those of gone runners; one still mounted is refused by the
+        // engine (kept-warm containers use theirs) and stays.
+        if let Ok(list) = inner
+            .docker
+            .list_volumes(Some(ListVolumesOptions {
+                filters: Some(label_filter(&[MANAGED_LABEL])),
+            }))
+            .await
+        {
+            for v in list.volumes.unwrap_or_default() {
+                let owner = v.labels.get(RUNNER_LABEL).map(String::as_str).unwrap_or("");
+                if !alive(owner) {
+                    remove_volume(&inner.docker, &v.name).await;
+                }
+            }
+        }
+        // Directories of gone runners, but those a kept container uses.
+        let Ok(entries) = std::fs::read_dir(root) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) || alive(name) {
+                continue;
+            }
+            let mut left = 0;
+            for pod in std::fs::read_dir(&path).into_iter().flatten().flatten() {
+                let p = pod.path();
+                if in_use.contains(&p) {
+                    left += 1;
+                } else if pod.file_type().is_ok_and(|t| t.is_dir()) {
+                    let _ = std::fs::remove_dir_all(&p);
+                }
+            }
+            if left == 0 {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+    }
+
+    /// The tools volume, installed by the init container on first use.
+    async fn tools(&self, timeout: Duration) -> Result<String, StartError> {
+        let inner = &self.0;
+        let mut tools = inner.tools.lock().await;
+        if let Some(volume) = tools.as_ref() {
+            return Ok(volume.clone());
+        }
+        let image = &inner.settings.wrapper_image;
+        inner
+            .docker
+            .inspect_image(image)
+            .await
+            .map_err(|source| StartError::WrapperImage {
+                image: image.clone(),
+                source,
+            })?;
+        let volume = format!("krm-fn-tools-{}", inner.instance);
+        inner
+            .docker
+            .create_volume(VolumeCreateRequest {
+                name: Some(volume.clone()),
+                labels: Some(inner.labels(&[])),
+                ..Default::default()
+            })
+            .await
+            .map_err(|source| StartError::Engine {
+                what: "creating the tools volume",
+                source,
+            })?;
+        let name = format!("krm-fn-{}-install", inner.instance);
+        let config = ContainerCreateBody {
+            image: Some(image.clone()),
+            labels: Some(inner.labels(&[])),
+            // Our own image, trusted: root only to write into the fresh
+            // volume (owned by root), with nothing else allowed.
+            user: Some("0:0".into()),
+            network_disabled: Some(true),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".into()),
+                readonly_rootfs: Some(true),
+                cap_drop: Some(vec!["ALL".into()]),
+                security_opt: Some(vec!["no-new-privileges".into()]),
+                mounts: Some(vec![volume_mount(&volume, TOOLS_DIR, false)]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let ran = async {
+            create_container(&inner.docker, &name, config).await?;
+            start_container(&inner.docker, &name).await?;
+            let code = wait_exit(&inner.docker, &name).await;
+            if code != Some(0) {
+                let log = log_tail(&inner.docker, &name).await;
+                return Err(StartError::Install {
+                    image: image.clone(),
+                    code,
+                    log,
+                });
+            }
+            Ok(())
+        };
+        let ran = match tokio::time::timeout(timeout, ran).await {
+            Ok(ran) => ran,
+            Err(_) => Err(StartError::InstallTimeout { timeout }),
+        };
+        remove_container(&inner.docker, &name).await;
+        ran?;
+        tracing::info!(%volume, wrapper_image = %image, "docker: tools installed");
+        *tools = Some(volume.clone());
+        Ok(volume)
+    }
+
+    /// A kept-warm container of `fingerprint` that still runs, if any.
+    async fn find_kept(&self, image: &str, fingerprint: &str) -> Option<(String, PathBuf)> {
+        let inner = &self.0;
+        let image_label = format!("{IMAGE_LABEL}={image}");
+        let keep_label = format!("{KEEP_WARM_LABEL}={fingerprint}");
+        let mut filters = label_filter(&[MANAGED_LABEL, &image_label, &keep_label]);
+        filters.insert("status".into(), vec!["running".into()]);
+        let list = inner
+            .docker
+            .list_containers(Some(ListContainersOptions {
+                filters: Some(filters),
+                ..Default::default()
+            }))
+            .await
+            .ok()?;
+        for c in list {
+            let (Some(names), Some(labels)) = (c.names, c.labels) else {
+                continue;
+            };
+            let Some(dir) = labels.get(SOCKET_DIR_LABEL) else {
+                continue;
+            };
+            let Some(name) = names.first() else { continue };
+            let dir = PathBuf::from(dir);
+            let endpoint = format!("unix:{}", dir.join(SOCKET_NAME).display());
+            // One about to exit (idle) or broken is passed over.
+            if tokio::time::timeout(
+                Duration::from_secs(2),
+                super::process::wait_serving(&endpoint),
+            )
+            .await
+            .is_ok_and(|r| r.is_ok())
+            {
+                return Some((name.trim_start_matches('/').to_string(), dir));
+            }
+        }
+        None
+    }
+
+    async fn start_pod(&self, spec: PodSpec) -> Result<ReadyPod, BackendError> {
+        let inner = &self.0;
+        let failed = |source: StartError| BackendError::StartFailed {
+            image: spec.image.clone(),
+            source: super::cause(source),
+        };
+        let started = tokio::time::Instant::now();
+        let resources = Resources::from_overrides(spec.overrides.as_deref()).map_err(failed)?;
+        let argv = image_command(&inner.docker, &spec.image)
+            .await
+            .map_err(failed)?;
+        let mut wrapper_args = vec![
+            "--unix-socket".to_string(),
+            format!("{SOCKET_MOUNT}/{SOCKET_NAME}"),
+            "--print-address".into(),
+            "--max-request-body-size".into(),
+            inner.settings.max_message_bytes.to_string(),
+        ];
+        if let Some(idle) = inner.settings.keep_warm {
+            wrapper_args.push("--exit-after-idle".into());
+            wrapper_args.push(format!("{}ms", idle.as_millis()));
+        }
+        wrapper_args.push("--".into());
+        wrapper_args.extend(argv);
+        let wrapper_image_id = inner
+            .docker
+            .inspect_image(&inner.settings.wrapper_image)
+            .await
+            .ok()
+            .and_then(|i| i.id)
+            .unwrap_or_default();
+        let fingerprint = inner.settings.keep_warm.map(|_| {
+            fingerprint(&[
+                &spec.image,
+                &wrapper_image_id,
+                &wrapper_args.join("\0"),
+                &format!("{resources:?}"),
+            ])
+        });
+        if let Some(fp) = &fingerprint {
+            if let Some((name, dir)) = self.find_kept(&spec.image, fp).await {
+                let id = PodId(name.clone());
+                let endpoint = format!("unix:{}", dir.join(SOCKET_NAME).display());
+                tracing::info!(pod = %id, image = %spec.image, "docker: reusing a kept-warm container");
+                inner.lock_pods().insert(
+                    id.clone(),
+                    PodEntry {
+                        container: name,
+                        socket_dir: dir,
+                        ready: true,
+                        kept: true,
+                        stopping: false,
+                        died: None,
+                    },
+                );
+                return Ok(ReadyPod { id, endpoint });
+            }
+        }
+        let tools = self.tools(spec.ready_timeout).await.map_err(failed)?;
+        let n = inner.next.fetch_add(1, Ordering::Relaxed);
+        let name = format!(
+            "krm-fn-{}",
+            super::pod_name(&spec.image, &format!("{}-{n}", inner.instance))
+        );
+        let id = PodId(name.clone());
+        let socket_dir = inner.dir.join(n.to_string());
+        make_socket_dir(&socket_dir).map_err(|source| {
+            failed(StartError::SocketDir {
+                path: socket_dir.clone(),
+                source,
+            })
+        })?;
+        let endpoint = format!("unix:{}", socket_dir.join(SOCKET_NAME).display());
+        let mut labels = inner.labels(&[
+            (IMAGE_LABEL, spec.image.as_str()),
+            (SOCKET_DIR_LABEL, &socket_dir.to_string_lossy()),
+        ]);
+        if let Some(fp) = &fingerprint {
+            labels.insert(KEEP_WARM_LABEL.into(), fp.clone());
+        }
+        let mut mounts = vec![volume_mount(&tools, TOOLS_DIR, true)];
+        mounts.push(Mount {
+            target: Some(SOCKET_MOUNT.into()),
+            source: Some(socket_dir.to_string_lossy().into_owned()),
+            typ: Some(MountType::BIND),
+            ..Default::default()
+        });
+        let config = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            entrypoint: Some(vec![format!("{TOOLS_DIR}/wrapper-server")]),
+            cmd: Some(wrapper_args),
+            env: (!resources.env.is_empty()).then(|| resources.env.clone()),
+            user: Some(FUNCTION_USER.into()),
+            labels: Some(labels),
+            network_disabled: Some(true),
+            host_config: Some(HostConfig {
+                network_mode: Some("none".into()),
+                readonly_rootfs: Some(true),
+                cap_drop: Some(vec!["ALL".into()]),
+                security_opt: Some(vec!["no-new-privileges".into()]),
+                tmpfs: Some(HashMap::from([("/tmp".to_string(), TMPFS.to_string())])),
+                mounts: Some(mounts),
+                memory: resources.memory,
+                memory_swap: resources.memory,
+                memory_reservation: resources.memory_reservation,
+                nano_cpus: resources.nano_cpus,
+                cpu_shares: resources.cpu_shares,
+                auto_remove: Some(inner.settings.keep_warm.is_some()),
+                init: Some(false),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        inner.lock_pods().insert(
+            id.clone(),
+            PodEntry {
+                container: name.clone(),
+                socket_dir: socket_dir.clone(),
+                ready: false,
+                kept: inner.settings.keep_warm.is_some(),
+                stopping: false,
+                died: None,
+            },
+        );
+        let created = create_container(&inner.docker, &name, config).await;
+        let ready = async {
+            created?;
+            // Attached before the start, so the address line cannot be missed.
+            let attached = inner
+                .docker
+                .attach_container(
+                    &name,
+                    Some(AttachContainerOptions {
+                        stream: true,
+                        stdout: true,
+                        logs: true,
+                        ..Default::default()
+                    }),
+                )
+                .await
+                .map_err(|source| StartError::Engine {
+                    what: "attaching to the container",
+                    source,
+                })?;
+            start_container(&inner.docker, &name).await?;
+            let mut output = attached.output;
+            let mut line = Vec::new();
+            while !line.contains(&b'\n') {
+                match output.next().await {
+                    Some(Ok(chunk)) => line.extend_from_slice(&chunk.into_bytes()),
+                    Some(Err(source)) => {
+                        return Err(StartError::Engine {
+                            what: "reading the container's output",
+                            source,
+                        })
+                    }
+                    None => return Err(StartError::NoAddress),
+                }
+            }
+            drop(output);
+            super::process::wait_serving(&endpoint)
+                .await
+                .map_err(|err| StartError::Health(err.to_string()))?;
+            Ok(())
+        };
+        // A container that exits while starting ends the wait at once (one
+        // never created leaves `ready` to say why).
+        let exited = async {
+            let code = wait_exit(&inner.docker, &name).await;
+            if code.is_none() {
+                std::future::pending::<()>().await;
+            }
+            StartError::Exited {
+                code,
+                oom: oom_killed(&inner.docker, &name).await,
+                log: log_tail(&inner.docker, &name).await,
+            }
+        };
+        let outcome = tokio::select! {
+            res = tokio::time::timeout(spec.ready_timeout, ready) => match res {
+                Ok(res) => res,
+                Err(_) => Err(StartError::Timeout),
+            },
+            err = exited => Err(err),
+        };
+        let outcome = outcome.and_then(|()| {
+            let mut pods = inner.lock_pods();
+            match pods.get_mut(&id) {
+                Some(entry) => match entry.died.take() {
+                    Some(reason) => Err(StartError::Died(reason)),
+                    None => {
+                        entry.ready = true;
+                        Ok(())
+                    }
+                },
+                None => Err(StartError::Died("removed while starting".into())),
+            }
+        });
+        if let Err(err) = outcome {
+            inner.lock_pods().remove(&id);
+            remove_container(&inner.docker, &name).await;
+            let _ = std::fs::remove_dir_all(&socket_dir);
+            return Err(match err {
+                StartError::Timeout => BackendError::ReadyTimeout {
+                    image: spec.image,
+                    timeout: spec.ready_timeout,
+                    detail: "the container's health never said SERVING".into(),
+                },
+                err => failed(err),
+            });
+        }
+        tracing::info!(pod = %id, image = %spec.image, %endpoint, ms = started.elapsed().as_millis() as u64, "pod ready");
+        Ok(ReadyPod { id, endpoint })
+    }
+
+    async fn stop_pod(&self, id: PodId, reason: StopReason) {
+        let inner = &self.0;
+        let entry = {
+            let mut pods = inner.lock_pods();
+            match pods.get_mut(&id) {
+                // Kept warm: stays for the next run, unless broken.
+                Some(entry) if entry.kept && reason == StopReason::Idle => {
+                    pods.remove(&id);
+                    return;
+                }
+                Some(entry) => {
+                    entry.stopping = true;
+                    (entry.container.clone(), entry.socket_dir.clone())
+                }
+                None => return,
+            }
+        };
+        let (container, dir) = entry;
+        // SIGTERM drains the wrapper; the engine kills it after the grace.
+        let _ = inner
+            .docker
+            .stop_container(
+                &container,
+                Some(bollard::query_parameters::StopContainerOptions {
+                    t: Some(STOP_GRACE.as_secs() as i32),
+                    ..Default::default()
+                }),
+            )
+            .await;
+        remove_container(&inner.docker, &container).await;
+        let _ = std::fs::remove_dir_all(&dir);
+        inner.lock_pods().remove(&id);
+    }
+
+    /// Removes this runner's tools volume (once no container uses it: a
+    /// kept-warm one keeps it until a later sweep) and its directory, but
+    /// the directories of kept-warm containers.
+    async fn close_backend(&self) {
+        let inner = &self.0;
+        if let Some(volume) = inner.tools.lock().await.take() {
+            remove_volume(&inner.docker, &volume).await;
+        }
+        let kept: Vec<PathBuf> = inner
+            .lock_pods()
+            .values()
+            .map(|p| p.socket_dir.clone())
+            .collect();
+        let mut left = false;
+        for entry in std::fs::read_dir(&inner.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = entry.path();
+            if path.file_name().is_some_and(|n| n == "lock") {
+                continue;
+            }
+            if kept.contains(&path) || self.kept_dir(&path).await {
+                left = true;
+            } else {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+        if !left {
+            let _ = std::fs::remove_dir_all(&inner.dir);
+        }
+    }
+
+    /// Whether a kept-warm container still uses `dir`.
+    async fn kept_dir(&self, dir: &Path) -> bool {
+        let label = format!("{SOCKET_DIR_LABEL}={}", dir.display());
+        self.0
+            .docker
+            .list_containers(Some(ListContainersOptions {
+                filters: Some(label_filter(&[MANAGED_LABEL, &label])),
+                ..Default::default()
+            }))
+            .await
+            .is_ok_and(|list| !list.is_empty())
+    }
+}
+
+impl Inner {
+    fn lock_pods(&self) -> std::sync::MutexGuard<'_, HashMap<PodId, PodEntry>> {
+        self.pods.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn labels(&self, extra: &[(&str, &str)]) -> HashMap<String, String> {
+        let mut labels = HashMap::from([
+            (MANAGED_LABEL.to_string(), "true".to_string()),
+            (RUNNER_LABEL.to_string(), self.instance.clone()),
+        ]);
+        for (k, v) in extra {
+            labels.insert((*k).to_string(), (*v).to_string());
+        }
+        labels
+    }
+
+    /// A container of ours died (an engine event): a ready pod is reported
+    /// failed and removed; a starting one is marked for its start to see.
+    async fn container_died(self: &Arc<Self>, container: &str) {
+        let id = PodId(container.to_string());
+        let known = {
+            let pods = self.lock_pods();
+            pods.get(&id)
+                .map(|e| (e.stopping, e.ready, e.socket_dir.clone()))
+        };
+        let Some((stopping, ready, dir)) = known else {
+            return;
+        };
+        if stopping {
+            return;
+        }
+        let reason = match oom_killed(&self.docker, container).await {
+            Some(true) => "the container was OOM-killed (memory limit)".to_string(),
+            _ => match exit_code(&self.docker, container).await {
+                Some(code) => format!("the container exited (code {code})"),
+                None => "the container exited".to_string(),
+            },
+        };
+        if !ready {
+            if let Some(entry) = self.lock_pods().get_mut(&id) {
+                entry.died = Some(reason);
+            }
+            return;
+        }
+        self.lock_pods().remove(&id);
+        tracing::warn!(pod = %id, %reason, "pod failed");
+        if let Some(events) = self.events.get() {
+            let _ = events.send(PodEvent::Failed { id, reason });
+        }
+        remove_container(&self.docker, container).await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Follows the engine's events for containers of ours, while the backend
+/// lives: `die` events become pod failures. Reconnects after an error,
+/// asking again from the last event seen, so none is lost in between.
+async fn follow_events(inner: std::sync::Weak<Inner>, mut since: u64) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let Some(strong) = inner.upgrade() else {
+            return;
+        };
+        let docker = strong.docker.clone();
+        drop(strong);
+        let mut filters = label_filter(&[MANAGED_LABEL]);
+        filters.insert("type".into(), vec!["container".into()]);
+        filters.insert("event".into(), vec!["die".into()]);
+        let mut stream = docker.events(Some(EventsOptions {
+            since: Some(since.to_string()),
+            filters: Some(filters),
+            ..Default::default()
+        }));
+        while let Some(event) = stream.next().await {
+            let Some(inner) = inner.upgrade() else { return };
+            match event {
+                Ok(event) => {
+                    backoff = Duration::from_millis(100);
+                    if let Some(time) = event.time {
+                        since = since.max(u64::try_from(time).unwrap_or(0));
+                    }
+                    let name = event
+                        .actor
+                        .and_then(|a| a.attributes)
+                        .and_then(|mut a| a.remove("name"));
+                    if let Some(name) = name {
+                        let inner = inner.clone();
+                        tokio::spawn(async move { inner.container_died(&name).await });
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(%err, "docker: the events stream failed; following again");
+                    break;
+                }
+            }
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+impl Backend for DockerBackend {
+    fn name(&self) -> &'static str {
+        "docker"
+    }
+
+    fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
+        let this = self.clone();
+        Box::pin(async move { this.start_pod(spec).await })
+    }
+
+    fn stop(&self, id: PodId, reason: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
+        let this = self.clone();
+        Box::pin(async move {
+            this.stop_pod(id, reason).await;
+            Ok(())
+        })
+    }
+
+    fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>) {
+        let _ = self.0.events.set(events);
+    }
+
+    fn close(&self) -> BoxFuture<'static, ()> {
+        let this = self.clone();
+        Box::pin(async move { this.close_backend().await })
+    }
+}
+
+/// Why a docker pod did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("the wrapper image {image:?} is not in the Docker engine (build it: ./build-images.sh, or set --wrapper-server-image): {source}")]
+    WrapperImage {
+        image: String,
+        #[source]
+        source: bollard::errors::Error,
+    },
+    #[error("the image is not in the Docker engine and pulling it failed: {0}")]
+    Pull(#[source] bollard::errors::Error),
+    #[error("inspecting the image: {0}")]
+    Inspect(#[source] bollard::errors::Error),
+    #[error("the image has no Entrypoint and no Cmd: there is no function to run (kpt runs an image's Entrypoint; give it one)")]
+    NoCommand,
+    #[error("{what}: {source}")]
+    Engine {
+        what: &'static str,
+        #[source]
+        source: bollard::errors::Error,
+    },
+    #[error("the init container (wrapper image {image:?}) failed{}: {log}", code.map(|c| format!(" with exit code {c}")).unwrap_or_default())]
+    Install {
+        image: String,
+        code: Option<i64>,
+        log: String,
+    },
+    #[error("the init container did not finish within {timeout:?}")]
+    InstallTimeout { timeout: Duration },
+    #[error("making the socket directory {}: {source}", .path.display())]
+    SocketDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the container's output ended before the wrapper listened")]
+    NoAddress,
+    #[error("health: {0}")]
+    Health(String),
+    #[error("the container exited while starting{}{}: {log}", code.map(|c| format!(" (code {c})")).unwrap_or_default(), if *oom == Some(true) { ", OOM-killed" } else { "" })]
+    Exited {
+        code: Option<i64>,
+        oom: Option<bool>,
+        log: String,
+    },
+    #[error("{0}")]
+    Died(String),
+    #[error("resources: {0}")]
+    Resources(String),
+    #[error("timed out")]
+    Timeout,
+}
+
+/// The image's command: Entrypoint then Cmd, as `docker run` puts them
+/// together. Pulled first if the engine does not have it.
+async fn image_command(docker: &Docker, image: &str) -> Result<Vec<String>, StartError> {
+    let inspect = match docker.inspect_image(image).await {
+        Ok(inspect) => inspect,
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => {
+            let mut pull = docker.create_image(
+                Some(CreateImageOptions {
+                    from_image: Some(image.to_string()),
+                    ..Default::default()
+                }),
+                None,
+                None,
+            );
+            while let Some(progress) = pull.next().await {
+                progress.map_err(StartError::Pull)?;
+            }
+            docker
+                .inspect_image(image)
+                .await
+                .map_err(StartError::Inspect)?
+        }
+        Err(err) => return Err(StartError::Inspect(err)),
+    };
+    let config = inspect.config.unwrap_or_default();
+    let mut argv = config.entrypoint.unwrap_or_default();
+    argv.extend(config.cmd.unwrap_or_default());
+    if argv.is_empty() {
+        return Err(StartError::NoCommand);
+    }
+    Ok(argv)
+}
+
+async fn create_container(
+    docker: &Docker,
+    name: &str,
+    config: ContainerCreateBody,
+) -> Result<(), StartError> {
+    docker
+        .create_container(
+            Some(CreateContainerOptions {
+                name: Some(name.to_string()),
+                ..Default::default()
+            }),
+            config,
+        )
+        .await
+        .map(|_| ())
+        .map_err(|source| StartError::Engine {
+            what: "creating the container",
+            source,
+        })
+}
+
+async fn start_container(docker: &Docker, name: &str) -> Result<(), StartError> {
+    docker
+        .start_container(name, None)
+        .await
+        .map_err(|source| StartError::Engine {
+            what: "starting the container",
+            source,
+        })
+}
+
+/// Waits (the engine answers when it happens) until the container is not
+/// running; its exit code if the engine says.
+async fn wait_exit(docker: &Docker, name: &str) -> Option<i64> {
+    let mut wait = docker.wait_container(
+        name,
+        Some(WaitContainerOptions {
+            condition: "not-running".into(),
+        }),
+    );
+    match wait.next().await {
+        Some(Ok(res)) => Some(res.status_code),
+        Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. })) => Some(code),
+        _ => None,
+    }
+}
+
+async fn oom_killed(docker: &Docker, name: &str) -> Option<bool> {
+    docker
+        .inspect_container(name, None::<InspectContainerOptions>)
+        .await
+        .ok()?
+        .state?
+        .oom_killed
+}
+
+async fn exit_code(docker: &Docker, name: &str) -> Option<i64> {
+    docker
+        .inspect_container(name, None::<InspectContainerOptions>)
+        .await
+        .ok()?
+        .state?
+        .exit_code
+}
+
+/// The last lines the container wrote (its wrapper's error, mostly).
+async fn log_tail(docker: &Docker, name: &str) -> String {
+    let mut logs = docker.logs(
+        name,
+        Some(LogsOptions {
+            stdout: true,
+            stderr: true,
+            tail: "20".into(),
+            ..Default::default()
+        }),
+    );
+    let mut text = Vec::new();
+    while let Some(Ok(chunk)) = logs.next().await {
+        text.extend_from_slice(&chunk.into_bytes());
+    }
+    let text = String::from_utf8_lossy(&text).trim().to_string();
+    if text.is_empty() {
+        "(it wrote nothing)".into()
+    } else {
+        text
+    }
+}
+
+/// Removes a container, whatever its state; one already gone is fine.
+async fn remove_container(docker: &Docker, name: &str) {
+    if let Err(err) = docker
+        .remove_container(
+            name,
+            Some(RemoveContainerOptions {
+                force: true,
+                v: true,
+                ..Default::default()
+            }),
+        )
+        .await
+    {
+        if !is_not_found(&err) && !is_conflict(&err) {
+            tracing::warn!(container = name, %err, "docker: removing a container");
+        }
+    }
+}
+
+/// Removes a volume; one in use (409) or gone (404) stays as it is.
+async fn remove_volume(docker: &Docker, name: &str) {
+    if let Err(err) = docker
+        .remove_volume(name, None::<RemoveVolumeOptions>)
+        .await
+    {
+        if !is_not_found(&err) && !is_conflict(&err) {
+            tracing::warn!(volume = name, %err, "docker: removing a volume");
+        }
+    }
+}
+
+fn is_not_found(err: &bollard::errors::Error) -> bool {
+    matches!(
+        err,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 404,
+            ..
+        }
+    )
+}
+
+/// 409: a volume in use, or a removal already in progress.
+fn is_conflict(err: &bollard::errors::Error) -> bool {
+    matches!(
+        err,
+        bollard::errors::Error::DockerResponseServerError {
+            status_code: 409,
+            ..
+        }
+    )
+}
+
+fn volume_mount(volume: &str, target: &str, read_only: bool) -> Mount {
+    Mount {
+        target: Some(target.into()),
+        source: Some(volume.into()),
+        typ: Some(MountType::VOLUME),
+        read_only: Some(read_only),
+        ..Default::default()
+    }
+}
+
+/// `label` filters: each entry `key` or `key=value`.
+fn label_filter(labels: &[&str]) -> HashMap<String, Vec<String>> {
+    HashMap::from([(
+        "label".to_string(),
+        labels.iter().map(|l| (*l).to_string()).collect(),
+    )])
+}
+
+/// The socket directory must be this user's alone: it is in a shared
+/// temporary directory, and whoever can enter it can call the functions.
+fn private_dir(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    match std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(path)
+    {
+        Ok(()) => {}
+        Err(err) => return Err(err.to_string()),
+    }
+    let meta = std::fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    if !meta.is_dir() {
+        return Err("not a directory".into());
+    }
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(format!(
+            "owned by uid {}, not by this user: another user could reach the functions' sockets",
+            meta.uid()
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// A pod's socket directory: writable by the function's user (65534), whom
+/// the parent directory (this user's alone) keeps everyone else out for.
+fn make_socket_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777))
+}
+
+/// Opens `path` (creating it) and takes an exclusive `flock` on it without
+/// waiting: `EWOULDBLOCK` if a live process holds it.
+fn lock_file(path: &Path) -> std::io::Result<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
+    Ok(file)
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Eight hex digits, from the clock and the process id: short (the socket
+/// paths must fit 108 bytes) and unique among the runners of one host.
+fn instance_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mixed = fingerprint(&[&nanos.to_string(), &std::process::id().to_string()]);
+    mixed[..8].to_string()
+}
+
+/// FNV-1a over the parts: a stable name for a container's shape (the same
+/// from one build to the next, unlike std's hasher).
+fn fingerprint(parts: &[&str]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in part.bytes().chain(std::iter::once(0)) {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{hash:016x}")
+}
+
+/// What the FunctionConfig's `templateOverrides.container` asks of the
+/// container, in the engine's terms.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Resources {
+    memory: Option<i64>,
+    memory_reservation: Option<i64>,
+    nano_cpus: Option<i64>,
+    cpu_shares: Option<i64>,
+    env: Vec<String>,
+}
+
+impl Resources {
+    fn from_overrides(overrides: Option<&TemplateOverrides>) -> Result<Self, StartError> {
+        let mut out = Resources::default();
+        let Some(container) = overrides.and_then(|o| o.container.as_ref()) else {
+            return Ok(out);
+        };
+        let bad = |what: String| StartError::Resources(what);
+        if let Some(resources) = &container.resources {
+            let get = |section: &str, key: &str| -> Result<Option<f64>, StartError> {
+                let Some(value) = resources.get(section).and_then(|s| s.get(key)) else {
+                    return Ok(None);
+                };
+                let text = match value {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Number(n) => n.to_string(),
+                    other => {
+                        return Err(bad(format!("{section}.{key}: {other} is not a quantity")))
+                    }
+                };
+                parse_quantity(&text).map(Some).ok_or_else(|| {
+                    bad(format!(
+                        "{section}.{key}: {text:?} is not a Kubernetes quantity"
+                    ))
+                })
+            };
+            out.memory = get("limits", "memory")?.map(|b| b.ceil() as i64);
+            out.memory_reservation = get("requests", "memory")?.map(|b| b.ceil() as i64);
+            out.nano_cpus = get("limits", "cpu")?.map(|c| (c * 1e9).round() as i64);
+            out.cpu_shares = get("requests", "cpu")?.map(|c| ((c * 1024.0).round() as i64).max(2));
+            if out.memory.is_some_and(|m| m < 6 << 20) {
+                return Err(bad("limits.memory: the engine needs at least 6Mi".into()));
+            }
+        }
+        for var in &container.env {
+            let name = var.get("name").and_then(|v| v.as_str());
+            match (name, var.get("value"), var.get("valueFrom")) {
+                (Some(name), value, None) => {
+                    let value = value.and_then(|v| v.as_str()).unwrap_or("");
+                    out.env.push(format!("{name}={value}"));
+                }
+                (Some(name), _, Some(_)) => return Err(bad(format!(
+                    "env {name}: valueFrom needs a cluster; the docker backend takes plain values"
+                ))),
+                (None, _, _) => return Err(bad("an env entry has no name".into())),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A Kubernetes quantity (`512Mi`, `1G`, `500m`, `1.5`, `2e3`) as a number.
+fn parse_quantity(text: &str) -> Option<f64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+        .unwrap_or(text.len());
+    let (number, suffix) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let scale = match suffix {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024.0,
+        "Mi" => 1024.0 * 1024.0,
+        "Gi" => 1024.0 * 1024.0 * 1024.0,
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        exp if exp.starts_with(['e', 'E']) => 10f64.powi(exp[1..].parse().ok()?),
+        _ => return None,
+    };
+    let value = number * scale;
+    (value.is_finite() && value >= 0.0).then_some(value)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities() {
+        for (text, want) in [
+            ("512Mi", 512.0 * 1024.0 * 1024.0),
+            ("1G", 1e9),
+            ("500m", 0.5),
+            ("1.5", 1.5),
+            ("2e3", 2000.0),
+            ("128974848", 128974848.0),
+            ("1Ki", 1024.0),
+        ] {
+            assert_eq!(parse_quantity(text), Some(want), "{text}");
+        }
+        for bad in ["", "Mi", "12Q", "-1", "1..2", "abc"] {
+            assert_eq!(parse_quantity(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn resources_from_overrides() {
+        let overrides: TemplateOverrides = serde_json::from_value(serde_json::json!({
+            "container": {
+                "resources": {
+                    "limits": {"memory": "64Mi", "cpu": "500m"},
+                    "requests": {"memory": "32Mi", "cpu": 1}
+                },
+                "env": [{"name": "A", "value": "b"}, {"name": "EMPTY"}]
+            }
+        }))
+        .unwrap();
+        let r = Resources::from_overrides(Some(&overrides)).unwrap();
+        assert_eq!(r.memory, Some(64 << 20));
+        assert_eq!(r.memory_reservation, Some(32 << 20));
+        assert_eq!(r.nano_cpus, Some(500_000_000));
+        assert_eq!(r.cpu_shares, Some(1024));
+        assert_eq!(r.env, vec!["A=b".to_string(), "EMPTY=".to_string()]);
+        assert_eq!(
+            Resources::from_overrides(None).unwrap(),
+            Resources::default()
+        );
+
+        let bad: TemplateOverrides = serde_json::from_value(serde_json::json!({
+            "container": {"resources": {"limits": {"memory": "lots"}}}
+        }))
+        .unwrap();
+        let err = Resources::from_overrides(Some(&bad))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("limits.memory") && err.contains("lots"),
+            "{err}"
+        );
+        let from: TemplateOverrides = serde_json::from_value(serde_json::json!({
+            "container": {"env": [{"name": "S", "valueFrom": {"secretKeyRef": {}}}]}
+        }))
+        .unwrap();
+        let err = Resources::from_overrides(Some(&from))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("env S") && err.contains("valueFrom"), "{err}");
+    }
+
+    #[test]
+    fn fingerprints_are_stable_and_tell_shapes_apart() {
+        // Fixed: a kept-warm container made by one build is found by the next.
+        assert_eq!(fingerprint(&["a", "b"]), "3b2f1d8b6e7ad4b3");
+        assert_ne!(fingerprint(&["ab", ""]), fingerprint(&["a", "b"]));
+    }
+
+    #[test]
+    fn a_live_lock_is_told_from_a_free_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let held = lock_file(&path).unwrap();
+        let err = lock_file(&path).unwrap_err();
+        assert_eq!(
+            err.raw_os_error(),
+            Some(rustix::io::Errno::WOULDBLOCK.raw_os_error())
+        );
+        drop(held);
+        lock_file(&path).unwrap();
+    }
+
+    #[test]
+    fn the_socket_dir_must_be_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("sockets");
+        private_dir(&root).unwrap();
+        let mode = std::fs::metadata(&root).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // Loosened by someone: tightened again.
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        private_dir(&root).unwrap();
+        let mode = std::fs::metadata(&root).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        assert!(private_dir(&file).is_err());
+    }
+}
