@@ -808,10 +808,26 @@ async fn run_image(image: &str, input: Bytes, evaluator: &dyn Evaluator) -> Resu
         Ok(resp) => Ok(Ran {
             exit_code: 0,
             stdout: resp.resource_list,
-            stderr: resp.log,
+            stderr: container_stderr(&resp.log).into(),
         }),
         Err(e) => Err(Error::Evaluator(e.to_string())),
     }
+}
+
+/// An image function's stderr as kpt shows it: kpt reads a container's
+/// stderr line by line (Go's `bufio.Scanner`: a final newline ends the last
+/// line rather than starting an empty one, and a `\r` before a newline
+/// goes) and joins the lines with `\n`.
+fn container_stderr(log: &[u8]) -> Vec<u8> {
+    let mut lines: Vec<&[u8]> = log.split(|b| *b == b'\n').collect();
+    if log.ends_with(b"\n") {
+        lines.pop();
+    }
+    let lines: Vec<&[u8]> = lines
+        .into_iter()
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .collect();
+    lines.join(&b'\n')
 }
 
 // ---------------------------------------------------------------------------
@@ -1835,6 +1851,14 @@ items:
         severity: warning
 "
         );
+    }
+
+    #[test]
+    fn container_stderr_is_read_by_lines_as_kpt_reads_it() {
+        assert_eq!(container_stderr(b"one\ntwo\n"), b"one\ntwo");
+        assert_eq!(container_stderr(b"one\r\ntwo"), b"one\ntwo");
+        assert_eq!(container_stderr(b"a\n\nb\n\n"), b"a\n\nb\n");
+        assert_eq!(container_stderr(b""), b"");
     }
 
     #[test]

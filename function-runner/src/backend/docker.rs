@@ -70,6 +70,9 @@ pub const RUNNER_LABEL: &str = "krm-fn.dev/runner";
 pub const IMAGE_LABEL: &str = "krm-fn.dev/image";
 /// The host directory of a container's socket.
 pub const SOCKET_DIR_LABEL: &str = "krm-fn.dev/socket-dir";
+/// The socket directory of the runner that made it: a runner sweeps only
+/// what runners of its own socket directory left, whose locks it can see.
+pub const SOCKET_ROOT_LABEL: &str = "krm-fn.dev/socket-root";
 /// On a kept-warm container: the fingerprint a reuser must match.
 pub const KEEP_WARM_LABEL: &str = "krm-fn.dev/keep-warm";
 
@@ -82,6 +85,11 @@ const SOCKET_NAME: &str = "wrapper.sock";
 const FUNCTION_USER: &str = "65534:65534";
 /// A function's scratch space on the read-only root filesystem.
 const TMPFS: &str = "size=256m,mode=1777";
+/// The most of a starting container's stderr kept for its error.
+const START_LOG_BYTES: usize = 4096;
+/// After a starting container's output ended: how long its death event may
+/// take to arrive, with its exit code.
+const DEATH_EVENT_WAIT: Duration = Duration::from_secs(5);
 /// How long a stopping container may drain before the engine kills it.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 /// The init image built from `Dockerfile` by `./build-images.sh`.
@@ -158,6 +166,8 @@ struct PodEntry {
     stopping: bool,
     /// It died while starting (seen in the events before the start ended).
     died: Option<String>,
+    /// Tells the start of its death.
+    died_tx: Option<tokio::sync::oneshot::Sender<String>>,
 }
 
 struct Inner {
@@ -184,12 +194,19 @@ impl DockerBackend {
     /// Sets the backend up on `docker`: takes this runner's directory and
     /// lock, removes what crashed runners left, and follows the engine's
     /// events.
-    pub async fn new(docker: Docker, settings: DockerSettings) -> Result<Self, DockerSetupError> {
+    pub async fn new(
+        docker: Docker,
+        mut settings: DockerSettings,
+    ) -> Result<Self, DockerSetupError> {
         let root = &settings.socket_dir;
-        private_dir(root).map_err(|reason| DockerSetupError::SocketDir {
+        let setup = |reason: String| DockerSetupError::SocketDir {
             path: root.clone(),
             reason,
-        })?;
+        };
+        private_dir(root).map_err(setup)?;
+        // One spelling of it on the labels, whoever names it how.
+        settings.socket_dir = std::fs::canonicalize(root).map_err(|e| setup(e.to_string()))?;
+        let root = &settings.socket_dir;
         let instance = instance_id();
         let dir = root.join(&instance);
         let lock = std::fs::create_dir(&dir)
@@ -238,11 +255,12 @@ impl DockerBackend {
                 }
             }
         };
+        let root_label = format!("{SOCKET_ROOT_LABEL}={}", root.display());
         let containers = match inner
             .docker
             .list_containers(Some(ListContainersOptions {
                 all: true,
-                filters: Some(label_filter(&[MANAGED_LABEL])),
+                filters: Some(label_filter(&[MANAGED_LABEL, &root_label])),
                 ..Default::default()
             }))
             .await
@@ -274,7 +292,7 @@ impl DockerBackend {
         if let Ok(list) = inner
             .docker
             .list_volumes(Some(ListVolumesOptions {
-                filters: Some(label_filter(&[MANAGED_LABEL])),
+                filters: Some(label_filter(&[MANAGED_LABEL, &root_label])),
             }))
             .await
         {
@@ -476,6 +494,7 @@ impl DockerBackend {
                         kept: true,
                         stopping: false,
                         died: None,
+                        died_tx: None,
                     },
                 );
                 return Ok(ReadyPod { id, endpoint });
@@ -536,6 +555,9 @@ impl DockerBackend {
             }),
             ..Default::default()
         };
+        // The start learns of the container's death from the events (which
+        // replay from before it was created, so none is missed).
+        let (died_tx, mut died_rx) = tokio::sync::oneshot::channel();
         inner.lock_pods().insert(
             id.clone(),
             PodEntry {
@@ -545,12 +567,16 @@ impl DockerBackend {
                 kept: inner.settings.keep_warm.is_some(),
                 stopping: false,
                 died: None,
+                died_tx: Some(died_tx),
             },
         );
-        let created = create_container(&inner.docker, &name, config).await;
+        // What the container wrote on stderr while starting: its wrapper's
+        // error, if it fails (kept here: an auto-removed container takes its
+        // log with it).
+        let log = Mutex::new(Vec::new());
         let ready = async {
-            created?;
-            // Attached before the start, so the address line cannot be missed.
+            create_container(&inner.docker, &name, config).await?;
+            // Attached before the start, so no output can be missed.
             let attached = inner
                 .docker
                 .attach_container(
@@ -558,6 +584,7 @@ impl DockerBackend {
                     Some(AttachContainerOptions {
                         stream: true,
                         stdout: true,
+                        stderr: true,
                         logs: true,
                         ..Default::default()
                     }),
@@ -572,7 +599,15 @@ impl DockerBackend {
             let mut line = Vec::new();
             while !line.contains(&b'\n') {
                 match output.next().await {
-                    Some(Ok(chunk)) => line.extend_from_slice(&chunk.into_bytes()),
+                    Some(Ok(bollard::container::LogOutput::StdOut { message })) => {
+                        line.extend_from_slice(&message)
+                    }
+                    Some(Ok(other)) => {
+                        let mut log = log.lock().unwrap_or_else(PoisonError::into_inner);
+                        log.extend_from_slice(&other.into_bytes());
+                        let excess = log.len().saturating_sub(START_LOG_BYTES);
+                        log.drain(..excess);
+                    }
                     Some(Err(source)) => {
                         return Err(StartError::Engine {
                             what: "reading the container's output",
@@ -588,25 +623,31 @@ impl DockerBackend {
                 .map_err(|err| StartError::Health(err.to_string()))?;
             Ok(())
         };
-        // A container that exits while starting ends the wait at once (one
-        // never created leaves `ready` to say why).
-        let exited = async {
-            let code = wait_exit(&inner.docker, &name).await;
-            if code.is_none() {
-                std::future::pending::<()>().await;
-            }
-            StartError::Exited {
-                code,
-                oom: oom_killed(&inner.docker, &name).await,
-                log: log_tail(&inner.docker, &name).await,
+        let log_text = || {
+            let log = log.lock().unwrap_or_else(PoisonError::into_inner);
+            let text = String::from_utf8_lossy(&log).trim().to_string();
+            if text.is_empty() {
+                "(it wrote nothing)".to_string()
+            } else {
+                text
             }
         };
         let outcome = tokio::select! {
             res = tokio::time::timeout(spec.ready_timeout, ready) => match res {
+                // Its output ended: it exited, and the event says how.
+                Ok(Err(StartError::NoAddress)) => {
+                    match tokio::time::timeout(DEATH_EVENT_WAIT, &mut died_rx).await {
+                        Ok(Ok(reason)) => Err(StartError::Exited { reason, log: log_text() }),
+                        _ => Err(StartError::Exited {
+                            reason: "its output ended".into(),
+                            log: log_text(),
+                        }),
+                    }
+                }
                 Ok(res) => res,
                 Err(_) => Err(StartError::Timeout),
             },
-            err = exited => Err(err),
+            Ok(reason) = &mut died_rx => Err(StartError::Exited { reason, log: log_text() }),
         };
         let outcome = outcome.and_then(|()| {
             let mut pods = inner.lock_pods();
@@ -729,6 +770,10 @@ impl Inner {
         let mut labels = HashMap::from([
             (MANAGED_LABEL.to_string(), "true".to_string()),
             (RUNNER_LABEL.to_string(), self.instance.clone()),
+            (
+                SOCKET_ROOT_LABEL.to_string(),
+                self.settings.socket_dir.display().to_string(),
+            ),
         ]);
         for (k, v) in extra {
             labels.insert((*k).to_string(), (*v).to_string());
@@ -736,35 +781,42 @@ impl Inner {
         labels
     }
 
-    /// A container of ours died (an engine event): a ready pod is reported
-    /// failed and removed; a starting one is marked for its start to see.
-    async fn container_died(self: &Arc<Self>, container: &str) {
+    /// A container of ours died (an engine event, with the exit code it
+    /// names): a ready pod is reported failed and removed; a starting one's
+    /// start is told.
+    async fn container_died(self: &Arc<Self>, container: &str, code: Option<String>) {
         let id = PodId(container.to_string());
         let known = {
             let pods = self.lock_pods();
-            pods.get(&id)
-                .map(|e| (e.stopping, e.ready, e.socket_dir.clone()))
+            pods.get(&id).map(|e| (e.stopping, e.socket_dir.clone()))
         };
-        let Some((stopping, ready, dir)) = known else {
+        let Some((stopping, dir)) = known else {
             return;
         };
         if stopping {
             return;
         }
         let reason = match oom_killed(&self.docker, container).await {
-            Some(true) => "the container was OOM-killed (memory limit)".to_string(),
-            _ => match exit_code(&self.docker, container).await {
+            Some(true) => "the container was OOM-killed (its memory limit)".to_string(),
+            _ => match code {
                 Some(code) => format!("the container exited (code {code})"),
                 None => "the container exited".to_string(),
             },
         };
-        if !ready {
-            if let Some(entry) = self.lock_pods().get_mut(&id) {
+        {
+            let mut pods = self.lock_pods();
+            let Some(entry) = pods.get_mut(&id) else {
+                return;
+            };
+            if !entry.ready {
+                if let Some(tx) = entry.died_tx.take() {
+                    let _ = tx.send(reason.clone());
+                }
                 entry.died = Some(reason);
+                return;
             }
-            return;
+            pods.remove(&id);
         }
-        self.lock_pods().remove(&id);
         tracing::warn!(pod = %id, %reason, "pod failed");
         if let Some(events) = self.events.get() {
             let _ = events.send(PodEvent::Failed { id, reason });
@@ -801,13 +853,11 @@ async fn follow_events(inner: std::sync::Weak<Inner>, mut since: u64) {
                     if let Some(time) = event.time {
                         since = since.max(u64::try_from(time).unwrap_or(0));
                     }
-                    let name = event
-                        .actor
-                        .and_then(|a| a.attributes)
-                        .and_then(|mut a| a.remove("name"));
-                    if let Some(name) = name {
+                    let mut attributes = event.actor.and_then(|a| a.attributes).unwrap_or_default();
+                    if let Some(name) = attributes.remove("name") {
+                        let code = attributes.remove("exitCode");
                         let inner = inner.clone();
-                        tokio::spawn(async move { inner.container_died(&name).await });
+                        tokio::spawn(async move { inner.container_died(&name, code).await });
                     }
                 }
                 Err(err) => {
@@ -888,12 +938,8 @@ pub enum StartError {
     NoAddress,
     #[error("health: {0}")]
     Health(String),
-    #[error("the container exited while starting{}{}: {log}", code.map(|c| format!(" (code {c})")).unwrap_or_default(), if *oom == Some(true) { ", OOM-killed" } else { "" })]
-    Exited {
-        code: Option<i64>,
-        oom: Option<bool>,
-        log: String,
-    },
+    #[error("{reason} while starting; its log: {log}")]
+    Exited { reason: String, log: String },
     #[error("{0}")]
     Died(String),
     #[error("resources: {0}")]
@@ -991,15 +1037,6 @@ async fn oom_killed(docker: &Docker, name: &str) -> Option<bool> {
         .ok()?
         .state?
         .oom_killed
-}
-
-async fn exit_code(docker: &Docker, name: &str) -> Option<i64> {
-    docker
-        .inspect_container(name, None::<InspectContainerOptions>)
-        .await
-        .ok()?
-        .state?
-        .exit_code
 }
 
 /// The last lines the container wrote (its wrapper's error, mostly).
@@ -1226,9 +1263,11 @@ impl Resources {
                     let value = value.and_then(|v| v.as_str()).unwrap_or("");
                     out.env.push(format!("{name}={value}"));
                 }
-                (Some(name), _, Some(_)) => return Err(bad(format!(
+                (Some(name), _, Some(_)) => {
+                    return Err(bad(format!(
                     "env {name}: valueFrom needs a cluster; the docker backend takes plain values"
-                ))),
+                )))
+                }
                 (None, _, _) => return Err(bad("an env entry has no name".into())),
             }
         }
