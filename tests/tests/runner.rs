@@ -604,9 +604,22 @@ async fn start_up_and_usage_mistakes_are_said_plainly() {
         err.contains("tip: function arguments go after `--`"),
         "{err}"
     );
-    // `eval --image` without a function map says none was given.
-    let err = run(&["eval", pkg, "--image", "example.com/fn/x:v1"]);
+    // `eval --image` without a function map and without a Docker engine
+    // says neither is there.
+    let out = e2e_tests::output_within(
+        std::process::Command::new(bin("function-runner"))
+            .args(["eval", pkg, "--image", "example.com/fn/x:v1"])
+            .env("DOCKER_HOST", format!("unix://{pkg}/no-engine.sock")),
+        None,
+        Duration::from_secs(30),
+    )
+    .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no function map was given"), "{err}");
+    assert!(
+        err.contains("[USING] process (no Docker engine answers"),
+        "{err}"
+    );
     // The wrapper's entrypoint without `--`.
     let out = e2e_tests::output_within(
         std::process::Command::new(bin("wrapper-server")).arg("/bin/cat"),

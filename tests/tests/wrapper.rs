@@ -778,3 +778,67 @@ async fn gzip_bombs_are_refused_while_inflating() {
     let resp = evaluate(&w, example_rl()).await.unwrap();
     assert_eq!(resp.resource_list, example_rl().as_bytes());
 }
+
+/// `--unix-socket`: served on a socket any user can connect to (the docker
+/// backend's containers have no network), its address printed; a stale
+/// socket from an earlier run is replaced. `--exit-after-idle`: once no
+/// call came for that long, the wrapper drains and exits 0 by itself.
+#[tokio::test]
+async fn serves_on_a_unix_socket_and_exits_when_idle() {
+    use std::io::BufRead;
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("w.sock");
+    // A socket file left by an earlier run.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    let mut child = std::process::Command::new(e2e_tests::bin("wrapper-server"))
+        .arg("--unix-socket")
+        .arg(&socket)
+        .args([
+            "--print-address",
+            "--exit-after-idle",
+            "1s",
+            "--",
+            "/bin/cat",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), format!("unix:{}", socket.display()));
+    let meta = std::fs::metadata(&socket).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o666);
+    let mut client = e2e_tests::evaluator_client(line.trim(), 64 << 20)
+        .await
+        .unwrap();
+    // Calls keep it alive past the idle time.
+    for _ in 0..4 {
+        let resp = client
+            .evaluate_function(request(example_rl()))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(resp.resource_list, example_rl().as_bytes());
+        tokio::time::sleep(Duration::from_millis(400)).await;
+    }
+    assert!(child.try_wait().unwrap().is_none(), "exited while in use");
+    drop(client);
+    let mut status = None;
+    let exited = e2e_tests::eventually(Duration::from_secs(30), || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    })
+    .await;
+    if !exited {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(exited, "still running when idle");
+    assert!(status.unwrap().success(), "{status:?}");
+}

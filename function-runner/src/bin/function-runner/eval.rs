@@ -190,10 +190,10 @@ async fn pick_backend(pods: &EvalPodArgs, image: Option<&str>) -> (BackendKind, 
                 format!("docker: the image's container on the local engine {version}{kept}"),
             )
         }
-        Err(err) => {
-            tracing::debug!(%err, "no Docker engine");
-            (BackendKind::Process, String::new())
-        }
+        Err(err) => (
+            BackendKind::Process,
+            format!("process ({})", krm_fn::error_chain(&err)),
+        ),
     }
 }
 

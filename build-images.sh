@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds the two images, both FROM scratch with static binaries only:
+#   wrapper-server:TAG   the init image (Dockerfile): wrapper-server and the
+#                        health probe, installed into function pods/containers
+#   function-runner:TAG  the runner (Dockerfile.runner), non-root
+# Usage: ./build-images.sh [TAG]   (default: dev)
+# Needs a Docker engine; pulls nothing (no Rust builder image: the binaries
+# are built here, release profile, and copied in).
+set -euo pipefail
+cd "$(dirname "$0")"
+tag="${1:-dev}"
+cargo build --release --bins
+out=target/x86_64-unknown-linux-gnu/release
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx"' EXIT
+cp "$out/wrapper-server" "$out/health-probe" "$out/function-runner" "$ctx/"
+cp /etc/ssl/certs/ca-certificates.crt "$ctx/"
+docker build -q -t "wrapper-server:$tag" -f Dockerfile "$ctx"
+docker build -q -t "function-runner:$tag" -f Dockerfile.runner "$ctx"
+docker images --format '{{.Repository}}:{{.Tag}} {{.Size}}' "wrapper-server:$tag"
+docker images --format '{{.Repository}}:{{.Tag}} {{.Size}}' "function-runner:$tag"
