@@ -299,7 +299,7 @@ async fn serves_functions_from_their_images_in_locked_down_containers() {
     assert_eq!(std::fs::read_dir(setup.sockets.path()).unwrap().count(), 0);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_container_killed_mid_call_is_replaced_and_the_call_retried() {
     let Some(setup) = Setup::new() else { return };
     let runner = setup.runner(&[]);
@@ -319,7 +319,9 @@ async fn a_container_killed_mid_call_is_replaced_and_the_call_retried() {
     // The function sleeps: the call is inside the container.
     let started = eventually_blocking(Duration::from_secs(20), || {
         let out = docker(&["top", &first[0]]).unwrap();
-        String::from_utf8_lossy(&out.stdout).contains("sleep")
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l.contains("busybox sleep") && !l.contains("wrapper-server"))
     });
     assert!(started, "{}", runner.logs());
     docker(&["kill", &first[0]]).unwrap();
@@ -520,7 +522,7 @@ fn eval_keep_warm_reuses_the_container_until_it_idles_out() {
                 "--image",
                 &setup.image(Kind::Example),
                 "--keep-warm",
-                "4s",
+                "15s",
                 "--",
                 owner,
             ],

@@ -797,7 +797,7 @@ async fn serves_on_a_unix_socket_and_exits_when_idle() {
         .args([
             "--print-address",
             "--exit-after-idle",
-            "1s",
+            "3s",
             "--",
             "/bin/cat",
         ])

@@ -85,6 +85,10 @@ const SOCKET_NAME: &str = "wrapper.sock";
 const FUNCTION_USER: &str = "65534:65534";
 /// A function's scratch space on the read-only root filesystem.
 const TMPFS: &str = "size=256m,mode=1777";
+/// Unix socket paths hold at most 107 bytes; under the socket directory
+/// come `/<instance>/<pod number>/wrapper.sock` (pod numbers up to 20 digits).
+const MAX_SOCKET_PATH: usize = 107;
+const SOCKET_PATH_TAIL: usize = 1 + 8 + 1 + 20 + 1 + SOCKET_NAME.len();
 /// The most of a starting container's stderr kept for its error.
 const START_LOG_BYTES: usize = 4096;
 /// After a starting container's output ended: how long its death event may
@@ -177,8 +181,10 @@ struct Inner {
     instance: String,
     /// `<socket_dir>/<instance>`, holding `lock` and a directory per pod.
     dir: PathBuf,
-    /// Held (flock) while this runner lives.
+    /// `dir`, opened and held locked (flock) while this runner lives.
     _lock: std::fs::File,
+    /// Closed: starts still running remove what they made.
+    closed: std::sync::atomic::AtomicBool,
     events: std::sync::OnceLock<mpsc::UnboundedSender<PodEvent>>,
     pods: Mutex<HashMap<PodId, PodEntry>>,
     /// The tools volume, once installed.
@@ -198,19 +204,29 @@ impl DockerBackend {
         docker: Docker,
         mut settings: DockerSettings,
     ) -> Result<Self, DockerSetupError> {
-        let root = &settings.socket_dir;
+        let given = settings.socket_dir.clone();
+        let root = &given;
         let setup = |reason: String| DockerSetupError::SocketDir {
-            path: root.clone(),
+            path: given.clone(),
             reason,
         };
         private_dir(root).map_err(setup)?;
         // One spelling of it on the labels, whoever names it how.
         settings.socket_dir = std::fs::canonicalize(root).map_err(|e| setup(e.to_string()))?;
         let root = &settings.socket_dir;
+        let limit = root.as_os_str().len() + SOCKET_PATH_TAIL;
+        if limit > MAX_SOCKET_PATH {
+            return Err(setup(format!(
+                "too long for Unix socket paths under it ({limit} of at most {MAX_SOCKET_PATH} bytes): choose a shorter directory"
+            )));
+        }
         let instance = instance_id();
         let dir = root.join(&instance);
-        let lock = std::fs::create_dir(&dir)
-            .and_then(|()| lock_file(&dir.join("lock")))
+        // Locked before it has its name, so no sweep ever sees it unlocked.
+        let fresh = root.join(format!(".new-{instance}"));
+        let lock = std::fs::create_dir(&fresh)
+            .and_then(|()| lock_file(&fresh))
+            .and_then(|lock| std::fs::rename(&fresh, &dir).map(|()| lock))
             .map_err(|err| DockerSetupError::SocketDir {
                 path: dir.clone(),
                 reason: err.to_string(),
@@ -222,6 +238,7 @@ impl DockerBackend {
             instance,
             dir,
             _lock: lock,
+            closed: Default::default(),
             events: Default::default(),
             pods: Default::default(),
             tools: AsyncMutex::new(None),
@@ -247,12 +264,17 @@ impl DockerBackend {
             if instance == inner.instance {
                 return true;
             }
-            // A runner that lives holds its lock; taking it means it is gone.
-            match lock_file(&root.join(instance).join("lock")) {
-                Ok(_) => false,
-                Err(err) => {
-                    err.raw_os_error() == Some(rustix::io::Errno::WOULDBLOCK.raw_os_error())
+            // A runner that lives holds a lock on its directory; taking it,
+            // or finding no directory, means it is gone.
+            if !is_instance_name(instance) {
+                return false;
+            }
+            match std::fs::File::open(root.join(instance)) {
+                Ok(dir) => {
+                    rustix::fs::flock(&dir, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+                        == Err(rustix::io::Errno::WOULDBLOCK)
                 }
+                Err(_) => false,
             }
         };
         let root_label = format!("{SOCKET_ROOT_LABEL}={}", root.display());
@@ -312,7 +334,12 @@ impl DockerBackend {
             let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
                 continue;
             };
-            if !entry.file_type().is_ok_and(|t| t.is_dir()) || alive(name) {
+            // Only runner directories (eight hex digits): whatever else is
+            // in the directory is not ours to remove.
+            if !is_instance_name(name)
+                || !entry.file_type().is_ok_and(|t| t.is_dir())
+                || alive(name)
+            {
                 continue;
             }
             let mut left = 0;
@@ -407,7 +434,11 @@ impl DockerBackend {
         let inner = &self.0;
         let image_label = format!("{IMAGE_LABEL}={image}");
         let keep_label = format!("{KEEP_WARM_LABEL}={fingerprint}");
-        let mut filters = label_filter(&[MANAGED_LABEL, &image_label, &keep_label]);
+        let root_label = format!(
+            "{SOCKET_ROOT_LABEL}={}",
+            inner.settings.socket_dir.display()
+        );
+        let mut filters = label_filter(&[MANAGED_LABEL, &image_label, &keep_label, &root_label]);
         filters.insert("status".into(), vec!["running".into()]);
         let list = inner
             .docker
@@ -426,8 +457,13 @@ impl DockerBackend {
             };
             let Some(name) = names.first() else { continue };
             let dir = PathBuf::from(dir);
+            if !dir.starts_with(&inner.settings.socket_dir) {
+                continue;
+            }
             let endpoint = format!("unix:{}", dir.join(SOCKET_NAME).display());
-            // One about to exit (idle) or broken is passed over.
+            // A broken one is passed over; one that starts draining (idle)
+            // just after this answers UNAVAILABLE, and the call is retried
+            // on a new container.
             if tokio::time::timeout(
                 Duration::from_secs(2),
                 super::process::wait_serving(&endpoint),
@@ -576,6 +612,9 @@ impl DockerBackend {
         let log = Mutex::new(Vec::new());
         let ready = async {
             create_container(&inner.docker, &name, config).await?;
+            if inner.closed.load(Ordering::SeqCst) {
+                return Err(StartError::Died("the runner is shutting down".into()));
+            }
             // Attached before the start, so no output can be missed.
             let attached = inner
                 .docker
@@ -718,6 +757,29 @@ impl DockerBackend {
     /// the directories of kept-warm containers.
     async fn close_backend(&self) {
         let inner = &self.0;
+        inner.closed.store(true, Ordering::SeqCst);
+        // Starts still running (given up by the cache, or cut short by the
+        // runner's exit): their containers go now, kept-warm ones excepted.
+        let own = format!("{RUNNER_LABEL}={}", inner.instance);
+        if let Ok(list) = inner
+            .docker
+            .list_containers(Some(ListContainersOptions {
+                all: true,
+                filters: Some(label_filter(&[MANAGED_LABEL, &own])),
+                ..Default::default()
+            }))
+            .await
+        {
+            for c in list {
+                let kept = c
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key(KEEP_WARM_LABEL));
+                if let (false, Some(id)) = (kept, c.id) {
+                    remove_container(&inner.docker, &id).await;
+                }
+            }
+        }
         if let Some(volume) = inner.tools.lock().await.take() {
             remove_volume(&inner.docker, &volume).await;
         }
@@ -733,9 +795,6 @@ impl DockerBackend {
             .flatten()
         {
             let path = entry.path();
-            if path.file_name().is_some_and(|n| n == "lock") {
-                continue;
-            }
             if kept.contains(&path) || self.kept_dir(&path).await {
                 left = true;
             } else {
@@ -808,6 +867,9 @@ impl Inner {
             let Some(entry) = pods.get_mut(&id) else {
                 return;
             };
+            if entry.stopping {
+                return;
+            }
             if !entry.ready {
                 if let Some(tx) = entry.died_tx.take() {
                     let _ = tx.send(reason.clone());
@@ -956,9 +1018,14 @@ async fn image_command(docker: &Docker, image: &str) -> Result<Vec<String>, Star
         Err(bollard::errors::Error::DockerResponseServerError {
             status_code: 404, ..
         }) => {
+            // Without a tag or digest the engine pulls every tag: `latest`,
+            // as `docker pull` takes.
+            let parts = crate::image::ImageRef::split(image);
+            let tag = (parts.tag.is_none() && parts.digest.is_none()).then(|| "latest".to_string());
             let mut pull = docker.create_image(
                 Some(CreateImageOptions {
                     from_image: Some(image.to_string()),
+                    tag,
                     ..Default::default()
                 }),
                 None,
@@ -1169,16 +1236,22 @@ fn make_socket_dir(path: &Path) -> std::io::Result<()> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777))
 }
 
-/// Opens `path` (creating it) and takes an exclusive `flock` on it without
-/// waiting: `EWOULDBLOCK` if a live process holds it.
+/// Opens the directory `path` and takes an exclusive `flock` on it without
+/// waiting: `EWOULDBLOCK` if a live process holds it. A directory rather
+/// than a file in it: temporary-directory cleaners leave locked directories
+/// alone, and there is no file to lose.
 fn lock_file(path: &Path) -> std::io::Result<std::fs::File> {
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)?;
+    let file = std::fs::File::open(path)?;
     rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)?;
     Ok(file)
+}
+
+/// A runner directory's name: [`instance_id`]'s eight hex digits.
+fn is_instance_name(name: &str) -> bool {
+    name.len() == 8
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 fn unix_now() -> u64 {
@@ -1384,7 +1457,7 @@ mod tests {
     #[test]
     fn a_live_lock_is_told_from_a_free_one() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("lock");
+        let path = dir.path().to_path_buf();
         let held = lock_file(&path).unwrap();
         let err = lock_file(&path).unwrap_err();
         assert_eq!(

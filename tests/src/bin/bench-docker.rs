@@ -70,7 +70,9 @@ fn ms(d: Duration) -> String {
 fn pod_ready_ms(log: &str) -> Option<Duration> {
     let line = log.lines().find(|l| l.contains("pod ready"))?;
     let rest = &line[line.find(" ms=")? + 4..];
-    let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
     Some(Duration::from_millis(rest[..end].parse().ok()?))
 }
 
@@ -81,7 +83,10 @@ async fn main() -> anyhow::Result<()> {
     e2e_tests::require_docker()?;
     let image = format!("krm-bench/example-fn:{}", std::process::id());
     let passwd = tempfile::NamedTempFile::new()?;
-    std::fs::write(passwd.path(), "nobody:x:65534:65534:nobody:/:/sbin/nologin\n")?;
+    std::fs::write(
+        passwd.path(),
+        "nobody:x:65534:65534:nobody:/:/sbin/nologin\n",
+    )?;
     build_image_with_files(
         &image,
         "FROM scratch\nCOPY example-fn /example-fn\nCOPY passwd /etc/passwd\nENTRYPOINT [\"/example-fn\"]",
@@ -193,10 +198,22 @@ async fn run(cli: &Cli, kpt: &Path, image: &str) -> anyhow::Result<()> {
     let kpt_m = median(&mut kpt_t);
     let rows = [
         ("`kpt fn eval --image` (one `docker run`)", kpt_m),
-        ("ours `eval --image`, cold (whole command)", median(&mut cold_t)),
-        ("ours cold start, create → SERVING (`pod ready ms=`)", median(&mut ready_t)),
-        ("ours `eval --image --keep-warm`, warm (whole command)", median(&mut kept_t)),
-        ("ours warm call through `serve --backend docker` (gRPC)", median(&mut warm_t)),
+        (
+            "ours `eval --image`, cold (whole command)",
+            median(&mut cold_t),
+        ),
+        (
+            "ours cold start, create → SERVING (`pod ready ms=`)",
+            median(&mut ready_t),
+        ),
+        (
+            "ours `eval --image --keep-warm`, warm (whole command)",
+            median(&mut kept_t),
+        ),
+        (
+            "ours warm call through `serve --backend docker` (gRPC)",
+            median(&mut warm_t),
+        ),
     ];
     println!(
         "{} rounds ({} warm calls each), medians; ratio = kpt / ours\n",

@@ -140,7 +140,7 @@ pub(crate) struct EvalPodArgs {
     /// docker: leave the container running after this run, for later runs
     /// to reuse; it exits once unused this long (Go duration). Off by
     /// default.
-    #[arg(long, value_name = "DURATION", value_parser = crate::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_keep_warm)]
     keep_warm: Option<Duration>,
     /// docker: the init image that installs wrapper-server into function
     /// containers.
@@ -149,6 +149,18 @@ pub(crate) struct EvalPodArgs {
     /// docker: the host directory of the containers' sockets.
     #[arg(long, value_name = "DIR")]
     docker_socket_dir: Option<PathBuf>,
+}
+
+/// `--keep-warm`: a Go duration of a second or more (less would have the
+/// container exit before a later run could find it).
+fn parse_keep_warm(s: &str) -> Result<Duration, String> {
+    let d = crate::parse_duration(s)?;
+    if d < Duration::from_secs(1) {
+        return Err(format!(
+            "{s:?} is under a second: the container would be gone before the next run"
+        ));
+    }
+    Ok(d)
 }
 
 /// How long `eval` waits for a Docker engine to answer before it does
