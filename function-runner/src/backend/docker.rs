@@ -48,7 +48,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, VolumeCreateRequest};
+use bollard::models::{
+    ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountType, VolumeCreateRequest,
+};
 use bollard::query_parameters::{
     AttachContainerOptions, CreateContainerOptions, CreateImageOptions, EventsOptions,
     InspectContainerOptions, ListContainersOptions, ListVolumesOptions, LogsOptions,
@@ -485,8 +487,17 @@ impl DockerBackend {
         };
         let started = tokio::time::Instant::now();
         let resources = Resources::from_overrides(spec.overrides.as_deref()).map_err(failed)?;
-        let argv = image_command(&inner.docker, &spec.image)
+        // One deadline for the whole start: reading (or pulling) the image,
+        // installing the tools, and the container's own start.
+        let deadline = started + spec.ready_timeout;
+        let timed_out = |phase: &str| BackendError::ReadyTimeout {
+            image: spec.image.clone(),
+            timeout: spec.ready_timeout,
+            detail: format!("timed out {phase}"),
+        };
+        let argv = tokio::time::timeout_at(deadline, image_command(&inner.docker, &spec.image))
             .await
+            .map_err(|_| timed_out("reading (or pulling) the image"))?
             .map_err(failed)?;
         let mut wrapper_args = vec![
             "--unix-socket".to_string(),
@@ -536,7 +547,13 @@ impl DockerBackend {
                 return Ok(ReadyPod { id, endpoint });
             }
         }
-        let tools = self.tools(spec.ready_timeout).await.map_err(failed)?;
+        let tools = tokio::time::timeout_at(
+            deadline,
+            self.tools(deadline.saturating_duration_since(tokio::time::Instant::now())),
+        )
+        .await
+        .map_err(|_| timed_out("installing the tools (the init container)"))?
+        .map_err(failed)?;
         let n = inner.next.fetch_add(1, Ordering::Relaxed);
         let name = format!(
             "krm-fn-{}",
@@ -586,6 +603,15 @@ impl DockerBackend {
                 nano_cpus: resources.nano_cpus,
                 cpu_shares: resources.cpu_shares,
                 auto_remove: Some(inner.settings.keep_warm.is_some()),
+                // The wrapper logs a line or two per call: bounded, for
+                // containers that live for days.
+                log_config: Some(HostConfigLogConfig {
+                    typ: Some("json-file".into()),
+                    config: Some(HashMap::from([
+                        ("max-size".to_string(), "1m".to_string()),
+                        ("max-file".to_string(), "2".to_string()),
+                    ])),
+                }),
                 init: Some(false),
                 ..Default::default()
             }),
@@ -610,6 +636,8 @@ impl DockerBackend {
         // error, if it fails (kept here: an auto-removed container takes its
         // log with it).
         let log = Mutex::new(Vec::new());
+        let phase = Mutex::new("creating the container");
+        let set_phase = |now| *phase.lock().unwrap_or_else(PoisonError::into_inner) = now;
         let ready = async {
             create_container(&inner.docker, &name, config).await?;
             if inner.closed.load(Ordering::SeqCst) {
@@ -633,7 +661,9 @@ impl DockerBackend {
                     what: "attaching to the container",
                     source,
                 })?;
+            set_phase("starting the container");
             start_container(&inner.docker, &name).await?;
+            set_phase("waiting for the wrapper to listen (its address on stdout)");
             let mut output = attached.output;
             let mut line = Vec::new();
             while !line.contains(&b'\n') {
@@ -657,6 +687,7 @@ impl DockerBackend {
                 }
             }
             drop(output);
+            set_phase("waiting for its health to say SERVING");
             super::process::wait_serving(&endpoint)
                 .await
                 .map_err(|err| StartError::Health(err.to_string()))?;
@@ -672,7 +703,7 @@ impl DockerBackend {
             }
         };
         let outcome = tokio::select! {
-            res = tokio::time::timeout(spec.ready_timeout, ready) => match res {
+            res = tokio::time::timeout_at(deadline, ready) => match res {
                 // Its output ended: it exited, and the event says how.
                 Ok(Err(StartError::NoAddress)) => {
                     match tokio::time::timeout(DEATH_EVENT_WAIT, &mut died_rx).await {
@@ -706,11 +737,9 @@ impl DockerBackend {
             remove_container(&inner.docker, &name).await;
             let _ = std::fs::remove_dir_all(&socket_dir);
             return Err(match err {
-                StartError::Timeout => BackendError::ReadyTimeout {
-                    image: spec.image,
-                    timeout: spec.ready_timeout,
-                    detail: "the container's health never said SERVING".into(),
-                },
+                StartError::Timeout => {
+                    timed_out(*phase.lock().unwrap_or_else(PoisonError::into_inner))
+                }
                 err => failed(err),
             });
         }
