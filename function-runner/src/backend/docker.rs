@@ -189,6 +189,10 @@ struct Inner {
     closed: std::sync::atomic::AtomicBool,
     events: std::sync::OnceLock<mpsc::UnboundedSender<PodEvent>>,
     pods: Mutex<HashMap<PodId, PodEntry>>,
+    /// Containers of ours the kernel OOM-killed in (from the `oom` event,
+    /// which comes before `die`; an auto-removed container cannot be
+    /// inspected after).
+    oomed: Mutex<std::collections::HashSet<String>>,
     /// The tools volume, once installed.
     tools: AsyncMutex<Option<String>>,
     next: AtomicU64,
@@ -243,6 +247,7 @@ impl DockerBackend {
             closed: Default::default(),
             events: Default::default(),
             pods: Default::default(),
+            oomed: Default::default(),
             tools: AsyncMutex::new(None),
             next: AtomicU64::new(1),
         }));
@@ -884,7 +889,17 @@ impl Inner {
         if stopping {
             return;
         }
-        let reason = match oom_killed(&self.docker, container).await {
+        let oomed = self
+            .oomed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(container);
+        let oomed = if oomed {
+            Some(true)
+        } else {
+            oom_killed(&self.docker, container).await
+        };
+        let reason = match oomed {
             Some(true) => "the container was OOM-killed (its memory limit)".to_string(),
             _ => match code {
                 Some(code) => format!("the container exited (code {code})"),
@@ -930,7 +945,7 @@ async fn follow_events(inner: std::sync::Weak<Inner>, mut since: u64) {
         drop(strong);
         let mut filters = label_filter(&[MANAGED_LABEL]);
         filters.insert("type".into(), vec!["container".into()]);
-        filters.insert("event".into(), vec!["die".into()]);
+        filters.insert("event".into(), vec!["oom".into(), "die".into()]);
         let mut stream = docker.events(Some(EventsOptions {
             since: Some(since.to_string()),
             filters: Some(filters),
@@ -945,7 +960,16 @@ async fn follow_events(inner: std::sync::Weak<Inner>, mut since: u64) {
                         since = since.max(u64::try_from(time).unwrap_or(0));
                     }
                     let mut attributes = event.actor.and_then(|a| a.attributes).unwrap_or_default();
-                    if let Some(name) = attributes.remove("name") {
+                    let Some(name) = attributes.remove("name") else {
+                        continue;
+                    };
+                    if event.action.as_deref() == Some("oom") {
+                        inner
+                            .oomed
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(name);
+                    } else {
                         let code = attributes.remove("exitCode");
                         let inner = inner.clone();
                         tokio::spawn(async move { inner.container_died(&name, code).await });

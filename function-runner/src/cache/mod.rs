@@ -370,6 +370,7 @@ impl PodCache {
         let actor = Actor {
             images: HashMap::new(),
             stale_starting: HashSet::new(),
+            failed_starting: HashMap::new(),
             ctx: Ctx {
                 backend,
                 settings,
@@ -749,6 +750,9 @@ struct Actor {
     /// event can overtake the start's answer): retired once they are.
     /// Only kept while starts are pending.
     stale_starting: HashSet<PodId>,
+    /// Pods reported failed before their start was done, the same way:
+    /// evicted once they are.
+    failed_starting: HashMap<PodId, String>,
     ctx: Ctx,
     shutdown_waiters: Vec<oneshot::Sender<()>>,
 }
@@ -965,11 +969,15 @@ impl Actor {
                         if self.stale_starting.remove(&id) {
                             self.retire(&id);
                         }
+                        if let Some(reason) = self.failed_starting.remove(&id) {
+                            self.on_event(PodEvent::Failed { id, reason });
+                        }
                     }
                     Err(error) => self.fail_start(&image, serial, error),
                 }
                 if self.ctx.pending_starts == 0 {
                     self.stale_starting.clear();
+                    self.failed_starting.clear();
                 }
             }
             Internal::StopDone => self.ctx.pending_stops -= 1,
@@ -1077,6 +1085,9 @@ impl Actor {
                 if self.remove_by_id(&id) {
                     tracing::warn!(pod = %id, reason, "pod failed; evicted");
                     self.ctx.counters.evictions += 1;
+                } else if self.ctx.pending_starts > 0 {
+                    // Its start's answer may still be on its way.
+                    self.failed_starting.insert(id, reason);
                 } else {
                     tracing::debug!(pod = %id, reason, "failure of a pod this cache does not hold");
                 }

@@ -602,6 +602,32 @@ async fn a_pod_reported_stale_before_its_start_answered_is_retired_after_its_cal
     assert_eq!(fake.lock().stop_reasons, vec![StopReason::Idle]);
 }
 
+// The backend may report a pod failed (its container died just as it
+// became ready) before the cache has its start's answer: the pod is evicted
+// once the answer comes, and the next call gets a new pod, not a dead one.
+#[tokio::test(start_paused = true)]
+async fn a_pod_reported_failed_before_its_start_answered_is_evicted() {
+    let fake = Fake::manual();
+    let cache = cache(&fake, CacheSettings::default());
+    let call = spawn_get(&cache, IMAGE, defaults());
+    settle().await;
+    let id = PodId("pod-1".to_string());
+    fake.emit_failed(&id);
+    settle().await;
+    assert_eq!(fake.finish_ok(), id);
+    drop(call.await.expect("task"));
+    settle().await;
+    assert_eq!(cache.snapshot().await.counters.evictions, 1);
+    let next = spawn_get(&cache, IMAGE, defaults());
+    settle().await;
+    assert_eq!(fake.pending(), 1, "a new pod starts");
+    let fresh = fake.finish_ok();
+    assert_eq!(
+        next.await.expect("task").expect("a fresh pod").pod_id(),
+        &fresh
+    );
+}
+
 // Rule 4, and the Go defect "GC deletes a pod with a call in flight".
 #[tokio::test(start_paused = true)]
 async fn gc_never_deletes_a_pod_with_a_call_in_flight() {

@@ -173,6 +173,22 @@ const DOCKER_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// what is missing). Said on stderr.
 async fn pick_backend(pods: &EvalPodArgs, image: Option<&str>) -> (BackendKind, String) {
     use function_runner::backend::process::FunctionMap;
+    // A binaryExecutor FunctionConfig runs it before any pod is asked for.
+    if let (Some(dir), Some(image)) = (&pods.functions, image) {
+        let report = function_runner::config::load_dir_with_prefix(dir, &pods.default_image_prefix);
+        let (index, _) =
+            function_runner::config::ImageIndex::build(&report.configs, &pods.default_image_prefix);
+        if let Some(found) = index.binary_for(image, "") {
+            return (
+                BackendKind::Process,
+                format!(
+                    "exec: {} (FunctionConfig {})",
+                    found.path.display(),
+                    found.config_name
+                ),
+            );
+        }
+    }
     let map = pods.process_functions.as_deref().map(FunctionMap::load);
     let covered = match (&map, image) {
         (Some(Ok(map)), Some(image)) => map.resolve(image).map(|argv| argv.join(" ")),
