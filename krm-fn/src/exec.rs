@@ -287,15 +287,47 @@ pub async fn run(
     input: impl Into<Input>,
     limits: &Limits,
 ) -> Result<Output, ExecError> {
-    let mut input = input.into();
+    run_spawned(spawn(spec)?, input, limits).await
+}
+
+/// A function process started with its three streams piped, not yet given
+/// its input: [`run_spawned`] gives it one call. Dropping it kills its
+/// group.
+#[derive(Debug)]
+pub struct Spawned {
+    pub(crate) process: Process,
+    pub(crate) stdio: Stdio3,
+}
+
+impl Spawned {
+    /// Its process id (also its group's).
+    pub fn id(&self) -> u32 {
+        self.process.id()
+    }
+}
+
+/// Starts `spec` for one call (see [`run`]).
+pub fn spawn(spec: &ExecSpec) -> Result<Spawned, ExecError> {
     let mut cmd = spec.command();
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let (mut process, stdio) = Process::spawn(&mut cmd).map_err(|source| ExecError::Spawn {
+    let (process, stdio) = Process::spawn(&mut cmd).map_err(|source| ExecError::Spawn {
         program: spec.display_program(),
         source,
     })?;
+    Ok(Spawned { process, stdio })
+}
+
+/// Gives a spawned process its call: `input` on stdin, its output once it
+/// exited (as [`run`]).
+pub async fn run_spawned(
+    spawned: Spawned,
+    input: impl Into<Input>,
+    limits: &Limits,
+) -> Result<Output, ExecError> {
+    let mut input = input.into();
+    let Spawned { mut process, stdio } = spawned;
     let io_err = |what| move |source| ExecError::Io { what, source };
     let input_len = input.len();
     // Large payloads: bigger pipes mean fewer wake-ups per MiB. Best effort
@@ -677,7 +709,7 @@ impl Process {
 
     /// Waits until the leader exited, without reaping it (so its pid, which
     /// is the group id, stays reserved until [`Process::wait`] reaps it).
-    async fn wait_exit(&mut self) -> io::Result<ExitStatus> {
+    pub(crate) async fn wait_exit(&mut self) -> io::Result<ExitStatus> {
         if let Some(status) = self.status {
             return Ok(status);
         }

@@ -29,6 +29,8 @@ pub mod exec;
 #[cfg(feature = "runtime")]
 pub mod metrics;
 #[cfg(feature = "runtime")]
+pub mod prespawn;
+#[cfg(feature = "runtime")]
 pub mod results;
 #[cfg(feature = "runtime")]
 pub mod server;
