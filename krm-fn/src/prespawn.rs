@@ -151,6 +151,15 @@ impl Pool {
     }
 }
 
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("size", &self.size())
+            .field("waiting", &self.waiting())
+            .finish()
+    }
+}
+
 impl Drop for Pool {
     fn drop(&mut self) {
         self.close();
@@ -204,7 +213,11 @@ async fn fill(inner: Arc<Inner>, spec: ExecSpec) {
 /// How long the next start waits after `deaths` deaths in a row.
 fn backoff(deaths: u32) -> Option<Duration> {
     let doublings = deaths.checked_sub(1)?.min(16);
-    Some(FIRST_BACKOFF.saturating_mul(1 << doublings).min(MAX_BACKOFF))
+    Some(
+        FIRST_BACKOFF
+            .saturating_mul(1 << doublings)
+            .min(MAX_BACKOFF),
+    )
 }
 
 /// Owns one waiting process until a call takes it or it dies.
@@ -303,10 +316,18 @@ mod tests {
         let mut pids = std::collections::HashSet::new();
         for i in 0..5 {
             let spawned = pool.take().await.expect("a waiting process");
-            assert!(pids.insert(spawned.id()), "process {} handed out twice", spawned.id());
-            let out = run_spawned(spawned, bytes::Bytes::from(format!("call {i}\n")), &Limits::new(1 << 20))
-                .await
-                .unwrap();
+            assert!(
+                pids.insert(spawned.id()),
+                "process {} handed out twice",
+                spawned.id()
+            );
+            let out = run_spawned(
+                spawned,
+                bytes::Bytes::from(format!("call {i}\n")),
+                &Limits::new(1 << 20),
+            )
+            .await
+            .unwrap();
             let text = String::from_utf8(out.stdout.to_vec()).unwrap();
             assert!(text.ends_with(&format!("call {i}\n")), "{text}");
             assert!(eventually(|| pool.waiting() == 2).await, "refilled");
@@ -316,8 +337,11 @@ mod tests {
     }
 
     fn alive(pid: u32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|stat| !stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('Z')))
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z'))
+        })
     }
 
     fn kill(pid: u32) {
@@ -336,9 +360,13 @@ mod tests {
         assert!(eventually(|| pool.started() > before && pool.waiting() == 1).await);
         let spawned = pool.take().await.unwrap();
         assert_ne!(spawned.id(), victim);
-        let out = run_spawned(spawned, bytes::Bytes::from_static(b"ok\n"), &Limits::new(1024))
-            .await
-            .unwrap();
+        let out = run_spawned(
+            spawned,
+            bytes::Bytes::from_static(b"ok\n"),
+            &Limits::new(1024),
+        )
+        .await
+        .unwrap();
         assert_eq!(&out.stdout[..], b"ok\n");
     }
 
@@ -363,7 +391,10 @@ mod tests {
         let pool = Pool::new(sh("echo no config >&2; exit 3"), 2);
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let started = pool.started();
-        assert!((2..=8).contains(&started), "started {started} times in 1.5 s");
+        assert!(
+            (2..=8).contains(&started),
+            "started {started} times in 1.5 s"
+        );
         assert!(pool.deaths() >= 2);
     }
 
@@ -374,7 +405,10 @@ mod tests {
         let pids = pool.waiting_pids();
         assert!(pids.iter().all(|p| alive(*p)));
         pool.close();
-        assert!(eventually(|| pids.iter().all(|p| !alive(*p))).await, "{pids:?}");
+        assert!(
+            eventually(|| pids.iter().all(|p| !alive(*p))).await,
+            "{pids:?}"
+        );
         assert!(pool.take().await.is_none());
     }
 }

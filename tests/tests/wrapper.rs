@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use e2e_tests::{
-    bin, eventually, health_status, output_within, process_alive, resource_list, Gate, Wrapper,
+    bin, children_of, eventually, health_status, output_within, process_alive, resource_list, Gate,
+    Wrapper,
 };
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
@@ -841,4 +842,95 @@ async fn serves_on_a_unix_socket_and_exits_when_idle() {
     }
     assert!(exited, "still running when idle");
     assert!(status.unwrap().success(), "{status:?}");
+}
+
+/// `--prespawn N` (#13): N processes wait for calls, each call gets one
+/// that no other call touched (a fresh pid every time), a replacement
+/// starts after it, the gauge says how many wait, a deadline kills the
+/// call's process tree, and SIGTERM's drain kills the waiting ones.
+#[tokio::test]
+async fn prespawned_processes_serve_one_call_each() {
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let maddr = metrics.local_addr().unwrap().to_string();
+    drop(metrics);
+    let mut w = start_sh(
+        &["--prespawn", "2", "--metrics-addr", &maddr],
+        "echo pid=$$ >&2; cat",
+    );
+    let pid = w.child.id();
+    let waiting = |n: usize| children_of(pid).iter().filter(|(_, s)| *s != 'Z').count() == n;
+    assert!(
+        eventually(Duration::from_secs(20), || waiting(2)).await,
+        "two wait"
+    );
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..6 {
+        let resp = evaluate(&w, example_rl()).await.unwrap();
+        assert_eq!(resp.resource_list, example_rl().as_bytes());
+        let log = String::from_utf8(resp.log.to_vec()).unwrap();
+        assert!(
+            seen.insert(log.clone()),
+            "a process served two calls: {log}"
+        );
+    }
+    assert!(
+        eventually(Duration::from_secs(20), || waiting(2)).await,
+        "refilled"
+    );
+    let body = {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut conn = tokio::net::TcpStream::connect(&maddr).await.unwrap();
+        conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: wrapper\r\n\r\n")
+            .await
+            .unwrap();
+        let mut body = String::new();
+        tokio::time::timeout(Duration::from_secs(20), conn.read_to_string(&mut body))
+            .await
+            .unwrap()
+            .unwrap();
+        body
+    };
+    assert!(
+        body.contains("wrapper_server_prespawned_processes 2"),
+        "{body}"
+    );
+    // A deadline kills the call's process, not the waiting ones.
+    let mut slow = start_sh(&["--prespawn", "1"], "cat >/dev/null; sleep 30");
+    let slow_pid = slow.child.id();
+    assert!(eventually(Duration::from_secs(20), || children_of(slow_pid).len() == 1).await);
+    let mut req = tonic::Request::new(request(example_rl()));
+    req.set_timeout(Duration::from_millis(300));
+    let err = slow
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(req)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::DeadlineExceeded, "{err:?}");
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            children_of(slow_pid)
+                .iter()
+                .filter(|(_, s)| *s != 'Z')
+                .count()
+                == 1
+        })
+        .await,
+        "the call's process is gone, one waits: {:?}",
+        children_of(slow_pid)
+    );
+    slow.signal(nix::sys::signal::Signal::SIGTERM);
+    slow.wait_exit(Duration::from_secs(30)).await.unwrap();
+    // Drain: the waiting processes die with the wrapper's drain.
+    let before: Vec<i32> = children_of(pid).iter().map(|(p, _)| *p).collect();
+    w.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = w.wait_exit(Duration::from_secs(30)).await.unwrap();
+    assert!(status.success(), "{status:?}");
+    for p in before {
+        assert!(
+            !e2e_tests::process_alive(p),
+            "waiting process {p} outlived the drain"
+        );
+    }
 }

@@ -25,6 +25,9 @@ pub struct Metrics {
     in_flight: Gauge,
     input_bytes: Counter,
     output_bytes: Counter,
+    prespawned: Gauge,
+    /// Where `prespawned` is read from when the metrics are encoded.
+    pool: std::sync::OnceLock<Arc<krm_fn::prespawn::Pool>>,
 }
 
 impl Default for Metrics {
@@ -66,8 +69,16 @@ impl Metrics {
             "ResourceList bytes returned",
             output_bytes.clone(),
         );
+        let prespawned = Gauge::default();
+        registry.register(
+            "prespawned_processes",
+            "Function processes started and waiting for a call (--prespawn)",
+            prespawned.clone(),
+        );
         Self {
             registry,
+            prespawned,
+            pool: std::sync::OnceLock::new(),
             evaluations,
             duration,
             in_flight,
@@ -94,8 +105,17 @@ impl Metrics {
         }
     }
 
+    /// Reports the waiting processes of `pool` (the gauge).
+    pub fn watch_prespawn(&self, pool: Arc<krm_fn::prespawn::Pool>) {
+        let _ = self.pool.set(pool);
+    }
+
     /// The metrics in Prometheus' text format.
     pub fn encode(&self) -> String {
+        if let Some(pool) = self.pool.get() {
+            self.prespawned
+                .set(i64::try_from(pool.waiting()).unwrap_or(i64::MAX));
+        }
         encode(&self.registry)
     }
 }

@@ -58,13 +58,25 @@ pub struct Wrapper {
 
 impl Wrapper {
     pub fn new(config: ServerConfig, metrics: Arc<Metrics>) -> Self {
+        Self::with_prespawn(config, metrics, None)
+    }
+
+    /// [`Wrapper::new`], whose calls take their processes from `prespawn`
+    /// while it has some waiting (`--prespawn`).
+    pub fn with_prespawn(
+        config: ServerConfig,
+        metrics: Arc<Metrics>,
+        prespawn: Option<Arc<krm_fn::prespawn::Pool>>,
+    ) -> Self {
+        let mut function = Function::new(
+            config.entrypoint,
+            config.max_message_bytes,
+            config.max_output_bytes,
+            "--max-output-bytes",
+        );
+        function.prespawn = prespawn;
         let service = Service {
-            function: Function::new(
-                config.entrypoint,
-                config.max_message_bytes,
-                config.max_output_bytes,
-                "--max-output-bytes",
-            ),
+            function,
             gate: Gate::new(config.max_concurrent),
             metrics,
             request_read_timeout: config.request_read_timeout,

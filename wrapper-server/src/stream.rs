@@ -36,7 +36,7 @@ use futures::future::BoxFuture;
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use krm_fn::call::{deadline, Admission, CallError, RequestError};
-use krm_fn::exec::{self, Input};
+use krm_fn::exec::Input;
 use prost::Message;
 use proto::pb::function_evaluator_server::FunctionEvaluatorServer;
 use proto::pb::EvaluateFunctionResponse;
@@ -392,9 +392,7 @@ async fn run_call(
                 let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_CHUNKS);
                 (Input::Chunks { rx, len: n }, Some(tx), n)
             };
-            let run = async {
-                Ok::<_, CallError>(exec::run(&function.entrypoint, input, &function.limits).await)
-            };
+            let run = async { Ok::<_, CallError>(function.exec(input).await) };
             let feed = async {
                 while left > 0 {
                     let chunk = msg.chunk(left).await?;
@@ -437,7 +435,7 @@ async fn run_call(
             if streamed.is_none() {
                 call.add_input_bytes(input.len());
             }
-            exec::run(&function.entrypoint, input, &function.limits).await
+            function.exec(input).await
         }
     };
     function.answer(image, output)

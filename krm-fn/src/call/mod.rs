@@ -31,6 +31,8 @@ pub struct Function {
     pub max_message_bytes: usize,
     /// The flag that sets `limits.max_stdout_bytes`, named when it is hit.
     pub output_flag: &'static str,
+    /// Processes started ahead of their calls (`--prespawn`), if any.
+    pub prespawn: Option<std::sync::Arc<crate::prespawn::Pool>>,
 }
 
 impl Function {
@@ -50,7 +52,19 @@ impl Function {
             limits,
             max_message_bytes,
             output_flag,
+            prespawn: None,
         }
+    }
+
+    /// Runs one call's process on `input`: a pre-spawned one if one waits,
+    /// else one spawned now. Cancel-safe (dropping kills its group).
+    pub async fn exec(&self, input: impl Into<Input>) -> Result<Output, ExecError> {
+        if let Some(pool) = &self.prespawn {
+            if let Some(spawned) = pool.take().await {
+                return exec::run_spawned(spawned, input, &self.limits).await;
+            }
+        }
+        exec::run(&self.entrypoint, input, &self.limits).await
     }
 
     /// The image a call names, or the entrypoint if it names none; made
@@ -71,7 +85,7 @@ impl Function {
         input: impl Into<Input>,
         deadline: Option<Instant>,
     ) -> Result<EvaluateFunctionResponse, CallError> {
-        let run = exec::run(&self.entrypoint, input.into(), &self.limits);
+        let run = self.exec(input.into());
         let Some(output) = deadline::before(deadline, run).await else {
             return Err(CallError::DeadlineExceeded {
                 image: image.to_string(),
