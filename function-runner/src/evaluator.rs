@@ -15,6 +15,9 @@
 //!   about the pod, and its channel re-dials.
 //! - [`MultiEvaluator`]: a fixed, configured order (exec first).
 
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -199,18 +202,85 @@ async fn with_deadline<T>(
     })
 }
 
-/// FunctionConfig `binaryExecutor`: local binaries, one process per call.
+/// FunctionConfig `binaryExecutor`: local binaries, one process per call
+/// (pre-spawned ones if the config's `prespawn`, else the runner's
+/// `--prespawn`, asks for them).
 pub struct ExecEvaluator {
     index: LiveIndex,
     max_message_bytes: usize,
+    pools: Arc<ExecPools>,
+}
+
+/// The pre-spawned processes of the binaries the exec evaluator ran, one
+/// pool per binary and size.
+#[derive(Default)]
+pub struct ExecPools {
+    default_size: usize,
+    pools: std::sync::Mutex<HashMap<PathBuf, (usize, Arc<krm_fn::prespawn::Pool>)>>,
+}
+
+impl ExecPools {
+    /// Pools of `default_size` processes unless a FunctionConfig says.
+    pub fn new(default_size: usize) -> Self {
+        Self {
+            default_size,
+            pools: Default::default(),
+        }
+    }
+
+    /// The pool for `spec` with `size` (the config's) or the default, if
+    /// that is not 0; a pool of another size for the same binary (its
+    /// config changed) is replaced, killing its waiting processes.
+    fn pool(&self, spec: &ExecSpec, size: Option<u32>) -> Option<Arc<krm_fn::prespawn::Pool>> {
+        let size = size.map_or(self.default_size, |n| n as usize);
+        let path = PathBuf::from(&spec.program);
+        let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        if size == 0 {
+            pools.remove(&path);
+            return None;
+        }
+        match pools.get(&path) {
+            Some((n, pool)) if *n == size => Some(pool.clone()),
+            _ => {
+                tracing::info!(binary = %path.display(), size, "pre-spawning function processes");
+                let pool = Arc::new(krm_fn::prespawn::Pool::new(spec.clone(), size));
+                pools.insert(path, (size, pool.clone()));
+                Some(pool)
+            }
+        }
+    }
+
+    /// Processes waiting now, in all pools.
+    pub fn waiting(&self) -> usize {
+        let pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        pools.values().map(|(_, pool)| pool.waiting()).sum()
+    }
+
+    /// Kills every waiting process (the runner stops).
+    pub fn close(&self) {
+        let pools = std::mem::take(&mut *self.pools.lock().unwrap_or_else(PoisonError::into_inner));
+        for (_, pool) in pools.values() {
+            pool.close();
+        }
+    }
 }
 
 impl ExecEvaluator {
     /// `index`: the FunctionConfigs in use, read afresh by each call.
     pub fn new(index: impl Into<LiveIndex>, max_message_bytes: usize) -> Self {
+        Self::with_pools(index, max_message_bytes, Arc::new(ExecPools::new(0)))
+    }
+
+    /// [`ExecEvaluator::new`], pre-spawning through `pools`.
+    pub fn with_pools(
+        index: impl Into<LiveIndex>,
+        max_message_bytes: usize,
+        pools: Arc<ExecPools>,
+    ) -> Self {
         Self {
             index: index.into(),
             max_message_bytes,
+            pools,
         }
     }
 }
@@ -238,12 +308,14 @@ impl Evaluator for ExecEvaluator {
             };
             // Run as the wrapper runs an entrypoint, answered alike (past the
             // deadline its processes are killed).
-            let function = Function::new(
+            let prespawn = self.pools.pool(&spec, found.prespawn);
+            let mut function = Function::new(
                 spec,
                 self.max_message_bytes,
                 self.max_message_bytes,
                 "--max-request-body-size",
             );
+            function.prespawn = prespawn;
             Ok(function
                 .run(
                     &found.resolved_image,

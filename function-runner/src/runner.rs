@@ -15,7 +15,7 @@ use crate::backend::Backend;
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
 use crate::config::cluster::{self, ConfigWatch, WatchSettings};
 use crate::config::{self, ImageIndex, LiveIndex};
-use crate::evaluator::{Evaluator, ExecEvaluator, MultiEvaluator, PodEvaluator};
+use crate::evaluator::{Evaluator, ExecEvaluator, ExecPools, MultiEvaluator, PodEvaluator};
 use crate::metrics::MeteredBackend;
 use crate::metrics::RunnerMetrics;
 
@@ -52,6 +52,9 @@ pub struct RunnerOptions {
     pub kube: Option<KubeSettings>,
     /// The docker backend's settings.
     pub docker: Option<DockerSettings>,
+    /// binaryExecutor functions: processes kept started per binary, unless
+    /// its FunctionConfig says (`--prespawn`; 0: spawn per call).
+    pub prespawn: usize,
     /// How the kube backend reaches registries: plain HTTP ones, private
     /// ones' credentials and CA, the pull Secret.
     pub registries: RegistrySettings,
@@ -107,6 +110,8 @@ pub struct Runner {
     _config_watch: Option<ConfigWatch>,
     /// The backend, closed after the pods are stopped.
     backend: Arc<dyn Backend>,
+    /// The exec evaluator's pre-spawned processes.
+    pub exec_pools: Arc<ExecPools>,
 }
 
 impl Runner {
@@ -237,9 +242,14 @@ impl Runner {
                 cache.warm(images).await;
             }
         }
+        let exec_pools = Arc::new(ExecPools::new(opts.prespawn));
         let evaluator: Arc<dyn Evaluator> = Arc::new(
             MultiEvaluator::new(vec![
-                Box::new(ExecEvaluator::new(index.clone(), opts.max_message_bytes)),
+                Box::new(ExecEvaluator::with_pools(
+                    index.clone(),
+                    opts.max_message_bytes,
+                    exec_pools.clone(),
+                )),
                 Box::new(PodEvaluator::new(
                     cache.clone(),
                     index.clone(),
@@ -256,11 +266,13 @@ impl Runner {
             index,
             _config_watch: config_watch,
             backend: closer,
+            exec_pools,
         })
     }
 
     /// Stops every pod this runner owns.
     pub async fn shutdown(&self, grace: Duration) {
+        self.exec_pools.close();
         if tokio::time::timeout(grace, self.cache.shutdown())
             .await
             .is_err()

@@ -71,6 +71,7 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
         entrypoint: vec!["/example-fn".to_string()],
         wrapper_image: wrapper_image.clone(),
         max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
+        prespawn: None,
         owner: format!("e2e-{id}"),
         reclaim_after: 4_000_000_000,
         pull_secret: None,

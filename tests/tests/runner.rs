@@ -670,3 +670,74 @@ async fn rejected_function_configs_are_named_and_pods_logged_once() {
     );
     assert_eq!(logs.matches("pod ready").count(), 1, "{logs}");
 }
+
+/// #13: FunctionConfig `prespawn`. A binaryExecutor's processes wait in
+/// the runner (one fresh process per call), and a podExecutor's is passed
+/// to its pod's wrapper as `--prespawn`.
+#[tokio::test]
+async fn function_config_prespawn_for_binaries_and_pods() {
+    let fx = Fixture::new();
+    let fns = fx.dir.path().join("functions");
+    std::fs::create_dir(&fns).unwrap();
+    let script = fx.dir.path().join("pid-fn");
+    // Waiting, it is a `cat` (after its start-up line).
+    write_script(&script, "echo pid=$$ >&2; exec cat");
+    std::fs::write(
+        fns.join("configs.yaml"),
+        format!(
+            "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: pid-fn\nspec:\n  image: example.com/fns/pid-fn\n  binaryExecutor:\n    tags: [v1]\n    path: {}\n    prespawn: 2\n---\napiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: example-fn\nspec:\n  image: example.com/fns/example-fn\n  podExecutor:\n    tags: [v1]\n    prespawn: 3\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let runner = fx.start(&["--functions", fns.to_str().unwrap()]);
+    let mut client = runner.client().await.unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..4 {
+        let resp = client
+            .evaluate_function(request("example.com/fns/pid-fn:v1"))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(resp.resource_list, example_rl().as_bytes());
+        let log = String::from_utf8(resp.log.to_vec()).unwrap();
+        assert!(
+            seen.insert(log.clone()),
+            "one process served two calls: {log}"
+        );
+    }
+    let pid = runner.child.id();
+    let cat_children = || {
+        children_of(pid)
+            .into_iter()
+            .filter(|(p, s)| {
+                *s != 'Z'
+                    && std::fs::read_to_string(format!("/proc/{p}/cmdline"))
+                        .is_ok_and(|c| c.starts_with("cat\0"))
+            })
+            .count()
+    };
+    assert!(
+        eventually(Duration::from_secs(20), || cat_children() == 2).await,
+        "two waiting: {:?}",
+        children_of(pid)
+    );
+    // The pod's wrapper got `--prespawn 3`.
+    client
+        .evaluate_function(request("example.com/fns/example-fn:v1"))
+        .await
+        .unwrap();
+    let wrapper_args = children_of(pid).into_iter().find_map(|(p, _)| {
+        let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).ok()?;
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        args[0].ends_with("wrapper-server").then_some(args)
+    });
+    let args = wrapper_args.expect("a wrapper-server child");
+    assert!(
+        args.windows(2).any(|w| w == ["--prespawn", "3"]),
+        "{args:?}"
+    );
+}

@@ -511,6 +511,7 @@ impl DockerBackend {
             "--max-request-body-size".into(),
             inner.settings.max_message_bytes.to_string(),
         ];
+        wrapper_args.extend(spec.prespawn_args());
         if let Some(idle) = inner.settings.keep_warm {
             wrapper_args.push("--exit-after-idle".into());
             wrapper_args.push(format!("{}ms", idle.as_millis()));

@@ -88,6 +88,19 @@ pub struct PodSpec {
     pub ttl: Duration,
     /// The function's FunctionConfig `templateOverrides`, if any.
     pub overrides: Option<Arc<TemplateOverrides>>,
+    /// podExecutor `prespawn`: the wrapper's `--prespawn` (unset: its
+    /// default).
+    pub prespawn: Option<u32>,
+}
+
+impl PodSpec {
+    /// The wrapper's `--prespawn N` arguments, if set.
+    pub fn prespawn_args(&self) -> Vec<String> {
+        match self.prespawn {
+            Some(n) => vec!["--prespawn".into(), n.to_string()],
+            None => Vec::new(),
+        }
+    }
 }
 
 impl PodSpec {
@@ -98,6 +111,7 @@ impl PodSpec {
             ready_timeout,
             ttl: Duration::from_secs(30 * 60),
             overrides: None,
+            prespawn: None,
         }
     }
 }

@@ -264,6 +264,7 @@ impl Backend for ProcessBackend {
                 "--exit-with-stdin",
             ])
             .args(["--max-request-body-size", &max.to_string()])
+            .args(spec.prespawn_args())
             .arg("--")
             .args(&entrypoint)
             .stdin(Stdio::piped())

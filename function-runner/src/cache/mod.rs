@@ -113,6 +113,8 @@ pub struct PodRequestSettings {
     pub max_queue_length: Option<usize>,
     /// `templateOverrides`, handed to the backend with each start.
     pub template_overrides: Option<Arc<crate::config::TemplateOverrides>>,
+    /// podExecutor `prespawn`, handed to the backend with each start.
+    pub prespawn: Option<u32>,
 }
 
 impl From<&crate::config::PodMatch> for PodRequestSettings {
@@ -124,6 +126,7 @@ impl From<&crate::config::PodMatch> for PodRequestSettings {
             max_parallel_pods: m.max_parallel_executions.map(|n| n as usize),
             max_queue_length: m.preferred_max_queue_length.map(|n| n as usize),
             template_overrides: m.template_overrides.clone(),
+            prespawn: m.prespawn,
         }
     }
 }
@@ -651,6 +654,7 @@ impl Ctx {
             ready_timeout: self.settings.ready_timeout,
             ttl,
             overrides: overrides.template_overrides.clone(),
+            prespawn: overrides.prespawn,
         };
         let backstop = self.settings.ready_timeout.saturating_add(START_GRACE);
         let report = StartReport {

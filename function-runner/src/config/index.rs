@@ -147,6 +147,8 @@ pub(crate) fn partition_duplicates(
 pub struct BinaryMatch {
     /// The binary to run (absolute when the config was loaded with a base directory).
     pub path: PathBuf,
+    /// binaryExecutor `prespawn`.
+    pub prespawn: Option<u32>,
     /// The full image reference that matched: canonical name, `:` the resolved tag, and
     /// `@digest` when the request carried one.
     pub resolved_image: String,
@@ -163,6 +165,8 @@ pub struct PodMatch {
     pub max_parallel_executions: Option<u32>,
     pub preferred_max_queue_length: Option<u32>,
     pub template_overrides: Option<Arc<TemplateOverrides>>,
+    /// podExecutor `prespawn`, passed to the pod's wrapper.
+    pub prespawn: Option<u32>,
     /// `namespace/name` of the FunctionConfig.
     pub config_name: String,
 }
@@ -181,6 +185,7 @@ pub struct GoMatch {
 #[derive(Debug)]
 struct BinaryTarget {
     path: PathBuf,
+    prespawn: Option<u32>,
     config_name: Arc<str>,
 }
 
@@ -190,6 +195,7 @@ struct PodTarget {
     max_parallel_executions: Option<u32>,
     preferred_max_queue_length: Option<u32>,
     template_overrides: Option<Arc<TemplateOverrides>>,
+    prespawn: Option<u32>,
     config_name: Arc<str>,
 }
 
@@ -286,6 +292,7 @@ impl ImageIndex {
                     &e.tags,
                     Arc::new(BinaryTarget {
                         path: e.path.clone(),
+                        prespawn: e.prespawn,
                         config_name: Arc::clone(&config_name),
                     }),
                 )
@@ -298,6 +305,7 @@ impl ImageIndex {
                         max_parallel_executions: e.max_parallel_executions,
                         preferred_max_queue_length: e.preferred_max_queue_length,
                         template_overrides: e.template_overrides.clone().map(Arc::new),
+                        prespawn: e.prespawn,
                         config_name: Arc::clone(&config_name),
                     }),
                 )
@@ -386,6 +394,7 @@ impl ImageIndex {
             .lookup(image, tag_constraint, |e| &e.binary)?
             .map(|(resolved_image, t)| BinaryMatch {
                 path: t.path.clone(),
+                prespawn: t.prespawn,
                 resolved_image,
                 config_name: t.config_name.to_string(),
             }))
@@ -411,6 +420,7 @@ impl ImageIndex {
                 max_parallel_executions: t.max_parallel_executions,
                 preferred_max_queue_length: t.preferred_max_queue_length,
                 template_overrides: t.template_overrides.clone(),
+                prespawn: t.prespawn,
                 config_name: t.config_name.to_string(),
             }))
     }

@@ -142,6 +142,7 @@ fn to_config(
                 time_to_live,
                 max_parallel_executions: entry.max_parallel_pods_per_function,
                 preferred_max_queue_length: entry.max_waitlist_length,
+                prespawn: None,
                 template_overrides: entry.resources.map(|resources| TemplateOverrides {
                     container: Some(ContainerOverrides {
                         resources: Some(resources),

@@ -52,11 +52,13 @@ prefixes: ["", "example.com/mirror/"]
 binaryExecutor:
   tags: [v0.4.2, latest]
   path: /opt/fns/set-namespace
+  prespawn: 1
 podExecutor:
   tags: [v0.4.1, v0.4.3, v0.5.0, unstable]
   timeToLive: 45m
   maxParallelExecutions: 3
   preferredMaxQueueLength: 5
+  prespawn: 2
   templateOverrides:
     serviceAccountName: fn-sa
 goExecutor:

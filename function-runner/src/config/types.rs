@@ -205,6 +205,10 @@ pub struct BinaryExecutor {
                        or, for an object in the cluster, against the runner's --functions directory."
     )]
     pub path: PathBuf,
+    /// Processes of the binary kept started and waiting for a call (0: one
+    /// spawned per call); the runner's `--prespawn` when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prespawn: Option<u32>,
 }
 
 /// Run the function in a cached pod for these tags, with these settings.
@@ -225,6 +229,11 @@ pub struct PodExecutor {
     pub preferred_max_queue_length: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_overrides: Option<TemplateOverrides>,
+    /// Processes of the function each pod keeps started and waiting for a
+    /// call (the wrapper's `--prespawn`); the wrapper's default (0) when
+    /// unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prespawn: Option<u32>,
 }
 
 /// Customisations of the function pod template.

@@ -597,6 +597,7 @@ impl Inner {
                 entrypoint: entrypoint.clone(),
                 wrapper_image: settings.wrapper_image.clone(),
                 max_message_bytes: settings.max_message_bytes,
+                prespawn: spec.prespawn,
                 owner: settings.owner.clone(),
                 reclaim_after,
                 pull_secret: pull_secret.clone(),

@@ -285,6 +285,8 @@ pub struct FunctionPod {
     pub wrapper_image: String,
     /// `--max-request-body-size`, passed on to the wrapper.
     pub max_message_bytes: usize,
+    /// `--prespawn`, passed on to the wrapper when set (FunctionConfig).
+    pub prespawn: Option<u32>,
     /// The runner that owns the pod ([`OWNER_LABEL`]).
     pub owner: String,
     /// Unix seconds ([`RECLAIM_AFTER_ANNOTATION`]).
@@ -351,8 +353,11 @@ impl FunctionPod {
             WRAPPER_PORT.to_string(),
             "--max-request-body-size".to_string(),
             self.max_message_bytes.to_string(),
-            "--".to_string(),
         ]);
+        if let Some(n) = self.prespawn {
+            args.extend(["--prespawn".to_string(), n.to_string()]);
+        }
+        args.push("--".to_string());
         args.extend(self.entrypoint.iter().cloned());
         if let Some(secret) = &self.pull_secret {
             let secrets = spec.image_pull_secrets.get_or_insert_with(Vec::new);

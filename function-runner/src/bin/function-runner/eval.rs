@@ -278,6 +278,7 @@ where
         max_message_bytes: max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
         max_grpc_retries: 2,
         backend,
+        prespawn: 0,
         docker: Some(DockerSettings {
             wrapper_image: pods.wrapper_server_image,
             socket_dir: pods

@@ -77,6 +77,11 @@ pub(crate) struct ServeArgs {
     /// Prefix for short image names.
     #[arg(long, default_value = DEFAULT_IMAGE_PREFIX)]
     default_image_prefix: String,
+    /// binaryExecutor functions: keep this many processes of each binary
+    /// started and waiting for a call (FunctionConfig `prespawn`
+    /// overrides; 0: spawn per call). Each call still gets a fresh process.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    prespawn: usize,
     /// Retries on UNAVAILABLE from a pod (the pod is evicted first).
     #[arg(long, default_value_t = 2)]
     max_grpc_retries: usize,
@@ -228,6 +233,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             max_message_bytes: args.max_request_body_size,
             keep_warm: None,
         }),
+        prespawn: args.prespawn,
         registries: registry_settings(&args),
         cluster_configs: (args.backend == BackendKind::Kube && args.watch_function_configs).then(
             || WatchSettings {

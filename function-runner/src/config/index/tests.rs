@@ -10,6 +10,7 @@ fn short_and_full_names_match_with_the_default_prefix() {
     let index = ImageIndex::new(&[set_namespace_config()], DEFAULT_IMAGE_PREFIX);
     let expected = BinaryMatch {
         path: PathBuf::from("/opt/fns/set-namespace"),
+        prespawn: Some(1),
         resolved_image: sn("v0.4.2"),
         config_name: "porch-fn-system/set-namespace".to_string(),
     };
@@ -120,6 +121,7 @@ fn pod_settings() {
                 service_account_name: Some("fn-sa".to_string()),
                 ..TemplateOverrides::default()
             })),
+            prespawn: Some(2),
             config_name: "porch-fn-system/set-namespace".to_string(),
         }
     );
@@ -137,6 +139,7 @@ fn pod_settings() {
             max_parallel_executions: None,
             preferred_max_queue_length: None,
             template_overrides: None,
+            prespawn: None,
             config_name: "porch-fn-system/bare".to_string(),
         })
     );

@@ -39,6 +39,7 @@ fn parses_the_design_examples() {
         Some(BinaryExecutor {
             tags: strings(&["v0.4.2"]),
             path: PathBuf::from("/srv/functions/set-namespace"),
+            prespawn: None,
         })
     );
     assert_eq!(

@@ -8,6 +8,7 @@ fn fixture() -> FunctionPod {
         entrypoint: vec!["function".to_string(), "--verbose".to_string()],
         wrapper_image: "example.com/wrapper-server:v1".to_string(),
         max_message_bytes: 6291456,
+        prespawn: None,
         owner: "function-runner-5d8f/abc".to_string(),
         reclaim_after: 1_800_000_000,
         pull_secret: None,
@@ -354,5 +355,29 @@ fn template_overrides_replace_the_templates_values() {
     assert!(
         err.starts_with("FunctionConfig templateOverrides.container.env: "),
         "{err}"
+    );
+}
+
+#[test]
+fn a_function_configs_prespawn_goes_to_the_wrapper() {
+    let fp = FunctionPod {
+        prespawn: Some(2),
+        ..fixture()
+    };
+    let pod = inline_pod(&fp);
+    let args = pod.spec.unwrap().containers[0].args.clone().unwrap();
+    assert_eq!(
+        args,
+        [
+            "--port",
+            "9446",
+            "--max-request-body-size",
+            "6291456",
+            "--prespawn",
+            "2",
+            "--",
+            "function",
+            "--verbose"
+        ]
     );
 }
