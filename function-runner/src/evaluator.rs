@@ -216,7 +216,9 @@ pub struct ExecEvaluator {
 #[derive(Default)]
 pub struct ExecPools {
     default_size: usize,
-    pools: std::sync::Mutex<HashMap<PathBuf, (usize, Arc<krm_fn::prespawn::Pool>)>>,
+    pools: std::sync::Mutex<HashMap<(PathBuf, usize), Arc<krm_fn::prespawn::Pool>>>,
+    /// Closed (the runner stops): no more pools.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl ExecPools {
@@ -225,41 +227,40 @@ impl ExecPools {
         Self {
             default_size,
             pools: Default::default(),
+            closed: Default::default(),
         }
     }
 
-    /// The pool for `spec` with `size` (the config's) or the default, if
-    /// that is not 0; a pool of another size for the same binary (its
-    /// config changed) is replaced, killing its waiting processes.
+    /// The pool of `size` (the config's, else the default) for `spec`'s
+    /// binary, if that is not 0. Kept by binary and size, so that two
+    /// configs of one binary do not replace each other's pool per call. A
+    /// pool whose config went away stays until the runner stops (its
+    /// processes are idle; a runner's configs change rarely).
     fn pool(&self, spec: &ExecSpec, size: Option<u32>) -> Option<Arc<krm_fn::prespawn::Pool>> {
         let size = size.map_or(self.default_size, |n| n as usize);
-        let path = PathBuf::from(&spec.program);
-        let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
-        if size == 0 {
-            pools.remove(&path);
+        if size == 0 || self.closed.load(std::sync::atomic::Ordering::SeqCst) {
             return None;
         }
-        match pools.get(&path) {
-            Some((n, pool)) if *n == size => Some(pool.clone()),
-            _ => {
-                tracing::info!(binary = %path.display(), size, "pre-spawning function processes");
-                let pool = Arc::new(krm_fn::prespawn::Pool::new(spec.clone(), size));
-                pools.insert(path, (size, pool.clone()));
-                Some(pool)
-            }
-        }
+        let key = (PathBuf::from(&spec.program), size);
+        let mut pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
+        let pool = pools.entry(key).or_insert_with_key(|(path, size)| {
+            tracing::info!(binary = %path.display(), size, "pre-spawning function processes");
+            Arc::new(krm_fn::prespawn::Pool::new(spec.clone(), *size))
+        });
+        Some(pool.clone())
     }
 
     /// Processes waiting now, in all pools.
     pub fn waiting(&self) -> usize {
         let pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
-        pools.values().map(|(_, pool)| pool.waiting()).sum()
+        pools.values().map(|pool| pool.waiting()).sum()
     }
 
     /// Kills every waiting process (the runner stops).
     pub fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         let pools = std::mem::take(&mut *self.pools.lock().unwrap_or_else(PoisonError::into_inner));
-        for (_, pool) in pools.values() {
+        for pool in pools.values() {
             pool.close();
         }
     }

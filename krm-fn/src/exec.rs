@@ -308,14 +308,25 @@ impl Spawned {
 
 /// Starts `spec` for one call (see [`run`]).
 pub fn spawn(spec: &ExecSpec) -> Result<Spawned, ExecError> {
+    spawn_kind(spec, Kind::Call)
+}
+
+/// Starts `spec` ahead of its call ([`crate::prespawn`]); it counts as a
+/// call's once [`run_spawned`] gives it one.
+pub(crate) fn spawn_waiting(spec: &ExecSpec) -> Result<Spawned, ExecError> {
+    spawn_kind(spec, Kind::Waiting)
+}
+
+fn spawn_kind(spec: &ExecSpec, kind: Kind) -> Result<Spawned, ExecError> {
     let mut cmd = spec.command();
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let (process, stdio) = Process::spawn(&mut cmd).map_err(|source| ExecError::Spawn {
-        program: spec.display_program(),
-        source,
-    })?;
+    let (process, stdio) =
+        Process::spawn_kind(&mut cmd, kind).map_err(|source| ExecError::Spawn {
+            program: spec.display_program(),
+            source,
+        })?;
     Ok(Spawned { process, stdio })
 }
 
@@ -328,6 +339,7 @@ pub async fn run_spawned(
 ) -> Result<Output, ExecError> {
     let mut input = input.into();
     let Spawned { mut process, stdio } = spawned;
+    process.now_a_call();
     let io_err = |what| move |source| ExecError::Io { what, source };
     let input_len = input.len();
     // Large payloads: bigger pipes mean fewer wake-ups per MiB. Best effort
@@ -676,6 +688,16 @@ impl Process {
         Ok((process, stdio))
     }
 
+    /// A pre-spawned process taken by its call: from now on its start time
+    /// holds back the sweep of unmarked orphans, as a call's does.
+    fn now_a_call(&self) {
+        if let Some(entry) = lock_registry().get_mut(&self.pid.as_raw_pid()) {
+            if entry.kind == Kind::Waiting {
+                entry.kind = Kind::Call;
+            }
+        }
+    }
+
     /// The process id, which is also the process group id.
     pub fn id(&self) -> u32 {
         self.pid.as_raw_pid().unsigned_abs()
@@ -705,6 +727,16 @@ impl Process {
         if signal == Signal::KILL {
             self.group_killed = true;
         }
+    }
+
+    /// Whether the leader has exited, asked of the kernel now (not of the
+    /// reactor, whose readiness may lag).
+    pub(crate) fn has_exited(&self) -> bool {
+        self.status.is_some()
+            || self
+                .pidfd
+                .as_ref()
+                .is_none_or(|fd| !matches!(peek_exit(fd.get_ref()), Ok(None)))
     }
 
     /// Waits until the leader exited, without reaping it (so its pid, which
@@ -871,6 +903,10 @@ struct Entry {
 enum Kind {
     Call,
     Server,
+    /// Pre-spawned, waiting for its call ([`crate::prespawn`]): its marked
+    /// descendants are spared as a call's are, but its start time, which
+    /// may be long ago, does not hold back the sweep of unmarked orphans.
+    Waiting,
 }
 
 /// The environment variable every spawned process (and so, unless it clears
@@ -1021,7 +1057,7 @@ fn sweep(all: bool) -> Vec<i32> {
         let registry = lock_registry();
         let live_calls: std::collections::HashSet<u64> = registry
             .values()
-            .filter(|e| e.kind == Kind::Call)
+            .filter(|e| matches!(e.kind, Kind::Call | Kind::Waiting))
             .map(|e| e.id)
             .collect();
         let oldest_call = children

@@ -29,6 +29,19 @@ use tokio_util::sync::CancellationToken;
 
 use crate::exec::{self, ExecSpec, Spawned};
 
+/// The most processes one pool keeps: each is an idle process of the
+/// function, and a typo should not fork thousands.
+pub const MAX_SIZE: usize = 64;
+
+/// `--prespawn N`: 0 to [`MAX_SIZE`].
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{s:?}: {e}"))?;
+    if n > MAX_SIZE {
+        return Err(format!("{n} is more than {MAX_SIZE} waiting processes"));
+    }
+    Ok(n)
+}
+
 /// The first backoff after a death; doubled per death.
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// The longest backoff.
@@ -103,18 +116,19 @@ impl Pool {
         Pool { inner }
     }
 
-    /// A waiting process, taken for one call; `None` if none waits (the
-    /// caller spawns its own).
-    pub async fn take(&self) -> Option<Spawned> {
+    /// A waiting process, taken for one call, with the guard that starts
+    /// its replacement when dropped (hold it until the call is answered: a
+    /// replacement starting meanwhile would take CPU from the call);
+    /// `None` if none waits (the caller spawns its own).
+    pub async fn take(&self) -> Option<(Spawned, Refill)> {
         loop {
             let (_, _, claim) = self.inner.with_queue(VecDeque::pop_front)?;
-            self.inner.refill.notify_one();
             let (reply, answer) = oneshot::channel();
             if claim.send(reply).is_err() {
-                continue; // its keeper just saw it die
+                continue; // its keeper just saw it die (and asked for a refill)
             }
             if let Ok(spawned) = answer.await {
-                return Some(spawned);
+                return Some((spawned, Refill(self.inner.clone())));
             }
         }
     }
@@ -148,6 +162,15 @@ impl Pool {
     pub fn close(&self) {
         self.inner.closed.cancel();
         self.inner.with_queue(VecDeque::clear);
+    }
+}
+
+/// Starts the replacement of a taken process when dropped.
+pub struct Refill(Arc<Inner>);
+
+impl Drop for Refill {
+    fn drop(&mut self) {
+        self.0.refill.notify_one();
     }
 }
 
@@ -194,13 +217,26 @@ async fn fill(inner: Arc<Inner>, spec: ExecSpec) {
             }
             continue;
         }
-        match exec::spawn(&spec) {
+        match exec::spawn_waiting(&spec) {
             Ok(spawned) => {
                 inner.started.fetch_add(1, Ordering::Relaxed);
                 let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
                 let (claim, claimed) = oneshot::channel();
-                inner.with_queue(|q| q.push_back((id, spawned.id(), claim)));
+                // Not after a close: the process is dropped (killed) instead.
+                let queued = inner.with_queue(|q| {
+                    let open = !inner.closed.is_cancelled();
+                    if open {
+                        q.push_back((id, spawned.id(), claim));
+                    }
+                    open
+                });
+                if !queued {
+                    return;
+                }
                 tokio::spawn(keep(inner.clone(), id, spawned, claimed, ended_tx.clone()));
+                // A spawn blocks this worker until the child exec'd: let the
+                // calls run between spawns.
+                tokio::task::yield_now().await;
             }
             Err(err) => {
                 tracing::warn!(%err, "pre-spawning the function failed; calls spawn their own");
@@ -240,13 +276,28 @@ async fn keep(
         claim = claimed => Seen::Claim(claim.ok()),
         () = inner.closed.cancelled() => Seen::Closed,
     };
-    match seen {
-        Seen::Claim(Some(reply)) => {
-            // A caller that gave up meanwhile drops it: killed, not reused.
-            let _ = reply.send(spawned);
-            let _ = ended.send(Ended::Taken);
+    // Exited, though the reactor has not said so yet: never handed out
+    // (the taker, its reply dropped, takes the next one).
+    let seen = match seen {
+        Seen::Claim(Some(_)) if spawned.process.has_exited() => {
+            Seen::Exit(spawned.process.wait_exit().await)
         }
-        Seen::Claim(None) | Seen::Closed => {} // dropped: its group is killed
+        seen => seen,
+    };
+    match seen {
+        Seen::Claim(Some(reply)) => match reply.send(spawned) {
+            Ok(()) => {
+                let _ = ended.send(Ended::Taken);
+            }
+            // A caller that gave up meanwhile: its process is dropped
+            // (killed, not reused) and replaced at once, as that caller
+            // holds no refill guard.
+            Err(_) => inner.refill.notify_one(),
+        },
+        Seen::Claim(None) | Seen::Closed => {
+            // Dropped: its group is killed.
+            inner.with_queue(|q| q.retain(|(other, _, _)| *other != id));
+        }
         Seen::Exit(status) => {
             inner.with_queue(|q| q.retain(|(other, _, _)| *other != id));
             inner.deaths.fetch_add(1, Ordering::Relaxed);
@@ -315,7 +366,7 @@ mod tests {
         assert!(eventually(|| pool.waiting() == 2).await);
         let mut pids = std::collections::HashSet::new();
         for i in 0..5 {
-            let spawned = pool.take().await.expect("a waiting process");
+            let (spawned, refill) = pool.take().await.expect("a waiting process");
             assert!(
                 pids.insert(spawned.id()),
                 "process {} handed out twice",
@@ -330,6 +381,8 @@ mod tests {
             .unwrap();
             let text = String::from_utf8(out.stdout.to_vec()).unwrap();
             assert!(text.ends_with(&format!("call {i}\n")), "{text}");
+            // Answered: the replacement starts.
+            drop(refill);
             assert!(eventually(|| pool.waiting() == 2).await, "refilled");
         }
         // Bounded by N: five taken, two waiting.
@@ -358,7 +411,7 @@ mod tests {
         kill(victim);
         // Replaced (after the first backoff); the dead one is never given out.
         assert!(eventually(|| pool.started() > before && pool.waiting() == 1).await);
-        let spawned = pool.take().await.unwrap();
+        let (spawned, _refill) = pool.take().await.unwrap();
         assert_ne!(spawned.id(), victim);
         let out = run_spawned(
             spawned,

@@ -894,6 +894,20 @@ async fn prespawned_processes_serve_one_call_each() {
         body.contains("wrapper_server_prespawned_processes 2"),
         "{body}"
     );
+    // A function that dies at start every time: calls still say how (its
+    // stderr and exit status), whether they took a waiting process or
+    // spawned their own while the pool backs off.
+    let dying = start_sh(&["--prespawn", "1"], "echo no config >&2; exit 3");
+    for _ in 0..3 {
+        let err = evaluate(&dying, example_rl()).await.unwrap_err();
+        assert_eq!(err.code(), Code::Internal, "{err:?}");
+        assert!(
+            err.message().contains("no config") && err.message().contains('3'),
+            "{}",
+            err.message()
+        );
+    }
+    drop(dying);
     // A deadline kills the call's process, not the waiting ones.
     let mut slow = start_sh(&["--prespawn", "1"], "cat >/dev/null; sleep 30");
     let slow_pid = slow.child.id();

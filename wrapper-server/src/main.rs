@@ -98,7 +98,7 @@ struct ServeArgs {
     /// call (blocked on stdin), so that a call does not wait for its
     /// start-up: each call still gets a fresh process, and a replacement
     /// starts after it. 0: spawn per call. See the README for what differs.
-    #[arg(long, default_value_t = DEFAULT_PRESPAWN, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_PRESPAWN, value_name = "N", value_parser = krm_fn::prespawn::parse_size)]
     prespawn: usize,
     /// Drain and exit once no call has run for this long (Go duration): for
     /// a wrapper kept warm between runs that nobody stops (`function-runner
@@ -355,6 +355,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             pool
         });
         let wrapper = Wrapper::with_prespawn(config, metrics, prespawn.clone());
+        let draining_pool = prespawn.clone();
         let drain = wrapper.drain();
         let exit_after_idle = args.exit_after_idle;
         let served = wrapper
@@ -370,11 +371,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 };
                 tokio::select! { _ = first_rx => {}, () = idle => {} }
                 // Draining: the processes waiting for calls go now.
-                if let Some(pool) = &prespawn {
+                if let Some(pool) = &draining_pool {
                     pool.close();
                 }
             })
             .await;
+        // However serving ended: the processes waiting for calls go.
+        if let Some(pool) = &prespawn {
+            pool.close();
+        }
         // Nothing runs any more: whatever a function left behind goes too.
         exec::kill_all_orphans();
         served.context("serving gRPC")?;

@@ -117,6 +117,23 @@ impl FunctionConfig {
                 }
             }
         }
+        for (field, n) in [
+            (
+                "binaryExecutor",
+                spec.binary_executor.as_ref().and_then(|e| e.prespawn),
+            ),
+            (
+                "podExecutor",
+                spec.pod_executor.as_ref().and_then(|e| e.prespawn),
+            ),
+        ] {
+            if n.is_some_and(|n| n as usize > krm_fn::prespawn::MAX_SIZE) {
+                problems.push((
+                    format!("spec.{field}.prespawn"),
+                    format!("must be at most {}", krm_fn::prespawn::MAX_SIZE),
+                ));
+            }
+        }
         if let Some(go) = &spec.go_executor {
             check_tags("goExecutor", &go.tags, &mut problems);
             if go.id.as_deref().is_some_and(|id| id.trim().is_empty()) {

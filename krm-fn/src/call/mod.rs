@@ -60,7 +60,7 @@ impl Function {
     /// else one spawned now. Cancel-safe (dropping kills its group).
     pub async fn exec(&self, input: impl Into<Input>) -> Result<Output, ExecError> {
         if let Some(pool) = &self.prespawn {
-            if let Some(spawned) = pool.take().await {
+            if let Some((spawned, _refill)) = pool.take().await {
                 return exec::run_spawned(spawned, input, &self.limits).await;
             }
         }

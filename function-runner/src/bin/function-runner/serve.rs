@@ -80,7 +80,7 @@ pub(crate) struct ServeArgs {
     /// binaryExecutor functions: keep this many processes of each binary
     /// started and waiting for a call (FunctionConfig `prespawn`
     /// overrides; 0: spawn per call). Each call still gets a fresh process.
-    #[arg(long, default_value_t = 0, value_name = "N")]
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = krm_fn::prespawn::parse_size)]
     prespawn: usize,
     /// Retries on UNAVAILABLE from a pod (the pod is evicted first).
     #[arg(long, default_value_t = 2)]
