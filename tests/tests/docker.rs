@@ -57,6 +57,8 @@ fn require_busybox_static() -> anyhow::Result<()> {
 /// directory.
 struct Setup {
     images: Mutex<HashMap<Kind, String>>,
+    /// Images by id (one whose tag went to another), removed at the end.
+    extra_images: Mutex<Vec<String>>,
     sockets: tempfile::TempDir,
 }
 
@@ -67,6 +69,7 @@ impl Setup {
         prerequisite(require_docker().and_then(|()| require_busybox_static()))?;
         Some(Setup {
             images: Mutex::default(),
+            extra_images: Mutex::default(),
             sockets: tempfile::tempdir().unwrap(),
         })
     }
@@ -192,7 +195,8 @@ impl Drop for Setup {
         for name in self.volumes() {
             let _ = docker(&["volume", "rm", "-f", &name]);
         }
-        let images: Vec<String> = self.images.lock().unwrap().values().cloned().collect();
+        let mut images: Vec<String> = self.images.lock().unwrap().values().cloned().collect();
+        images.extend(self.extra_images.lock().unwrap().iter().cloned());
         remove_images(&images);
     }
 }
@@ -534,13 +538,32 @@ fn eval_keep_warm_reuses_the_container_until_it_idles_out() {
         );
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
-    run("owner=one");
+    let _ = run("owner=one");
     let first = setup.containers();
     assert_eq!(first.len(), 1, "left running: {first:?}");
     run("owner=two");
     assert_eq!(setup.containers(), first, "reused, not a second one");
     let app = std::fs::read_to_string(work.path().join("app.yaml")).unwrap();
     assert!(app.contains("owner: two"), "{app}");
+    // The author rebuilds the image under the same tag (here: another
+    // image, `cat`, tagged so): the next run gets a container of the new
+    // one, not the kept one of the old.
+    let example = setup.image(Kind::Example);
+    let old_id = docker(&["image", "inspect", "--format", "{{.Id}}", &example]).unwrap();
+    let old_id = String::from_utf8_lossy(&old_id.stdout).trim().to_string();
+    setup.extra_images.lock().unwrap().push(old_id);
+    docker(&["tag", &setup.image(Kind::Cat), &example]).unwrap();
+    run("owner=three");
+    let app = std::fs::read_to_string(work.path().join("app.yaml")).unwrap();
+    assert!(
+        app.contains("owner: two") && !app.contains("owner: three"),
+        "ran the new image (cat): {app}"
+    );
+    assert_eq!(
+        setup.containers().len(),
+        2,
+        "a container of the new image beside the old"
+    );
     // Nobody calls it: it exits and the engine removes it.
     let gone = eventually_blocking(Duration::from_secs(60), || setup.containers().is_empty());
     assert!(gone, "{:?}", setup.containers());

@@ -661,6 +661,12 @@ async fn rejected_function_configs_are_named_and_pods_logged_once() {
         .evaluate_function(request("example.com/fns/example-fn:v1"))
         .await
         .unwrap();
+    // The runner's stderr is read by a thread of its own: the line logged
+    // just before the answer may arrive a moment after it (this flaked).
+    eventually(Duration::from_secs(10), || {
+        runner.logs().contains("pod ready")
+    })
+    .await;
     let logs = runner.logs();
     assert!(
         logs.lines().any(|l| l.contains("FunctionConfigs read")

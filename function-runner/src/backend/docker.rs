@@ -285,15 +285,7 @@ impl DockerBackend {
             }
         };
         let root_label = format!("{SOCKET_ROOT_LABEL}={}", root.display());
-        let containers = match inner
-            .docker
-            .list_containers(Some(ListContainersOptions {
-                all: true,
-                filters: Some(label_filter(&[MANAGED_LABEL, &root_label])),
-                ..Default::default()
-            }))
-            .await
-        {
+        let containers = match list_containers(&inner.docker, &[MANAGED_LABEL, &root_label]).await {
             Ok(list) => list,
             Err(err) => {
                 tracing::warn!(%err, "docker: listing containers to sweep");
@@ -500,10 +492,11 @@ impl DockerBackend {
             timeout: spec.ready_timeout,
             detail: format!("timed out {phase}"),
         };
-        let argv = tokio::time::timeout_at(deadline, image_command(&inner.docker, &spec.image))
-            .await
-            .map_err(|_| timed_out("reading (or pulling) the image"))?
-            .map_err(failed)?;
+        let (image_id, argv) =
+            tokio::time::timeout_at(deadline, image_command(&inner.docker, &spec.image))
+                .await
+                .map_err(|_| timed_out("reading (or pulling) the image"))?
+                .map_err(failed)?;
         let mut wrapper_args = vec![
             "--unix-socket".to_string(),
             format!("{SOCKET_MOUNT}/{SOCKET_NAME}"),
@@ -526,8 +519,11 @@ impl DockerBackend {
             .and_then(|i| i.id)
             .unwrap_or_default();
         let fingerprint = inner.settings.keep_warm.map(|_| {
+            // The image's id, not only its name: an author who rebuilds
+            // the image under the same tag gets a container of the new one.
             fingerprint(&[
                 &spec.image,
+                &image_id,
                 &wrapper_image_id,
                 &wrapper_args.join("\0"),
                 &format!("{resources:?}"),
@@ -796,15 +792,7 @@ impl DockerBackend {
         // Starts still running (given up by the cache, or cut short by the
         // runner's exit): their containers go now, kept-warm ones excepted.
         let own = format!("{RUNNER_LABEL}={}", inner.instance);
-        if let Ok(list) = inner
-            .docker
-            .list_containers(Some(ListContainersOptions {
-                all: true,
-                filters: Some(label_filter(&[MANAGED_LABEL, &own])),
-                ..Default::default()
-            }))
-            .await
-        {
+        if let Ok(list) = list_containers(&inner.docker, &[MANAGED_LABEL, &own]).await {
             for c in list {
                 let kept = c
                     .labels
@@ -844,12 +832,7 @@ impl DockerBackend {
     /// Whether a kept-warm container still uses `dir`.
     async fn kept_dir(&self, dir: &Path) -> bool {
         let label = format!("{SOCKET_DIR_LABEL}={}", dir.display());
-        self.0
-            .docker
-            .list_containers(Some(ListContainersOptions {
-                filters: Some(label_filter(&[MANAGED_LABEL, &label])),
-                ..Default::default()
-            }))
+        list_containers(&self.0.docker, &[MANAGED_LABEL, &label])
             .await
             .is_ok_and(|list| !list.is_empty())
     }
@@ -1064,9 +1047,9 @@ pub enum StartError {
     Timeout,
 }
 
-/// The image's command: Entrypoint then Cmd, as `docker run` puts them
-/// together. Pulled first if the engine does not have it.
-async fn image_command(docker: &Docker, image: &str) -> Result<Vec<String>, StartError> {
+/// The image's id and command (Entrypoint then Cmd, as `docker run` puts
+/// them together). Pulled first if the engine does not have it.
+async fn image_command(docker: &Docker, image: &str) -> Result<(String, Vec<String>), StartError> {
     let inspect = match docker.inspect_image(image).await {
         Ok(inspect) => inspect,
         Err(bollard::errors::Error::DockerResponseServerError {
@@ -1095,13 +1078,14 @@ async fn image_command(docker: &Docker, image: &str) -> Result<Vec<String>, Star
         }
         Err(err) => return Err(StartError::Inspect(err)),
     };
+    let id = inspect.id.unwrap_or_default();
     let config = inspect.config.unwrap_or_default();
     let mut argv = config.entrypoint.unwrap_or_default();
     argv.extend(config.cmd.unwrap_or_default());
     if argv.is_empty() {
         return Err(StartError::NoCommand);
     }
-    Ok(argv)
+    Ok((id, argv))
 }
 
 async fn create_container(
@@ -1243,6 +1227,21 @@ fn volume_mount(volume: &str, target: &str, read_only: bool) -> Mount {
         read_only: Some(read_only),
         ..Default::default()
     }
+}
+
+/// Every container (running or not) with all of `labels` (`key` or
+/// `key=value`).
+async fn list_containers(
+    docker: &Docker,
+    labels: &[&str],
+) -> Result<Vec<bollard::models::ContainerSummary>, bollard::errors::Error> {
+    docker
+        .list_containers(Some(ListContainersOptions {
+            all: true,
+            filters: Some(label_filter(labels)),
+            ..Default::default()
+        }))
+        .await
 }
 
 /// `label` filters: each entry `key` or `key=value`.
