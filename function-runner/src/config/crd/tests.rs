@@ -109,11 +109,13 @@ prefixes: ["", example.com/mirror]
 binaryExecutor:
   tags: [v1]
   path: /opt/fns/set-namespace
+  prespawn: 1
 podExecutor:
   tags: [v2]
   timeToLive: 45m
   maxParallelExecutions: 3
   preferredMaxQueueLength: 5
+  prespawn: 2
   templateOverrides:
     serviceAccountName: fn-sa
     securityContext: {runAsNonRoot: true}
