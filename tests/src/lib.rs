@@ -343,6 +343,24 @@ pub fn output_within(
     }
 }
 
+/// `examples/resourcelist.yaml`, the ResourceList the demo sends.
+pub fn example_rl() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/resourcelist.yaml"
+    ))
+    .expect("examples/resourcelist.yaml is in the repository")
+}
+
+/// An EvaluateFunction request of [`example_rl`] for `image`.
+pub fn example_request(image: &str) -> proto::pb::EvaluateFunctionRequest {
+    proto::pb::EvaluateFunctionRequest {
+        resource_list: example_rl().into(),
+        image: image.into(),
+        tag: String::new(),
+    }
+}
+
 /// A ResourceList of `n` ConfigMaps, about `n * 150` bytes.
 pub fn resource_list(n: usize) -> String {
     let mut s = String::from("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n");

@@ -16,8 +16,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use e2e_tests::{
-    bin, build_image_with_files, docker, eventually_async, eventually_blocking, output_within,
-    prerequisite, remove_images, require_docker, Wrapper,
+    bin, build_image_with_files, docker, eventually_async, eventually_blocking, example_request,
+    example_rl, output_within, prerequisite, remove_images, require_docker, Wrapper,
 };
 use nix::sys::signal::Signal;
 use proto::pb::EvaluateFunctionRequest;
@@ -201,20 +201,8 @@ impl Drop for Setup {
     }
 }
 
-fn example_rl() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/resourcelist.yaml"
-    ))
-    .unwrap()
-}
-
 fn request(image: &str) -> EvaluateFunctionRequest {
-    EvaluateFunctionRequest {
-        resource_list: example_rl().into(),
-        image: image.into(),
-        tag: String::new(),
-    }
+    example_request(image)
 }
 
 fn inspect(container: &str, format: &str) -> String {

@@ -8,27 +8,15 @@ use std::path::Path;
 use std::time::Duration;
 
 use e2e_tests::{
-    bin, children_of, eventually, eventually_async, health_status, output_within, process_alive,
-    Gate, Wrapper,
+    bin, children_of, eventually, eventually_async, example_request, example_rl, health_status,
+    output_within, process_alive, Gate, Wrapper,
 };
 use nix::sys::signal::Signal;
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
 
-fn example_rl() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/resourcelist.yaml"
-    ))
-    .unwrap()
-}
-
 fn request(image: &str) -> EvaluateFunctionRequest {
-    EvaluateFunctionRequest {
-        resource_list: example_rl().into(),
-        image: image.into(),
-        tag: String::new(),
-    }
+    example_request(image)
 }
 
 fn write_script(path: &Path, body: &str) {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use e2e_tests::{
-    bin, children_of, eventually, health_status, output_within, process_alive, resource_list, Gate,
-    Wrapper,
+    bin, children_of, eventually, example_rl, health_status, output_within, process_alive,
+    resource_list, Gate, Wrapper,
 };
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
@@ -20,14 +20,6 @@ fn request(rl: impl Into<Bytes>) -> EvaluateFunctionRequest {
         image: "example.com/fn/test:v1".into(),
         tag: String::new(),
     }
-}
-
-fn example_rl() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../examples/resourcelist.yaml"
-    ))
-    .unwrap()
 }
 
 /// One EvaluateFunction call on a new connection.
