@@ -250,12 +250,6 @@ impl ExecPools {
         Some(pool.clone())
     }
 
-    /// Processes waiting now, in all pools.
-    pub fn waiting(&self) -> usize {
-        let pools = self.pools.lock().unwrap_or_else(PoisonError::into_inner);
-        pools.values().map(|pool| pool.waiting()).sum()
-    }
-
     /// Kills every waiting process (the runner stops).
     pub fn close(&self) {
         self.closed.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -111,7 +111,7 @@ pub struct Runner {
     /// The backend, closed after the pods are stopped.
     backend: Arc<dyn Backend>,
     /// The exec evaluator's pre-spawned processes.
-    pub exec_pools: Arc<ExecPools>,
+    exec_pools: Arc<ExecPools>,
 }
 
 impl Runner {

@@ -256,11 +256,6 @@ impl DockerBackend {
         Ok(backend)
     }
 
-    /// This runner's instance id (on its labels).
-    pub fn instance(&self) -> &str {
-        &self.0.instance
-    }
-
     /// Removes what runners that are gone left behind: their containers
     /// (but kept-warm ones still running), volumes no container uses, and
     /// directories without a container.
@@ -381,10 +376,7 @@ impl DockerBackend {
                 ..Default::default()
             })
             .await
-            .map_err(|source| StartError::Engine {
-                what: "creating the tools volume",
-                source,
-            })?;
+            .map_err(engine("creating the tools volume"))?;
         let name = format!("krm-fn-{}-install", inner.instance);
         let config = ContainerCreateBody {
             image: Some(image.clone()),
@@ -394,12 +386,8 @@ impl DockerBackend {
             user: Some("0:0".into()),
             network_disabled: Some(true),
             host_config: Some(HostConfig {
-                network_mode: Some("none".into()),
-                readonly_rootfs: Some(true),
-                cap_drop: Some(vec!["ALL".into()]),
-                security_opt: Some(vec!["no-new-privileges".into()]),
                 mounts: Some(vec![volume_mount(&volume, TOOLS_DIR, false)]),
-                ..Default::default()
+                ..locked_down()
             }),
             ..Default::default()
         };
@@ -511,24 +499,28 @@ impl DockerBackend {
         }
         wrapper_args.push("--".into());
         wrapper_args.extend(argv);
-        let wrapper_image_id = inner
-            .docker
-            .inspect_image(&inner.settings.wrapper_image)
-            .await
-            .ok()
-            .and_then(|i| i.id)
-            .unwrap_or_default();
-        let fingerprint = inner.settings.keep_warm.map(|_| {
-            // The image's id, not only its name: an author who rebuilds
-            // the image under the same tag gets a container of the new one.
-            fingerprint(&[
-                &spec.image,
-                &image_id,
-                &wrapper_image_id,
-                &wrapper_args.join("\0"),
-                &format!("{resources:?}"),
-            ])
-        });
+        // Only kept-warm containers are looked up by their shape.
+        let fingerprint = match inner.settings.keep_warm {
+            Some(_) => {
+                let wrapper_image_id = inner
+                    .docker
+                    .inspect_image(&inner.settings.wrapper_image)
+                    .await
+                    .ok()
+                    .and_then(|i| i.id)
+                    .unwrap_or_default();
+                // The image's id, not only its name: an author who rebuilds
+                // the image under the same tag gets a container of the new one.
+                Some(fingerprint(&[
+                    &spec.image,
+                    &image_id,
+                    &wrapper_image_id,
+                    &wrapper_args.join("\0"),
+                    &format!("{resources:?}"),
+                ]))
+            }
+            None => None,
+        };
         if let Some(fp) = &fingerprint {
             if let Some((name, dir)) = self.find_kept(&spec.image, fp).await {
                 let id = PodId(name.clone());
@@ -593,10 +585,6 @@ impl DockerBackend {
             labels: Some(labels),
             network_disabled: Some(true),
             host_config: Some(HostConfig {
-                network_mode: Some("none".into()),
-                readonly_rootfs: Some(true),
-                cap_drop: Some(vec!["ALL".into()]),
-                security_opt: Some(vec!["no-new-privileges".into()]),
                 tmpfs: Some(HashMap::from([("/tmp".to_string(), TMPFS.to_string())])),
                 mounts: Some(mounts),
                 memory: resources.memory,
@@ -615,7 +603,7 @@ impl DockerBackend {
                     ])),
                 }),
                 init: Some(false),
-                ..Default::default()
+                ..locked_down()
             }),
             ..Default::default()
         };
@@ -659,10 +647,7 @@ impl DockerBackend {
                     }),
                 )
                 .await
-                .map_err(|source| StartError::Engine {
-                    what: "attaching to the container",
-                    source,
-                })?;
+                .map_err(engine("attaching to the container"))?;
             set_phase("starting the container");
             start_container(&inner.docker, &name).await?;
             set_phase("waiting for the wrapper to listen (its address on stdout)");
@@ -680,10 +665,7 @@ impl DockerBackend {
                         log.drain(..excess);
                     }
                     Some(Err(source)) => {
-                        return Err(StartError::Engine {
-                            what: "reading the container's output",
-                            source,
-                        })
+                        return Err(engine("reading the container's output")(source))
                     }
                     None => return Err(StartError::NoAddress),
                 }
@@ -1088,6 +1070,11 @@ async fn image_command(docker: &Docker, image: &str) -> Result<(String, Vec<Stri
     Ok((id, argv))
 }
 
+/// An engine error, saying what was being done.
+fn engine(what: &'static str) -> impl FnOnce(bollard::errors::Error) -> StartError {
+    move |source| StartError::Engine { what, source }
+}
+
 async fn create_container(
     docker: &Docker,
     name: &str,
@@ -1103,20 +1090,14 @@ async fn create_container(
         )
         .await
         .map(|_| ())
-        .map_err(|source| StartError::Engine {
-            what: "creating the container",
-            source,
-        })
+        .map_err(engine("creating the container"))
 }
 
 async fn start_container(docker: &Docker, name: &str) -> Result<(), StartError> {
     docker
         .start_container(name, None)
         .await
-        .map_err(|source| StartError::Engine {
-            what: "starting the container",
-            source,
-        })
+        .map_err(engine("starting the container"))
 }
 
 /// Waits (the engine answers when it happens) until the container is not
@@ -1217,6 +1198,18 @@ fn is_conflict(err: &bollard::errors::Error) -> bool {
             ..
         }
     )
+}
+
+/// What every container of ours gets, the init container too: no network,
+/// a read-only root filesystem, no capabilities, no new privileges.
+fn locked_down() -> HostConfig {
+    HostConfig {
+        network_mode: Some("none".into()),
+        readonly_rootfs: Some(true),
+        cap_drop: Some(vec!["ALL".into()]),
+        security_opt: Some(vec!["no-new-privileges".into()]),
+        ..Default::default()
+    }
 }
 
 fn volume_mount(volume: &str, target: &str, read_only: bool) -> Mount {
