@@ -1128,15 +1128,55 @@ struct Child {
 }
 
 /// This process's children (original or re-parented), from /proc.
+///
+/// The kernel lists each thread's children in
+/// `/proc/self/task/TID/children`: reading those costs a few reads, where
+/// scanning every process's stat costs five syscalls per process on the
+/// machine, on every sweep (a sweep follows every call; see BENCHMARKS.md,
+/// issue 13). Without that file (`CONFIG_PROC_CHILDREN` off), every
+/// process is looked at. Either way each candidate's stat is read to check
+/// that it is still our child, as the lists may be out of date by then.
 fn children() -> Vec<Child> {
     let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+    let candidates = thread_children().unwrap_or_else(|| {
+        std::fs::read_dir("/proc")
+            .map(|dir| {
+                dir.flatten()
+                    .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+    candidates
+        .into_iter()
         .filter_map(|pid| read_child(pid, me))
         .collect()
+}
+
+/// The pids in every `/proc/self/task/TID/children` (children belong to the
+/// thread that spawned them, orphans to the thread the kernel picked), or
+/// `None` where the kernel has no such file.
+fn thread_children() -> Option<Vec<i32>> {
+    static HAS_FILE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let has_file =
+        *HAS_FILE.get_or_init(|| std::path::Path::new("/proc/thread-self/children").exists());
+    if !has_file {
+        return None;
+    }
+    let mut pids = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        // A thread that ended meanwhile handed its children to another.
+        let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        pids.extend(
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    pids.sort_unstable();
+    pids.dedup();
+    Some(pids)
 }
 
 /// `pid` from its /proc stat, if it is a child of `parent`.

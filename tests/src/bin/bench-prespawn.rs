@@ -10,13 +10,26 @@
 //! Three measures, each alternating its variants per round (A/B, then B/A):
 //! - `cat` at 1 KiB, sequential calls: p50 through the wrapper with
 //!   pre-spawn, without, and a direct spawn of `cat` by the client;
-//! - a Python function (PyYAML, sets a label on every item), sequential:
-//!   p50 with pre-spawn and without;
+//! - Python functions, sequential, calls `--gap-ms` apart: a PyYAML label
+//!   setter and, with `--kubed PATH`, the PyPI package `kubed-krm` (its
+//!   `kubectl-kubed` entry point, a `Filter` functionConfig). p50 through
+//!   the wrapper with pre-spawn and without, and the floor: the client
+//!   itself starting the function `--gap-ms` early, then writing its input
+//!   and waiting for its exit (what a free wrapper would take), beside the
+//!   client starting it cold;
 //! - `cat` at 1 KiB, 16 concurrent clients on one connection: calls per
 //!   second with pre-spawn and without.
+//!
+//! kubed-krm, in a venv (the functions run with the venv's interpreter):
+//!
+//! ```sh
+//! python3 -m venv /tmp/kubed && /tmp/kubed/bin/pip install kubed-krm==0.0.8
+//! bench-prespawn --python /tmp/kubed/bin/python --kubed /tmp/kubed/bin/kubectl-kubed
+//! ```
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -34,7 +47,8 @@ use tonic::transport::Channel;
 struct Cli {
     #[arg(long, default_value_t = 6)]
     rounds: usize,
-    /// Sequential calls per variant per round.
+    /// Sequential `cat` calls per variant per round (a fifth of it for the
+    /// Python functions).
     #[arg(long, default_value_t = 50)]
     calls: usize,
     /// `--prespawn N` of the pre-spawning wrappers.
@@ -43,13 +57,20 @@ struct Cli {
     /// Concurrent clients for throughput.
     #[arg(long, default_value_t = 16)]
     clients: usize,
-    /// Milliseconds between the paced Python calls (both variants): time
-    /// for the pool to start a replacement, as between a pipeline's calls.
+    /// Milliseconds between the paced Python calls (every variant): time
+    /// for the pool to start a replacement, as between a pipeline's calls;
+    /// also how early the client starts the function for the floor.
     #[arg(long, default_value_t = 250)]
     gap_ms: u64,
     /// Seconds per throughput variant per round.
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    /// The Python interpreter, with PyYAML (default: `python3`'s).
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// kubed-krm's `kubectl-kubed` entry point: measures kubed-krm too.
+    #[arg(long)]
+    kubed: Option<PathBuf>,
 }
 
 const PYTHON_FN: &str = r#"import sys, yaml
@@ -57,6 +78,22 @@ rl = yaml.safe_load(sys.stdin)
 for item in rl.get("items") or []:
     item.setdefault("metadata", {}).setdefault("labels", {})["bench"] = "yes"
 yaml.safe_dump(rl, sys.stdout)
+"#;
+
+/// kubed-krm's `Filter` (group `krm.kubed.io`): keeps the items it
+/// targets. The annotation makes it answer with a ResourceList.
+const KUBED_FUNCTION_CONFIG: &str = r#"functionConfig:
+  apiVersion: krm.kubed.io/v1
+  kind: Filter
+  metadata:
+    name: keep-some
+    annotations:
+      config.kubernetes.io/function: |
+        exec:
+          path: kubectl-kubed
+  target:
+    kind: ConfigMap
+    name: cm-[0-3]
 "#;
 
 struct Server {
@@ -88,6 +125,49 @@ async fn call(client: &mut FunctionEvaluatorClient<Channel>, rl: &str) -> anyhow
     Ok(start.elapsed())
 }
 
+/// Starts `argv` with its three streams piped.
+fn start(argv: &[&str]) -> anyhow::Result<Child> {
+    Command::new(argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("starting {}", argv[0]))
+}
+
+/// Gives a started function `rl` on stdin and waits for its output and its
+/// exit, as the wrapper does (stderr drained on a thread so it cannot
+/// block). Returns the time from the first byte written.
+fn drive(mut child: Child, rl: &str) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    let mut stderr = child.stderr.take().context("stderr")?;
+    let drain = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        stderr.read_to_end(&mut buf).map(|_| buf)
+    });
+    child
+        .stdin
+        .take()
+        .context("stdin")?
+        .write_all(rl.as_bytes())?;
+    let mut out = Vec::new();
+    child
+        .stdout
+        .take()
+        .context("stdout")?
+        .read_to_end(&mut out)?;
+    let status = child.wait()?;
+    let elapsed = start.elapsed();
+    let err = drain.join().expect("stderr thread")?;
+    anyhow::ensure!(
+        status.success() && !out.is_empty(),
+        "function failed ({status}): {}",
+        String::from_utf8_lossy(&err)
+    );
+    Ok(elapsed)
+}
+
 /// The client spawning `cat` itself: stdin written, stdout read to the end.
 fn direct_cat(rl: &str) -> anyhow::Result<Duration> {
     let start = Instant::now();
@@ -113,6 +193,10 @@ fn p50(mut v: Vec<Duration>) -> Duration {
 
 fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64()
 }
 
 async fn throughput(
@@ -142,30 +226,157 @@ async fn throughput(
     Ok(total as f64 / secs)
 }
 
+/// One Python function under test, its wrappers and its samples.
+struct PyFn {
+    name: &'static str,
+    argv: Vec<String>,
+    rl: String,
+    pre: Server,
+    no: Server,
+    /// Paced: through the wrapper with pre-spawn, without; the client
+    /// starting it `gap` early (the floor), and cold.
+    paced: [Vec<Duration>; 4],
+    /// Back to back, through the wrapper with pre-spawn and without.
+    back_to_back: [Vec<Duration>; 2],
+}
+
+impl PyFn {
+    async fn new(
+        name: &'static str,
+        argv: Vec<String>,
+        rl: String,
+        prespawn: usize,
+    ) -> anyhow::Result<PyFn> {
+        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let (mut pre, mut no) = (server(prespawn, &args).await?, server(0, &args).await?);
+        // Warm-up: page in, fill the pools, and check that it answers.
+        for _ in 0..3 {
+            call(&mut pre.client, &rl).await?;
+            call(&mut no.client, &rl).await?;
+        }
+        drive(start(&args)?, &rl)?;
+        Ok(PyFn {
+            name,
+            argv,
+            rl,
+            pre,
+            no,
+            paced: Default::default(),
+            back_to_back: Default::default(),
+        })
+    }
+
+    async fn round(&mut self, flip: bool, calls: usize, gap: Duration) -> anyhow::Result<()> {
+        let args: Vec<&str> = self.argv.iter().map(String::as_str).collect();
+        for step in 0..2 {
+            let pre = (step == 0) != flip;
+            let (server, samples) = if pre {
+                (&mut self.pre, &mut self.back_to_back[0])
+            } else {
+                (&mut self.no, &mut self.back_to_back[1])
+            };
+            for _ in 0..calls {
+                samples.push(call(&mut server.client, &self.rl).await?);
+            }
+        }
+        for step in 0..4 {
+            let which = if flip { 3 - step } else { step };
+            for _ in 0..calls {
+                let sample = match which {
+                    0 => {
+                        tokio::time::sleep(gap).await;
+                        call(&mut self.pre.client, &self.rl).await?
+                    }
+                    1 => {
+                        tokio::time::sleep(gap).await;
+                        call(&mut self.no.client, &self.rl).await?
+                    }
+                    2 => {
+                        let child = start(&args)?;
+                        tokio::time::sleep(gap).await;
+                        drive(child, &self.rl)?
+                    }
+                    _ => {
+                        tokio::time::sleep(gap).await;
+                        drive(start(&args)?, &self.rl)?
+                    }
+                };
+                self.paced[which].push(sample);
+            }
+        }
+        Ok(())
+    }
+
+    fn report(self, gap_ms: u64) {
+        let [pre, no, floor, cold] = self.paced.map(p50);
+        println!(
+            "| {}, calls {gap_ms} ms apart | {} | {} | {} | {} | pre / without {:.3}×; floor / cold {:.3}×; pre − floor {:+.2} ms |",
+            self.name,
+            ms(pre),
+            ms(no),
+            ms(floor),
+            ms(cold),
+            ratio(pre, no),
+            ratio(floor, cold),
+            (pre.as_secs_f64() - floor.as_secs_f64()) * 1000.0,
+        );
+        let [pre, no] = self.back_to_back.map(p50);
+        println!(
+            "| {}, back to back | {} | {} | | | pre / without {:.3}× |",
+            self.name,
+            ms(pre),
+            ms(no),
+            ratio(pre, no)
+        );
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    let gap = Duration::from_millis(cli.gap_ms);
     // ~1 KiB: the size of resource_list's 7 items.
     let small = resource_list(7);
     let dir = tempfile::tempdir()?;
     let py = dir.path().join("label.py");
     std::fs::write(&py, PYTHON_FN)?;
-    let python = which_python()?;
-    let py_argv = [python.as_str(), py.to_str().context("path")?];
+    let python = match &cli.python {
+        Some(p) => p.to_str().context("--python: not UTF-8")?.to_string(),
+        None => which_python()?,
+    };
+    let py_calls = (cli.calls / 5).max(1);
 
     let mut cat_pre = server(cli.prespawn, &["cat"]).await?;
     let mut cat_no = server(0, &["cat"]).await?;
-    let mut py_pre = server(cli.prespawn, &py_argv).await?;
-    let mut py_no = server(0, &py_argv).await?;
+    let mut pyfns = vec![
+        PyFn::new(
+            "Python (PyYAML label setter)",
+            vec![python.clone(), py.to_str().context("path")?.to_string()],
+            small.clone(),
+            cli.prespawn,
+        )
+        .await?,
+    ];
+    if let Some(kubed) = &cli.kubed {
+        let kubed = kubed.to_str().context("--kubed: not UTF-8")?.to_string();
+        pyfns.push(
+            PyFn::new(
+                "kubed-krm (`Filter`)",
+                vec![kubed],
+                format!("{small}{KUBED_FUNCTION_CONFIG}"),
+                cli.prespawn,
+            )
+            .await
+            .context("kubed-krm")?,
+        );
+    }
     // Warm-up: page in, fill the pools.
-    for s in [&mut cat_pre, &mut cat_no, &mut py_pre, &mut py_no] {
+    for s in [&mut cat_pre, &mut cat_no] {
         for _ in 0..3 {
             call(&mut s.client, &small).await?;
         }
     }
     let (mut lat_pre, mut lat_no, mut lat_direct) = (vec![], vec![], vec![]);
-    let (mut py_lat_pre, mut py_lat_no) = (vec![], vec![]);
-    let (mut py_paced_pre, mut py_paced_no) = (vec![], vec![]);
     let (mut tput_pre, mut tput_no) = (0.0, 0.0);
     for round in 0..cli.rounds {
         let flip = round % 2 == 1;
@@ -179,23 +390,8 @@ async fn main() -> anyhow::Result<()> {
                 }
             }
         }
-        for step in 0..2 {
-            let pre = (step == 0) != flip;
-            for _ in 0..cli.calls / 5 {
-                if pre {
-                    py_lat_pre.push(call(&mut py_pre.client, &small).await?);
-                } else {
-                    py_lat_no.push(call(&mut py_no.client, &small).await?);
-                }
-            }
-            for _ in 0..cli.calls / 5 {
-                tokio::time::sleep(Duration::from_millis(cli.gap_ms)).await;
-                if pre {
-                    py_paced_pre.push(call(&mut py_pre.client, &small).await?);
-                } else {
-                    py_paced_no.push(call(&mut py_no.client, &small).await?);
-                }
-            }
+        for f in &mut pyfns {
+            f.round(flip, py_calls, gap).await?;
         }
         for step in 0..2 {
             let pre = (step == 0) != flip;
@@ -210,42 +406,29 @@ async fn main() -> anyhow::Result<()> {
         eprintln!("round {}/{} done", round + 1, cli.rounds);
     }
     let (pre, no, direct) = (p50(lat_pre), p50(lat_no), p50(lat_direct));
-    let (py_pre_p50, py_no_p50) = (p50(py_lat_pre), p50(py_lat_no));
-    let (paced_pre, paced_no) = (p50(py_paced_pre), p50(py_paced_no));
     println!(
-        "{} rounds; `--prespawn {}`; {} B ResourceList; {} sequential calls per variant per round ({} for Python)\n",
+        "{} rounds; `--prespawn {}`; {} B ResourceList; {} sequential calls per variant per round ({py_calls} for Python); Python: {python}\n",
         cli.rounds,
         cli.prespawn,
         small.len(),
         cli.calls,
-        cli.calls / 5
     );
     println!(
-        "| measure | with pre-spawn | without | direct spawn | ratio |\n|---|---:|---:|---:|---|"
+        "| measure | with pre-spawn | without | client: started early (floor) / direct spawn | client: cold | ratio |\n|---|---:|---:|---:|---:|---|"
     );
     println!(
-        "| `cat` p50 | {} | {} | {} | pre / direct {:.2}×, pre / without {:.2}× |",
+        "| `cat` p50 | {} | {} | {} | | pre / direct {:.2}×, pre / without {:.2}× |",
         ms(pre),
         ms(no),
         ms(direct),
-        pre.as_secs_f64() / direct.as_secs_f64(),
-        pre.as_secs_f64() / no.as_secs_f64()
+        ratio(pre, direct),
+        ratio(pre, no)
     );
+    for f in pyfns {
+        f.report(cli.gap_ms);
+    }
     println!(
-        "| Python (PyYAML) p50, calls {} ms apart | {} | {} | | pre / without {:.2}× |",
-        cli.gap_ms,
-        ms(paced_pre),
-        ms(paced_no),
-        paced_pre.as_secs_f64() / paced_no.as_secs_f64()
-    );
-    println!(
-        "| Python (PyYAML) p50, back to back | {} | {} | | pre / without {:.2}× |",
-        ms(py_pre_p50),
-        ms(py_no_p50),
-        py_pre_p50.as_secs_f64() / py_no_p50.as_secs_f64()
-    );
-    println!(
-        "| `cat`, {} clients, calls/s | {:.0} | {:.0} | | pre / without {:.2}× |",
+        "| `cat`, {} clients, calls/s | {:.0} | {:.0} | | | pre / without {:.2}× |",
         cli.clients,
         tput_pre,
         tput_no,
