@@ -215,7 +215,8 @@ pub struct ExecEvaluator {
 /// pool per binary and size.
 #[derive(Default)]
 pub struct ExecPools {
-    default_size: usize,
+    /// `None`: none at all, whatever a FunctionConfig says.
+    default_size: Option<usize>,
     pools: std::sync::Mutex<HashMap<(PathBuf, usize), Arc<krm_fn::prespawn::Pool>>>,
     /// Closed (the runner stops): no more pools.
     closed: std::sync::atomic::AtomicBool,
@@ -225,10 +226,17 @@ impl ExecPools {
     /// Pools of `default_size` processes unless a FunctionConfig says.
     pub fn new(default_size: usize) -> Self {
         Self {
-            default_size,
+            default_size: Some(default_size),
             pools: Default::default(),
             closed: Default::default(),
         }
+    }
+
+    /// No pools, whatever a FunctionConfig says: for a run that calls each
+    /// function about once (`eval`, `render`), where a waiting process
+    /// would only be started to be killed at the end.
+    pub fn off() -> Self {
+        Self::default()
     }
 
     /// The pool of `size` (the config's, else the default) for `spec`'s
@@ -237,7 +245,8 @@ impl ExecPools {
     /// pool whose config went away stays until the runner stops (its
     /// processes are idle; a runner's configs change rarely).
     fn pool(&self, spec: &ExecSpec, size: Option<u32>) -> Option<Arc<krm_fn::prespawn::Pool>> {
-        let size = size.map_or(self.default_size, |n| n as usize);
+        let default = self.default_size?;
+        let size = size.map_or(default, |n| n as usize);
         if size == 0 || self.closed.load(std::sync::atomic::Ordering::SeqCst) {
             return None;
         }

@@ -53,8 +53,9 @@ pub struct RunnerOptions {
     /// The docker backend's settings.
     pub docker: Option<DockerSettings>,
     /// binaryExecutor functions: processes kept started per binary, unless
-    /// its FunctionConfig says (`--prespawn`; 0: spawn per call).
-    pub prespawn: usize,
+    /// its FunctionConfig says (`--prespawn`; 0: spawn per call). `None`:
+    /// none even where a FunctionConfig asks ([`ExecPools::off`]).
+    pub prespawn: Option<usize>,
     /// How the kube backend reaches registries: plain HTTP ones, private
     /// ones' credentials and CA, the pull Secret.
     pub registries: RegistrySettings,
@@ -242,7 +243,7 @@ impl Runner {
                 cache.warm(images).await;
             }
         }
-        let exec_pools = Arc::new(ExecPools::new(opts.prespawn));
+        let exec_pools = Arc::new(opts.prespawn.map_or_else(ExecPools::off, ExecPools::new));
         let evaluator: Arc<dyn Evaluator> = Arc::new(
             MultiEvaluator::new(vec![
                 Box::new(ExecEvaluator::with_pools(

@@ -735,3 +735,54 @@ async fn function_config_prespawn_for_binaries_and_pods() {
         "{args:?}"
     );
 }
+
+/// #13: `eval` calls its function once, so a binaryExecutor's `prespawn`
+/// would only start processes to kill them: it starts the function once.
+#[tokio::test]
+async fn eval_starts_a_binary_executor_once_despite_prespawn() {
+    let fx = Fixture::new();
+    let fns = fx.dir.path().join("functions");
+    std::fs::create_dir(&fns).unwrap();
+    let starts = fx.dir.path().join("starts");
+    let script = fx.dir.path().join("counted-fn");
+    write_script(
+        &script,
+        &format!("echo started >> '{}'; exec cat", starts.display()),
+    );
+    std::fs::write(
+        fns.join("configs.yaml"),
+        format!(
+            "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: counted-fn\nspec:\n  image: example.com/fns/counted-fn\n  binaryExecutor:\n    tags: [v1]\n    path: {}\n    prespawn: 3\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let pkg = fx.dir.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+    )
+    .unwrap();
+    let out = output_within(
+        std::process::Command::new(bin("function-runner")).args([
+            "eval",
+            pkg.to_str().unwrap(),
+            "--image",
+            "example.com/fns/counted-fn:v1",
+            "--functions",
+            fns.to_str().unwrap(),
+        ]),
+        None,
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("[PASS]"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&starts).unwrap(),
+        "started\n",
+        "{stderr}"
+    );
+}

@@ -97,18 +97,31 @@ const KUBED_FUNCTION_CONFIG: &str = r#"functionConfig:
 "#;
 
 struct Server {
-    _wrapper: Wrapper,
+    wrapper: Wrapper,
     client: FunctionEvaluatorClient<Channel>,
+}
+
+impl Server {
+    /// CPU time the wrapper process itself used so far (user + system,
+    /// not its functions': those are its children's), from /proc.
+    fn cpu(&self) -> anyhow::Result<Duration> {
+        let pid = self.wrapper.child.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // Fields after the command, which is in parentheses and may hold
+        // spaces: utime and stime are the 14th and 15th of the line.
+        let rest = stat.rsplit_once(')').context("stat")?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = f[11].parse::<u64>()? + f[12].parse::<u64>()?;
+        let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)?.context("CLK_TCK")?;
+        Ok(Duration::from_secs_f64(ticks as f64 / hz as f64))
+    }
 }
 
 async fn server(prespawn: usize, entrypoint: &[&str]) -> anyhow::Result<Server> {
     let n = prespawn.to_string();
     let wrapper = Wrapper::start(&["--prespawn", &n], entrypoint)?;
     let client = evaluator_client(&wrapper.endpoint(), 64 << 20).await?;
-    Ok(Server {
-        _wrapper: wrapper,
-        client,
-    })
+    Ok(Server { wrapper, client })
 }
 
 fn request(rl: &str) -> EvaluateFunctionRequest {
@@ -377,17 +390,25 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let (mut lat_pre, mut lat_no, mut lat_direct) = (vec![], vec![], vec![]);
+    // The wrappers' own CPU over their sequential `cat` calls.
+    let (mut cpu_pre, mut cpu_no) = (Duration::ZERO, Duration::ZERO);
     let (mut tput_pre, mut tput_no) = (0.0, 0.0);
     for round in 0..cli.rounds {
         let flip = round % 2 == 1;
         for step in 0..3 {
             let which = if flip { 2 - step } else { step };
+            let before = (cat_pre.cpu()?, cat_no.cpu()?);
             for _ in 0..cli.calls {
                 match which {
                     0 => lat_pre.push(call(&mut cat_pre.client, &small).await?),
                     1 => lat_no.push(call(&mut cat_no.client, &small).await?),
                     _ => lat_direct.push(direct_cat(&small)?),
                 }
+            }
+            match which {
+                0 => cpu_pre += cat_pre.cpu()? - before.0,
+                1 => cpu_no += cat_no.cpu()? - before.1,
+                _ => {}
             }
         }
         for f in &mut pyfns {
@@ -423,6 +444,13 @@ async fn main() -> anyhow::Result<()> {
         ms(direct),
         ratio(pre, direct),
         ratio(pre, no)
+    );
+    let per_call = |cpu: Duration| cpu.as_secs_f64() * 1000.0 / (cli.rounds * cli.calls) as f64;
+    println!(
+        "| `cat`, the wrapper's own CPU per call | {:.2} ms | {:.2} ms | | | pre / without {:.2}× |",
+        per_call(cpu_pre),
+        per_call(cpu_no),
+        per_call(cpu_pre) / per_call(cpu_no)
     );
     for f in pyfns {
         f.report(cli.gap_ms);

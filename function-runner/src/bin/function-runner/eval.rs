@@ -278,7 +278,9 @@ where
         max_message_bytes: max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
         max_grpc_retries: 2,
         backend,
-        prespawn: 0,
+        // One call per function, about: a binaryExecutor's waiting
+        // processes would only be started to be killed at the end.
+        prespawn: None,
         docker: Some(DockerSettings {
             wrapper_image: pods.wrapper_server_image,
             socket_dir: pods

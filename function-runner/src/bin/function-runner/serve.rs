@@ -233,7 +233,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             max_message_bytes: args.max_request_body_size,
             keep_warm: None,
         }),
-        prespawn: args.prespawn,
+        prespawn: Some(args.prespawn),
         registries: registry_settings(&args),
         cluster_configs: (args.backend == BackendKind::Kube && args.watch_function_configs).then(
             || WatchSettings {
