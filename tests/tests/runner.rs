@@ -45,6 +45,14 @@ impl Fixture {
         self.dir.path().join("pods").to_string_lossy().into_owned()
     }
 
+    /// A FunctionConfig directory holding `yaml`, for `--functions`.
+    fn functions(&self, yaml: &str) -> std::path::PathBuf {
+        let dir = self.dir.path().join("functions");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("configs.yaml"), yaml).unwrap();
+        dir
+    }
+
     fn start(&self, extra: &[&str]) -> Wrapper {
         let port = self.metrics_port.to_string();
         let pods = self.pods();
@@ -170,14 +178,8 @@ async fn concurrent_first_calls_start_one_pod() {
 #[tokio::test]
 async fn binary_executor_is_tried_before_pods() {
     let fx = Fixture::new();
-    let configs = fx.dir.path().join("functions");
-    std::fs::create_dir(&configs).unwrap();
+    let configs = fx.functions("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: cat\n  namespace: porch-fn-system\nspec:\n  image: cat-fn\n  binaryExecutor:\n    tags: [v1.0.0, v1.2.0]\n    path: upper.sh\n");
     write_script(&configs.join("upper.sh"), "exec cat");
-    std::fs::write(
-        configs.join("exec.yaml"),
-        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: cat\n  namespace: porch-fn-system\nspec:\n  image: cat-fn\n  binaryExecutor:\n    tags: [v1.0.0, v1.2.0]\n    path: upper.sh\n",
-    )
-    .unwrap();
     let runner = fx.start(&["--functions", configs.to_str().unwrap()]);
     let mut client = runner.client().await.unwrap();
     // Short name, default prefix, semver constraint on the tag.
@@ -625,13 +627,7 @@ async fn start_up_and_usage_mistakes_are_said_plainly() {
 #[tokio::test]
 async fn rejected_function_configs_are_named_and_pods_logged_once() {
     let fx = Fixture::new();
-    let fns = fx.dir.path().join("fns");
-    std::fs::create_dir(&fns).unwrap();
-    std::fs::write(
-        fns.join("bad.yaml"),
-        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: bad\n  namespace: porch-fn-system\nspec:\n  image: example.com/fns/meant:v1\n  podExecutor:\n    tags: [v1]\n    maxParallelExecutions: x\n",
-    )
-    .unwrap();
+    let fns = fx.functions("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: bad\n  namespace: porch-fn-system\nspec:\n  image: example.com/fns/meant:v1\n  podExecutor:\n    tags: [v1]\n    maxParallelExecutions: x\n");
     let runner = fx.start(&["--functions", fns.to_str().unwrap()]);
     let mut client = runner.client().await.unwrap();
     let err = client
@@ -639,7 +635,7 @@ async fn rejected_function_configs_are_named_and_pods_logged_once() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), tonic::Code::NotFound, "{err:?}");
-    assert!(err.message().contains("bad.yaml"), "{}", err.message());
+    assert!(err.message().contains("configs.yaml"), "{}", err.message());
     assert!(
         err.message().contains("maxParallelExecutions"),
         "{}",
@@ -671,19 +667,13 @@ async fn rejected_function_configs_are_named_and_pods_logged_once() {
 #[tokio::test]
 async fn function_config_prespawn_for_binaries_and_pods() {
     let fx = Fixture::new();
-    let fns = fx.dir.path().join("functions");
-    std::fs::create_dir(&fns).unwrap();
     let script = fx.dir.path().join("pid-fn");
     // Waiting, it is a `cat` (after its start-up line).
     write_script(&script, "echo pid=$$ >&2; exec cat");
-    std::fs::write(
-        fns.join("configs.yaml"),
-        format!(
-            "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: pid-fn\nspec:\n  image: example.com/fns/pid-fn\n  binaryExecutor:\n    tags: [v1]\n    path: {}\n    prespawn: 2\n---\napiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: example-fn\nspec:\n  image: example.com/fns/example-fn\n  podExecutor:\n    tags: [v1]\n    prespawn: 3\n",
-            script.display()
-        ),
-    )
-    .unwrap();
+    let fns = fx.functions(&format!(
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: pid-fn\nspec:\n  image: example.com/fns/pid-fn\n  binaryExecutor:\n    tags: [v1]\n    path: {}\n    prespawn: 2\n---\napiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: example-fn\nspec:\n  image: example.com/fns/example-fn\n  podExecutor:\n    tags: [v1]\n    prespawn: 3\n",
+        script.display()
+    ));
     let runner = fx.start(&["--functions", fns.to_str().unwrap()]);
     let mut client = runner.client().await.unwrap();
     let mut seen = std::collections::HashSet::new();
@@ -741,22 +731,16 @@ async fn function_config_prespawn_for_binaries_and_pods() {
 #[tokio::test]
 async fn eval_starts_a_binary_executor_once_despite_prespawn() {
     let fx = Fixture::new();
-    let fns = fx.dir.path().join("functions");
-    std::fs::create_dir(&fns).unwrap();
     let starts = fx.dir.path().join("starts");
     let script = fx.dir.path().join("counted-fn");
     write_script(
         &script,
         &format!("echo started >> '{}'; exec cat", starts.display()),
     );
-    std::fs::write(
-        fns.join("configs.yaml"),
-        format!(
-            "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: counted-fn\nspec:\n  image: example.com/fns/counted-fn\n  binaryExecutor:\n    tags: [v1]\n    path: {}\n    prespawn: 3\n",
-            script.display()
-        ),
-    )
-    .unwrap();
+    let fns = fx.functions(&format!(
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: counted-fn\nspec:\n  image: example.com/fns/counted-fn\n  binaryExecutor:\n    tags: [v1]\n    path: {}\n    prespawn: 3\n",
+        script.display()
+    ));
     let pkg = fx.dir.path().join("pkg");
     std::fs::create_dir(&pkg).unwrap();
     std::fs::write(

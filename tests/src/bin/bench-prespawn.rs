@@ -20,12 +20,16 @@
 //! - `cat` at 1 KiB, 16 concurrent clients on one connection: calls per
 //!   second with pre-spawn and without.
 //!
-//! kubed-krm, in a venv (the functions run with the venv's interpreter):
+//! kubed-krm, in a venv (the functions run with the venv's interpreter;
+//! see BENCHMARKS.md on why a venv):
 //!
 //! ```sh
-//! python3 -m venv /tmp/kubed && /tmp/kubed/bin/pip install kubed-krm==0.0.8
-//! bench-prespawn --python /tmp/kubed/bin/python --kubed /tmp/kubed/bin/kubectl-kubed
+//! python3 -m venv /tmp/kv && /tmp/kv/bin/pip install kubed-krm==0.0.8 pyyaml
+//! bench-prespawn --python /tmp/kv/bin/python --kubed /tmp/kv/bin/kubectl-kubed
 //! ```
+//!
+//! Also printed: the wrapper's own CPU per sequential `cat` call (not its
+//! functions'), from /proc in clock ticks.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
