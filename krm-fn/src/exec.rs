@@ -1133,29 +1133,35 @@ struct Child {
 /// `/proc/self/task/TID/children`: reading those costs a few reads, where
 /// scanning every process's stat costs five syscalls per process on the
 /// machine, on every sweep (a sweep follows every call; see BENCHMARKS.md,
-/// issue 13). Without that file (`CONFIG_PROC_CHILDREN` off), every
-/// process is looked at. Either way each candidate's stat is read to check
-/// that it is still our child, as the lists may be out of date by then.
+/// issue 13). Those lists may miss a child when the machine changes while
+/// they are read (see [`thread_children`]); then, and without the files
+/// (`CONFIG_PROC_CHILDREN` off), every process is looked at, as a missed
+/// orphan would outlive its call. Each candidate's stat is read to check
+/// that it is still our child.
 fn children() -> Vec<Child> {
     let me = std::process::id();
-    let candidates = thread_children().unwrap_or_else(|| {
-        std::fs::read_dir("/proc")
-            .map(|dir| {
-                dir.flatten()
-                    .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-                    .collect()
-            })
-            .unwrap_or_default()
-    });
-    candidates
-        .into_iter()
+    if let Some(pids) = thread_children() {
+        let found: Vec<Child> = pids.iter().filter_map(|&pid| read_child(pid, me)).collect();
+        // The kernel goes on through a list from the pid it gave last; if
+        // that child was reaped meanwhile, it counts from the list's head
+        // again and may skip some. Such a child is no longer ours here.
+        if found.len() == pids.len() {
+            return found;
+        }
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
         .filter_map(|pid| read_child(pid, me))
         .collect()
 }
 
 /// The pids in every `/proc/self/task/TID/children` (children belong to the
 /// thread that spawned them, orphans to the thread the kernel picked), or
-/// `None` where the kernel has no such file.
+/// `None` where the kernel has no such file or a thread ended while they
+/// were read (its children went to another thread, maybe one read before).
 fn thread_children() -> Option<Vec<i32>> {
     static HAS_FILE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let has_file =
@@ -1164,11 +1170,8 @@ fn thread_children() -> Option<Vec<i32>> {
         return None;
     }
     let mut pids = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        // A thread that ended meanwhile handed its children to another.
-        let Ok(list) = std::fs::read_to_string(task.path().join("children")) else {
-            continue;
-        };
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let list = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
         pids.extend(
             list.split_whitespace()
                 .filter_map(|p| p.parse::<i32>().ok()),
