@@ -213,7 +213,6 @@ pub struct ExecEvaluator {
 
 /// The pre-spawned processes of the binaries the exec evaluator ran, one
 /// pool per binary and size.
-#[derive(Default)]
 pub struct ExecPools {
     /// `None`: none at all, whatever a FunctionConfig says.
     default_size: Option<usize>,
@@ -236,7 +235,11 @@ impl ExecPools {
     /// function about once (`eval`, `render`), where a waiting process
     /// would only be started to be killed at the end.
     pub fn off() -> Self {
-        Self::default()
+        Self {
+            default_size: None,
+            pools: Default::default(),
+            closed: Default::default(),
+        }
     }
 
     /// The pool of `size` (the config's, else the default) for `spec`'s

@@ -1132,19 +1132,20 @@ struct Child {
 /// The kernel lists each thread's children in
 /// `/proc/self/task/TID/children`: reading those costs a few reads, where
 /// scanning every process's stat costs five syscalls per process on the
-/// machine, on every sweep (a sweep follows every call; see BENCHMARKS.md,
-/// issue 13). Those lists may miss a child when the machine changes while
-/// they are read (see [`thread_children`]); then, and without the files
+/// machine (see BENCHMARKS.md, issue 13). A list read while a child listed
+/// in it is reaped may skip another child: the kernel goes on from the pid
+/// it gave last and, that one gone, counts from the head again. Such a
+/// child is no longer ours when its stat is read, so the lists are read
+/// again (the reaping is over by then); failing that, and without the files
 /// (`CONFIG_PROC_CHILDREN` off), every process is looked at, as a missed
-/// orphan would outlive its call. Each candidate's stat is read to check
-/// that it is still our child.
+/// orphan would outlive its call.
 fn children() -> Vec<Child> {
     let me = std::process::id();
-    if let Some(pids) = thread_children() {
+    for _ in 0..3 {
+        let Some(pids) = thread_children() else {
+            break;
+        };
         let found: Vec<Child> = pids.iter().filter_map(|&pid| read_child(pid, me)).collect();
-        // The kernel goes on through a list from the pid it gave last; if
-        // that child was reaped meanwhile, it counts from the list's head
-        // again and may skip some. Such a child is no longer ours here.
         if found.len() == pids.len() {
             return found;
         }
@@ -1158,10 +1159,14 @@ fn children() -> Vec<Child> {
         .collect()
 }
 
-/// The pids in every `/proc/self/task/TID/children` (children belong to the
-/// thread that spawned them, orphans to the thread the kernel picked), or
-/// `None` where the kernel has no such file or a thread ended while they
-/// were read (its children went to another thread, maybe one read before).
+/// The pids in every `/proc/self/task/TID/children`, or `None` where the
+/// kernel has no such file.
+///
+/// Children belong to the thread that spawned them. A thread that ends
+/// hands its children to the first live thread, the main one (which lives
+/// as long as the process), and orphans re-parented to us go to it too: so
+/// the main thread's list is read last, and a child that moved while the
+/// lists were read is in it (or in its old thread's, read before the move).
 fn thread_children() -> Option<Vec<i32>> {
     static HAS_FILE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let has_file =
@@ -1169,14 +1174,24 @@ fn thread_children() -> Option<Vec<i32>> {
     if !has_file {
         return None;
     }
+    let main = std::process::id().to_string();
     let mut pids = Vec::new();
-    for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let list = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
+    let mut add = |list: &str| {
         pids.extend(
             list.split_whitespace()
                 .filter_map(|p| p.parse::<i32>().ok()),
         );
+    };
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        if task.file_name() == main.as_str() {
+            continue;
+        }
+        // A thread that ended meanwhile: its children are the main one's.
+        if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+            add(&list);
+        }
     }
+    add(&std::fs::read_to_string(format!("/proc/self/task/{main}/children")).ok()?);
     pids.sort_unstable();
     pids.dedup();
     Some(pids)

@@ -735,7 +735,11 @@ async fn eval_starts_a_binary_executor_once_despite_prespawn() {
     let script = fx.dir.path().join("counted-fn");
     write_script(
         &script,
-        &format!("echo started >> '{}'; exec cat", starts.display()),
+        // The pause keeps the call going while a pool, if any, fills.
+        &format!(
+            "echo started >> '{}'; sleep 0.3; exec cat",
+            starts.display()
+        ),
     );
     let fns = fx.functions(&format!(
         "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: counted-fn\nspec:\n  image: example.com/fns/counted-fn\n  binaryExecutor:\n    tags: [v1]\n    path: {}\n    prespawn: 3\n",
