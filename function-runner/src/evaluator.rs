@@ -224,19 +224,19 @@ pub struct ExecPools {
 impl ExecPools {
     /// Pools of `default_size` processes unless a FunctionConfig says.
     pub fn new(default_size: usize) -> Self {
-        Self {
-            default_size: Some(default_size),
-            pools: Default::default(),
-            closed: Default::default(),
-        }
+        Self::with_default(Some(default_size))
     }
 
     /// No pools, whatever a FunctionConfig says: for a run that calls each
     /// function about once (`eval`, `render`), where a waiting process
     /// would only be started to be killed at the end.
     pub fn off() -> Self {
+        Self::with_default(None)
+    }
+
+    fn with_default(default_size: Option<usize>) -> Self {
         Self {
-            default_size: None,
+            default_size,
             pools: Default::default(),
             closed: Default::default(),
         }

@@ -404,7 +404,7 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let (mut lat_pre, mut lat_no, mut lat_direct) = (vec![], vec![], vec![]);
-    // The wrappers' own CPU over their sequential `cat` calls.
+    // The wrappers' own CPU over their paced `cat` calls.
     let (mut cpu_pre, mut cpu_no) = (Duration::ZERO, Duration::ZERO);
     let (mut tput_pre, mut tput_no) = (0.0, 0.0);
     for round in 0..cli.rounds {
