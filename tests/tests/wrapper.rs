@@ -869,23 +869,18 @@ async fn prespawned_processes_serve_one_call_each() {
         eventually(Duration::from_secs(20), || waiting(2)).await,
         "refilled"
     );
-    let body = {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut conn = tokio::net::TcpStream::connect(&maddr).await.unwrap();
-        conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: wrapper\r\n\r\n")
+    // A replacement shows in /proc from its fork; the gauge counts it once
+    // its exec is done and it is queued: so the gauge is waited for too.
+    let maddr: std::net::SocketAddr = maddr.parse().unwrap();
+    let mut body = String::new();
+    let counted = e2e_tests::eventually_async(Duration::from_secs(20), async || {
+        body = tokio::time::timeout(Duration::from_secs(5), http_get(maddr))
             .await
-            .unwrap();
-        let mut body = String::new();
-        tokio::time::timeout(Duration::from_secs(20), conn.read_to_string(&mut body))
-            .await
-            .unwrap()
-            .unwrap();
-        body
-    };
-    assert!(
-        body.contains("wrapper_server_prespawned_processes 2"),
-        "{body}"
-    );
+            .unwrap_or_default();
+        body.contains("wrapper_server_prespawned_processes 2")
+    })
+    .await;
+    assert!(counted, "{body}");
     // A function that dies at start every time: calls still say how (its
     // stderr and exit status), whether they took a waiting process or
     // spawned their own while the pool backs off.
