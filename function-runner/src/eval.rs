@@ -52,10 +52,10 @@ use proto::pb::EvaluateFunctionRequest;
 use serde_yaml_ng::{Mapping, Value};
 
 use crate::evaluator::{EvalRequest, Evaluator};
-use crate::package::{
+use krm_yaml::package::{
     self, annotations as ann, go_quote, go_quote_bytes, kyaml, Meta, PackageError, Placed, Progress,
 };
-use crate::yaml::{self, Kind, Node, Style};
+use krm_yaml::{self as yaml, Kind, Node, Style};
 
 /// Where the resources come from.
 pub enum Source {

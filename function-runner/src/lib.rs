@@ -11,9 +11,8 @@
 //! - [`image`]: image references, split one way for config, backends and pod names;
 //! - [`metrics`]: the runner's Prometheus metrics;
 //! - [`runner`]: assembles all of the above from options;
-//! - [`package`] and [`eval`], [`render`]: `function-runner eval` and
-//!   `render`, kpt-style local runs; [`yaml`]: their YAML, as kpt's yaml.v3
-//!   reads and writes it.
+//! - [`eval`], [`render`]: `function-runner eval` and `render`, kpt-style
+//!   local runs, on the `krm_yaml` crate's tree and package model.
 
 #![forbid(unsafe_code)]
 
@@ -24,8 +23,6 @@ pub mod eval;
 pub mod evaluator;
 pub mod image;
 pub mod metrics;
-pub mod package;
 pub mod render;
 pub mod runner;
 pub mod server;
-pub mod yaml;

@@ -20,8 +20,8 @@ use std::sync::Arc;
 
 use crate::eval::{self, Error, Function};
 use crate::evaluator::Evaluator;
-use crate::package::{self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress};
-use crate::yaml::{Kind, Node};
+use krm_yaml::package::{self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress};
+use krm_yaml::{Kind, Node};
 
 /// Everything `render` needs.
 pub struct RenderOptions {
@@ -265,7 +265,7 @@ fn join(rel: &str, path: &str) -> String {
 /// entries, keys sorted, values tagged as strings.
 fn config_map(data: &[(String, String)]) -> Result<Node, Error> {
     let skeleton = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\ndata: {}\n";
-    let mut doc = crate::yaml::parse::parse(skeleton)
+    let mut doc = krm_yaml::parse::parse(skeleton)
         .ok()
         .and_then(|d| d.into_iter().next())
         .ok_or_else(|| Error::Input("the function-input skeleton".into()))?;

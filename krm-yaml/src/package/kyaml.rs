@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use compact_str::CompactString;
 
-use crate::yaml::{Kind, Node, Style};
+use crate::{Kind, Node, Style};
 
 pub const NULL_TAG: &str = "!!null";
 
@@ -491,11 +491,11 @@ fn rearrange_head_comment_of_seq_node(node: &mut Node) {
 /// yaml.v2 hands timestamps to untyped values as strings; a value that
 /// does not parse is a string.
 pub fn is_yaml11_non_string(value: &str) -> bool {
-    use crate::yaml::resolve;
+    use crate::resolve;
     if value.is_empty() || value.contains('\n') {
         return false;
     }
-    let Ok(docs) = crate::yaml::parse::parse(value) else {
+    let Ok(docs) = crate::parse::parse(value) else {
         return false;
     };
     let Some(node) = docs.first().map(content) else {
@@ -555,7 +555,7 @@ pub fn set_field(map: &mut Node, name: &str, mut value: Node) -> Result<(), NotA
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::yaml::{emit, parse};
+    use crate::{emit, parse};
 
     fn doc(text: &str) -> Node {
         parse::parse(text).unwrap().remove(0)

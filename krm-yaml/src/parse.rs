@@ -58,8 +58,8 @@ use std::hash::BuildHasherDefault;
 use compact_str::CompactString;
 use libyaml_safer::{Event, EventData, MappingStyle, Parser, ScalarStyle, SequenceStyle};
 
-use crate::yaml::node::{Kind, Node, Style, Tag};
-use crate::yaml::resolve::resolve_plain;
+use crate::node::{Kind, Node, Style, Tag};
+use crate::resolve::resolve_plain;
 
 /// A document stream yaml.v3 rejects. [`Display`](fmt::Display) is
 /// yaml.v3's `err.Error()` (`yaml: line 4: did not find expected ',' or

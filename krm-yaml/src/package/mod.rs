@@ -1,6 +1,6 @@
 //! Packages as kpt reads and writes them: a package directory (or a stream
 //! of YAML documents) read into resources ([`Document`]: a yaml.v3-style
-//! node tree with its comments, see [`crate::yaml`]), and a function's
+//! node tree with its comments, see [`crate`]), and a function's
 //! resources written back to files.
 //!
 //! Observed with kpt 1.0.0-beta.56 and its kyaml:
@@ -36,7 +36,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::yaml::{self, Kind, Node};
+use crate::{self as yaml, Kind, Node};
 pub use kyaml::Meta;
 
 /// The annotations kpt adds to items and removes again.

@@ -310,7 +310,7 @@ impl Node {
         let value = value.into();
         Node {
             kind: Kind::Scalar,
-            tag: crate::yaml::resolve::resolve_plain(&value).into(),
+            tag: crate::resolve::resolve_plain(&value).into(),
             value,
             ..Node::default()
         }
