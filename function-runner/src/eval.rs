@@ -74,6 +74,26 @@ pub enum Function {
         image: String,
         evaluator: Arc<dyn Evaluator>,
     },
+    /// An image whose function is built in ([`crate::builtin::Builtins`]),
+    /// run in-process: its output is what the catalog's container would
+    /// write, and kpt's lines name the image.
+    Builtin {
+        image: String,
+        builtin: &'static krm_builtins::Builtin,
+    },
+}
+
+impl Function {
+    /// The name kpt's lines give the function, and its key in the results
+    /// file.
+    fn name_and_key(&self) -> (String, &'static str) {
+        match self {
+            Function::Exec(cmd) => (cmd.clone(), "exec"),
+            Function::Image { image, .. } | Function::Builtin { image, .. } => {
+                (image.clone(), "image")
+            }
+        }
+    }
 }
 
 /// Where the `functionConfig` comes from.
@@ -203,10 +223,7 @@ pub async fn run(
             return Err(Error::OutputExists(dir.display().to_string()));
         }
     }
-    let (name, result_key) = match &opts.function {
-        Function::Exec(cmd) => (cmd.clone(), "exec"),
-        Function::Image { image, .. } => (image.clone(), "image"),
-    };
+    let (name, result_key) = opts.function.name_and_key();
     // The bytes read from stdin go once they are parsed: with two trees
     // of the package to hold later, every copy counts.
     let source = std::mem::replace(&mut opts.source, Source::Stdin(Vec::new()));
@@ -233,6 +250,7 @@ pub async fn run(
     let ran = match &opts.function {
         Function::Exec(cmd) => run_exec(cmd, list, opts.max_output_bytes).await,
         Function::Image { image, evaluator } => run_image(image, list, evaluator.as_ref()).await,
+        Function::Builtin { builtin, .. } => run_builtin(builtin, &list),
     };
     let mut ran = match ran {
         Ok(r) => r,
@@ -812,6 +830,22 @@ async fn run_image(image: &str, input: Bytes, evaluator: &dyn Evaluator) -> Resu
         }),
         Err(e) => Err(Error::Evaluator(e.to_string())),
     }
+}
+
+/// A built-in function on the ResourceList's text, answered as its
+/// container would (stderr as kpt reads a container's).
+fn run_builtin(builtin: &krm_builtins::Builtin, input: &[u8]) -> Result<Ran, Error> {
+    let ctx = krm_builtins::Context::new();
+    let out = crate::builtin::run_on_bytes(builtin, input, &ctx)
+        .ok_or_else(|| Error::Evaluator(format!("built-in {} was cancelled", builtin.name)))?;
+    Ok(Ran {
+        exit_code: match out.status {
+            ExitStatus::Code(c) => c,
+            ExitStatus::Signal(_) => -1,
+        },
+        stdout: out.stdout,
+        stderr: container_stderr(&out.stderr).into(),
+    })
 }
 
 /// An image function's stderr as kpt shows it: kpt reads a container's
@@ -1579,36 +1613,49 @@ pub(crate) async fn apply(
         )
         .map_err(|e| Error::Input(e.to_string()))?;
     }
-    let list = assemble(&mut input, fn_config);
-    writeln!(stderr, "[RUNNING] {}", go_quote(name))?;
-    let started = Instant::now();
-    let ran = match function {
-        Function::Exec(cmd) => run_exec(cmd, list, max_output_bytes).await,
-        Function::Image { image, evaluator } => run_image(image, list, evaluator.as_ref()).await,
-    };
-    let ran = match ran {
-        Ok(r) => r,
-        Err(e) => {
-            fail_line(stderr, name, started)?;
-            return Err(e);
+    let (items, results, fn_stderr, started) = match function {
+        Function::Builtin { builtin, .. } => {
+            match run_builtin_tree(builtin, name, &mut input, fn_config, truncate, stderr)? {
+                Some(done) => done,
+                None => return Ok(None),
+            }
         }
-    };
-    let parsed = parse_output(&ran.stdout);
-    if ran.exit_code != 0 {
-        fail_line(stderr, name, started)?;
-        if let Ok((_, results)) = &parsed {
-            print_results(stderr, results, truncate)?;
-        }
-        print_stderr(stderr, &ran.stderr, truncate)?;
-        write!(stderr, "  Exit code: {}\n\n", ran.exit_code)?;
-        return Ok(None);
-    }
-    let (items, results) = match parsed {
-        Ok(p) => p,
-        Err(e) => {
-            fail_line(stderr, name, started)?;
-            print_stderr(stderr, &ran.stderr, truncate)?;
-            return Err(e);
+        _ => {
+            let list = assemble(&mut input, fn_config);
+            writeln!(stderr, "[RUNNING] {}", go_quote(name))?;
+            let started = Instant::now();
+            let ran = match function {
+                Function::Exec(cmd) => run_exec(cmd, list, max_output_bytes).await,
+                Function::Image { image, evaluator } => {
+                    run_image(image, list, evaluator.as_ref()).await
+                }
+                Function::Builtin { builtin, .. } => run_builtin(builtin, &list),
+            };
+            let ran = match ran {
+                Ok(r) => r,
+                Err(e) => {
+                    fail_line(stderr, name, started)?;
+                    return Err(e);
+                }
+            };
+            let parsed = parse_output(&ran.stdout);
+            if ran.exit_code != 0 {
+                fail_line(stderr, name, started)?;
+                if let Ok((_, results)) = &parsed {
+                    print_results(stderr, results, truncate)?;
+                }
+                print_stderr(stderr, &ran.stderr, truncate)?;
+                write!(stderr, "  Exit code: {}\n\n", ran.exit_code)?;
+                return Ok(None);
+            }
+            match parsed {
+                Ok((items, results)) => (items, results, ran.stderr, started),
+                Err(e) => {
+                    fail_line(stderr, name, started)?;
+                    print_stderr(stderr, &ran.stderr, truncate)?;
+                    return Err(e);
+                }
+            }
         }
     };
     // kpt's checks on a step's output: resources only, and no two at one
@@ -1683,8 +1730,71 @@ pub(crate) async fn apply(
         kpt_duration(started.elapsed())
     )?;
     print_results(stderr, &results, truncate)?;
-    print_stderr(stderr, &ran.stderr, truncate)?;
+    print_stderr(stderr, &fn_stderr, truncate)?;
     Ok(Some(out))
+}
+
+/// What a function left that passed: its items and results, its stderr,
+/// and when it started.
+type Passed = (Vec<Node>, Vec<KptResult>, Bytes, Instant);
+
+/// [`apply`] for a built-in function: on the items themselves, no text in
+/// between (the items are moved into the function; it keeps their comments
+/// and order, so nothing needs restoring from a copy). `Ok(None)`: it
+/// failed (its block printed).
+fn run_builtin_tree(
+    builtin: &krm_builtins::Builtin,
+    name: &str,
+    input: &mut Vec<Node>,
+    fn_config: Option<Node>,
+    truncate: bool,
+    stderr: &mut (dyn Write + Send),
+) -> Result<Option<Passed>, Error> {
+    writeln!(stderr, "[RUNNING] {}", go_quote(name))?;
+    let started = Instant::now();
+    let mut rl = krm_builtins::ResourceList {
+        items: std::mem::take(input),
+        function_config: fn_config.map(|c| match c.kind {
+            Kind::Document => c.content.into_iter().next().unwrap_or_default(),
+            _ => c,
+        }),
+        ..Default::default()
+    };
+    let outcome = builtin.run(&mut rl, &krm_builtins::Context::new());
+    let results = builtin_results(&rl.results);
+    let mut log = std::mem::take(&mut rl.log);
+    match outcome {
+        Ok(()) => Ok(Some((
+            rl.items,
+            results,
+            container_stderr(log.as_bytes()).into(),
+            started,
+        ))),
+        Err(krm_builtins::Stop::Failed(text)) => {
+            log.push_str(&text);
+            fail_line(stderr, name, started)?;
+            print_results(stderr, &results, truncate)?;
+            print_stderr(stderr, &container_stderr(log.as_bytes()), truncate)?;
+            write!(stderr, "  Exit code: 1\n\n")?;
+            Ok(None)
+        }
+        Err(krm_builtins::Stop::Cancelled) => {
+            fail_line(stderr, name, started)?;
+            Err(Error::Evaluator(format!(
+                "built-in {} was cancelled",
+                builtin.name
+            )))
+        }
+    }
+}
+
+/// A built-in's results as kpt reads them from a container's output.
+fn builtin_results(results: &[krm_builtins::FnResult]) -> Vec<KptResult> {
+    if results.is_empty() {
+        return Vec::new();
+    }
+    let node = Node::sequence(results.iter().map(krm_builtins::FnResult::to_node).collect());
+    parse_results(&yaml::value::to_value(&node))
 }
 
 #[cfg(test)]

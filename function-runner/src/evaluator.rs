@@ -13,7 +13,9 @@
 //!   only if it is gone (its health check fails or cannot connect): a
 //!   connection ended by GOAWAY, or a call torn down with it, says nothing
 //!   about the pod, and its channel re-dials.
-//! - [`MultiEvaluator`]: a fixed, configured order (exec first).
+//! - [`crate::builtin::BuiltinEvaluator`]: the catalog's functions built in
+//!   (FunctionConfig `goExecutor`, and the catalog's images by default).
+//! - [`MultiEvaluator`]: a fixed order: exec, built-in, pod.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -82,6 +84,12 @@ pub enum EvalError {
     DeadlineExceeded { image: String },
     #[error("function-runner is shutting down")]
     ShuttingDown,
+    /// A goExecutor names a function that is not built in.
+    #[error("FunctionConfig {config} names built-in function {id:?} (goExecutor), which does not exist; built-in: {}", krm_builtins::ALL.iter().map(|b| b.name).collect::<Vec<_>>().join(", "))]
+    UnknownBuiltin { id: String, config: String },
+    /// A built-in function's thread ended without an answer.
+    #[error("built-in function for {image:?} failed: it stopped without an answer")]
+    BuiltinPanicked { image: String },
     /// No function for the image, and FunctionConfigs were rejected at
     /// start: they are named, since one of them may have been meant for it.
     #[error("{source}; FunctionConfigs rejected at start (one may have been meant for this image): {rejected}")]
@@ -127,7 +135,10 @@ impl EvalError {
     /// Whether the failed call reached a function that the runner knows:
     /// a configured binary ran, or a pod answered.
     pub fn image_is_known(&self) -> bool {
-        matches!(self, EvalError::Call(_) | EvalError::PodAnswered { .. })
+        matches!(
+            self,
+            EvalError::Call(_) | EvalError::PodAnswered { .. } | EvalError::BuiltinPanicked { .. }
+        )
     }
 
     /// The gRPC code for this error, chosen by walking its causes: the first
@@ -156,6 +167,8 @@ fn decided_code(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
             EvalError::PodAnswered { source } => Some(source.code()),
             EvalError::DeadlineExceeded { .. } => Some(Code::DeadlineExceeded),
             EvalError::ShuttingDown => Some(Code::Unavailable),
+            EvalError::UnknownBuiltin { .. } => Some(Code::FailedPrecondition),
+            EvalError::BuiltinPanicked { .. } => Some(Code::Internal),
             EvalError::Pod { .. } | EvalError::NotFoundWithRejected { .. } => None,
         };
     }

@@ -1,7 +1,7 @@
 //! The runner side of the KRM function runtime: Porch's function runner.
 //!
 //! A request's path: [`server`] (gRPC `evaluator.FunctionEvaluator`) →
-//! [`evaluator`] chain (exec first, then pods) → [`cache`] (one actor per
+//! [`evaluator`] chain (exec, then [`builtin`] functions, then pods) → [`cache`] (one actor per
 //! runner hands out pods per image) → [`backend`] (creates the pods:
 //! [`backend::process`] children on loopback by default) → the pod's
 //! `wrapper-server`.
@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backend;
+pub mod builtin;
 pub mod cache;
 pub mod config;
 pub mod eval;

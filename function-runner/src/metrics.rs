@@ -59,6 +59,13 @@ pub struct RunnerMetrics {
     cache_hits: Counter,
     cache_misses: Counter,
     pods: Family<StateLabel, Gauge>,
+    builtin_evaluations: Family<BuiltinLabels, Counter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct BuiltinLabels {
+    function: String,
+    outcome: String,
 }
 
 impl Default for RunnerMetrics {
@@ -105,6 +112,12 @@ impl RunnerMetrics {
         );
         let pods = Family::<StateLabel, Gauge>::default();
         registry.register("pods", "Pods owned by this runner, by state", pods.clone());
+        let builtin_evaluations = Family::<BuiltinLabels, Counter>::default();
+        registry.register(
+            "builtin_evaluations",
+            "EvaluateFunction calls answered by a built-in function, by function and outcome (gRPC code)",
+            builtin_evaluations.clone(),
+        );
         Self {
             registry,
             labeled: Default::default(),
@@ -115,6 +128,7 @@ impl RunnerMetrics {
             cache_hits,
             cache_misses,
             pods,
+            builtin_evaluations,
         }
     }
 
@@ -123,6 +137,17 @@ impl RunnerMetrics {
     /// share [`OTHER_IMAGES`], so that requests cannot grow the metrics
     /// without bound. Past [`MAX_IMAGE_LABELS`] distinct images, known ones
     /// share it too.
+    /// A call answered by a built-in function (also counted in
+    /// `evaluations` by the server).
+    pub(crate) fn observe_builtin(&self, function: &str, code: tonic::Code) {
+        self.builtin_evaluations
+            .get_or_create(&BuiltinLabels {
+                function: function.to_string(),
+                outcome: format!("{code:?}"),
+            })
+            .inc();
+    }
+
     pub(crate) fn observe_call(&self, image: Option<&str>, code: tonic::Code, started: Instant) {
         let image = match image {
             Some(image) if self.label_for(image) => image.to_string(),

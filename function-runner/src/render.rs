@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::eval::{self, Error, Function};
+use crate::builtin::{kpt_image_name, Builtins};
 use crate::evaluator::Evaluator;
 use krm_yaml::package::{self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress};
 use krm_yaml::{Kind, Node};
@@ -31,6 +32,9 @@ pub struct RenderOptions {
     pub allow_exec: bool,
     /// Runs `image:` functions.
     pub evaluator: Option<Arc<dyn Evaluator>>,
+    /// Which `image:` functions are built in (run on the package's tree,
+    /// without the evaluator); `None`: none are.
+    pub builtins: Option<Builtins>,
     /// kpt's `--truncate-output`.
     pub truncate_output: bool,
     /// The most stdout a function may write.
@@ -321,6 +325,17 @@ fn step(f: &Node, opts: &RenderOptions) -> Result<Step, Error> {
         }
     }
     let (function, name) = match (image.is_empty(), exec.is_empty()) {
+        (false, _) if builtin_for(&image, opts)?.is_some() => {
+            let name = kpt_image_name(&image);
+            let builtin = builtin_for(&image, opts)?.ok_or(Error::NoImageEvaluator)?;
+            (
+                Function::Builtin {
+                    image: name.clone(),
+                    builtin,
+                },
+                name,
+            )
+        }
         (false, _) => {
             let evaluator = opts.evaluator.clone().ok_or(Error::NoImageEvaluator)?;
             let image =
@@ -365,6 +380,19 @@ fn step(f: &Node, opts: &RenderOptions) -> Result<Step, Error> {
         name,
         fn_config,
     })
+}
+
+/// The built-in function that runs `image`, if one does.
+fn builtin_for(
+    image: &str,
+    opts: &RenderOptions,
+) -> Result<Option<&'static krm_builtins::Builtin>, Error> {
+    match &opts.builtins {
+        Some(b) => b
+            .resolve(image, "")
+            .map_err(|e| Error::Evaluator(e.to_string())),
+        None => Ok(None),
+    }
 }
 
 /// Writes the rendered resources back, each to its package's directory,

@@ -1,5 +1,5 @@
 //! Assembles the runner from its options: FunctionConfigs → image index;
-//! backend → pod cache; exec and pod evaluators in a fixed chain. Used by
+//! backend → pod cache; exec, built-in and pod evaluators in a fixed chain. Used by
 //! `serve` and by `eval --image`.
 
 use std::path::PathBuf;
@@ -15,6 +15,7 @@ use crate::backend::Backend;
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
 use crate::config::cluster::{self, ConfigWatch, WatchSettings};
 use crate::config::{self, ImageIndex, LiveIndex};
+use crate::builtin::{BuiltinEvaluator, Builtins};
 use crate::evaluator::{Evaluator, ExecEvaluator, ExecPools, MultiEvaluator, PodEvaluator};
 use crate::metrics::MeteredBackend;
 use crate::metrics::RunnerMetrics;
@@ -61,6 +62,10 @@ pub struct RunnerOptions {
     pub registries: RegistrySettings,
     /// FunctionConfig objects to watch in the cluster (kube mode); `None`: none.
     pub cluster_configs: Option<WatchSettings>,
+    /// The catalog's images of built-in names run built-in where no
+    /// FunctionConfig says otherwise (`--no-default-builtins` turns it off;
+    /// goExecutor entries run built-in either way).
+    pub default_builtins: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -107,6 +112,9 @@ pub struct Runner {
     pub metrics: Arc<RunnerMetrics>,
     /// The FunctionConfigs in use (replaced as the cluster's change).
     pub index: LiveIndex,
+    /// Which images run built-in (`eval` and `render` run them on their
+    /// own tree, without the evaluator).
+    pub builtins: Builtins,
     /// Keeps the cluster's FunctionConfigs watched while the runner lives.
     _config_watch: Option<ConfigWatch>,
     /// The backend, closed after the pods are stopped.
@@ -244,6 +252,7 @@ impl Runner {
             }
         }
         let exec_pools = Arc::new(opts.prespawn.map_or_else(ExecPools::off, ExecPools::new));
+        let builtins = Builtins::new(index.clone(), opts.default_builtins);
         let evaluator: Arc<dyn Evaluator> = Arc::new(
             MultiEvaluator::new(vec![
                 Box::new(ExecEvaluator::with_pools(
@@ -251,6 +260,10 @@ impl Runner {
                     opts.max_message_bytes,
                     exec_pools.clone(),
                 )),
+                Box::new(
+                    BuiltinEvaluator::new(builtins.clone(), opts.max_message_bytes)
+                        .with_metrics(metrics.clone()),
+                ),
                 Box::new(PodEvaluator::new(
                     cache.clone(),
                     index.clone(),
@@ -265,6 +278,7 @@ impl Runner {
             cache,
             metrics,
             index,
+            builtins,
             _config_watch: config_watch,
             backend: closer,
             exec_pools,

@@ -11,7 +11,9 @@ use function_runner::backend::docker::{DockerSettings, DEFAULT_WRAPPER_IMAGE};
 use function_runner::cache::CacheSettings;
 use function_runner::config::DEFAULT_IMAGE_PREFIX;
 use function_runner::eval::{self, EvalOptions, FnConfig, Function, Output, Source};
+use function_runner::builtin::{kpt_image_name, Builtins};
 use function_runner::evaluator::Evaluator;
+use krm_builtins::Builtin;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
 
 /// Arguments of `function-runner eval`.
@@ -56,9 +58,10 @@ pub struct EvalArgs {
 pub async fn run_args(
     args: EvalArgs,
     image_evaluator: Option<Arc<dyn Evaluator>>,
+    builtin: Option<&'static Builtin>,
 ) -> anyhow::Result<ExitCode> {
     let mut stderr = std::io::stderr();
-    match run_inner(args, image_evaluator, &mut stderr).await {
+    match run_inner(args, image_evaluator, builtin, &mut stderr).await {
         Ok(code) => Ok(ExitCode::from(code)),
         Err(err) => {
             let _ = writeln!(stderr, "error: {err}");
@@ -70,10 +73,15 @@ pub async fn run_args(
 async fn run_inner(
     args: EvalArgs,
     image_evaluator: Option<Arc<dyn Evaluator>>,
+    builtin: Option<&'static Builtin>,
     stderr: &mut (dyn Write + Send),
 ) -> Result<u8, eval::Error> {
     let function = match (args.exec, args.image) {
         (Some(cmd), _) => Function::Exec(cmd),
+        (None, Some(image)) if builtin.is_some() => Function::Builtin {
+            image: kpt_image_name(&image),
+            builtin: builtin.ok_or(eval::Error::NoImageEvaluator)?,
+        },
         (None, Some(image)) => {
             let evaluator = image_evaluator.ok_or(eval::Error::NoImageEvaluator)?;
             let image = function_runner::config::normalize_image_name(
@@ -149,6 +157,24 @@ pub(crate) struct EvalPodArgs {
     /// docker: the host directory of the containers' sockets.
     #[arg(long, value_name = "DIR")]
     docker_socket_dir: Option<PathBuf>,
+    /// Run the catalog's images of built-in functions (gcr.io/kpt-fn/NAME,
+    /// ghcr.io/kptdev/krm-functions-catalog/NAME, bare NAME) as any image
+    /// (in a container or pod); only FunctionConfig goExecutor entries then
+    /// run built-in.
+    #[arg(long)]
+    pub(crate) no_default_builtins: bool,
+}
+
+impl EvalPodArgs {
+    /// Which images run built-in: `--functions`' goExecutor entries and,
+    /// unless `--no-default-builtins`, the catalog's.
+    pub(crate) fn builtins(&self) -> Builtins {
+        Builtins::from_dir(
+            self.functions.as_deref(),
+            &self.default_image_prefix,
+            !self.no_default_builtins,
+        )
+    }
 }
 
 /// `--keep-warm`: a Go duration of a second or more (less would have the
@@ -233,13 +259,24 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         tracing::debug!(%err, "not a child subreaper");
     }
     let EvalCommand { args, pods } = cmd;
+    // A built-in function needs no runner: nothing is started for it.
+    if let Some(image) = args.exec.is_none().then_some(args.image.as_deref()).flatten() {
+        match pods.builtins().resolve(image, "") {
+            Ok(Some(builtin)) => return run_args(args, None, Some(builtin)).await,
+            Ok(None) => {}
+            Err(err) => {
+                eprintln!("error: {err}");
+                return Ok(ExitCode::from(1));
+            }
+        }
+    }
     let image = args.image.as_deref().map(|image| {
         function_runner::config::normalize_image_name(image, &pods.default_image_prefix)
     });
     let pods = args.image.is_some().then_some((pods, image));
     let max = args.max_output_bytes;
     let code = with_image_evaluator(pods, max, |evaluator| async move {
-        run_args(args, evaluator).await
+        run_args(args, evaluator, None).await
     })
     .await
     .and_then(|code| code);
@@ -296,6 +333,7 @@ where
         kube: None,
         registries: Default::default(),
         cluster_configs: None,
+        default_builtins: !pods.no_default_builtins,
     })
     .await?;
     let out = f(Some(runner.evaluator.clone())).await;

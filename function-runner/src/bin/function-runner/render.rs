@@ -44,9 +44,13 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
         max_output_bytes,
         pods,
     } = cmd;
-    // Image functions need the evaluator chain; a pipeline of exec
-    // functions only does not start it.
-    let needs_images = kptfiles_name_images(&dir);
+    // Image functions need the evaluator chain; a pipeline of exec and
+    // built-in functions only does not start it.
+    let builtins = pods.builtins();
+    let needs_images = kptfile_images(&dir).iter().any(|image| match image {
+        Some(image) => !matches!(builtins.resolve(image, ""), Ok(Some(_))),
+        None => true,
+    });
     let code = with_image_evaluator(
         needs_images.then_some((pods, None)),
         max_output_bytes,
@@ -56,6 +60,7 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
                 dir,
                 allow_exec,
                 evaluator,
+                builtins: Some(builtins),
                 truncate_output,
                 max_output_bytes,
             };
@@ -73,22 +78,47 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
     code
 }
 
-/// Whether any Kptfile under `dir` has an `image:` function (a cheap look
-/// at the text; render itself reads them properly).
-fn kptfiles_name_images(dir: &std::path::Path) -> bool {
-    fn walk(dir: &std::path::Path) -> bool {
+/// The `image:` of every pipeline function in the Kptfiles under `dir`
+/// (`None` for a Kptfile that does not read: render names its error, but
+/// it may still need the runner).
+fn kptfile_images(dir: &std::path::Path) -> Vec<Option<String>> {
+    use krm_yaml::package::{kyaml, read_documents};
+    fn walk(dir: &std::path::Path, out: &mut Vec<Option<String>>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
-            return false;
+            return;
         };
-        entries.flatten().any(|e| {
+        for e in entries.flatten() {
             let p = e.path();
             if e.file_type().is_ok_and(|t| t.is_dir()) {
-                walk(&p)
-            } else {
-                e.file_name() == "Kptfile"
-                    && std::fs::read_to_string(&p).is_ok_and(|t| t.contains("image:"))
+                walk(&p, out);
+                continue;
             }
-        })
+            if e.file_name() != "Kptfile" {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(&p) else {
+                continue;
+            };
+            let Some(doc) = read_documents(&text).ok().and_then(|d| d.into_iter().next()) else {
+                if text.contains("image:") {
+                    out.push(None);
+                }
+                continue;
+            };
+            let Some(pipeline) = kyaml::field(kyaml::content(&doc.node), "pipeline") else {
+                continue;
+            };
+            for list in ["mutators", "validators"] {
+                for f in kyaml::field(pipeline, list).map_or(&[][..], |l| &l.content) {
+                    let image = kyaml::value_of(kyaml::field(f, "image"));
+                    if !image.is_empty() {
+                        out.push(Some(image.to_owned()));
+                    }
+                }
+            }
+        }
     }
-    walk(dir)
+    let mut out = Vec::new();
+    walk(dir, &mut out);
+    out
 }

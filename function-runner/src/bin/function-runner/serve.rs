@@ -160,6 +160,12 @@ pub(crate) struct ServeArgs {
     /// Log format on stderr.
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     pub(crate) log_format: String,
+    /// Run the catalog's images (gcr.io/kpt-fn/NAME,
+    /// ghcr.io/kptdev/krm-functions-catalog/NAME, bare NAME) of built-in
+    /// functions in pods, as any image; only FunctionConfig goExecutor
+    /// entries then run built-in.
+    #[arg(long)]
+    no_default_builtins: bool,
 }
 
 /// The registry flags, as Porch reads them: the CA only with private
@@ -183,6 +189,7 @@ fn registry_settings(args: &ServeArgs) -> RegistrySettings {
 /// Serves until SIGTERM or SIGINT, then drains and stops every pod.
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let opts = RunnerOptions {
+        default_builtins: !args.no_default_builtins,
         functions: args.functions.clone(),
         pod_cache_config: args.pod_cache_config.clone(),
         default_image_prefix: args.default_image_prefix.clone(),
