@@ -130,12 +130,10 @@ impl Builtin {
 }
 
 /// Every built-in function, by name.
-pub const ALL: &[Builtin] = &[
-    Builtin {
-        name: "set-namespace",
-        run: set_namespace::run,
-    },
-];
+pub const ALL: &[Builtin] = &[Builtin {
+    name: "set-namespace",
+    run: set_namespace::run,
+}];
 
 /// The built-in function of this name (`set-namespace`), if there is one.
 pub fn find(name: &str) -> Option<&'static Builtin> {

@@ -91,7 +91,10 @@ pub(crate) fn get_string_map(obj: &Node, fields: &[&str]) -> Vec<(String, String
     let mut out: Vec<(String, String)> = Vec::new();
     for kv in m.content.chunks_exact(2) {
         let [k, v] = kv else { continue };
-        match out.iter_mut().find(|(key, _)| key.as_str() == k.value.as_str()) {
+        match out
+            .iter_mut()
+            .find(|(key, _)| key.as_str() == k.value.as_str())
+        {
             Some(e) => e.1 = v.value.to_string(),
             None => out.push((k.value.to_string(), v.value.to_string())),
         }
@@ -220,7 +223,11 @@ const SCOPES: &[(&str, &str, bool)] = &[
         false,
     ),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition", false),
-    ("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition", false),
+    (
+        "apiextensions.k8s.io/v1beta1",
+        "CustomResourceDefinition",
+        false,
+    ),
     ("apiregistration.k8s.io/v1", "APIService", false),
     ("apiregistration.k8s.io/v1beta1", "APIService", false),
     ("apps/v1", "ControllerRevision", true),
@@ -236,7 +243,11 @@ const SCOPES: &[(&str, &str, bool)] = &[
     ("batch/v1", "Job", true),
     ("batch/v1beta1", "CronJob", true),
     ("certificates.k8s.io/v1", "CertificateSigningRequest", false),
-    ("certificates.k8s.io/v1beta1", "CertificateSigningRequest", false),
+    (
+        "certificates.k8s.io/v1beta1",
+        "CertificateSigningRequest",
+        false,
+    ),
     ("coordination.k8s.io/v1", "Lease", true),
     ("coordination.k8s.io/v1beta1", "Lease", true),
     ("discovery.k8s.io/v1", "EndpointSlice", true),
@@ -265,7 +276,11 @@ const SCOPES: &[(&str, &str, bool)] = &[
     ("rbac.authorization.k8s.io/v1", "Role", true),
     ("rbac.authorization.k8s.io/v1", "RoleBinding", true),
     ("rbac.authorization.k8s.io/v1beta1", "ClusterRole", false),
-    ("rbac.authorization.k8s.io/v1beta1", "ClusterRoleBinding", false),
+    (
+        "rbac.authorization.k8s.io/v1beta1",
+        "ClusterRoleBinding",
+        false,
+    ),
     ("rbac.authorization.k8s.io/v1beta1", "Role", true),
     ("rbac.authorization.k8s.io/v1beta1", "RoleBinding", true),
     ("scheduling.k8s.io/v1", "PriorityClass", false),

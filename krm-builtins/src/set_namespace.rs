@@ -81,7 +81,10 @@ fn process(rl: &mut ResourceList, ctx: &Context) -> Result<(), Abort> {
     let config = match read_config(rl.function_config.as_ref())? {
         Ok(c) => c,
         Err(msg) => {
-            let fc = rl.function_config.clone().unwrap_or_else(|| Node::mapping(vec![]));
+            let fc = rl
+                .function_config
+                .clone()
+                .unwrap_or_else(|| Node::mapping(vec![]));
             rl.results.push(config_result(&msg, &fc));
             return Ok(());
         }
@@ -573,9 +576,7 @@ fn kyaml_index(o: &Node, name: &str) -> Option<usize> {
         .chunks_exact(2)
         .position(|kv| {
             kv.first().is_some_and(|k| {
-                k.kind == Kind::Scalar
-                    && (k.tag == "!!str" || k.tag.is_empty())
-                    && k.value == name
+                k.kind == Kind::Scalar && (k.tag == "!!str" || k.tag.is_empty()) && k.value == name
             })
         })
         .map(|p| 2 * p + 1)
