@@ -33,7 +33,7 @@ fn key_str(n: &Node) -> Option<&str> {
 }
 
 /// `getValueNode`: the first value whose key is the string `key`.
-fn value_index(map: &Node, key: &str) -> Option<usize> {
+pub(crate) fn value_index(map: &Node, key: &str) -> Option<usize> {
     if map.kind != Kind::Mapping {
         return None;
     }
@@ -41,6 +41,12 @@ fn value_index(map: &Node, key: &str) -> Option<usize> {
         .chunks_exact(2)
         .position(|kv| kv.first().and_then(key_str) == Some(key))
         .map(|i| 2 * i + 1)
+}
+
+/// `GetMap(key)` (kpt-functions-sdk at afe329cf): the value, of any kind
+/// (a scalar then reads as an empty mapping).
+pub(crate) fn get_mut<'a>(node: &'a mut Node, key: &str) -> Option<&'a mut Node> {
+    value_index(node, key).and_then(move |i| node.content.get_mut(i))
 }
 
 /// What `GetNestedValue` finds.
@@ -113,6 +119,9 @@ pub(crate) fn set_string(obj: &mut Node, value: &str, fields: &[&str]) -> Result
     for f in path {
         let i = match value_index(cur, f) {
             Some(i) => i,
+            // The SDK appends to a node that is not a mapping (one that
+            // `GetMap` wrapped), where nothing ever reads or writes it.
+            None if cur.kind != Kind::Mapping => return Ok(()),
             None => {
                 cur.content.push(Node::string(*f));
                 cur.content.push(Node {
@@ -138,6 +147,7 @@ pub(crate) fn set_string(obj: &mut Node, value: &str, fields: &[&str]) -> Result
             node.foot_comment = std::mem::take(&mut old.foot_comment);
             *old = node;
         }
+        None if cur.kind != Kind::Mapping => {}
         None => {
             cur.content.push(Node::string(*last));
             cur.content.push(node);
