@@ -35,6 +35,9 @@ use krm_yaml::Node;
 
 pub mod config;
 pub mod result;
+mod sdk;
+mod set_labels;
+mod set_namespace;
 
 pub use result::{FnResult, Severity};
 
@@ -128,7 +131,16 @@ impl Builtin {
 }
 
 /// Every built-in function, by name.
-pub const ALL: &[Builtin] = &[];
+pub const ALL: &[Builtin] = &[
+    Builtin {
+        name: "set-namespace",
+        run: set_namespace::run,
+    },
+    Builtin {
+        name: "set-labels",
+        run: set_labels::run,
+    },
+];
 
 /// The built-in function of this name (`set-namespace`), if there is one.
 pub fn find(name: &str) -> Option<&'static Builtin> {
