@@ -1752,12 +1752,14 @@ fn run_builtin_tree(
 ) -> Result<Option<Passed>, Error> {
     writeln!(stderr, "[RUNNING] {}", go_quote(name))?;
     let started = Instant::now();
+    // The items go as a container gets them: each document's content.
+    let content = |n: Node| match n.kind {
+        Kind::Document => n.content.into_iter().next().unwrap_or_default(),
+        _ => n,
+    };
     let mut rl = krm_builtins::ResourceList {
-        items: std::mem::take(input),
-        function_config: fn_config.map(|c| match c.kind {
-            Kind::Document => c.content.into_iter().next().unwrap_or_default(),
-            _ => c,
-        }),
+        items: input.drain(..).map(content).collect(),
+        function_config: fn_config.map(content),
         ..Default::default()
     };
     let outcome = builtin.run(&mut rl, &krm_builtins::Context::new());
