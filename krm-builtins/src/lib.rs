@@ -35,6 +35,7 @@ use krm_yaml::Node;
 
 pub mod config;
 pub mod result;
+mod set_image;
 mod upsert_resource;
 
 pub use result::{FnResult, Severity};
@@ -129,10 +130,16 @@ impl Builtin {
 }
 
 /// Every built-in function, by name.
-pub const ALL: &[Builtin] = &[Builtin {
-    name: "upsert-resource",
-    run: upsert_resource::run,
-}];
+pub const ALL: &[Builtin] = &[
+    Builtin {
+        name: "set-image",
+        run: set_image::run,
+    },
+    Builtin {
+        name: "upsert-resource",
+        run: upsert_resource::run,
+    },
+];
 
 /// The built-in function of this name (`set-namespace`), if there is one.
 pub fn find(name: &str) -> Option<&'static Builtin> {
