@@ -34,6 +34,7 @@ use std::time::Instant;
 use krm_yaml::Node;
 
 pub mod config;
+mod ensure_name_substring;
 pub mod result;
 mod set_image;
 mod upsert_resource;
@@ -131,6 +132,10 @@ impl Builtin {
 
 /// Every built-in function, by name.
 pub const ALL: &[Builtin] = &[
+    Builtin {
+        name: "ensure-name-substring",
+        run: ensure_name_substring::run,
+    },
     Builtin {
         name: "set-image",
         run: set_image::run,
