@@ -497,7 +497,7 @@ fn update_depends_on(item: &mut Node, config: &Config, lookup: &[(String, String
     let segments: Vec<&str> = value.split('/').collect();
     let word = |s: &str| {
         s.chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '-' || c == '.')
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
     };
     let (kind_i, name_i) = match segments.as_slice() {
         [_, "namespaces", _, _, _] if segments.iter().all(|s| word(s)) => (3, 4),
