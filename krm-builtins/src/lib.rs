@@ -34,10 +34,13 @@ use std::time::Instant;
 use krm_yaml::Node;
 
 pub mod config;
+mod ensure_name_substring;
 pub mod result;
 mod sdk;
 mod set_labels;
 mod set_namespace;
+mod set_image;
+mod upsert_resource;
 
 pub use result::{FnResult, Severity};
 
@@ -139,6 +142,18 @@ pub const ALL: &[Builtin] = &[
     Builtin {
         name: "set-labels",
         run: set_labels::run,
+    },
+    Builtin {
+        name: "ensure-name-substring",
+        run: ensure_name_substring::run,
+    },
+    Builtin {
+        name: "set-image",
+        run: set_image::run,
+    },
+    Builtin {
+        name: "upsert-resource",
+        run: upsert_resource::run,
     },
 ];
 

@@ -1,0 +1,361 @@
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+use krm_yaml::{emit, parse, Node};
+
+use super::{new_image_name, run, split, Image};
+use crate::result::{File, ResourceRef};
+use crate::{Context, FnResult, ResourceList, Stop};
+
+fn node(text: &str) -> Node {
+    let mut docs = parse::parse(text).unwrap();
+    let doc = docs.remove(0);
+    doc.content.into_iter().next().unwrap()
+}
+
+fn text(items: &[Node]) -> String {
+    items
+        .iter()
+        .map(|n| emit::encode_node(n, true))
+        .collect::<Vec<_>>()
+        .join("---\n")
+}
+
+fn list(items: &[&str], config: Option<&str>) -> ResourceList {
+    ResourceList {
+        items: items.iter().map(|t| node(t)).collect(),
+        function_config: config.map(node),
+        ..ResourceList::default()
+    }
+}
+
+const DEPLOY: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      initContainers:
+      - name: init
+        image: nginx:1.0
+      containers:
+      - name: a
+        # the server
+        image: \"nginx:1.0\" # pinned
+      - name: b
+        image: docker.io/nginx:1.0
+      - name: c
+        image: nginx@sha256:abc
+      - name: d
+        image: nginx:2.0@sha256:abc
+      - name: e
+";
+
+const DEPLOY_NEW_TAG: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  template:
+    spec:
+      initContainers:
+      - name: init
+        image: nginx:1.0
+      containers:
+      - name: a
+        # the server
+        image: nginx:1.2 # pinned
+      - name: b
+        image: docker.io/nginx:1.0
+      - name: c
+        image: nginx:1.2
+      - name: d
+        image: nginx:1.2
+      - name: e
+";
+
+const POD: &str = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  iniContainers:
+  - image: nginx
+  containers:
+  - image: nginx:1.0
+";
+
+fn summary(n: usize) -> FnResult {
+    FnResult::info(format!("summary: updated a total of {n} image(s)"))
+}
+
+#[test]
+fn a_config_map_sets_the_tag_of_matching_containers() {
+    for config in [
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  name: nginx\n  newTag: '1.2'\n",
+        // What `kpt fn eval -- name=nginx newTag=1.2` sends.
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata: {name: nginx, newTag: \"1.2\"}\n",
+        // The SDK takes an object without kind for a ConfigMap too.
+        "data:\n  name: nginx\n  newTag: 1.2\n",
+    ] {
+        let mut rl = list(&[DEPLOY], Some(config));
+        run(&mut rl, &Context::new()).unwrap();
+        // initContainers are left alone (the catalog reads `iniContainers`),
+        // the comments and the other fields stay, the style is plain.
+        assert_eq!(text(&rl.items), DEPLOY_NEW_TAG, "{config}");
+        assert_eq!(rl.results, vec![summary(3)]);
+    }
+}
+
+#[test]
+fn the_function_s_own_kind_and_pods() {
+    let config = "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetImage\nmetadata:\n  name: s\nimage:\n  name: nginx\n  NewName: registry/nginx\n  digest: sha256:fff\n";
+    let mut rl = list(&[POD, DEPLOY], Some(config));
+    run(&mut rl, &Context::new()).unwrap();
+    // Sorted as the SDK writes them: `apps/v1 ...` before `v1 Pod`.
+    assert_eq!(
+        text(&rl.items[1..]),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  iniContainers:\n  - image: registry/nginx@sha256:fff\n  containers:\n  - image: registry/nginx@sha256:fff\n"
+    );
+    assert!(text(&rl.items[..1]).contains("        image: registry/nginx@sha256:fff # pinned\n"));
+    assert_eq!(rl.results, vec![summary(5)]);
+    // `data` in the function's own kind, and no group or version.
+    let mut rl = list(
+        &[POD],
+        Some("kind: SetImage\ndata:\n  name: nginx\n  newName: other\n"),
+    );
+    run(&mut rl, &Context::new()).unwrap();
+    // The catalog drops the tag's `:` when only the name changes.
+    assert_eq!(
+        text(&rl.items),
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  iniContainers:\n  - image: other\n  containers:\n  - image: other1.0\n"
+    );
+}
+
+#[test]
+fn images_split_and_renamed_as_the_catalog_does() {
+    assert_eq!(split("nginx"), ("nginx", "", ""));
+    assert_eq!(split("nginx:1"), ("nginx", "1", ""));
+    assert_eq!(split("host:5000/nginx:1"), ("host:5000/nginx", "1", ""));
+    assert_eq!(split("nginx@sha256:a"), ("nginx", "", "sha256:a"));
+    assert_eq!(split("nginx:1@sha256:a"), ("nginx", "1", "sha256:a"));
+    let img = |n: &str, t: &str, d: &str| Image {
+        name: "nginx".into(),
+        new_name: n.into(),
+        new_tag: t.into(),
+        digest: d.into(),
+    };
+    assert_eq!(new_image_name("nginx:1", &img("", "2", "")), "nginx:2");
+    assert_eq!(new_image_name("nginx", &img("", "2", "")), "nginx:2");
+    assert_eq!(
+        new_image_name("nginx:1", &img("", "2", "sha256:d")),
+        "nginx@sha256:d"
+    );
+    assert_eq!(
+        new_image_name("nginx@sha256:a", &img("x", "", "")),
+        "xsha256:a"
+    );
+    assert_eq!(new_image_name("nginx", &img("x", "", "")), "x");
+}
+
+fn die(results: &[FnResult], message: &str) -> Vec<FnResult> {
+    let mut r = results.to_vec();
+    r.push(FnResult::error(message));
+    r.push(FnResult::error(format!(
+        "function is terminated: {message}"
+    )));
+    r
+}
+
+#[test]
+fn bad_configs_fail_with_the_catalog_s_messages() {
+    let not_given = FnResult::info("`FunctionConfig` is not given");
+    for config in [None, Some("{}")] {
+        let mut rl = list(&[POD], config);
+        assert_eq!(
+            run(&mut rl, &Context::new()),
+            Err(Stop::Failed(
+                "failed to evaluate function: function is terminated: must specify `name`".into()
+            ))
+        );
+        assert_eq!(
+            rl.results,
+            die(std::slice::from_ref(&not_given), "must specify `name`")
+        );
+        assert_eq!(text(&rl.items), POD);
+    }
+    let cases = [
+        (
+            "apiVersion: v1\nkind: ConfigMap\ndata:\n  name: nginx\n",
+            "must specify one of `newName`, `newTag`, or `digest`",
+        ),
+        (
+            "apiVersion: v1\nkind: ConfigMap\ndata:\n  name: nginx\n  tag: x\n",
+            "ConfigMap has wrong field name tag",
+        ),
+        (
+            "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetImage\nimage:\n  newTag: x\n",
+            "must specify `name`",
+        ),
+        (
+            "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetImage\nimage: {name: a, newTag: b}\nadditionalImageFields:\n- path: spec/image\n",
+            "additionalImageFields is not supported by the built-in set-image",
+        ),
+    ];
+    for (config, message) in cases {
+        let mut rl = list(&[POD], Some(config));
+        assert_eq!(
+            run(&mut rl, &Context::new()),
+            Err(Stop::Failed(format!(
+                "failed to evaluate function: function is terminated: {message}"
+            ))),
+            "{config}"
+        );
+        assert_eq!(rl.results, die(&[], message));
+    }
+    // Another kind: the result names the config.
+    let mut rl = list(
+        &[POD],
+        Some("apiVersion: fn.kpt.dev/v1alpha1\nkind: SetLabels\nmetadata:\n  name: x\n  namespace: ns\n"),
+    );
+    let message = "unknown FunctionConfig `SetLabels`, expect SetImage";
+    assert_eq!(
+        run(&mut rl, &Context::new()),
+        Err(Stop::Failed(format!(
+            "failed to evaluate function: function is terminated by Resource(apiVersion=fn.kpt.dev/v1alpha1, kind=SetLabels, namespace=ns, name=x): {message}"
+        )))
+    );
+    let mut first = FnResult::error(message);
+    first.resource_ref = Some(ResourceRef {
+        api_version: "fn.kpt.dev/v1alpha1".into(),
+        kind: "SetLabels".into(),
+        name: "x".into(),
+        namespace: "ns".into(),
+    });
+    first.file = Some(File {
+        path: String::new(),
+        index: -1,
+    });
+    assert_eq!(rl.results[0], first);
+    assert_eq!(rl.results.len(), 2);
+    assert_eq!(
+        emit::encode_node(&rl.results[0].to_node(), true),
+        "message: unknown FunctionConfig `SetLabels`, expect SetImage\nseverity: error\nresourceRef:\n  apiVersion: fn.kpt.dev/v1alpha1\n  kind: SetLabels\n  name: x\n  namespace: ns\nfile:\n  index: -1\n"
+    );
+    // Fields of the wrong type: the SDK's "unmatched field type".
+    for (config, field) in [
+        ("apiVersion: v1\nkind: ConfigMap\ndata: [a]\n", "data"),
+        (
+            "apiVersion: v1\nkind: ConfigMap\ndata:\n  name: {a: b}\n",
+            "data",
+        ),
+        ("kind: SetImage\nimage:\n  name: 1\n  newTag: x\n", ""),
+        ("kind: SetImage\nimage: [a]\n", ""),
+    ] {
+        let mut rl = list(&[POD], Some(config));
+        let message = format!("SubObject has unmatched field type: `{field}");
+        assert_eq!(
+            run(&mut rl, &Context::new()),
+            Err(Stop::Failed(format!(
+                "failed to evaluate function: {message}"
+            ))),
+            "{config}"
+        );
+        assert_eq!(rl.results, vec![FnResult::error(message)]);
+    }
+}
+
+#[test]
+fn odd_items_fail_as_the_sdk_fails_and_never_panic() {
+    let config = Some("data: {name: nginx, newTag: '2'}\n");
+    // Not a mapping: the SDK cannot read the ResourceList.
+    let mut rl = list(&[POD, "- a\n"], config);
+    assert_eq!(
+        run(&mut rl, &Context::new()),
+        Err(Stop::Failed(
+            "failed to evaluate function: failed to extract objects from items: unhandled node kind 2"
+                .into()
+        ))
+    );
+    assert!(rl.results.is_empty());
+    let mut rl = list(&[POD], Some("[a]"));
+    assert_eq!(
+        run(&mut rl, &Context::new()),
+        Err(Stop::Failed("failed to evaluate function: failed when tried to get functionConfig: wrong type, got: *internal.sliceVariant".into()))
+    );
+    // Containers, or an image, of the wrong kind.
+    for (item, field) in [
+        ("kind: Pod\nspec:\n  containers: {a: b}\n", "containers"),
+        ("kind: Pod\nspec:\n  containers: [a]\n", "containers"),
+        ("kind: Pod\nspec:\n  containers: null\n", "containers"),
+        (
+            "kind: Pod\nspec:\n  containers:\n  - image: null\n",
+            "image",
+        ),
+        ("kind: Pod\nspec:\n  containers:\n  - image: [x]\n", "image"),
+        ("kind: Pod\nspec:\n  iniContainers: 1\n", "iniContainers"),
+    ] {
+        let mut rl = list(&[item], config);
+        let message = format!("SubObject has unmatched field type: `{field}");
+        assert_eq!(
+            run(&mut rl, &Context::new()),
+            Err(Stop::Failed(format!(
+                "failed to evaluate function: {message}"
+            ))),
+            "{item}"
+        );
+        assert_eq!(rl.results, vec![FnResult::error(message)]);
+    }
+    // Odd but harmless shapes.
+    for item in [
+        "kind: Pod\n",
+        "kind: Pod\nspec: null\n",
+        "kind: Pod\nspec: [1, 2]\n",
+        "kind: Deployment\nspec: 1\n",
+        "kind: Service\nspec:\n  template:\n    spec: 1\n",
+        "kind: [Pod]\n",
+        "{}\n",
+    ] {
+        let mut rl = list(&[item], config);
+        run(&mut rl, &Context::new()).unwrap();
+        assert_eq!(text(&rl.items), item, "{item}");
+        assert_eq!(rl.results, vec![summary(0)]);
+    }
+    // A pod template without spec: the Go binary crashes.
+    for item in [
+        "kind: Deployment\nspec:\n  template: {}\n",
+        "kind: Deployment\nspec:\n  template: x\n",
+    ] {
+        let mut rl = list(&[item], config);
+        assert_eq!(
+            run(&mut rl, &Context::new()),
+            Err(Stop::Failed(
+                "panic: runtime error: invalid memory address or nil pointer dereference".into()
+            ))
+        );
+        assert!(rl.results.is_empty());
+    }
+    // A name that is no regular expression.
+    let mut rl = list(&[POD], Some("data: {name: '(', newTag: '2'}\n"));
+    assert!(
+        matches!(run(&mut rl, &Context::new()), Err(Stop::Failed(m)) if m.starts_with("panic: "))
+    );
+    let mut rl = list(&["kind: Pod\n"], Some("data: {name: '(', newTag: '2'}\n"));
+    run(&mut rl, &Context::new()).unwrap();
+}
+
+#[test]
+fn a_name_is_a_regular_expression_and_a_cancelled_call_stops() {
+    let mut rl = list(&[POD], Some("data: {name: ngin., newTag: '2'}\n"));
+    run(&mut rl, &Context::new()).unwrap();
+    assert_eq!(rl.results, vec![summary(2)]);
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut rl = list(&[POD], Some("data: {name: nginx, newTag: '2'}\n"));
+    assert_eq!(
+        run(&mut rl, &Context::new().with_cancel(flag)),
+        Err(Stop::Cancelled)
+    );
+}
