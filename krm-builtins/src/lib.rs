@@ -33,6 +33,7 @@ use std::time::Instant;
 
 use krm_yaml::Node;
 
+mod apply_replacements;
 pub mod config;
 pub mod result;
 
@@ -128,7 +129,10 @@ impl Builtin {
 }
 
 /// Every built-in function, by name.
-pub const ALL: &[Builtin] = &[];
+pub const ALL: &[Builtin] = &[Builtin {
+    name: "apply-replacements",
+    run: apply_replacements::run,
+}];
 
 /// The built-in function of this name (`set-namespace`), if there is one.
 pub fn find(name: &str) -> Option<&'static Builtin> {
