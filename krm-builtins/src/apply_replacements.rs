@@ -426,11 +426,21 @@ fn set_field_value(
 }
 
 /// The SDK's `ResourceList.Sort` by `apiVersion kind namespace name`
-/// (string values only), stable.
+/// (string values only; the catalog sorts items it has written to text
+/// and parsed again, so a field created without a tag counts by the tag
+/// its text reads back with), stable.
 fn sort_items(items: &mut [Node]) {
     fn s(v: Option<&Node>) -> &str {
         match v {
-            Some(v) if v.kind == Kind::Scalar && v.tag == "!!str" => &v.value,
+            // A node created untagged reads back as its plain value's tag.
+            Some(v)
+                if v.kind == Kind::Scalar
+                    && (v.tag == "!!str"
+                        || (v.tag.is_empty()
+                            && krm_yaml::resolve::resolve_plain(&v.value) == "!!str")) =>
+            {
+                &v.value
+            }
             _ => "",
         }
     }

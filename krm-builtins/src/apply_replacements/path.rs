@@ -423,15 +423,23 @@ fn compile(pattern: &str) -> Result<Regex, String> {
     regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
         .build()
-        .map_err(|e| match e {
-            regex::Error::Syntax(s) => format!(
-                "error parsing regexp: {}: `{pattern}`",
-                s.lines()
+        .map_err(|e| {
+            let detail = match &e {
+                regex::Error::Syntax(s) => s
+                    .lines()
                     .last()
                     .unwrap_or("invalid pattern")
                     .trim_start_matches("error: ")
-            ),
-            _ => format!("error parsing regexp: expression too large: `{pattern}`"),
+                    .to_owned(),
+                _ => "expression too large".to_owned(),
+            };
+            // Go's names for the errors it reports with the whole pattern.
+            let detail = match detail.as_str() {
+                "unclosed group" => "missing closing )",
+                "unopened group" => "unexpected )",
+                d => d,
+            };
+            format!("error parsing regexp: {detail}: `{pattern}`")
         })
 }
 

@@ -512,7 +512,7 @@ fn bad_paths_and_configs_fail_with_the_catalogs_texts() {
         ),
         (
             "- source: {kind: ConfigMap}\n  targets:\n  - select: {name: web}\n    fieldPaths: ['spec.template.spec.containers.[name=(].image']\n",
-            "unable to find field \"spec.template.spec.containers.[name=(].image\" in replacement target: error parsing regexp: unclosed group: `(`",
+            "unable to find field \"spec.template.spec.containers.[name=(].image\" in replacement target: error parsing regexp: missing closing ): `(`",
         ),
         (
             "- source: {kind: ConfigMap}\n  targets:\n  - select: {name: web}\n    fieldPaths: [spec.replicas.x]\n",
@@ -754,4 +754,60 @@ spec:
     );
     assert!(out.contains("  v: one-one\n---\n"), "{out}");
     assert!(out.ends_with("spec:\n  v: one-one\n"), "{out}");
+}
+
+#[test]
+fn items_are_sorted_as_the_sdk_writes_them_after_the_change() {
+    // A namespace created untagged counts as the string it reads back as;
+    // values that are not strings count as empty.
+    let out = ok(
+        "\
+apiVersion: v1
+kind: B
+metadata:
+  name: b
+---
+apiVersion: v1
+kind: B
+metadata:
+  name: a
+  namespace: 5
+---
+apiVersion: v1
+kind: A
+metadata:
+  name: src
+data:
+  ns: zz
+",
+        "- source: {kind: A, fieldPath: data.ns}
+  targets:
+  - select: {name: b}
+    fieldPaths: [metadata.namespace]
+    options: {create: true}
+",
+    );
+    assert_eq!(
+        out,
+        "\
+apiVersion: v1
+kind: A
+metadata:
+  name: src
+data:
+  ns: zz
+---
+apiVersion: v1
+kind: B
+metadata:
+  name: a
+  namespace: 5
+---
+apiVersion: v1
+kind: B
+metadata:
+  name: b
+  namespace: zz
+"
+    );
 }
