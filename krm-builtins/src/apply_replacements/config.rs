@@ -198,6 +198,12 @@ fn int(n: &Node, ctx: &Ctx<'_>, out: &mut i64) -> Result<(), String> {
                 i64::from_str_radix(o, 8).ok()
             } else if let Some(b) = digits.strip_prefix("0b") {
                 i64::from_str_radix(b, 2).ok()
+            } else if digits.len() > 1
+                && digits.starts_with('0')
+                && digits.bytes().all(|b| b.is_ascii_digit())
+            {
+                // yaml.v3 reads a leading 0 as octal (`ParseInt(s, 0, 64)`).
+                i64::from_str_radix(digits, 8).ok()
             } else if let Ok(i) = digits.parse::<i64>() {
                 Some(i)
             } else {

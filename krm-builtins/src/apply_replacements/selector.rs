@@ -239,6 +239,11 @@ fn parse_requirement(p: &str, whole: &str) -> Result<Requirement, String> {
             "unable to parse requirement: found '{set}', expected: '(' in selector {whole:?}"
         ));
     };
+    if inner.trim().is_empty() {
+        return Err(format!(
+            "for 'in', 'notin' operators, values set can't be empty in selector {whole:?}"
+        ));
+    }
     let mut values = Vec::new();
     for v in inner.split(',') {
         let v = v.trim();

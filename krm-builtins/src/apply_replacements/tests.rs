@@ -435,6 +435,17 @@ fn targets_are_selected_and_rejected_by_kind_name_namespace_and_labels() {
             "[{namespace: prod}]",
             vec!["web", "settings"],
         ),
+        (
+            "{labelSelector: 'tier notin (front)'}",
+            "[]",
+            vec!["api", "settings"],
+        ),
+        (
+            "{labelSelector: '!tier'}",
+            "[{kind: ConfigMap}]",
+            vec!["api"],
+        ),
+        ("{labelSelector: 'tier,tier!=back'}", "[]", vec!["web"]),
         ("{name: nothing}", "[]", vec![]),
     ];
     for (select, reject, want) in cases {
@@ -537,6 +548,14 @@ fn bad_paths_and_configs_fail_with_the_catalogs_texts() {
         (
             "- source: {kind: ConfigMap, options: {index: x}}\n  targets: []\n",
             "unable to convert functionConfig to replacements:\nunable to convert object to *replacements.Replacements with error: json: cannot unmarshal string into Go struct field FieldOptions.replacements.source.options.index of type int",
+        ),
+        (
+            "- source: {kind: ConfigMap}\n  targets: [{select: {labelSelector: 'a in ()'}}]\n",
+            "for 'in', 'notin' operators, values set can't be empty in selector \"a in ()\"",
+        ),
+        (
+            "- source: {kind: ConfigMap, options: {delimiter: '-', index: 010}}\n  targets: []\n",
+            "options.index 8 is out of bounds for value settings",
         ),
         (
             "- x\n",
