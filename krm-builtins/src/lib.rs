@@ -33,6 +33,7 @@ use std::time::Instant;
 
 use krm_yaml::Node;
 
+mod apply_replacements;
 pub mod config;
 mod ensure_name_substring;
 pub mod result;
@@ -156,6 +157,12 @@ pub const ALL: &[Builtin] = &[
         run: upsert_resource::run,
     },
 ];
+    },
+    Builtin {
+pub const ALL: &[Builtin] = &[Builtin {
+    name: "apply-replacements",
+    run: apply_replacements::run,
+}];
 
 /// The built-in function of this name (`set-namespace`), if there is one.
 pub fn find(name: &str) -> Option<&'static Builtin> {
