@@ -33,8 +33,14 @@ use std::time::Instant;
 
 use krm_yaml::Node;
 
+mod apply_setters;
+mod catalog;
 pub mod config;
+mod create_setters;
+mod list_setters;
 pub mod result;
+mod search_replace;
+mod setters;
 
 pub use result::{FnResult, Severity};
 
@@ -128,7 +134,24 @@ impl Builtin {
 }
 
 /// Every built-in function, by name.
-pub const ALL: &[Builtin] = &[];
+pub const ALL: &[Builtin] = &[
+    Builtin {
+        name: "apply-setters",
+        run: apply_setters::run,
+    },
+    Builtin {
+        name: "create-setters",
+        run: create_setters::run,
+    },
+    Builtin {
+        name: "list-setters",
+        run: list_setters::run,
+    },
+    Builtin {
+        name: "search-replace",
+        run: search_replace::run,
+    },
+];
 
 /// The built-in function of this name (`set-namespace`), if there is one.
 pub fn find(name: &str) -> Option<&'static Builtin> {
