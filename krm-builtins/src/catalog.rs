@@ -7,7 +7,7 @@
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
-use crate::result::{Field, File, FnResult, Severity};
+use crate::result::{Field, File, FnResult};
 use crate::Stop;
 
 pub(crate) const NULL_TAG: &str = "!!null";
@@ -160,12 +160,6 @@ pub(crate) fn item(message: String, field_path: &str, file_path: &str) -> FnResu
         }),
         ..FnResult::default()
     }
-}
-
-/// A framework `ResultItem` with only a message and a severity.
-#[allow(dead_code)]
-pub(crate) fn with_severity(message: String, severity: Severity) -> FnResult {
-    FnResult::new(severity, message)
 }
 
 /// How these binaries fail: `command.Build` prints the processor's error

@@ -80,7 +80,7 @@ fn decode(config: Option<&Node>) -> Result<Create, String> {
             _ => {}
         }
     }
-    scalars.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    scalars.sort_by_key(|s| std::cmp::Reverse(s.0.len()));
     Ok(Create {
         scalars,
         arrays,

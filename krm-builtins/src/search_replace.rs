@@ -29,10 +29,11 @@
 //! Departures: a `by-value-regex` the `regex` crate refuses is reported
 //! with Go's message for the common syntax errors (`missing closing )`,
 //! `unexpected )`, `missing closing ]`, `missing argument to repetition
-//! operator`, `invalid escape sequence`, `invalid nested repetition
-//! operator`), quoting the pattern where Go may quote only its faulty
+//! operator`, `invalid escape sequence`, `invalid character class
+//! range`), quoting the pattern where Go may quote only its faulty
 //! part; others read `error parsing regexp: invalid or unsupported Perl
-//! syntax`. Go reads the config from a map, so of two unknown keys it
+//! syntax`; a repetition of a repetition (`a**`), which the crate
+//! takes, is refused as Go refuses it. Go reads the config from a map, so of two unknown keys it
 //! names a random one; here the first. A put-value path through a null
 //! field changes nothing (kyaml would append the field to the null
 //! scalar, which it then writes as null anyway).
@@ -164,12 +165,64 @@ fn go_regexp_error(pattern: &str, err: &regex::Error) -> String {
             "invalid character class range",
             "invalid character class range",
         ),
-        ("nested repetition", "invalid nested repetition operator"),
     ]
     .iter()
     .find(|(rust, _)| text.contains(rust))
     .map_or("invalid or unsupported Perl syntax", |(_, go)| go);
     format!("error parsing regexp: {code}: `{pattern}`")
+}
+
+/// Go's refusal of a repetition operator after another (`a**`, `a*?+`),
+/// which the `regex` crate accepts: its message, with the operators.
+fn nested_repetition(pattern: &str) -> Option<String> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    // Where the last repetition began, and whether its lazy `?` was seen.
+    let mut last: Option<(usize, bool)> = None;
+    while let Some(&c) = chars.get(i) {
+        match c {
+            '\\' => {
+                i += 2;
+                last = None;
+                continue;
+            }
+            '[' => {
+                // Past the class (`]` first in it is literal).
+                i += 1;
+                if chars.get(i) == Some(&'^') {
+                    i += 1;
+                }
+                if chars.get(i) == Some(&']') {
+                    i += 1;
+                }
+                while let Some(&d) = chars.get(i) {
+                    i += if d == '\\' { 2 } else { 1 };
+                    if d == ']' {
+                        break;
+                    }
+                }
+                last = None;
+                continue;
+            }
+            '*' | '+' | '?' => match last {
+                Some((_, false)) if c == '?' => {
+                    if let Some(l) = last.as_mut() {
+                        l.1 = true;
+                    }
+                }
+                Some((start, _)) => {
+                    let ops: String = chars.get(start..=i).unwrap_or_default().iter().collect();
+                    return Some(format!(
+                        "error parsing regexp: invalid nested repetition operator: `{ops}`"
+                    ));
+                }
+                None => last = Some((i, false)),
+            },
+            _ => last = None,
+        }
+        i += 1;
+    }
+    None
 }
 
 impl SearchReplace {
@@ -184,6 +237,9 @@ impl SearchReplace {
             .into());
         }
         if !self.by_value_regex.is_empty() {
+            if let Some(e) = nested_repetition(&self.by_value_regex) {
+                return Err(e.into());
+            }
             let re = regex::Regex::new(&self.by_value_regex)
                 .map_err(|e| go_regexp_error(&self.by_value_regex, &e))?;
             self.regex = Some(re);
@@ -287,10 +343,9 @@ impl SearchReplace {
         let value_match = (!self.by_value.is_empty() && self.by_value == node.value)
             || self.regex.as_ref().is_some_and(|r| r.is_match(&node.value));
         let by_path_only = path_match && self.by_value.is_empty() && self.by_value_regex.is_empty();
-        if !((value_match && path_match)
-            || (value_match && self.by_path.is_empty())
-            || by_path_only)
-        {
+        // `searchCriteriaMatch`: value and path, value only, path only.
+        let found = (value_match && (path_match || self.by_path.is_empty())) || by_path_only;
+        if !found {
             return Ok(());
         }
         if !self.put_comment.is_empty() {

@@ -190,6 +190,38 @@ fn no_config_matches_nothing_and_odd_trees_never_panic() {
 }
 
 #[test]
+fn regexp_errors_read_as_go_writes_them() {
+    for (pattern, code) in [
+        ("(a", "missing closing )"),
+        ("a)", "unexpected )"),
+        ("[a", "missing closing ]"),
+        ("*a", "missing argument to repetition operator"),
+        ("\\q", "invalid escape sequence"),
+        ("[z-a]", "invalid character class range"),
+    ] {
+        let err = regex::Regex::new(pattern).unwrap_err();
+        assert_eq!(
+            super::go_regexp_error(pattern, &err),
+            format!("error parsing regexp: {code}: `{pattern}`"),
+            "{err}"
+        );
+    }
+    // Go refuses a repetition of a repetition, which the `regex` crate
+    // takes; a lazy `?` is no repetition.
+    assert_eq!(
+        super::nested_repetition("a+b**c"),
+        Some("error parsing regexp: invalid nested repetition operator: `**`".to_owned())
+    );
+    assert_eq!(
+        super::nested_repetition("a*?+"),
+        Some("error parsing regexp: invalid nested repetition operator: `*?+`".to_owned())
+    );
+    for ok in ["a*?", "[**]", "\\**", "(a*)*", "a+?b?"] {
+        assert_eq!(super::nested_repetition(ok), None, "{ok}");
+    }
+}
+
+#[test]
 fn path_patterns() {
     let m = |path: &str, pattern: &str| {
         back_track_match(
