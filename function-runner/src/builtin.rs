@@ -92,7 +92,10 @@ impl Builtins {
     /// constraint), or `None`: not built-in.
     pub fn resolve(&self, image: &str, tag: &str) -> Result<Option<&'static Builtin>, EvalError> {
         let index = self.index.current();
-        if let Some(go) = index.try_go_for(image, tag).map_err(EvalError::InvalidTag)? {
+        if let Some(go) = index
+            .try_go_for(image, tag)
+            .map_err(EvalError::InvalidTag)?
+        {
             return match krm_builtins::find(&go.id) {
                 Some(b) => Ok(Some(b)),
                 None => Err(EvalError::UnknownBuiltin {
@@ -109,8 +112,8 @@ impl Builtins {
         };
         // An image and tag that a FunctionConfig gives another executor
         // keep it. (A constraint that does not parse was refused above.)
-        let elsewhere = index.binary_for(image, tag).is_some()
-            || index.pod_settings_for(image, tag).is_some();
+        let elsewhere =
+            index.binary_for(image, tag).is_some() || index.pod_settings_for(image, tag).is_some();
         Ok((!elsewhere).then_some(builtin))
     }
 }
@@ -189,7 +192,10 @@ pub fn write_resource_list(rl: ResourceList) -> String {
     if !rl.results.is_empty() {
         m.push(Node::string("results"));
         m.push(Node::sequence(
-            rl.results.iter().map(krm_builtins::FnResult::to_node).collect(),
+            rl.results
+                .iter()
+                .map(krm_builtins::FnResult::to_node)
+                .collect(),
         ));
     }
     krm_yaml::emit::encode_node(&Node::mapping(m), true)
@@ -308,13 +314,11 @@ impl Evaluator for BuiltinEvaluator {
                 }),
                 Some(Ok(Some(output))) => {
                     if output.stdout.len() > self.max_message_bytes {
-                        Err(EvalError::Call(
-                            krm_fn::call::CallError::OutputTooLarge {
-                                image: image.clone(),
-                                limit: self.max_message_bytes,
-                                flag: "--max-request-body-size",
-                            },
-                        ))
+                        Err(EvalError::Call(krm_fn::call::CallError::OutputTooLarge {
+                            image: image.clone(),
+                            limit: self.max_message_bytes,
+                            flag: "--max-request-body-size",
+                        }))
                     } else {
                         krm_fn::call::outcome(&image, output, self.max_message_bytes)
                             .map_err(EvalError::Call)

@@ -1795,7 +1795,12 @@ fn builtin_results(results: &[krm_builtins::FnResult]) -> Vec<KptResult> {
     if results.is_empty() {
         return Vec::new();
     }
-    let node = Node::sequence(results.iter().map(krm_builtins::FnResult::to_node).collect());
+    let node = Node::sequence(
+        results
+            .iter()
+            .map(krm_builtins::FnResult::to_node)
+            .collect(),
+    );
     parse_results(&yaml::value::to_value(&node))
 }
 

@@ -18,10 +18,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::eval::{self, Error, Function};
 use crate::builtin::{kpt_image_name, Builtins};
+use crate::eval::{self, Error, Function};
 use crate::evaluator::Evaluator;
-use krm_yaml::package::{self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress};
+use krm_yaml::package::{
+    self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress,
+};
 use krm_yaml::{Kind, Node};
 
 /// Everything `render` needs.

@@ -34,13 +34,19 @@ use std::time::Instant;
 use krm_yaml::Node;
 
 mod apply_replacements;
+mod apply_setters;
+mod catalog;
 pub mod config;
+mod create_setters;
 mod ensure_name_substring;
+mod list_setters;
 pub mod result;
 mod sdk;
+mod search_replace;
+mod set_image;
 mod set_labels;
 mod set_namespace;
-mod set_image;
+mod setters;
 mod upsert_resource;
 
 pub use result::{FnResult, Severity};
@@ -137,32 +143,46 @@ impl Builtin {
 /// Every built-in function, by name.
 pub const ALL: &[Builtin] = &[
     Builtin {
-        name: "set-namespace",
-        run: set_namespace::run,
+        name: "apply-replacements",
+        run: apply_replacements::run,
     },
     Builtin {
-        name: "set-labels",
-        run: set_labels::run,
+        name: "apply-setters",
+        run: apply_setters::run,
+    },
+    Builtin {
+        name: "create-setters",
+        run: create_setters::run,
     },
     Builtin {
         name: "ensure-name-substring",
         run: ensure_name_substring::run,
     },
     Builtin {
+        name: "list-setters",
+        run: list_setters::run,
+    },
+    Builtin {
+        name: "search-replace",
+        run: search_replace::run,
+    },
+    Builtin {
         name: "set-image",
         run: set_image::run,
+    },
+    Builtin {
+        name: "set-labels",
+        run: set_labels::run,
+    },
+    Builtin {
+        name: "set-namespace",
+        run: set_namespace::run,
     },
     Builtin {
         name: "upsert-resource",
         run: upsert_resource::run,
     },
 ];
-    },
-    Builtin {
-pub const ALL: &[Builtin] = &[Builtin {
-    name: "apply-replacements",
-    run: apply_replacements::run,
-}];
 
 /// The built-in function of this name (`set-namespace`), if there is one.
 pub fn find(name: &str) -> Option<&'static Builtin> {

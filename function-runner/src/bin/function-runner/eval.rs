@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use function_runner::backend::docker::{DockerSettings, DEFAULT_WRAPPER_IMAGE};
+use function_runner::builtin::{kpt_image_name, Builtins};
 use function_runner::cache::CacheSettings;
 use function_runner::config::DEFAULT_IMAGE_PREFIX;
 use function_runner::eval::{self, EvalOptions, FnConfig, Function, Output, Source};
-use function_runner::builtin::{kpt_image_name, Builtins};
 use function_runner::evaluator::Evaluator;
-use krm_builtins::Builtin;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
+use krm_builtins::Builtin;
 
 /// Arguments of `function-runner eval`.
 #[derive(Debug, clap::Args)]
@@ -260,7 +260,12 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     }
     let EvalCommand { args, pods } = cmd;
     // A built-in function needs no runner: nothing is started for it.
-    if let Some(image) = args.exec.is_none().then_some(args.image.as_deref()).flatten() {
+    if let Some(image) = args
+        .exec
+        .is_none()
+        .then_some(args.image.as_deref())
+        .flatten()
+    {
         match pods.builtins().resolve(image, "") {
             Ok(Some(builtin)) => return run_args(args, None, Some(builtin)).await,
             Ok(None) => {}

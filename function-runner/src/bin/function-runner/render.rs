@@ -99,7 +99,10 @@ fn kptfile_images(dir: &std::path::Path) -> Vec<Option<String>> {
             let Ok(text) = std::fs::read_to_string(&p) else {
                 continue;
             };
-            let Some(doc) = read_documents(&text).ok().and_then(|d| d.into_iter().next()) else {
+            let Some(doc) = read_documents(&text)
+                .ok()
+                .and_then(|d| d.into_iter().next())
+            else {
                 if text.contains("image:") {
                     out.push(None);
                 }

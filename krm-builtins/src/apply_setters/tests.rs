@@ -1,0 +1,213 @@
+use crate::catalog::testing::run;
+use crate::Stop;
+
+const PACKAGE: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web # kpt-set: ${app}-web
+  annotations:
+    config.kubernetes.io/path: deploy.yaml
+# the spec
+spec:
+  replicas: 3 # kpt-set: ${replicas}
+  template:
+    spec:
+      containers:
+      - name: web
+        image: "nginx:1.7.1" # kpt-set: ${image}:${tag}
+        args: # kpt-set: ${args}
+        - --a
+        - --b
+      envs: [dev, stage] # kpt-set: ${envs}
+      zones: [a] # kpt-set: ${zones}
+      other: x # a comment
+"#;
+
+#[test]
+fn a_config_map_sets_scalars_and_arrays() {
+    let config = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: setters\ndata:\n  app: shop\n  replicas: \"5\"\n  tag: 1.8.0\n  args: '[--c, \"--d\"]'\n  envs: '[prod]'\n  zones: ''\n";
+    let (items, results, outcome) = run("apply-setters", Some(config), PACKAGE);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(
+        items,
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: shop-web # kpt-set: ${app}-web
+  annotations:
+    config.kubernetes.io/path: deploy.yaml
+# the spec
+spec:
+  replicas: 5 # kpt-set: ${replicas}
+  template:
+    spec:
+      containers:
+        - name: web
+          image: "nginx:1.8.0" # kpt-set: ${image}:${tag}
+          args: # kpt-set: ${args}
+            - --c
+            - "--d"
+      envs: # kpt-set: ${envs}
+        - prod
+      zones: [] # kpt-set: ${zones}
+      other: x # a comment
+"#
+    );
+    assert_eq!(
+        results,
+        r#"- message: set field value to "shop-web"
+  field:
+    path: metadata.name
+  file:
+    path: deploy.yaml
+- message: set field value to "5"
+  field:
+    path: spec.replicas
+  file:
+    path: deploy.yaml
+- message: set field value to "[prod]"
+  field:
+    path: spec.template.spec.envs
+  file:
+    path: deploy.yaml
+- message: set field value to ""
+  field:
+    path: spec.template.spec.zones
+  file:
+    path: deploy.yaml
+- message: set field value to "[--c, \"--d\"]"
+  field:
+    path: spec.template.spec.containers[0].args
+  file:
+    path: deploy.yaml
+- message: set field value to "nginx:1.8.0"
+  field:
+    path: spec.template.spec.containers[0].image
+  file:
+    path: deploy.yaml
+"#
+    );
+}
+
+#[test]
+fn every_config_form_with_data_is_read() {
+    let item = "kind: A\nmetadata:\n  name: a\nv: x # kpt-set: ${v}\n";
+    for config in [
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\ndata:\n  v: y\n",
+        "apiVersion: fn.kpt.dev/v1alpha1\nkind: ApplySetters\nmetadata:\n  name: s\ndata:\n  v: y\n",
+    ] {
+        let (items, results, outcome) = run("apply-setters", Some(config), item);
+        assert_eq!(outcome, Ok(()));
+        assert_eq!(items, "kind: A\nmetadata:\n  name: a\nv: y # kpt-set: ${v}\n");
+        assert_eq!(results, "- message: set field value to \"y\"\n  field:\n    path: v\n");
+    }
+}
+
+#[test]
+fn no_setters_is_no_matches() {
+    let item = "kind: A\nmetadata:\n  name: a\nv: x # kpt-set: ${v}\n";
+    for config in [
+        None,
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"),
+        Some("apiVersion: v1\nkind: ConfigMap\ndata: [1, 2]\n"),
+        Some("apiVersion: v1\nkind: ConfigMap\ndata:\n  other: 1\n"),
+        Some("- not a mapping\n"),
+        Some("data: ~\n"),
+    ] {
+        let (items, results, outcome) = run("apply-setters", config, item);
+        assert_eq!(outcome, Ok(()), "{config:?}");
+        assert_eq!(items, item);
+        assert_eq!(results, "- message: no matches for input setter(s)\n");
+    }
+}
+
+#[test]
+fn values_derived_from_the_field_fill_the_other_setters() {
+    let item = "kind: A\nmetadata:\n  name: a\nhost: app.dev.example.com # kpt-set: app.${stage}.${domain}.${tld}\nb: 'x' # kpt-set: ${gone}\nn: 3 # kpt-set: ${num}\n";
+    let config = "kind: ConfigMap\ndata:\n  stage: prod\n  gone: ''\n  num: on\n";
+    let (items, results, outcome) = run("apply-setters", Some(config), item);
+    assert_eq!(outcome, Ok(()));
+    // An emptied value is double-quoted; the tag is dropped, so `on` is
+    // written as given.
+    assert_eq!(
+        items,
+        "kind: A\nmetadata:\n  name: a\nhost: app.prod.example.com # kpt-set: app.${stage}.${domain}.${tld}\nb: \"\" # kpt-set: ${gone}\nn: on # kpt-set: ${num}\n"
+    );
+    assert_eq!(
+        results,
+        "- message: set field value to \"app.prod.example.com\"\n  field:\n    path: host\n- message: set field value to \"\"\n  field:\n    path: b\n- message: set field value to \"on\"\n  field:\n    path: n\n"
+    );
+}
+
+#[test]
+fn failures_as_the_binary_reports_them() {
+    let cases = [
+        (
+            "kind: A\nmetadata:\n  name: a\nv: xy # kpt-set: ${a}-${b}\nw: 1 # kpt-set: ${a}\n",
+            "values for setters [${b}] must be provided",
+            "kind: A\nmetadata:\n  name: a\nv: xy # kpt-set: ${a}-${b}\nw: 1 # kpt-set: ${a}\n",
+        ),
+        (
+            "kind: A\nl: # kpt-set: ${a}-x\n- 1\n",
+            "invalid setter pattern for array node: \"${a}-x\"",
+            "kind: A\nl: # kpt-set: ${a}-x\n  - 1\n",
+        ),
+        (
+            "kind: A\nl: # kpt-set: ${a}\n- 1\n",
+            "input to array setter must be an array of values, but found \"v\"",
+            "kind: A\nl: # kpt-set: ${a}\n  - 1\n",
+        ),
+        (
+            "just a scalar\n",
+            "missing Resource metadata",
+            "just a scalar\n",
+        ),
+        ("- a\n- b\n", "missing Resource metadata", "- a\n- b\n"),
+        ("spec: {}\n", "missing Resource metadata", "spec: {}\n"),
+    ];
+    for (item, err, after) in cases {
+        let (items, results, outcome) = run(
+            "apply-setters",
+            Some("kind: ConfigMap\ndata:\n  a: v\n"),
+            item,
+        );
+        assert_eq!(
+            outcome,
+            Err(Stop::Failed(format!("{err}{err}\n"))),
+            "{item}"
+        );
+        assert_eq!(items, after);
+        assert_eq!(
+            results,
+            format!(
+                "- message: {}\n  severity: error\n",
+                krm_yaml::emit::encode_node(
+                    &krm_yaml::Node::string(format!("failed to apply setters: {err}")),
+                    false
+                )
+                .trim_end()
+            )
+        );
+    }
+    // An array value that is not YAML.
+    let (_, _, outcome) = run(
+        "apply-setters",
+        Some("kind: ConfigMap\ndata:\n  a: '[x'\n"),
+        "kind: A\nl: # kpt-set: ${a}\n- 1\n",
+    );
+    let err = "input to array setter must be an array of values, but found \"[x\"";
+    assert_eq!(outcome, Err(Stop::Failed(format!("{err}{err}\n"))));
+}
+
+#[test]
+fn odd_trees_never_panic() {
+    let item = "kind: A\nmetadata:\n  name: a\n  annotations: 7\nx: &a [1] # kpt-set: ${a}\ny: *a\nz: ~ # kpt-set: ${a}\n? [k]\n: v\nn: !!null # kpt-set: ${a}\nk: v\nk: w # kpt-set: ${a}\n";
+    for config in [
+        "kind: ConfigMap\ndata:\n  a: '[q]'\n",
+        "kind: ConfigMap\ndata:\n  a: ''\n",
+        "kind: ConfigMap\ndata:\n  a: {x: 1}\n",
+        "kind: ConfigMap\ndata:\n  ? [a]\n  : b\n",
+    ] {
+        let _ = run("apply-setters", Some(config), item);
+    }
+}

@@ -1,0 +1,230 @@
+//! What the catalog's Go functions built on kyaml's old `framework`
+//! (kyaml v0.10.21–v0.12.0: apply-setters, create-setters, list-setters,
+//! search-replace) share: kyaml's `RNode.GetDataMap`, `GetMeta` and
+//! `kioutil.GetFileAnnotations`, the framework's `ResultItem`, and how
+//! `command.Build` + `main` print a failure.
+
+use krm_yaml::package::kyaml;
+use krm_yaml::{Kind, Node};
+
+use crate::result::{Field, File, FnResult};
+use crate::Stop;
+
+pub(crate) const NULL_TAG: &str = "!!null";
+
+/// kyaml's `IsMissingOrNull` on a present node.
+pub(crate) fn is_null(node: &Node) -> bool {
+    node.tag == NULL_TAG
+}
+
+/// kyaml's `RNode.IsNilOrEmpty` on a present node: null, an empty
+/// mapping or sequence.
+pub(crate) fn is_nil_or_empty(node: &Node) -> bool {
+    is_null(node)
+        || (matches!(node.kind, Kind::Mapping | Kind::Sequence) && node.content.is_empty())
+}
+
+/// kyaml's `GetValue`: a node's value, "" for null.
+pub(crate) fn get_value(node: &Node) -> &str {
+    if is_null(node) {
+        ""
+    } else {
+        &node.value
+    }
+}
+
+/// The first value under `name` in a mapping (`RNode.Field`); `None`
+/// for other kinds.
+pub(crate) fn field<'a>(map: &'a Node, name: &str) -> Option<&'a Node> {
+    kyaml::field_index(map, name).and_then(|i| map.content.get(i + 1))
+}
+
+/// The field names of a mapping, in order, as `RNode.VisitFields` visits
+/// them: each name once per occurrence, each resolving to the *first*
+/// field of that name (`RNode.Field`). Returns the indexes of the key
+/// nodes to visit.
+pub(crate) fn visit_fields(map: &Node) -> Vec<usize> {
+    if map.kind != Kind::Mapping {
+        return Vec::new();
+    }
+    map.content
+        .chunks_exact(2)
+        .filter_map(|kv| kv.first())
+        .filter_map(|k| kyaml::field_index(map, &k.value))
+        .collect()
+}
+
+/// `RNode.GetDataMap()`: the `data` mapping's entries as strings
+/// (`GetValue`: a collection's value is "", null is ""). No config, no
+/// `data`, or a `data` that is not a mapping: empty. A repeated key is
+/// listed once, at its first place, with its first value (Go fills a map
+/// with `Field(name)` per name). Go's map has no order; here the order is
+/// `data`'s.
+pub(crate) fn data_map(config: Option<&Node>) -> Vec<(String, String)> {
+    let Some(config) = config else {
+        return Vec::new();
+    };
+    let Some(data) = field(kyaml::content(config), "data") else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = Vec::new();
+    for i in visit_fields(data) {
+        let (Some(k), Some(v)) = (data.content.get(i), data.content.get(i + 1)) else {
+            continue;
+        };
+        let key = get_value(k);
+        if out.iter().any(|(name, _)| name == key) {
+            continue;
+        }
+        out.push((key.to_owned(), get_value(v).to_owned()));
+    }
+    out
+}
+
+/// `yaml.ErrMissingMetadata`.
+pub(crate) const MISSING_METADATA: &str = "missing Resource metadata";
+
+/// The annotations `RNode.GetMeta` reads, or its error: a resource with
+/// neither `apiVersion`, `kind` nor any of `metadata`'s name, namespace,
+/// labels or annotations (not a mapping at all, say) has no metadata.
+pub(crate) fn meta_annotations(item: &Node) -> Result<Vec<(String, String)>, &'static str> {
+    if is_null(item) {
+        return Ok(Vec::new());
+    }
+    let present = |n: Option<&Node>| n.is_some_and(|n| !is_nil_or_empty(n));
+    let mut missing = !(present(field(item, "apiVersion")) || present(field(item, "kind")));
+    let md = field(item, "metadata").filter(|m| !is_nil_or_empty(m));
+    let mut annotations = Vec::new();
+    if let Some(md) = md {
+        if present(field(md, "name"))
+            || present(field(md, "namespace"))
+            || present(field(md, "labels"))
+        {
+            missing = false;
+        }
+        if let Some(a) = field(md, "annotations").filter(|a| !is_nil_or_empty(a)) {
+            missing = false;
+            for i in visit_fields(a) {
+                if let (Some(k), Some(v)) = (a.content.get(i), a.content.get(i + 1)) {
+                    annotations.push((get_value(k).to_owned(), get_value(v).to_owned()));
+                }
+            }
+        }
+    }
+    if missing {
+        Err(MISSING_METADATA)
+    } else {
+        Ok(annotations)
+    }
+}
+
+/// `kioutil.PathAnnotation` up to kyaml v0.11 (`config.kubernetes.io/path`).
+pub(crate) const LEGACY_PATH: &str = "config.kubernetes.io/path";
+/// kyaml v0.12's `kioutil.PathAnnotation`.
+pub(crate) const INTERNAL_PATH: &str = "internal.config.kubernetes.io/path";
+
+/// `kioutil.GetFileAnnotations(item)`'s path: kyaml v0.10/v0.11 read
+/// `config.kubernetes.io/path`; with `internal`, kyaml v0.12 reads
+/// `internal.config.kubernetes.io/path`, copied from the legacy one when
+/// missing (kyaml writes that copy onto the item; here it is only read:
+/// kpt sends both and removes the internal one it did not send).
+pub(crate) fn file_path(item: &Node, internal: bool) -> Result<String, &'static str> {
+    let annotations = meta_annotations(item)?;
+    let get = |key: &str| {
+        annotations
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    };
+    let path = if internal {
+        get(INTERNAL_PATH).or_else(|| get(LEGACY_PATH))
+    } else {
+        get(LEGACY_PATH)
+    };
+    Ok(path.unwrap_or_default())
+}
+
+/// A framework `ResultItem` with a message, field path and file path
+/// (empty ones left out, as `omitempty` leaves them), without severity.
+pub(crate) fn item(message: String, field_path: &str, file_path: &str) -> FnResult {
+    FnResult {
+        message,
+        severity: None,
+        field: (!field_path.is_empty()).then(|| Field {
+            path: field_path.to_owned(),
+            ..Field::default()
+        }),
+        file: (!file_path.is_empty()).then(|| File {
+            path: file_path.to_owned(),
+            index: 0,
+        }),
+        ..FnResult::default()
+    }
+}
+
+/// How these binaries fail: `command.Build` prints the processor's error
+/// (`%v`, no newline), then `main` prints it again with `Fprintln`, and
+/// exits 1. `results` holds the one error item the processor set.
+pub(crate) fn fail(rl: &mut crate::ResourceList, result: FnResult, err: &str) -> Stop {
+    rl.results.push(result);
+    Stop::Failed(format!("{err}{err}\n"))
+}
+
+/// Go's `%q` of a string.
+pub(crate) fn quote(s: &str) -> String {
+    krm_yaml::package::go_quote(s)
+}
+
+/// What the functions' tests share.
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+pub(crate) mod testing {
+    use krm_yaml::package::kyaml;
+    use krm_yaml::Node;
+
+    use crate::{find, Context, FnResult, ResourceList, Stop};
+
+    /// Each document of a stream, as an item (its content node).
+    pub(crate) fn items(text: &str) -> Vec<Node> {
+        krm_yaml::parse::parse(text)
+            .unwrap()
+            .iter()
+            .map(|d| kyaml::content(d).clone())
+            .collect()
+    }
+
+    /// A config from its text.
+    pub(crate) fn config(text: &str) -> Node {
+        items(text).remove(0)
+    }
+
+    /// The items as kpt writes them: documents joined by `---`.
+    pub(crate) fn text(items: &[Node]) -> String {
+        krm_yaml::emit::encode(items, false)
+    }
+
+    /// The results as the ResourceList's `results` would hold them.
+    pub(crate) fn results(results: &[FnResult]) -> String {
+        if results.is_empty() {
+            return String::new();
+        }
+        let seq = Node::sequence(results.iter().map(FnResult::to_node).collect());
+        krm_yaml::emit::encode_node(&seq, false)
+    }
+
+    /// Runs the built-in `name` over `items` with `config`: the items'
+    /// text, the results' text and the outcome.
+    pub(crate) fn run(
+        name: &str,
+        config: Option<&str>,
+        items_text: &str,
+    ) -> (String, String, Result<(), Stop>) {
+        let mut rl = ResourceList {
+            items: items(items_text),
+            function_config: config.map(self::config),
+            ..ResourceList::default()
+        };
+        let outcome = find(name).unwrap().run(&mut rl, &Context::new());
+        (text(&rl.items), results(&rl.results), outcome)
+    }
+}

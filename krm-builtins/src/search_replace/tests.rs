@@ -1,0 +1,244 @@
+#![allow(clippy::unwrap_used, clippy::panic)]
+
+use super::{back_track_match, element_match};
+use crate::catalog::testing::run;
+use crate::Stop;
+
+const PACKAGE: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web # the name
+  annotations:
+    config.kubernetes.io/path: deploy/web.yaml
+    internal.config.kubernetes.io/path: deploy/web.yaml
+spec:
+  replicas: 3
+  template:
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.7.1 # keep
+      - name: side
+        image: "busybox:1.2"
+      envs:
+      - dev
+      - stage
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web-svc
+  annotations:
+    config.kubernetes.io/path: svc.yaml
+spec:
+  replicas: 3
+"#;
+
+fn cm(data: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\ndata:\n{data}")
+}
+
+#[test]
+fn search_by_value_and_path() {
+    let (items, results, outcome) = run("search-replace", Some(&cm("  by-value: '3'\n")), PACKAGE);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(
+        items,
+        crate::catalog::testing::text(&crate::catalog::testing::items(PACKAGE))
+    );
+    assert_eq!(
+        results,
+        "- message: Matched field value \"3\"\n  field:\n    path: spec.replicas\n  file:\n    path: deploy/web.yaml\n- message: Matched field value \"3\"\n  field:\n    path: spec.replicas\n  file:\n    path: svc.yaml\n"
+    );
+    let (_, results, _) = run(
+        "search-replace",
+        Some(&cm("  by-path: spec.**.containers[*].image\n")),
+        PACKAGE,
+    );
+    assert_eq!(
+        results,
+        "- message: 'Matched field value \"nginx:1.7.1 # keep\"'\n  field:\n    path: spec.template.spec.containers[0].image\n  file:\n    path: deploy/web.yaml\n- message: Matched field value \"\\\"busybox:1.2\\\"\"\n  field:\n    path: spec.template.spec.containers[1].image\n  file:\n    path: deploy/web.yaml\n"
+    );
+    let (_, results, _) = run(
+        "search-replace",
+        Some(&cm("  by-value: nothing\n")),
+        PACKAGE,
+    );
+    assert_eq!(results, "- message: no matches\n");
+}
+
+#[test]
+fn regex_put_value_and_put_comment() {
+    let config = cm("  by-value-regex: '(.*):(.*)'\n  put-value: ${1}:2.0\n  put-comment: 'kpt-set: ${1}:${tag}'\n  by-file-path: 'deploy/**'\n");
+    let (items, results, outcome) = run("search-replace", Some(&config), PACKAGE);
+    assert_eq!(outcome, Ok(()));
+    assert!(items.contains(
+        "        - name: web\n          image: nginx:2.0 # kpt-set: nginx:${tag}\n        - name: side\n          image: \"busybox:2.0\" # kpt-set: busybox:${tag}\n"
+    ), "{items}");
+    assert_eq!(
+        results,
+        "- message: 'Mutated field value to \"nginx:2.0 # kpt-set: nginx:${tag}\"'\n  field:\n    path: spec.template.spec.containers[0].image\n  file:\n    path: deploy/web.yaml\n- message: 'Mutated field value to \"\\\"busybox:2.0\\\" # kpt-set: busybox:${tag}\"'\n  field:\n    path: spec.template.spec.containers[1].image\n  file:\n    path: deploy/web.yaml\n"
+    );
+    // A comment on a sequence found by path.
+    let config = cm("  by-path: spec.template.spec.envs\n  put-comment: 'kpt-set: ${envs}'\n");
+    let (items, results, _) = run("search-replace", Some(&config), PACKAGE);
+    assert!(
+        items.contains("      envs: # kpt-set: ${envs}\n        - dev\n        - stage\n"),
+        "{items}"
+    );
+    assert_eq!(
+        results,
+        "- message: Mutated field value to \"[dev, stage]\"\n  field:\n    path: 'spec.template.spec.envs # kpt-set: ${envs}'\n  file:\n    path: deploy/web.yaml\n"
+    );
+}
+
+#[test]
+fn put_value_by_an_absolute_path_creates_the_field() {
+    let item =
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: a # n\nspec:\n  replicas: \"3\" # old\n";
+    let config = cm("  by-path: spec.replicas\n  put-value: '4'\n");
+    let (items, results, outcome) = run("search-replace", Some(&config), item);
+    assert_eq!(outcome, Ok(()));
+    // The value's style is kept, its comment replaced with the node.
+    assert_eq!(
+        items,
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: a # n\nspec:\n  replicas: \"4\"\n"
+    );
+    assert_eq!(
+        results,
+        "- message: Mutated field value to \"4\"\n  field:\n    path: spec.replicas\n"
+    );
+    let config = cm("  by-path: spec.template.x\n  put-value: 'on'\n");
+    let (items, _, _) = run("search-replace", Some(&config), item);
+    assert_eq!(
+        items,
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: a # n\nspec:\n  replicas: \"3\" # old\n  template:\n    x: on\n"
+    );
+    let config = cm("  by-path: spec.replicas.x\n  put-value: '1'\n");
+    let (_, _, outcome) = run("search-replace", Some(&config), item);
+    let err = "wrong Node Kind for spec.replicas expected: MappingNode was ScalarNode: value: {\"3\" # old}";
+    assert_eq!(outcome, Err(Stop::Failed(format!("{err}{err}\n"))));
+}
+
+#[test]
+fn the_function_config_kind_is_read_too() {
+    let config = "apiVersion: fn.kpt.dev/v1alpha1\nkind: SearchReplace\nmetadata:\n  name: x\ndata:\n  by-value: web-svc\n  put-value: api\n";
+    let (items, results, outcome) = run("search-replace", Some(config), PACKAGE);
+    assert_eq!(outcome, Ok(()));
+    assert!(items.contains("  name: api\n"));
+    assert_eq!(
+        results,
+        "- message: Mutated field value to \"api\"\n  field:\n    path: metadata.name\n  file:\n    path: svc.yaml\n"
+    );
+}
+
+#[test]
+fn bad_configs_fail_with_the_catalogs_text() {
+    let cases = [
+        (
+            cm("  by-valu: x\n"),
+            r#"invalid matcher "by-valu", must be one of ["by-value" "by-file-path" "by-value-regex" "by-path" "put-value" "put-comment"]"#,
+        ),
+        (
+            cm("  by-value: x\n  by-value-regex: y\n"),
+            r#"only one of ["by-value", "by-value-regex"] can be provided"#,
+        ),
+        (
+            cm("  by-value-regex: (a\n"),
+            "error parsing regexp: missing closing ): `(a`",
+        ),
+        (cm("  by-file-path: '[a'\n"), "syntax error in pattern"),
+        (
+            cm("  by-value-regex: web\n  put-value: ${2}\n"),
+            "unable to resolve capture groups",
+        ),
+    ];
+    for (config, err) in cases {
+        let (_, results, outcome) = run("search-replace", Some(&config), PACKAGE);
+        assert_eq!(
+            outcome,
+            Err(Stop::Failed(format!("{err}{err}\n"))),
+            "{config}"
+        );
+        let message = format!(
+            "failed to perform search-replace operation: {}",
+            crate::catalog::quote(err)
+        );
+        let expected = crate::catalog::testing::results(&[crate::FnResult::error(message)]);
+        assert_eq!(results, expected);
+    }
+    let (_, _, outcome) = run("search-replace", Some(&cm("  by-value: x\n")), "- a\n");
+    let err = "missing Resource metadata";
+    assert_eq!(outcome, Err(Stop::Failed(format!("{err}{err}\n"))));
+}
+
+#[test]
+fn no_config_matches_nothing_and_odd_trees_never_panic() {
+    let (_, results, outcome) = run("search-replace", None, PACKAGE);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(results, "- message: no matches\n");
+    let odd = "kind: A\nmetadata:\n  name: a\nx: &a [1]\ny: *a\nz: ~\nk: 1\nk: 2\n? [q]\n: v\n";
+    for data in [
+        "  by-path: '**'\n  put-value: v\n",
+        "  by-path: '*.*'\n  put-comment: c\n",
+        "  by-path: z.a.b\n  put-value: v\n",
+        "  by-path: x.5\n  put-value: v\n",
+        "  by-path: x.-1.a\n  put-value: v\n",
+        "  by-path: x.-.a\n  put-value: v\n",
+        "  by-value-regex: '.*'\n  put-value: ${1}\n",
+    ] {
+        let _ = run("search-replace", Some(&cm(data)), odd);
+    }
+}
+
+#[test]
+fn regexp_errors_read_as_go_writes_them() {
+    for (pattern, code) in [
+        ("(a", "missing closing )"),
+        ("a)", "unexpected )"),
+        ("[a", "missing closing ]"),
+        ("*a", "missing argument to repetition operator"),
+        ("\\q", "invalid escape sequence"),
+        ("[z-a]", "invalid character class range"),
+    ] {
+        let Err(err) = regex::Regex::new(pattern) else {
+            panic!("{pattern} compiles");
+        };
+        assert_eq!(
+            super::go_regexp_error(pattern, &err),
+            format!("error parsing regexp: {code}: `{pattern}`"),
+            "{err}"
+        );
+    }
+    // Go refuses a repetition of a repetition, which the `regex` crate
+    // takes; a lazy `?` is no repetition.
+    assert_eq!(
+        super::nested_repetition("a+b**c"),
+        Some("error parsing regexp: invalid nested repetition operator: `**`".to_owned())
+    );
+    assert_eq!(
+        super::nested_repetition("a*?+"),
+        Some("error parsing regexp: invalid nested repetition operator: `*?+`".to_owned())
+    );
+    for ok in ["a*?", "[**]", "\\**", "(a*)*", "a+?b?"] {
+        assert_eq!(super::nested_repetition(ok), None, "{ok}");
+    }
+}
+
+#[test]
+fn path_patterns() {
+    let m = |path: &str, pattern: &str| {
+        back_track_match(
+            &path.split('.').collect::<Vec<_>>(),
+            &pattern.split('.').collect::<Vec<_>>(),
+        )
+    };
+    assert!(m("a.a.b.c.e.b", "a.*.b.**.b"));
+    assert!(m("spec.x", "**.x"));
+    assert!(m("x", "**.x"));
+    assert!(!m("spec.x", "*"));
+    assert!(m("a[0].b", "a[*].b"));
+    assert!(element_match("a[1]", "*[1]"));
+    assert!(!element_match("a[1]", "a"));
+    assert!(!element_match("a[1]", "a[2]"));
+}
