@@ -1,1 +1,284 @@
+use super::*;
 
+use crate::config::test_support::config;
+use crate::config::ImageIndex;
+use proto::pb::EvaluateFunctionRequest;
+use tonic::Code;
+
+fn builtins(configs: &[crate::config::FunctionConfig], defaults: bool) -> Builtins {
+    let index = ImageIndex::new(configs, crate::config::DEFAULT_IMAGE_PREFIX);
+    Builtins::new(LiveIndex::fixed(Arc::new(index)), defaults)
+}
+
+fn name_of(b: Result<Option<&'static Builtin>, EvalError>) -> Option<&'static str> {
+    b.unwrap().map(|b| b.name)
+}
+
+#[test]
+fn catalog_images_are_named_by_their_last_segment() {
+    for (image, name) in [
+        ("set-labels", Some("set-labels")),
+        ("set-labels:v0.2", Some("set-labels")),
+        ("gcr.io/kpt-fn/set-labels:v0.2.0", Some("set-labels")),
+        ("gcr.io/kpt-fn/set-labels@sha256:0123", Some("set-labels")),
+        (
+            "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest",
+            Some("set-labels"),
+        ),
+        ("example.com/fns/set-labels:v1", None),
+        ("gcr.io/kpt-fn/nested/set-labels:v1", None),
+        ("localhost:5000/set-labels", None),
+        ("gcr.io/kpt-fn/", None),
+        ("", None),
+    ] {
+        assert_eq!(catalog_name(image), name, "{image}");
+    }
+    assert_eq!(
+        kpt_image_name("set-labels:v0.2"),
+        "gcr.io/kpt-fn/set-labels:v0.2"
+    );
+    assert_eq!(kpt_image_name("example.com/x:v1"), "example.com/x:v1");
+}
+
+#[test]
+fn the_catalogs_images_run_built_in_unless_a_function_config_says_otherwise() {
+    let b = builtins(&[], true);
+    assert_eq!(
+        name_of(b.resolve("gcr.io/kpt-fn/set-namespace:v0.4.1", "")),
+        Some("set-namespace")
+    );
+    assert_eq!(
+        name_of(b.resolve("set-namespace:unstable", "")),
+        Some("set-namespace")
+    );
+    assert_eq!(name_of(b.resolve("gcr.io/kpt-fn/starlark:v0.4", "")), None);
+    assert_eq!(name_of(b.resolve("example.com/set-namespace:v1", "")), None);
+    // Turned off: only goExecutor entries.
+    assert_eq!(
+        name_of(builtins(&[], false).resolve("set-namespace:v0.4", "")),
+        None
+    );
+    // A podExecutor or binaryExecutor keeps its tags; other tags stay
+    // built in.
+    let configs = [
+        config(
+            "pod",
+            "image: gcr.io/kpt-fn/set-labels\npodExecutor:\n  tags: [v0.2]\n",
+        ),
+        config(
+            "bin",
+            "image: set-image\nbinaryExecutor:\n  tags: [v1]\n  path: /bin/true\n",
+        ),
+    ];
+    let b = builtins(&configs, true);
+    assert_eq!(name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.2", "")), None);
+    assert_eq!(
+        name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.3", "")),
+        Some("set-labels")
+    );
+    assert_eq!(name_of(b.resolve("set-image:v1", "")), None);
+    assert_eq!(
+        name_of(b.resolve("set-image:v2", "")),
+        Some("set-image")
+    );
+}
+
+#[test]
+fn go_executor_entries_name_their_function() {
+    let configs = [
+        config(
+            "mirror",
+            "image: example.com/mirror/ns-fn\ngoExecutor:\n  tags: [v1]\n  id: set-namespace\n",
+        ),
+        config(
+            "by-name",
+            "image: example.com/mirror/set-labels\ngoExecutor:\n  tags: [v1]\n",
+        ),
+        config(
+            "wrong",
+            "image: example.com/mirror/other\ngoExecutor:\n  tags: [v1]\n  id: no-such-fn\n",
+        ),
+    ];
+    for defaults in [true, false] {
+        let b = builtins(&configs, defaults);
+        assert_eq!(
+            name_of(b.resolve("example.com/mirror/ns-fn:v1", "")),
+            Some("set-namespace")
+        );
+        assert_eq!(
+            name_of(b.resolve("example.com/mirror/set-labels:v1", "")),
+            Some("set-labels")
+        );
+        assert_eq!(name_of(b.resolve("example.com/mirror/ns-fn:v2", "")), None);
+        let err = b.resolve("example.com/mirror/other:v1", "").unwrap_err();
+        assert_eq!(err.code(), Code::FailedPrecondition);
+        let msg = err.to_string();
+        assert!(
+            msg.contains("\"no-such-fn\"") && msg.contains("set-namespace"),
+            "{msg}"
+        );
+    }
+}
+
+const INPUT: &str = "apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: cm # keep me
+  data:
+    k: v
+functionConfig:
+  apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: function-input
+  data:
+    namespace: prod
+";
+
+fn request(image: &str, resource_list: &str) -> EvalRequest {
+    EvalRequest::new(EvaluateFunctionRequest {
+        resource_list: Bytes::from(resource_list.to_owned()),
+        image: image.into(),
+        tag: String::new(),
+    })
+}
+
+fn evaluator(max: usize) -> BuiltinEvaluator {
+    BuiltinEvaluator::new(builtins(&[], true), max)
+}
+
+#[tokio::test]
+async fn a_call_answers_as_the_catalogs_container_would() {
+    let resp = evaluator(1 << 20)
+        .evaluate(request("gcr.io/kpt-fn/set-namespace:v0.4", INPUT))
+        .await
+        .unwrap();
+    let out = std::str::from_utf8(&resp.resource_list).unwrap();
+    assert!(out.starts_with("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: cm # keep me\n    namespace: prod\n"), "{out}");
+    assert!(out.contains("\nfunctionConfig:\n"), "{out}");
+    assert!(
+        out.contains("\nresults:\n") && out.contains("severity: info"),
+        "{out}"
+    );
+    // The wrapper's parser reads it as a ResourceList.
+    let parsed = krm_fn::results::parse_output(&resp.resource_list).unwrap();
+    assert!(!parsed.has_errors());
+}
+
+#[tokio::test]
+async fn images_it_does_not_run_fall_through() {
+    let err = evaluator(1 << 20)
+        .evaluate(request("example.com/fn:v1", INPUT))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, EvalError::NotFound { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn failures_are_answered_as_a_failing_pod_is() {
+    let no_config = INPUT
+        .split("functionConfig:")
+        .next()
+        .unwrap()
+        .to_owned();
+    let err = evaluator(1 << 20)
+        .evaluate(request("gcr.io/kpt-fn/apply-replacements:v0.1", &no_config))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal);
+    let msg = err.to_string();
+    assert!(msg.contains("[error]"), "{msg}");
+    assert!(msg.contains("FunctionConfig is missing"), "{msg}");
+    // Input that is not a ResourceList: an error naming it, not a panic.
+    for input in ["", "- a\n", "kind: Other\n", "items: {a: 1}\nkind: ResourceList\n", "\u{0}"] {
+        let err = evaluator(1 << 20)
+            .evaluate(request("set-labels", input))
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Internal, "{input:?}: {err}");
+        assert!(err.to_string().contains("set-labels"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn the_deadline_and_the_output_limit_hold() {
+    let mut req = request("set-namespace", INPUT);
+    req.deadline = Some(tokio::time::Instant::now());
+    let err = evaluator(1 << 20).evaluate(req).await.unwrap_err();
+    assert_eq!(err.code(), Code::DeadlineExceeded, "{err}");
+    let err = evaluator(100)
+        .evaluate(request("set-namespace", INPUT))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err}");
+    assert!(err.to_string().contains("--max-request-body-size"), "{err}");
+}
+
+#[tokio::test]
+async fn deeply_nested_input_is_answered() {
+    // The parser takes nesting 10,000 deep; every walk over it is
+    // recursive, so the call's thread has the stack for it.
+    let depth = 9_000;
+    let nested = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+    for (name, data) in [
+        ("search-replace", "{by-value: '1', put-value: '2'}"),
+        ("set-labels", "{app: a}"),
+    ] {
+        let input = format!(
+            "kind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {{name: c}}\n  data: {{k: '1'}}\n  deep: {nested}\nfunctionConfig: {{apiVersion: v1, kind: ConfigMap, metadata: {{name: x}}, data: {data}}}\n"
+        );
+        let resp = evaluator(1 << 24)
+            .evaluate(request(name, &input))
+            .await
+            .unwrap();
+        assert!(resp.resource_list.len() > 2 * depth, "{name}");
+    }
+}
+
+#[test]
+fn a_cancelled_context_stops_a_function() {
+    let flag = Arc::new(AtomicBool::new(true));
+    let ctx = Context::new().with_cancel(flag);
+    let b = krm_builtins::find("set-namespace").unwrap();
+    assert!(run_on_bytes(b, INPUT.as_bytes(), &ctx).is_none());
+}
+
+#[test]
+fn every_built_in_survives_odd_input() {
+    // No config, configs of every shape, items of every shape: an answer
+    // or a failure, never a panic (release builds abort on one).
+    let items = [
+        "- a\n",
+        "- {}\n",
+        "- null\n",
+        "- [1, 2]\n",
+        "- {apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: [x], labels: a, annotations: [1]}, data: {k: {x: 1}}}\n",
+        "- {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {template: {spec: {containers: [{name: c, image: nginx}, null, 3]}}, selector: 7}}\n",
+        "- {apiVersion: kpt.dev/v1, kind: Kptfile, metadata: {name: k}, pipeline: {mutators: [{image: apply-setters, configMap: [1]}]}}\n",
+    ];
+    let configs = [
+        "",
+        "functionConfig: null\n",
+        "functionConfig: 3\n",
+        "functionConfig: [a]\n",
+        "functionConfig: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n",
+        "functionConfig: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {a: {b: c}, '': '', namespace: '', image: ':', name: ns, by-path: '**', put-value: x, replacements: y}}\n",
+        "functionConfig: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: [1]}\n",
+        "functionConfig: {apiVersion: fn.kpt.dev/v1alpha1, kind: ApplyReplacements, metadata: {name: x}, replacements: [{source: {kind: ConfigMap, fieldPath: 'data.[=]'}, targets: [{select: {kind: '*'}, fieldPaths: ['a.b[c=d].*', '[', '']}]}]}\n",
+        "functionConfig: {apiVersion: fn.kpt.dev/v1alpha1, kind: SetImage, metadata: {name: x}, image: {name: '(', newName: 'a:b'}}\n",
+        "functionConfig: {kind: List, items: [1, {kind: X}]}\n",
+    ];
+    for b in krm_builtins::ALL {
+        for item in items {
+            for config in configs {
+                let input = format!("kind: ResourceList\nitems:\n{item}{config}");
+                let ctx = Context::new();
+                let out = run_on_bytes(b, input.as_bytes(), &ctx);
+                assert!(out.is_some(), "{} on {input}", b.name);
+            }
+        }
+    }
+}
