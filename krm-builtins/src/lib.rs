@@ -36,6 +36,7 @@ use krm_yaml::Node;
 pub mod config;
 pub mod result;
 mod sdk;
+mod set_annotations;
 mod set_labels;
 mod set_namespace;
 
@@ -139,6 +140,10 @@ pub const ALL: &[Builtin] = &[
     Builtin {
         name: "set-labels",
         run: set_labels::run,
+    },
+    Builtin {
+        name: "set-annotations",
+        run: set_annotations::run,
     },
 ];
 
