@@ -34,6 +34,7 @@ use std::time::Instant;
 use krm_yaml::Node;
 
 pub mod config;
+mod remove_local_config_resources;
 pub mod result;
 mod sdk;
 mod set_annotations;
@@ -144,6 +145,10 @@ pub const ALL: &[Builtin] = &[
     Builtin {
         name: "set-annotations",
         run: set_annotations::run,
+    },
+    Builtin {
+        name: "remove-local-config-resources",
+        run: remove_local_config_resources::run,
     },
 ];
 
