@@ -30,6 +30,10 @@
 //!   annotations: {json}", without severity, sorted as the framework sorts
 //!   them; "no annotations applied" when nothing was set.
 //!
+//! Not modelled: the framework's reconciliation of the legacy and
+//! internal path/index annotations (`kio.ReconcileInternalAnnotations`),
+//! which only matters when the annotations set are those.
+//!
 //! Departures: a scalar that `sigs.k8s.io/yaml` reads as a float is turned
 //! into a string by Rust's formatting (Go's `%g`-like formatting differs
 //! for exponents); a config's decoding errors name the map key in the

@@ -35,13 +35,14 @@ fn go(rl: &mut ResourceList) -> Result<(), Stop> {
     run(rl, &Context::new())
 }
 
-const PACKAGE: &str = r#"apiVersion: apps/v1
+const PACKAGE: &str = r#"# the deployment
+apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: web
+  name: web # its name
   annotations:
-    team: 'old' # replaced
-    owner: me
+    team: 'old' # replaced: kyaml's FieldSetter drops the value's comment
+    owner: me # kept
 spec:
   template:
     spec:
@@ -56,13 +57,14 @@ metadata:
     internal.config.kubernetes.io/path: cm.yaml
 "#;
 
-const EXPECTED: &str = r#"apiVersion: apps/v1
+const EXPECTED: &str = r#"# the deployment
+apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: web
+  name: web # its name
   annotations:
     team: 'a'
-    owner: me
+    owner: me # kept
     tier: "1"
 spec:
   template:
