@@ -40,9 +40,11 @@ pub mod config;
 mod create_setters;
 mod ensure_name_substring;
 mod list_setters;
+mod remove_local_config_resources;
 pub mod result;
 mod sdk;
 mod search_replace;
+mod set_annotations;
 mod set_image;
 mod set_labels;
 mod set_namespace;
@@ -163,8 +165,16 @@ pub const ALL: &[Builtin] = &[
         run: list_setters::run,
     },
     Builtin {
+        name: "remove-local-config-resources",
+        run: remove_local_config_resources::run,
+    },
+    Builtin {
         name: "search-replace",
         run: search_replace::run,
+    },
+    Builtin {
+        name: "set-annotations",
+        run: set_annotations::run,
     },
     Builtin {
         name: "set-image",

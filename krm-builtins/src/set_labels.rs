@@ -46,6 +46,7 @@ enum Stopped {
     Result(String),
     /// The Go binary panics.
     Panic(String),
+    Cancelled,
 }
 
 /// Where a sub-object is, for the SDK's error message.
@@ -104,6 +105,7 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
         }
         Err(Stopped::Panic(msg)) => Err(Stop::Failed(format!("panic: {msg}"))),
         Err(Stopped::Result(msg)) => Err(Stop::Failed(msg)),
+        Err(Stopped::Cancelled) => Err(Stop::Cancelled),
     }
 }
 
@@ -144,8 +146,7 @@ fn process(rl: &mut ResourceList, ctx: &Context) -> Result<bool, Stopped> {
     let mut p = Labels { labels, count: 0 };
     let mut failed = false;
     for i in objects {
-        ctx.check()
-            .map_err(|_| Stopped::Panic("cancelled".into()))?;
+        ctx.check().map_err(|_| Stopped::Cancelled)?;
         let Some(o) = rl.items.get_mut(i) else {
             continue;
         };

@@ -321,11 +321,18 @@ fn insert_sorted(set: &mut Vec<String>, v: &str) {
     }
 }
 
-/// The SDK's setters' failure: a Go panic with this message.
-fn set_or_panic(o: &mut Node, value: &str, fields: &[&str], what: &str) -> Result<(), Abort> {
+/// The SDK's setters' failure: a Go panic with this message
+/// (`cannot set <what> '<named>': ...`).
+fn set_or_panic(
+    o: &mut Node,
+    value: &str,
+    fields: &[&str],
+    what: &str,
+    named: &str,
+) -> Result<(), Abort> {
     sdk::set_string(o, value, fields).map_err(|e| {
         Abort::Panic(format!(
-            "cannot set {what} '{value}': unable to set {value} at fields {} with error: {e}",
+            "cannot set {what} '{named}': unable to set {value} at fields {} with error: {e}",
             sdk::go_list(&fields.iter().map(|f| f.to_string()).collect::<Vec<_>>())
         ))
     })
@@ -428,7 +435,7 @@ fn transform(items: &mut [Node], config: &Config, ctx: &Context) -> Result<Vec<F
         let id = sdk::short_string(o);
         let mut ns = sdk::namespace(o);
         walk.visit(&origin, &mut ns, Some(&id));
-        set_or_panic(o, &ns, &["metadata", "namespace"], "namespace")?;
+        set_or_panic(o, &ns, &["metadata", "namespace"], "namespace", &ns)?;
     }
     results.append(&mut walk.results);
     results.push(if walk.count == 0 {
@@ -486,12 +493,8 @@ fn transform(items: &mut [Node], config: &Config, ctx: &Context) -> Result<Vec<F
             &new_value,
             &["metadata", "annotations", DEPENDS_ON],
             "metadata annotations",
-        )
-        .map_err(|_| {
-            Abort::Panic(format!(
-                "cannot set metadata annotations '{DEPENDS_ON}': unable to set {new_value} at fields [metadata annotations {DEPENDS_ON}]"
-            ))
-        })?;
+            DEPENDS_ON,
+        )?;
     }
     results.push(if count == 0 {
         FnResult::info("all `depends-on` annotations are up-to-date. no `namespace` changed")
@@ -513,7 +516,7 @@ fn visit_cluster_scoped(o: &mut Node, walk: &mut Walk<'_>) -> Result<(), Abort> 
         let id = sdk::short_string(o);
         let mut name = sdk::name(o);
         walk.visit(&origin, &mut name, Some(&id));
-        return set_or_panic(o, &name, &["metadata", "name"], "metadata name");
+        return set_or_panic(o, &name, &["metadata", "name"], "metadata name", &name);
     }
     let path: &[&str] = if sdk::is_gvk(o, "apiextensions.k8s.io", "v1", "CustomResourceDefinition")
     {

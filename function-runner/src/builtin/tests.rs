@@ -71,16 +71,16 @@ fn the_catalogs_images_run_built_in_unless_a_function_config_says_otherwise() {
         ),
     ];
     let b = builtins(&configs, true);
-    assert_eq!(name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.2", "")), None);
+    assert_eq!(
+        name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.2", "")),
+        None
+    );
     assert_eq!(
         name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.3", "")),
         Some("set-labels")
     );
     assert_eq!(name_of(b.resolve("set-image:v1", "")), None);
-    assert_eq!(
-        name_of(b.resolve("set-image:v2", "")),
-        Some("set-image")
-    );
+    assert_eq!(name_of(b.resolve("set-image:v2", "")), Some("set-image"));
 }
 
 #[test]
@@ -179,11 +179,7 @@ async fn images_it_does_not_run_fall_through() {
 
 #[tokio::test]
 async fn failures_are_answered_as_a_failing_pod_is() {
-    let no_config = INPUT
-        .split("functionConfig:")
-        .next()
-        .unwrap()
-        .to_owned();
+    let no_config = INPUT.split("functionConfig:").next().unwrap().to_owned();
     let err = evaluator(1 << 20)
         .evaluate(request("gcr.io/kpt-fn/apply-replacements:v0.1", &no_config))
         .await
@@ -193,7 +189,13 @@ async fn failures_are_answered_as_a_failing_pod_is() {
     assert!(msg.contains("[error]"), "{msg}");
     assert!(msg.contains("FunctionConfig is missing"), "{msg}");
     // Input that is not a ResourceList: an error naming it, not a panic.
-    for input in ["", "- a\n", "kind: Other\n", "items: {a: 1}\nkind: ResourceList\n", "\u{0}"] {
+    for input in [
+        "",
+        "- a\n",
+        "kind: Other\n",
+        "items: {a: 1}\nkind: ResourceList\n",
+        "\u{0}",
+    ] {
         let err = evaluator(1 << 20)
             .evaluate(request("set-labels", input))
             .await

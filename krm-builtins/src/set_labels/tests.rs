@@ -348,3 +348,31 @@ spec:
         ))
     );
 }
+
+#[test]
+fn a_cancelled_call_stops() {
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let ctx = Context::new().with_cancel(flag);
+    let config = Some("apiVersion: v1\nkind: ConfigMap\ndata:\n  app: web\n");
+    for f in [
+        super::run,
+        crate::set_namespace::run,
+        crate::set_annotations::run,
+        crate::remove_local_config_resources::run,
+    ] {
+        let mut rl = list(PACKAGE, config);
+        // The namespace function reads `namespace`.
+        rl.function_config = Some(
+            nodes("apiVersion: v1\nkind: ConfigMap\ndata:\n  namespace: n\n  app: web\n").remove(0),
+        );
+        assert_eq!(f(&mut rl, &ctx), Err(Stop::Cancelled));
+    }
+    for name in [
+        "set-namespace",
+        "set-labels",
+        "set-annotations",
+        "remove-local-config-resources",
+    ] {
+        assert!(crate::find(name).is_some(), "{name}");
+    }
+}
