@@ -1,0 +1,301 @@
+//! The catalog's functions, built in, through `function-runner eval` and
+//! `render`: what kpt prints for an image function, the files written, no
+//! runner or container started (no `[USING]` line), FunctionConfig
+//! `goExecutor`, and `--no-default-builtins`.
+
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::{run_in, text_tree, Run};
+
+use std::fs;
+use std::path::Path;
+
+fn fr(cwd: &Path, args: &[&str]) -> Run {
+    run_in(
+        Path::new(env!("CARGO_BIN_EXE_function-runner")),
+        cwd,
+        args,
+        None,
+    )
+}
+
+/// stderr with the durations of `[PASS]`/`[FAIL]` lines as `<t>`.
+fn untimed(stderr: &str) -> String {
+    let mut out = String::new();
+    for l in stderr.lines() {
+        match l.rfind(" in ") {
+            Some(i) if l.starts_with("[PASS] ") || l.starts_with("[FAIL] ") => {
+                out.push_str(&l[..i]);
+                out.push_str(" in <t>");
+            }
+            _ => out.push_str(l),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn write(dir: &Path, files: &[(&str, &str)]) {
+    for (name, text) in files {
+        let path = dir.join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+}
+
+const DEPLOYMENT: &str = "# the web tier
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web # keep this
+  namespace: old
+spec:
+  replicas: 2
+  template:
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25 # pinned
+";
+
+const PACKAGE_CONTEXT: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: kptfile.kpt.dev
+  annotations:
+    config.kubernetes.io/local-config: \"true\"
+data:
+  name: shop
+";
+
+#[test]
+fn render_runs_a_pipeline_of_built_ins_on_the_package() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("shop");
+    write(
+        &pkg,
+        &[
+            (
+                "Kptfile",
+                "apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: shop
+  annotations:
+    config.kubernetes.io/local-config: \"true\"
+pipeline:
+  mutators:
+  - image: gcr.io/kpt-fn/set-namespace:unstable
+    configPath: package-context.yaml
+  - image: set-image:v0.1.1
+    configMap:
+      name: nginx
+      newTag: \"1.27\"
+",
+            ),
+            ("package-context.yaml", PACKAGE_CONTEXT),
+            ("deploy.yaml", DEPLOYMENT),
+            (
+                "db/Kptfile",
+                "apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: db
+  annotations:
+    config.kubernetes.io/local-config: \"true\"
+pipeline:
+  mutators:
+  - image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2
+    configMap:
+      tier: db
+",
+            ),
+            (
+                "db/svc.yaml",
+                "apiVersion: v1
+kind: Service
+metadata:
+  name: db
+  namespace: old
+spec:
+  ports:
+  - port: 5432 # postgres
+",
+            ),
+        ],
+    );
+    let r = fr(tmp.path(), &["render", "shop", "--truncate-output=false"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("[USING]"), "a runner started: {}", r.stderr);
+    let stderr = untimed(&r.stderr);
+    assert!(
+        stderr.starts_with(
+            "Package \"shop/db\": \n[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2\" in <t>\n"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("\nPackage \"shop\": \n[RUNNING] \"gcr.io/kpt-fn/set-namespace:unstable\"\n[PASS] \"gcr.io/kpt-fn/set-namespace:unstable\" in <t>\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[RUNNING] \"gcr.io/kpt-fn/set-image:v0.1.1\"\n[PASS] \"gcr.io/kpt-fn/set-image:v0.1.1\" in <t>\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.ends_with("Successfully executed 3 function(s) in 2 package(s).\n"),
+        "{stderr}"
+    );
+    let files = text_tree(&pkg);
+    // The namespace from the package context, the tag from set-image, the
+    // comments and field order as they were.
+    assert_eq!(
+        files["deploy.yaml"],
+        DEPLOYMENT
+            .replace("namespace: old", "namespace: shop")
+            .replace("nginx:1.25", "nginx:1.27")
+    );
+    // The subpackage's labels, then the root's namespace.
+    let svc = &files["db/svc.yaml"];
+    assert!(svc.contains("  namespace: shop\n"), "{svc}");
+    assert!(svc.contains("  labels:\n    tier: db\n"), "{svc}");
+    assert!(svc.contains("  - port: 5432 # postgres\n"), "{svc}");
+    assert_eq!(files["package-context.yaml"], PACKAGE_CONTEXT);
+}
+
+#[test]
+fn eval_runs_a_built_in_with_kpts_lines_and_results_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    write(&pkg, &[("deploy.yaml", DEPLOYMENT)]);
+    let results = tmp.path().join("results");
+    let r = fr(
+        tmp.path(),
+        &[
+            "eval",
+            "pkg",
+            "--image",
+            "set-annotations:v0.1.4",
+            "--results-dir",
+            results.to_str().unwrap(),
+            "--",
+            "owner=team-a",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        untimed(&r.stderr),
+        concat!("[RUNNING] \"gcr.io/kpt-fn/set-annotations:v0.1.4\"\n[PASS] \"gcr.io/kpt-fn/set-annotations:v0.1.4\" in <t>\n  Results:\n    [info] metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n    [info] spec.template.metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n\nFor complete results, see {}/results.yaml\n",
+        ).replace("{}", results.to_str().unwrap())
+    );
+    assert_eq!(
+        fs::read_to_string(pkg.join("deploy.yaml")).unwrap(),
+        format!(
+            "{}    metadata:\n      annotations:\n        owner: team-a\n",
+            DEPLOYMENT.replace(
+                "  namespace: old\n",
+                "  namespace: old\n  annotations:\n    owner: team-a\n"
+            )
+        )
+    );
+    let written = fs::read_to_string(results.join("results.yaml")).unwrap();
+    assert!(
+        written.contains("image: gcr.io/kpt-fn/set-annotations:v0.1.4")
+            && written.contains("exitCode: 0"),
+        "{written}"
+    );
+}
+
+#[test]
+fn a_failing_built_in_is_reported_as_a_failing_container_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    write(&pkg, &[("deploy.yaml", DEPLOYMENT)]);
+    let r = fr(
+        tmp.path(),
+        &["eval", "pkg", "--image", "gcr.io/kpt-fn/set-labels:v0.2"],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    let stderr = untimed(&r.stderr);
+    assert!(
+        stderr.starts_with("[RUNNING] \"gcr.io/kpt-fn/set-labels:v0.2\"\n[FAIL] \"gcr.io/kpt-fn/set-labels:v0.2\" in <t>\n  Results:\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("  Stderr:\n"), "{stderr}");
+    assert!(stderr.ends_with("  Exit code: 1\n\n"), "{stderr}");
+    assert_eq!(
+        fs::read_to_string(pkg.join("deploy.yaml")).unwrap(),
+        DEPLOYMENT
+    );
+}
+
+#[test]
+fn function_configs_choose_what_runs_built_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    write(
+        tmp.path(),
+        &[
+            ("pkg/deploy.yaml", DEPLOYMENT),
+            (
+                "functions/ns.yaml",
+                "apiVersion: config.porch.kpt.dev/v1alpha1
+kind: FunctionConfig
+metadata:
+  name: my-ns
+spec:
+  image: example.com/fns/my-namespace
+  goExecutor:
+    tags: [v1]
+    id: set-namespace
+",
+            ),
+        ],
+    );
+    // goExecutor: an image of our own runs the built-in function.
+    let r = fr(
+        tmp.path(),
+        &[
+            "eval",
+            "pkg",
+            "--functions",
+            "functions",
+            "--no-default-builtins",
+            "--image",
+            "example.com/fns/my-namespace:v1",
+            "--",
+            "namespace=team-b",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("[USING]"), "{}", r.stderr);
+    assert!(
+        fs::read_to_string(pkg.join("deploy.yaml"))
+            .unwrap()
+            .contains("  namespace: team-b\n"),
+        "{}",
+        r.stderr
+    );
+    // Without the default, a catalog image is an image like any other:
+    // it needs a runner (and here no such image can run).
+    let r = fr(
+        tmp.path(),
+        &[
+            "eval",
+            "pkg",
+            "--no-default-builtins",
+            "--image",
+            "gcr.io/kpt-fn/set-namespace:v0.4.1",
+            "--",
+            "namespace=team-c",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("[USING]"), "{}", r.stderr);
+    assert!(!r.stderr.contains("[PASS]"), "{}", r.stderr);
+    assert!(fs::read_to_string(pkg.join("deploy.yaml"))
+        .unwrap()
+        .contains("  namespace: team-b\n"));
+}
