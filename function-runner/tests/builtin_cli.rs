@@ -128,7 +128,11 @@ spec:
     );
     let r = fr(tmp.path(), &["render", "shop", "--truncate-output=false"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(!r.stderr.contains("[USING]"), "a runner started: {}", r.stderr);
+    assert!(
+        !r.stderr.contains("[USING]"),
+        "a runner started: {}",
+        r.stderr
+    );
     let stderr = untimed(&r.stderr);
     assert!(
         stderr.starts_with(

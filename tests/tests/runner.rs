@@ -774,3 +774,73 @@ async fn eval_starts_a_binary_executor_once_despite_prespawn() {
         "{stderr}"
     );
 }
+
+/// #23: a catalog image runs built in: no pod is started for it, it answers
+/// as the catalog's container would, and the metrics count it as built-in;
+/// a FunctionConfig that gives the image a pod keeps the pod, and
+/// `--no-default-builtins` turns the default off.
+#[tokio::test]
+async fn the_catalogs_functions_run_built_in() {
+    let fx = Fixture::new();
+    // example-fn stands in for a pod of the catalog's set-labels:v0.2.
+    std::fs::copy(bin("example-fn"), fx.dir.path().join("pods/set-labels")).unwrap();
+    let functions = fx.functions(
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: labels\nspec:\n  image: gcr.io/kpt-fn/set-labels\n  podExecutor:\n    tags: [v0.2]\n",
+    );
+    let runner = fx.start(&[
+        "--functions",
+        functions.to_str().unwrap(),
+        "--warm-up-pod-cache=false",
+    ]);
+    let mut client = runner.client().await.unwrap();
+    let mut req = request("gcr.io/kpt-fn/set-namespace:v0.4.1");
+    req.resource_list = example_rl()
+        .replace("    owner: team-shop\n", "    namespace: prod\n")
+        .into();
+    let resp = client.evaluate_function(req).await.unwrap().into_inner();
+    let out = String::from_utf8_lossy(&resp.resource_list);
+    assert!(
+        out.contains("    namespace: prod\n") && !out.contains("namespace: shop"),
+        "{out}"
+    );
+    assert!(out.contains("\nresults:\n"), "{out}");
+    assert!(
+        wrapper_pids(runner.child.id()).is_empty(),
+        "a pod was started for a built-in"
+    );
+    // A config the function refuses is the function's error.
+    let err = client
+        .evaluate_function(request(
+            "ghcr.io/kptdev/krm-functions-catalog/apply-replacements:v0.1",
+        ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Internal, "{err:?}");
+    // The podExecutor tag is a pod.
+    let resp = client
+        .evaluate_function(request("gcr.io/kpt-fn/set-labels:v0.2"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(&resp.log[..], b"example-fn: processed ResourceList\n");
+    assert_eq!(wrapper_pids(runner.child.id()).len(), 1);
+    let metrics = fx.metrics().await;
+    for line in [
+        "function_runner_builtin_evaluations_total{function=\"set-namespace\",outcome=\"Ok\"} 1",
+        "function_runner_builtin_evaluations_total{function=\"apply-replacements\",outcome=\"Internal\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} not in {metrics}");
+    }
+    drop(client);
+    drop(runner);
+
+    let fx = Fixture::new();
+    let runner = fx.start(&["--no-default-builtins"]);
+    let mut client = runner.client().await.unwrap();
+    let err = client
+        .evaluate_function(request("gcr.io/kpt-fn/set-namespace:v0.4.1"))
+        .await
+        .unwrap_err();
+    // No process function of that name: the process backend's NOT_FOUND.
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+}
