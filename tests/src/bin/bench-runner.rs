@@ -12,6 +12,9 @@
 //!   function directly. Rounds alternate A/B, B/A.
 //! - `cold`: N concurrent first calls for a cold image through `serve`;
 //!   counts pod starts (from the runner's metrics) and completions.
+//! - `builtin`: a built-in `set-namespace` call against a warm process pod
+//!   running `cat` (the cheapest thing a pod can run), through `serve`: the
+//!   p50 of one client's sequential calls, then the throughput of 16.
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
@@ -49,6 +52,20 @@ enum Cmd {
         #[arg(long, default_value_t = 1000)]
         calls: usize,
     },
+    /// A built-in set-namespace call against a warm process pod's `cat`
+    /// call, through serve: p50 of one client, then 16-client throughput.
+    Builtin {
+        #[arg(long, default_value_t = 6)]
+        rounds: usize,
+        /// Sequential calls per variant per round (for the p50).
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+        #[arg(long, default_value_t = 16)]
+        clients: usize,
+        /// Seconds per variant per round (throughput).
+        #[arg(long, default_value_t = 3.0)]
+        seconds: f64,
+    },
 }
 
 #[tokio::main]
@@ -61,6 +78,12 @@ async fn main() -> anyhow::Result<()> {
             items,
         } => warm(rounds, clients, Duration::from_secs_f64(seconds), items).await,
         Cmd::Cold { calls } => cold(calls).await,
+        Cmd::Builtin {
+            rounds,
+            calls,
+            clients,
+            seconds,
+        } => builtin(rounds, calls, clients, Duration::from_secs_f64(seconds)).await,
     }
 }
 
@@ -73,10 +96,17 @@ fn functions_dir() -> anyhow::Result<tempfile::TempDir> {
     Ok(dir)
 }
 
+/// The image of the process pod running `cat`.
+const CAT_IMAGE: &str = "example.com/fns/cat-fn:v1";
+
 fn request(rl: &bytes::Bytes) -> EvaluateFunctionRequest {
+    request_for(CAT_IMAGE, rl)
+}
+
+fn request_for(image: &str, rl: &bytes::Bytes) -> EvaluateFunctionRequest {
     EvaluateFunctionRequest {
         resource_list: rl.clone(),
-        image: "example.com/fns/cat-fn:v1".into(),
+        image: image.into(),
         tag: String::new(),
     }
 }
@@ -89,6 +119,17 @@ async fn throughput(
     duration: Duration,
     rl: &bytes::Bytes,
 ) -> anyhow::Result<f64> {
+    throughput_of(endpoint, CAT_IMAGE, clients, duration, rl).await
+}
+
+/// [`throughput`] of calls for `image`.
+async fn throughput_of(
+    endpoint: &str,
+    image: &'static str,
+    clients: usize,
+    duration: Duration,
+    rl: &bytes::Bytes,
+) -> anyhow::Result<f64> {
     let mut set = JoinSet::new();
     let start = Instant::now();
     for _ in 0..clients {
@@ -97,7 +138,7 @@ async fn throughput(
         set.spawn(async move {
             let mut n = 0u64;
             while start.elapsed() < duration {
-                client.evaluate_function(request(&rl)).await?;
+                client.evaluate_function(request_for(image, &rl)).await?;
                 n += 1;
             }
             anyhow::Ok(n)
@@ -220,6 +261,96 @@ async fn cold(calls: usize) -> anyhow::Result<()> {
     ensure!(
         starts == "1",
         "expected exactly one pod start, saw {starts}"
+    );
+    Ok(())
+}
+
+/// The median latency of `calls` sequential calls for `image`, in µs.
+async fn p50(endpoint: &str, image: &str, calls: usize, rl: &bytes::Bytes) -> anyhow::Result<f64> {
+    let mut client = evaluator_client(endpoint, 64 << 20).await?;
+    let mut took = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let start = Instant::now();
+        client.evaluate_function(request_for(image, rl)).await?;
+        took.push(start.elapsed());
+    }
+    took.sort();
+    Ok(took[calls / 2].as_secs_f64() * 1e6)
+}
+
+const BUILTIN_IMAGE: &str = "gcr.io/kpt-fn/set-namespace:v0.4.1";
+
+async fn builtin(
+    rounds: usize,
+    calls: usize,
+    clients: usize,
+    duration: Duration,
+) -> anyhow::Result<()> {
+    ensure!(
+        calls > 0 && rounds > 0,
+        "--calls and --rounds must be positive"
+    );
+    let fns = functions_dir()?;
+    let runner = Wrapper::start_runner(&[
+        "--metrics-port",
+        "0",
+        "--process-functions",
+        fns.path().to_str().context("path")?,
+    ])?;
+    // 1 KiB: six ConfigMaps and set-namespace's config.
+    let mut text = resource_list(6);
+    text.push_str("functionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: function-input\n  data:\n    namespace: prod\n");
+    let rl = bytes::Bytes::from(text);
+    let endpoint = runner.endpoint();
+    // Warm the pod, and check that the built-in answers.
+    for image in [CAT_IMAGE, BUILTIN_IMAGE] {
+        let resp = evaluator_client(&endpoint, 64 << 20)
+            .await?
+            .evaluate_function(request_for(image, &rl))
+            .await?
+            .into_inner();
+        ensure!(!resp.resource_list.is_empty(), "{image}: empty answer");
+    }
+    println!(
+        "built-in set-namespace vs a warm process pod's cat, through serve, {} B ResourceList\n",
+        rl.len()
+    );
+    println!("| round | cat p50 µs | built-in p50 µs | p50 ratio (cat/built-in) | cat calls/s ({clients} clients) | built-in calls/s | throughput ratio (built-in/cat) |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut all = Vec::new();
+    for round in 0..rounds {
+        let order = if round % 2 == 0 {
+            [CAT_IMAGE, BUILTIN_IMAGE]
+        } else {
+            [BUILTIN_IMAGE, CAT_IMAGE]
+        };
+        let mut lat = [0.0; 2];
+        let mut tput = [0.0; 2];
+        for image in order {
+            let i = usize::from(image == BUILTIN_IMAGE);
+            lat[i] = p50(&endpoint, image, calls, &rl).await?;
+            tput[i] = throughput_of(&endpoint, image, clients, duration, &rl).await?;
+        }
+        println!(
+            "| {round} | {:.0} | {:.0} | {:.1} | {:.0} | {:.0} | {:.1} |",
+            lat[0],
+            lat[1],
+            lat[0] / lat[1],
+            tput[0],
+            tput[1],
+            tput[1] / tput[0]
+        );
+        all.push((lat, tput));
+    }
+    let mean = |f: &dyn Fn(&([f64; 2], [f64; 2])) -> f64| {
+        all.iter().map(f).sum::<f64>() / all.len() as f64
+    };
+    let (lc, lb) = (mean(&|r| r.0[0]), mean(&|r| r.0[1]));
+    let (tc, tb) = (mean(&|r| r.1[0]), mean(&|r| r.1[1]));
+    println!(
+        "| mean | {lc:.0} | {lb:.0} | **{:.1}** | {tc:.0} | {tb:.0} | **{:.1}** |",
+        lc / lb,
+        tb / tc
     );
     Ok(())
 }
