@@ -52,6 +52,7 @@ use proto::pb::EvaluateFunctionRequest;
 use serde_yaml_ng::{Mapping, Value};
 
 use crate::evaluator::{EvalRequest, Evaluator};
+use crate::select::{self, Selector};
 use krm_yaml::package::{
     self, annotations as ann, go_quote, go_quote_bytes, kyaml, Meta, PackageError, Placed, Progress,
 };
@@ -123,6 +124,11 @@ pub struct EvalOptions {
     pub truncate_output: bool,
     /// The most stdout a function may write.
     pub max_output_bytes: usize,
+    /// kpt's `--match-*` flags: the resources the function sees (all when
+    /// this and `exclusion` are empty; see [`crate::select`]).
+    pub selector: Selector,
+    /// kpt's `--exclude-*` flags.
+    pub exclusion: Selector,
 }
 
 impl EvalOptions {
@@ -135,7 +141,41 @@ impl EvalOptions {
             results_dir: None,
             truncate_output: true,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            selector: Selector::default(),
+            exclusion: Selector::default(),
         }
+    }
+}
+
+/// kpt's `--image-pull-policy` values (default `IfNotPresent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImagePullPolicy {
+    Always,
+    #[default]
+    IfNotPresent,
+    Never,
+}
+
+impl ImagePullPolicy {
+    const ALL: [(ImagePullPolicy, &'static str); 3] = [
+        (ImagePullPolicy::Always, "Always"),
+        (ImagePullPolicy::IfNotPresent, "IfNotPresent"),
+        (ImagePullPolicy::Never, "Never"),
+    ];
+
+    /// As kpt reads the flag: any case; otherwise kpt's error.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        Self::ALL
+            .iter()
+            .find(|(_, name)| name.eq_ignore_ascii_case(s))
+            .map(|(p, _)| *p)
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "invalid argument {} for \"--image-pull-policy\" flag: must be one of: {}",
+                    go_quote(s),
+                    Self::ALL.map(|(_, n)| n).join(", ")
+                ))
+            })
     }
 }
 
@@ -214,6 +254,17 @@ pub async fn run(
         Source::Dir(dir) => read_dir_input(&dir, stderr)?,
         Source::Stdin(bytes) => read_stream_input(&bytes)?,
     };
+    // With `--match-*` or `--exclude-*`, the function sees a selection;
+    // `all` keeps every resource, to merge its output back into.
+    let selection = if opts.selector.is_empty() && opts.exclusion.is_empty() {
+        None
+    } else {
+        Some(select_input(
+            &mut input,
+            std::slice::from_ref(&opts.selector),
+            std::slice::from_ref(&opts.exclusion),
+        )?)
+    };
 
     let list = assemble(&mut input.items, Some(fn_config));
     let mut record = FnRecord {
@@ -223,7 +274,15 @@ pub async fn run(
         exit_code: 1,
         results: Vec::new(),
     };
-    writeln!(stderr, "[RUNNING] {}", go_quote(&name))?;
+    match &selection {
+        Some(_) => writeln!(
+            stderr,
+            "[RUNNING] {} on {} resource(s)",
+            go_quote(&name),
+            input.items.len()
+        )?,
+        None => writeln!(stderr, "[RUNNING] {}", go_quote(&name))?,
+    }
     let started = Instant::now();
     if let Err(e) = check_krm(&input) {
         fail_line(stderr, &name, started)?;
@@ -257,7 +316,7 @@ pub async fn run(
         finish_results(&opts, &record, stderr)?;
         return Ok(1);
     }
-    let items = match parsed {
+    let mut items = match parsed {
         Ok((items, _)) => items,
         Err(e) => {
             fail_line(stderr, &name, started)?;
@@ -266,6 +325,10 @@ pub async fn run(
             return Err(e);
         }
     };
+    if let Some((all, picked)) = selection {
+        items = select::merge(all, &picked, items);
+        select::delete_ids(&mut items);
+    }
     // kpt writes `-o unwrap` and `-o DIR` from the text of `-o stdout`,
     // read again (cmdutil.WriteFnOutput); comments can land elsewhere on
     // that second reading, so the same is done here.
@@ -400,6 +463,49 @@ pub(crate) fn doc_error(path: &str, e: impl std::fmt::Display) -> Error {
         path: path.to_owned(),
         message: e.to_string(),
     })
+}
+
+/// Narrows `input` to the resources the function is to see, as kpt's
+/// `runfn` does: every resource gets its [`select::RESOURCE_ID`], then the
+/// selected ones (copies) get the function's ids, numbered among
+/// themselves. Returns every resource (without the function's ids) and the
+/// positions of the selected ones, for [`select::merge`].
+fn select_input(
+    input: &mut Input,
+    selectors: &[Selector],
+    exclusions: &[Selector],
+) -> Result<(Vec<Node>, Vec<usize>), Error> {
+    let mut all = std::mem::take(&mut input.items);
+    for item in &mut all {
+        for k in ann::IDS {
+            kyaml::clear_annotation(item, k);
+        }
+    }
+    select::set_ids(&mut all).map_err(|e| Error::Input(e.to_string()))?;
+    let picked = select::select(&all, selectors, exclusions);
+    let paths = std::mem::take(&mut input.paths);
+    let originals = std::mem::take(&mut input.originals);
+    // The path and index each was sent with, by its old migration id (its
+    // position).
+    for (n, &i) in picked.iter().enumerate() {
+        let mut item = all[i].clone();
+        let (mid, id) = (n.to_string(), (n + 1).to_string());
+        set_all(
+            &mut item,
+            &[
+                (ann::MIGRATION_ID, mid.as_str()),
+                (ann::ID, id.as_str()),
+                (ann::LEGACY_ID, id.as_str()),
+            ],
+        )
+        .map_err(|e| Error::Input(e.to_string()))?;
+        if let Some(o) = originals.get(&i.to_string()) {
+            input.originals.insert(mid, o.clone());
+        }
+        input.paths.push(paths.get(i).cloned().unwrap_or_default());
+        input.items.push(item);
+    }
+    Ok((all, picked))
 }
 
 fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
@@ -1416,16 +1522,41 @@ impl KptResult {
 }
 
 /// One function's entry in `results.yaml`.
-struct FnRecord {
-    key: &'static str,
-    name: String,
-    stderr: String,
-    exit_code: i32,
-    results: Vec<KptResult>,
+#[derive(Debug, Clone)]
+pub(crate) struct FnRecord {
+    /// `exec` or `image`.
+    pub key: &'static str,
+    pub name: String,
+    pub stderr: String,
+    pub exit_code: i32,
+    pub results: Vec<KptResult>,
 }
 
-/// kpt's `FunctionResultList`.
+/// kpt's `FunctionResultList` of one function.
 fn results_yaml(record: &FnRecord) -> String {
+    results_list_yaml(
+        std::slice::from_ref(record),
+        i32::from(record.exit_code != 0),
+    )
+}
+
+/// kpt's `FunctionResultList` (`items` left out when there are none).
+pub(crate) fn results_list_yaml(records: &[FnRecord], exit_code: i32) -> String {
+    let items: Vec<Value> = records.iter().map(record_value).collect();
+    let mut list = Mapping::new();
+    list.insert("apiVersion".into(), "kpt.dev/v1".into());
+    list.insert("kind".into(), "FunctionResultList".into());
+    let mut md = Mapping::new();
+    md.insert("name".into(), "fnresults".into());
+    list.insert("metadata".into(), Value::Mapping(md));
+    list.insert("exitCode".into(), exit_code.into());
+    if !items.is_empty() {
+        list.insert("items".into(), Value::Sequence(items));
+    }
+    yaml::emit::encode_node(&yaml::value::from_value(&Value::Mapping(list)), false)
+}
+
+fn record_value(record: &FnRecord) -> Value {
     let mut item = Mapping::new();
     item.insert(record.key.into(), record.name.as_str().into());
     if !record.stderr.is_empty() {
@@ -1438,15 +1569,7 @@ fn results_yaml(record: &FnRecord) -> String {
             Value::Sequence(record.results.iter().map(KptResult::to_value).collect()),
         );
     }
-    let mut list = Mapping::new();
-    list.insert("apiVersion".into(), "kpt.dev/v1".into());
-    list.insert("kind".into(), "FunctionResultList".into());
-    let mut md = Mapping::new();
-    md.insert("name".into(), "fnresults".into());
-    list.insert("metadata".into(), Value::Mapping(md));
-    list.insert("exitCode".into(), i32::from(record.exit_code != 0).into());
-    list.insert("items".into(), Value::Sequence(vec![Value::Mapping(item)]));
-    yaml::emit::encode_node(&yaml::value::from_value(&Value::Mapping(list)), false)
+    Value::Mapping(item)
 }
 
 /// Writes `results.yaml` (if asked) and says where it is.
@@ -1548,6 +1671,9 @@ pub fn kpt_duration(d: Duration) -> String {
 /// input's comments and field order restored, ids cleared, the path and
 /// index annotations reconciled. Prints kpt's `[RUNNING]` and `[PASS]` or
 /// `[FAIL]` lines. `Ok(None)`: the function failed (its block printed).
+/// `report` says whether to print the resource count and takes what kpt's
+/// results file records of the run.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn apply(
     function: &Function,
     name: &str,
@@ -1555,6 +1681,7 @@ pub(crate) async fn apply(
     fn_config: Option<Node>,
     max_output_bytes: usize,
     truncate: bool,
+    report: &mut StepReport,
     stderr: &mut (dyn Write + Send),
 ) -> Result<Option<Vec<Node>>, Error> {
     for item in &input {
@@ -1580,7 +1707,11 @@ pub(crate) async fn apply(
         .map_err(|e| Error::Input(e.to_string()))?;
     }
     let list = assemble(&mut input, fn_config);
-    writeln!(stderr, "[RUNNING] {}", go_quote(name))?;
+    write!(stderr, "[RUNNING] {}", go_quote(name))?;
+    if report.show_count {
+        write!(stderr, " on {} resource(s)", input.len())?;
+    }
+    writeln!(stderr)?;
     let started = Instant::now();
     let ran = match function {
         Function::Exec(cmd) => run_exec(cmd, list, max_output_bytes).await,
@@ -1589,12 +1720,18 @@ pub(crate) async fn apply(
     let ran = match ran {
         Ok(r) => r,
         Err(e) => {
+            report.outcome = Some(Outcome::failed(String::new()));
             fail_line(stderr, name, started)?;
             return Err(e);
         }
     };
     let parsed = parse_output(&ran.stdout);
     if ran.exit_code != 0 {
+        report.outcome = Some(Outcome {
+            exit_code: ran.exit_code,
+            stderr: String::from_utf8_lossy(&ran.stderr).into_owned(),
+            results: parsed.as_ref().map(|p| p.1.clone()).unwrap_or_default(),
+        });
         fail_line(stderr, name, started)?;
         if let Ok((_, results)) = &parsed {
             print_results(stderr, results, truncate)?;
@@ -1606,6 +1743,9 @@ pub(crate) async fn apply(
     let (items, results) = match parsed {
         Ok(p) => p,
         Err(e) => {
+            report.outcome = Some(Outcome::failed(
+                String::from_utf8_lossy(&ran.stderr).into_owned(),
+            ));
             fail_line(stderr, name, started)?;
             print_stderr(stderr, &ran.stderr, truncate)?;
             return Err(e);
@@ -1684,13 +1824,72 @@ pub(crate) async fn apply(
     )?;
     print_results(stderr, &results, truncate)?;
     print_stderr(stderr, &ran.stderr, truncate)?;
+    report.outcome = Some(Outcome {
+        exit_code: 0,
+        stderr: String::from_utf8_lossy(&ran.stderr).into_owned(),
+        results,
+    });
     Ok(Some(out))
+}
+
+/// What [`apply`] is asked beyond its arguments, and tells back.
+#[derive(Debug, Default)]
+pub(crate) struct StepReport {
+    /// Print ` on N resource(s)` after `[RUNNING]` (kpt does for a step
+    /// with selectors or exclusions).
+    pub show_count: bool,
+    /// What kpt's results file records of the run: set when the function
+    /// ran (passed, exited non-zero, could not be started, or printed what
+    /// is not a ResourceList); not when kpt leaves it out (its input or
+    /// output was refused).
+    pub outcome: Option<Outcome>,
+}
+
+/// A run's exit code, stderr and results, as kpt records them.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub exit_code: i32,
+    pub stderr: String,
+    pub results: Vec<KptResult>,
+}
+
+impl Outcome {
+    /// kpt's record of a function that failed without an exit code of its
+    /// own: 1.
+    fn failed(stderr: String) -> Self {
+        Outcome {
+            exit_code: 1,
+            stderr,
+            results: Vec::new(),
+        }
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_pull_policy_as_kpt_reads_it() {
+        assert_eq!(
+            ImagePullPolicy::parse("never").unwrap(),
+            ImagePullPolicy::Never
+        );
+        assert_eq!(
+            ImagePullPolicy::parse("ALWAYS").unwrap(),
+            ImagePullPolicy::Always
+        );
+        assert_eq!(
+            ImagePullPolicy::parse("IfNotPresent").unwrap(),
+            ImagePullPolicy::default()
+        );
+        assert_eq!(
+            ImagePullPolicy::parse("foo").unwrap_err().to_string(),
+            "invalid argument \"foo\" for \"--image-pull-policy\" flag: must be one of: Always, IfNotPresent, Never"
+        );
+        assert!(ImagePullPolicy::parse("").is_err());
+    }
 
     #[test]
     fn durations_as_go_prints_them() {
