@@ -1696,15 +1696,15 @@ pub(crate) async fn apply(
         let found = PathAnns::read(&kyaml::annotations(item));
         let pick = |k: usize| found.pick(k).to_owned();
         originals.insert(mid.clone(), [pick(0), pick(1)]);
-        set_all(
-            item,
-            &[
-                (ann::MIGRATION_ID, mid.as_str()),
-                (ann::ID, id.as_str()),
-                (ann::LEGACY_ID, id.as_str()),
-            ],
-        )
-        .map_err(|e| Error::Input(e.to_string()))?;
+        let ids = [
+            (ann::MIGRATION_ID, mid.as_str()),
+            (ann::ID, id.as_str()),
+            (ann::LEGACY_ID, id.as_str()),
+        ];
+        // kpt runs a validator outside kyaml's pipeline, which sets the
+        // migration id: the validator sees none.
+        let ids = if report.validator { &ids[1..] } else { &ids[..] };
+        set_all(item, ids).map_err(|e| Error::Input(e.to_string()))?;
     }
     let list = assemble(&mut input, fn_config);
     write!(stderr, "[RUNNING] {}", go_quote(name))?;
@@ -1838,6 +1838,8 @@ pub(crate) struct StepReport {
     /// Print ` on N resource(s)` after `[RUNNING]` (kpt does for a step
     /// with selectors or exclusions).
     pub show_count: bool,
+    /// A validator: kpt sends it no migration id.
+    pub validator: bool,
     /// What kpt's results file records of the run: set when the function
     /// ran (passed, exited non-zero, could not be started, or printed what
     /// is not a ResourceList); not when kpt leaves it out (its input or

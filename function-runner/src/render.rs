@@ -291,6 +291,7 @@ impl State<'_> {
         };
         let mut report = StepReport {
             show_count: selecting,
+            validator,
             ..StepReport::default()
         };
         let applied = eval::apply(
