@@ -1703,7 +1703,11 @@ pub(crate) async fn apply(
         ];
         // kpt runs a validator outside kyaml's pipeline, which sets the
         // migration id: the validator sees none.
-        let ids = if report.validator { &ids[1..] } else { &ids[..] };
+        let ids = if report.validator {
+            &ids[1..]
+        } else {
+            &ids[..]
+        };
         set_all(item, ids).map_err(|e| Error::Input(e.to_string()))?;
     }
     let list = assemble(&mut input, fn_config);

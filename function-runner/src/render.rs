@@ -24,7 +24,9 @@ use std::sync::Arc;
 use crate::eval::{self, Error, FnRecord, Function, StepReport};
 use crate::evaluator::Evaluator;
 use crate::select::{self, Selector};
-use krm_yaml::package::{self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress};
+use krm_yaml::package::{
+    self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress,
+};
 use krm_yaml::{Kind, Node};
 
 /// Everything `render` needs.

@@ -276,7 +276,11 @@ mod tests {
     use super::*;
 
     fn doc(text: &str) -> Node {
-        krm_yaml::parse::parse(text).unwrap().into_iter().next().unwrap()
+        krm_yaml::parse::parse(text)
+            .unwrap()
+            .into_iter()
+            .next()
+            .unwrap()
     }
 
     fn res(kind: &str, name: &str, extra: &str) -> Node {
@@ -321,7 +325,10 @@ mod tests {
     fn selectors_read_from_a_kptfile() {
         let s = sel("apiVersion: apps/v1\nkind: Deployment\nname: n\nnamespace: ns\nlabels:\n  a: '1'\n  b: 2\nannotations:\n  c: d\n");
         assert_eq!(s.api_version, "apps/v1");
-        assert_eq!(s.labels, vec![("a".into(), "1".into()), ("b".into(), "2".into())]);
+        assert_eq!(
+            s.labels,
+            vec![("a".into(), "1".into()), ("b".into(), "2".into())]
+        );
         assert_eq!(s.annotations, vec![("c".into(), "d".into())]);
         assert!(Selector::from_node(&doc("kinds: X")).is_err());
         assert!(Selector::from_node(&doc("labels: [a]")).is_err());
@@ -357,11 +364,18 @@ mod tests {
         // Matched by two selectors: twice, as kpt does.
         let twice = select(&input, &[sel("kind: ConfigMap"), sel("name: a")], &[]);
         assert_eq!(twice, vec![0, 0, 2]);
-        let excluded = select(&input, &[sel("kind: ConfigMap")], &[sel("labels: {skip: 'yes'}")]);
+        let excluded = select(
+            &input,
+            &[sel("kind: ConfigMap")],
+            &[sel("labels: {skip: 'yes'}")],
+        );
         assert_eq!(excluded, vec![0]);
         // Exclusions alone; an empty exclusion excludes nothing.
         assert_eq!(select(&input, &[], &[sel("kind: ConfigMap")]), vec![1, 3]);
-        assert_eq!(select(&input, &[], &[Selector::default()]), vec![0, 1, 2, 3]);
+        assert_eq!(
+            select(&input, &[], &[Selector::default()]),
+            vec![0, 1, 2, 3]
+        );
     }
 
     #[test]
@@ -384,6 +398,8 @@ mod tests {
         assert_eq!(names(&merged), vec!["a", "b", "d", "e"]);
         assert_eq!(kyaml::annotation(&merged[0], "changed"), Some("yes"));
         delete_ids(&mut merged);
-        assert!(merged.iter().all(|n| kyaml::annotation(n, RESOURCE_ID).is_none()));
+        assert!(merged
+            .iter()
+            .all(|n| kyaml::annotation(n, RESOURCE_ID).is_none()));
     }
 }

@@ -495,7 +495,9 @@ spec:
 fn kptfile(d: &Path, pipeline: &str) {
     fs::write(
         d.join("Kptfile"),
-        format!("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n{pipeline}"),
+        format!(
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n{pipeline}"
+        ),
     )
     .unwrap();
 }
@@ -528,7 +530,11 @@ fn eval_match_and_exclude_flags_like_kpt() {
                 args.extend_from_slice(out);
                 let (k, o) = both(&kpt, &p, &args, None);
                 let what = format!("{extra:?} {out:?} with {function}");
-                assert_eq!(k.code, o.code, "{what}: exit codes\n{}\n{}", k.stderr, o.stderr);
+                assert_eq!(
+                    k.code, o.code,
+                    "{what}: exit codes\n{}\n{}",
+                    k.stderr, o.stderr
+                );
                 // On nothing selected, add-delete's output (its additions
                 // after `items: []`) is not YAML: both fail, in their own
                 // words.
@@ -544,7 +550,14 @@ fn eval_match_and_exclude_flags_like_kpt() {
     // The copy goes to the work directory (the function's cwd).
     let kcmd = format!("{} sent.yaml", f.tee);
     let ocmd = kcmd.clone();
-    let sel = ["--match-kind", "ConfigMap", "--exclude-name", "cm2", "--results-dir", "results"];
+    let sel = [
+        "--match-kind",
+        "ConfigMap",
+        "--exclude-name",
+        "cm2",
+        "--results-dir",
+        "results",
+    ];
     let mut kargs = vec!["fn", "eval", "pkg", "--exec", &kcmd];
     kargs.extend_from_slice(&sel);
     let mut oargs = vec!["eval", "pkg", "--exec", &ocmd];
@@ -691,15 +704,40 @@ fn render_selectors_and_exclude_like_kpt() {
                     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fc\ndata:\n  x: y\n",
                 )
                 .unwrap();
+                // A subpackage whose own step selects (its resources then
+                // go to the parent's steps).
+                fs::create_dir_all(d.join("sub")).unwrap();
+                fs::write(
+                    d.join("sub/Kptfile"),
+                    format!("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: sub\npipeline:\n  mutators:\n  - exec: {}\n    selectors:\n    - kind: ConfigMap\n", f.add_delete),
+                )
+                .unwrap();
+                fs::write(
+                    d.join("sub/r.yaml"),
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm2\n  namespace: ns\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: sec\n  namespace: ns\n",
+                )
+                .unwrap();
             };
             let p = pair(&make);
             let mut args = vec!["pkg", "--allow-exec"];
             if results {
                 args.extend_from_slice(&["--results-dir", "results"]);
             }
+            // Without --allow-exec: an error, after the results are saved.
+            if n == 0 && results {
+                let (k, o) = both_render(&kpt, &p, &["pkg", "--results-dir", "results"]);
+                assert_eq!((k.code, o.code), (1, 1), "{}\n{}", k.stderr, o.stderr);
+                let first = |s: &str| s.lines().take(2).map(str::to_owned).collect::<Vec<_>>();
+                assert_eq!(first(&k.stderr), first(&o.stderr));
+                assert_same_tree(&p.k, &p.o, "without --allow-exec");
+            }
             let (k, o) = both_render(&kpt, &p, &args);
             let what = format!("pipeline {n}, results dir {results}");
-            assert_eq!(k.code, o.code, "{what}: exit codes\n{}\n{}", k.stderr, o.stderr);
+            assert_eq!(
+                k.code, o.code,
+                "{what}: exit codes\n{}\n{}",
+                k.stderr, o.stderr
+            );
             // kpt's own error lines are worded its way; the rest must be
             // the same.
             let lines = |s: &str| {
@@ -709,7 +747,11 @@ fn render_selectors_and_exclude_like_kpt() {
                     .map(str::to_owned)
                     .collect::<Vec<_>>()
             };
-            assert_eq!(lines(&k.stderr), lines(&o.stderr), "{what}: lines (left kpt)");
+            assert_eq!(
+                lines(&k.stderr),
+                lines(&o.stderr),
+                "{what}: lines (left kpt)"
+            );
             for sent in ["sent1.yaml", "sent2.yaml"] {
                 assert_eq!(
                     read_normalized(&p.k.join(sent), &p.k),

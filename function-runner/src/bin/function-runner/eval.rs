@@ -13,9 +13,9 @@ use function_runner::config::DEFAULT_IMAGE_PREFIX;
 use function_runner::eval::{
     self, EvalOptions, FnConfig, Function, ImagePullPolicy, Output, Source,
 };
-use function_runner::select::Selector;
 use function_runner::evaluator::Evaluator;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
+use function_runner::select::Selector;
 
 /// Arguments of `function-runner eval`.
 #[derive(Debug, clap::Args)]
@@ -109,9 +109,8 @@ pub struct SelectionArgs {
 impl SelectionArgs {
     /// The selector and the exclusion.
     fn selectors(self) -> Result<(Selector, Selector), eval::Error> {
-        let pairs = |flag: &str, v: &[String]| {
-            Selector::parse_pairs(flag, v).map_err(eval::Error::Input)
-        };
+        let pairs =
+            |flag: &str, v: &[String]| Selector::parse_pairs(flag, v).map_err(eval::Error::Input);
         let selector = Selector {
             api_version: self.match_api_version.unwrap_or_default(),
             kind: self.match_kind.unwrap_or_default(),
