@@ -15,6 +15,9 @@
 //! to stdout as a ResourceList or as plain documents) and the
 //! `--results-dir` file (`kpt.dev/v1 FunctionResultList`). Nothing is
 //! written unless the function passed and its output was read whole.
+//! With a selector or an exclusion ([`EvalOptions::selector`]) the
+//! function gets only the selected resources and its output is merged back
+//! among the others ([`crate::select`]).
 //!
 //! Where kpt's behaviour is odd it is kept, so both give the same files and
 //! lines: a result without severity prints as `[info]`, multi-line results
@@ -326,6 +329,13 @@ pub async fn run(
         }
     };
     if let Some((all, picked)) = selection {
+        if let Err(e) = items.iter().try_for_each(output_krm_check) {
+            fail_line(stderr, &name, started)?;
+            print_results(stderr, &record.results, opts.truncate_output)?;
+            finish_results(&opts, &record, stderr)?;
+            return Err(e);
+        }
+        input.krm_checked = true;
         items = select::merge(all, &picked, items);
         select::delete_ids(&mut items);
     }
@@ -401,6 +411,10 @@ struct Input {
     dir: Option<PathBuf>,
     /// `apiVersion`, `kind` of the list written to stdout.
     wrapper: (String, String),
+    /// Whether the function's output was checked to hold resources only
+    /// before it was merged back among the resources it did not see (kpt
+    /// checks only what the function returned).
+    krm_checked: bool,
 }
 
 const RESOURCE_LIST_HEADER: (&str, &str) = ("config.kubernetes.io/v1", "ResourceList");
@@ -419,6 +433,7 @@ fn read_dir_input(dir: &Path, stderr: &mut (dyn Write + Send)) -> Result<Input, 
         files_read: Vec::new(),
         dir: Some(dir.to_path_buf()),
         wrapper: (RESOURCE_LIST_HEADER.0.into(), RESOURCE_LIST_HEADER.1.into()),
+        krm_checked: false,
     };
     let mut n = 0usize;
     for file in files {
@@ -520,6 +535,7 @@ fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
         files_read: Vec::new(),
         dir: None,
         wrapper: (RESOURCE_LIST_HEADER.0.into(), RESOURCE_LIST_HEADER.1.into()),
+        krm_checked: false,
     };
     let mut docs = read_stream(text).map_err(|e| Error::Input(e.to_string()))?;
     if wrapped_list(text, &docs).is_some() {
@@ -1084,6 +1100,20 @@ impl PathAnns {
     }
 }
 
+/// kpt's `AreKRM` on an output resource.
+fn output_krm_check(item: &Node) -> Result<(), Error> {
+    let meta = kyaml::meta(item);
+    let Some(problem) = krm_problem(&meta) else {
+        return Ok(());
+    };
+    let found = PathAnns::read(&kyaml::annotations(item));
+    let shown = match found.pick(0) {
+        "" => package::default_path(&meta),
+        path => path.to_owned(),
+    };
+    Err(Error::OutputNotKrm(format!("{shown}: {problem}")))
+}
+
 /// Reconciles, places and cleans the items for `output`. Each item that
 /// answers to an input's id first gets that input's comments where it has
 /// none, and its field order (kyaml's `copyCommentsAndSyncOrder`).
@@ -1115,13 +1145,8 @@ fn process_items(
         let meta = kyaml::meta(&item);
         let found = PathAnns::read(&kyaml::annotations(&item));
         let (path, index) = (found.pick(0), found.pick(1));
-        if let Some(problem) = krm_problem(&meta) {
-            let shown = if path.is_empty() {
-                package::default_path(&meta)
-            } else {
-                path.to_owned()
-            };
-            return Err(Error::OutputNotKrm(format!("{shown}: {problem}")));
+        if !input.krm_checked {
+            output_krm_check(&item)?;
         }
         // kpt's `enforcePathInvariants`, after kyaml gave new resources
         // their default path.

@@ -204,16 +204,17 @@ impl State<'_> {
             input.extend(local);
             self.packages += 1;
             writeln!(stderr, "Package {}: ", go_quote(name))?;
-            // kpt checks that a package holds resources only, functions or
-            // none.
-            for item in &input {
+            let (mutators, validators) = pipeline(&kptfile, self.opts)?;
+            let any = !mutators.is_empty() || !validators.is_empty();
+            // kpt checks that a package without functions holds resources
+            // only; a function checks what it is given (a step that
+            // selects, only the selection).
+            for item in input.iter().filter(|_| !any) {
                 if let Some(problem) = eval::krm_problem(&kyaml::meta(item)) {
                     let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();
                     return Err(Error::InputNotKrm(format!("{path}: {problem}")).into());
                 }
             }
-            let (mutators, validators) = pipeline(&kptfile, self.opts)?;
-            let any = !mutators.is_empty() || !validators.is_empty();
             for step in &mutators {
                 input = self.step(step, input, dir, false, stderr).await?;
             }

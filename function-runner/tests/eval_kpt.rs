@@ -768,3 +768,43 @@ fn render_selectors_and_exclude_like_kpt() {
         }
     }
 }
+
+/// A document that is not a resource, left out of the selection: kpt
+/// checks only what the function gets and returns, so it passes.
+#[test]
+fn unselected_non_resources_pass_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let make = |d: &Path| {
+        selection_package(d);
+        fs::write(d.join("notkrm.yaml"), "foo: bar\n").unwrap();
+    };
+    let p = pair(&make);
+    let (k, o) = both(
+        &kpt,
+        &p,
+        &["pkg", "--exec", &f.add_delete, "--match-kind", "ConfigMap"],
+        None,
+    );
+    assert_eq!(k.code, 0, "{}", k.stderr);
+    assert_same_run(&k, &o, "eval");
+    assert_same_tree(&p.k, &p.o, "eval");
+
+    let p = pair(&|d: &Path| {
+        make(d);
+        kptfile(
+            d,
+            &format!(
+                "  mutators:\n  - exec: {}\n    selectors:\n    - kind: ConfigMap\n",
+                f.add_delete
+            ),
+        );
+    });
+    let (k, o) = both_render(&kpt, &p, &["pkg", "--allow-exec"]);
+    assert_eq!(k.code, 0, "{}", k.stderr);
+    assert_eq!(untimed(&k.stderr), untimed(&o.stderr));
+    assert_same_tree(&p.k, &p.o, "render");
+}
