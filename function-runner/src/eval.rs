@@ -15,6 +15,9 @@
 //! to stdout as a ResourceList or as plain documents) and the
 //! `--results-dir` file (`kpt.dev/v1 FunctionResultList`). Nothing is
 //! written unless the function passed and its output was read whole.
+//! With a selector or an exclusion ([`EvalOptions::selector`]) the
+//! function gets only the selected resources and its output is merged back
+//! among the others ([`crate::select`]).
 //!
 //! Where kpt's behaviour is odd it is kept, so both give the same files and
 //! lines: a result without severity prints as `[info]`, multi-line results
@@ -52,6 +55,7 @@ use proto::pb::EvaluateFunctionRequest;
 use serde_yaml_ng::{Mapping, Value};
 
 use crate::evaluator::{EvalRequest, Evaluator};
+use crate::select::{self, Selector};
 use krm_yaml::package::{
     self, annotations as ann, go_quote, go_quote_bytes, kyaml, Meta, PackageError, Placed, Progress,
 };
@@ -143,6 +147,11 @@ pub struct EvalOptions {
     pub truncate_output: bool,
     /// The most stdout a function may write.
     pub max_output_bytes: usize,
+    /// kpt's `--match-*` flags: the resources the function sees (all when
+    /// this and `exclusion` are empty; see [`crate::select`]).
+    pub selector: Selector,
+    /// kpt's `--exclude-*` flags.
+    pub exclusion: Selector,
 }
 
 impl EvalOptions {
@@ -155,7 +164,41 @@ impl EvalOptions {
             results_dir: None,
             truncate_output: true,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            selector: Selector::default(),
+            exclusion: Selector::default(),
         }
+    }
+}
+
+/// kpt's `--image-pull-policy` values (default `IfNotPresent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImagePullPolicy {
+    Always,
+    #[default]
+    IfNotPresent,
+    Never,
+}
+
+impl ImagePullPolicy {
+    const ALL: [(ImagePullPolicy, &'static str); 3] = [
+        (ImagePullPolicy::Always, "Always"),
+        (ImagePullPolicy::IfNotPresent, "IfNotPresent"),
+        (ImagePullPolicy::Never, "Never"),
+    ];
+
+    /// As kpt reads the flag: any case; otherwise kpt's error.
+    pub fn parse(s: &str) -> Result<Self, Error> {
+        Self::ALL
+            .iter()
+            .find(|(_, name)| name.eq_ignore_ascii_case(s))
+            .map(|(p, _)| *p)
+            .ok_or_else(|| {
+                Error::Input(format!(
+                    "invalid argument {} for \"--image-pull-policy\" flag: must be one of: {}",
+                    go_quote(s),
+                    Self::ALL.map(|(_, n)| n).join(", ")
+                ))
+            })
     }
 }
 
@@ -231,6 +274,17 @@ pub async fn run(
         Source::Dir(dir) => read_dir_input(&dir, stderr)?,
         Source::Stdin(bytes) => read_stream_input(&bytes)?,
     };
+    // With `--match-*` or `--exclude-*`, the function sees a selection;
+    // `all` keeps every resource, to merge its output back into.
+    let selection = if opts.selector.is_empty() && opts.exclusion.is_empty() {
+        None
+    } else {
+        Some(select_input(
+            &mut input,
+            std::slice::from_ref(&opts.selector),
+            std::slice::from_ref(&opts.exclusion),
+        )?)
+    };
 
     let list = assemble(&mut input.items, Some(fn_config));
     let mut record = FnRecord {
@@ -240,7 +294,15 @@ pub async fn run(
         exit_code: 1,
         results: Vec::new(),
     };
-    writeln!(stderr, "[RUNNING] {}", go_quote(&name))?;
+    match &selection {
+        Some(_) => writeln!(
+            stderr,
+            "[RUNNING] {} on {} resource(s)",
+            go_quote(&name),
+            input.items.len()
+        )?,
+        None => writeln!(stderr, "[RUNNING] {}", go_quote(&name))?,
+    }
     let started = Instant::now();
     if let Err(e) = check_krm(&input) {
         fail_line(stderr, &name, started)?;
@@ -275,7 +337,7 @@ pub async fn run(
         finish_results(&opts, &record, stderr)?;
         return Ok(1);
     }
-    let items = match parsed {
+    let mut items = match parsed {
         Ok((items, _)) => items,
         Err(e) => {
             fail_line(stderr, &name, started)?;
@@ -284,6 +346,17 @@ pub async fn run(
             return Err(e);
         }
     };
+    if let Some((all, picked)) = selection {
+        if let Err(e) = items.iter().try_for_each(output_krm_check) {
+            fail_line(stderr, &name, started)?;
+            print_results(stderr, &record.results, opts.truncate_output)?;
+            finish_results(&opts, &record, stderr)?;
+            return Err(e);
+        }
+        input.krm_checked = true;
+        items = select::merge(all, &picked, items);
+        select::delete_ids(&mut items);
+    }
     // kpt writes `-o unwrap` and `-o DIR` from the text of `-o stdout`,
     // read again (cmdutil.WriteFnOutput); comments can land elsewhere on
     // that second reading, so the same is done here.
@@ -356,6 +429,10 @@ struct Input {
     dir: Option<PathBuf>,
     /// `apiVersion`, `kind` of the list written to stdout.
     wrapper: (String, String),
+    /// Whether the function's output was checked to hold resources only
+    /// before it was merged back among the resources it did not see (kpt
+    /// checks only what the function returned).
+    krm_checked: bool,
 }
 
 const RESOURCE_LIST_HEADER: (&str, &str) = ("config.kubernetes.io/v1", "ResourceList");
@@ -374,6 +451,7 @@ fn read_dir_input(dir: &Path, stderr: &mut (dyn Write + Send)) -> Result<Input, 
         files_read: Vec::new(),
         dir: Some(dir.to_path_buf()),
         wrapper: (RESOURCE_LIST_HEADER.0.into(), RESOURCE_LIST_HEADER.1.into()),
+        krm_checked: false,
     };
     let mut n = 0usize;
     for file in files {
@@ -420,6 +498,49 @@ pub(crate) fn doc_error(path: &str, e: impl std::fmt::Display) -> Error {
     })
 }
 
+/// Narrows `input` to the resources the function is to see, as kpt's
+/// `runfn` does: every resource gets its [`select::RESOURCE_ID`], then the
+/// selected ones (copies) get the function's ids, numbered among
+/// themselves. Returns every resource (without the function's ids) and the
+/// positions of the selected ones, for [`select::merge`].
+fn select_input(
+    input: &mut Input,
+    selectors: &[Selector],
+    exclusions: &[Selector],
+) -> Result<(Vec<Node>, Vec<usize>), Error> {
+    let mut all = std::mem::take(&mut input.items);
+    for item in &mut all {
+        for k in ann::IDS {
+            kyaml::clear_annotation(item, k);
+        }
+    }
+    select::set_ids(&mut all).map_err(|e| Error::Input(e.to_string()))?;
+    let picked = select::select(&all, selectors, exclusions);
+    let paths = std::mem::take(&mut input.paths);
+    let originals = std::mem::take(&mut input.originals);
+    // The path and index each was sent with, by its old migration id (its
+    // position).
+    for (n, &i) in picked.iter().enumerate() {
+        let mut item = all[i].clone();
+        let (mid, id) = (n.to_string(), (n + 1).to_string());
+        set_all(
+            &mut item,
+            &[
+                (ann::MIGRATION_ID, mid.as_str()),
+                (ann::ID, id.as_str()),
+                (ann::LEGACY_ID, id.as_str()),
+            ],
+        )
+        .map_err(|e| Error::Input(e.to_string()))?;
+        if let Some(o) = originals.get(&i.to_string()) {
+            input.originals.insert(mid, o.clone());
+        }
+        input.paths.push(paths.get(i).cloned().unwrap_or_default());
+        input.items.push(item);
+    }
+    Ok((all, picked))
+}
+
 fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
     let text =
         std::str::from_utf8(bytes).map_err(|_| Error::Input("input is not UTF-8 text".into()))?;
@@ -432,6 +553,7 @@ fn read_stream_input(bytes: &[u8]) -> Result<Input, Error> {
         files_read: Vec::new(),
         dir: None,
         wrapper: (RESOURCE_LIST_HEADER.0.into(), RESOURCE_LIST_HEADER.1.into()),
+        krm_checked: false,
     };
     let mut docs = read_stream(text).map_err(|e| Error::Input(e.to_string()))?;
     if wrapped_list(text, &docs).is_some() {
@@ -1012,6 +1134,20 @@ impl PathAnns {
     }
 }
 
+/// kpt's `AreKRM` on an output resource.
+fn output_krm_check(item: &Node) -> Result<(), Error> {
+    let meta = kyaml::meta(item);
+    let Some(problem) = krm_problem(&meta) else {
+        return Ok(());
+    };
+    let found = PathAnns::read(&kyaml::annotations(item));
+    let shown = match found.pick(0) {
+        "" => package::default_path(&meta),
+        path => path.to_owned(),
+    };
+    Err(Error::OutputNotKrm(format!("{shown}: {problem}")))
+}
+
 /// Reconciles, places and cleans the items for `output`. Each item that
 /// answers to an input's id first gets that input's comments where it has
 /// none, and its field order (kyaml's `copyCommentsAndSyncOrder`).
@@ -1043,13 +1179,8 @@ fn process_items(
         let meta = kyaml::meta(&item);
         let found = PathAnns::read(&kyaml::annotations(&item));
         let (path, index) = (found.pick(0), found.pick(1));
-        if let Some(problem) = krm_problem(&meta) {
-            let shown = if path.is_empty() {
-                package::default_path(&meta)
-            } else {
-                path.to_owned()
-            };
-            return Err(Error::OutputNotKrm(format!("{shown}: {problem}")));
+        if !input.krm_checked {
+            output_krm_check(&item)?;
         }
         // kpt's `enforcePathInvariants`, after kyaml gave new resources
         // their default path.
@@ -1450,16 +1581,41 @@ impl KptResult {
 }
 
 /// One function's entry in `results.yaml`.
-struct FnRecord {
-    key: &'static str,
-    name: String,
-    stderr: String,
-    exit_code: i32,
-    results: Vec<KptResult>,
+#[derive(Debug, Clone)]
+pub(crate) struct FnRecord {
+    /// `exec` or `image`.
+    pub key: &'static str,
+    pub name: String,
+    pub stderr: String,
+    pub exit_code: i32,
+    pub results: Vec<KptResult>,
 }
 
-/// kpt's `FunctionResultList`.
+/// kpt's `FunctionResultList` of one function.
 fn results_yaml(record: &FnRecord) -> String {
+    results_list_yaml(
+        std::slice::from_ref(record),
+        i32::from(record.exit_code != 0),
+    )
+}
+
+/// kpt's `FunctionResultList` (`items` left out when there are none).
+pub(crate) fn results_list_yaml(records: &[FnRecord], exit_code: i32) -> String {
+    let items: Vec<Value> = records.iter().map(record_value).collect();
+    let mut list = Mapping::new();
+    list.insert("apiVersion".into(), "kpt.dev/v1".into());
+    list.insert("kind".into(), "FunctionResultList".into());
+    let mut md = Mapping::new();
+    md.insert("name".into(), "fnresults".into());
+    list.insert("metadata".into(), Value::Mapping(md));
+    list.insert("exitCode".into(), exit_code.into());
+    if !items.is_empty() {
+        list.insert("items".into(), Value::Sequence(items));
+    }
+    yaml::emit::encode_node(&yaml::value::from_value(&Value::Mapping(list)), false)
+}
+
+fn record_value(record: &FnRecord) -> Value {
     let mut item = Mapping::new();
     item.insert(record.key.into(), record.name.as_str().into());
     if !record.stderr.is_empty() {
@@ -1472,15 +1628,7 @@ fn results_yaml(record: &FnRecord) -> String {
             Value::Sequence(record.results.iter().map(KptResult::to_value).collect()),
         );
     }
-    let mut list = Mapping::new();
-    list.insert("apiVersion".into(), "kpt.dev/v1".into());
-    list.insert("kind".into(), "FunctionResultList".into());
-    let mut md = Mapping::new();
-    md.insert("name".into(), "fnresults".into());
-    list.insert("metadata".into(), Value::Mapping(md));
-    list.insert("exitCode".into(), i32::from(record.exit_code != 0).into());
-    list.insert("items".into(), Value::Sequence(vec![Value::Mapping(item)]));
-    yaml::emit::encode_node(&yaml::value::from_value(&Value::Mapping(list)), false)
+    Value::Mapping(item)
 }
 
 /// Writes `results.yaml` (if asked) and says where it is.
@@ -1582,6 +1730,9 @@ pub fn kpt_duration(d: Duration) -> String {
 /// input's comments and field order restored, ids cleared, the path and
 /// index annotations reconciled. Prints kpt's `[RUNNING]` and `[PASS]` or
 /// `[FAIL]` lines. `Ok(None)`: the function failed (its block printed).
+/// `report` says whether to print the resource count and takes what kpt's
+/// results file records of the run.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn apply(
     function: &Function,
     name: &str,
@@ -1589,6 +1740,7 @@ pub(crate) async fn apply(
     fn_config: Option<Node>,
     max_output_bytes: usize,
     truncate: bool,
+    report: &mut StepReport,
     stderr: &mut (dyn Write + Send),
 ) -> Result<Option<Vec<Node>>, Error> {
     for item in &input {
@@ -1603,26 +1755,33 @@ pub(crate) async fn apply(
         let found = PathAnns::read(&kyaml::annotations(item));
         let pick = |k: usize| found.pick(k).to_owned();
         originals.insert(mid.clone(), [pick(0), pick(1)]);
-        set_all(
-            item,
-            &[
-                (ann::MIGRATION_ID, mid.as_str()),
-                (ann::ID, id.as_str()),
-                (ann::LEGACY_ID, id.as_str()),
-            ],
-        )
-        .map_err(|e| Error::Input(e.to_string()))?;
+        let ids = [
+            (ann::MIGRATION_ID, mid.as_str()),
+            (ann::ID, id.as_str()),
+            (ann::LEGACY_ID, id.as_str()),
+        ];
+        // kpt runs a validator outside kyaml's pipeline, which sets the
+        // migration id: the validator sees none.
+        let ids = if report.validator {
+            &ids[1..]
+        } else {
+            &ids[..]
+        };
+        set_all(item, ids).map_err(|e| Error::Input(e.to_string()))?;
     }
     let (items, results, fn_stderr, started) = match function {
         Function::Builtin { builtin, .. } => {
-            match run_builtin_tree(builtin, name, &mut input, fn_config, truncate, stderr)? {
+            let run = run_builtin_tree(
+                builtin, name, &mut input, fn_config, truncate, report, stderr,
+            )?;
+            match run {
                 Some(done) => done,
                 None => return Ok(None),
             }
         }
         _ => {
             let list = assemble(&mut input, fn_config);
-            writeln!(stderr, "[RUNNING] {}", go_quote(name))?;
+            running_line(stderr, name, input.len(), report)?;
             let started = Instant::now();
             let ran = match function {
                 Function::Exec(cmd) => run_exec(cmd, list, max_output_bytes).await,
@@ -1634,12 +1793,18 @@ pub(crate) async fn apply(
             let ran = match ran {
                 Ok(r) => r,
                 Err(e) => {
+                    report.outcome = Some(Outcome::failed(String::new()));
                     fail_line(stderr, name, started)?;
                     return Err(e);
                 }
             };
             let parsed = parse_output(&ran.stdout);
             if ran.exit_code != 0 {
+                report.outcome = Some(Outcome {
+                    exit_code: ran.exit_code,
+                    stderr: String::from_utf8_lossy(&ran.stderr).into_owned(),
+                    results: parsed.as_ref().map(|p| p.1.clone()).unwrap_or_default(),
+                });
                 fail_line(stderr, name, started)?;
                 if let Ok((_, results)) = &parsed {
                     print_results(stderr, results, truncate)?;
@@ -1651,6 +1816,9 @@ pub(crate) async fn apply(
             match parsed {
                 Ok((items, results)) => (items, results, ran.stderr, started),
                 Err(e) => {
+                    report.outcome = Some(Outcome::failed(
+                        String::from_utf8_lossy(&ran.stderr).into_owned(),
+                    ));
                     fail_line(stderr, name, started)?;
                     print_stderr(stderr, &ran.stderr, truncate)?;
                     return Err(e);
@@ -1731,7 +1899,62 @@ pub(crate) async fn apply(
     )?;
     print_results(stderr, &results, truncate)?;
     print_stderr(stderr, &fn_stderr, truncate)?;
+    report.outcome = Some(Outcome {
+        exit_code: 0,
+        stderr: String::from_utf8_lossy(&fn_stderr).into_owned(),
+        results,
+    });
     Ok(Some(out))
+}
+
+/// kpt's `[RUNNING]` line (with the count of resources a selecting step
+/// sends).
+fn running_line(
+    stderr: &mut (dyn Write + Send),
+    name: &str,
+    count: usize,
+    report: &StepReport,
+) -> io::Result<()> {
+    write!(stderr, "[RUNNING] {}", go_quote(name))?;
+    if report.show_count {
+        write!(stderr, " on {count} resource(s)")?;
+    }
+    writeln!(stderr)
+}
+
+/// What [`apply`] is asked beyond its arguments, and tells back.
+#[derive(Debug, Default)]
+pub(crate) struct StepReport {
+    /// Print ` on N resource(s)` after `[RUNNING]` (kpt does for a step
+    /// with selectors or exclusions).
+    pub show_count: bool,
+    /// A validator: kpt sends it no migration id.
+    pub validator: bool,
+    /// What kpt's results file records of the run: set when the function
+    /// ran (passed, exited non-zero, could not be started, or printed what
+    /// is not a ResourceList); not when kpt leaves it out (its input or
+    /// output was refused).
+    pub outcome: Option<Outcome>,
+}
+
+/// A run's exit code, stderr and results, as kpt records them.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub exit_code: i32,
+    pub stderr: String,
+    pub results: Vec<KptResult>,
+}
+
+impl Outcome {
+    /// kpt's record of a function that failed without an exit code of its
+    /// own: 1.
+    fn failed(stderr: String) -> Self {
+        Outcome {
+            exit_code: 1,
+            stderr,
+            results: Vec::new(),
+        }
+    }
 }
 
 /// What a function left that passed: its items and results, its stderr,
@@ -1748,9 +1971,10 @@ fn run_builtin_tree(
     input: &mut Vec<Node>,
     fn_config: Option<Node>,
     truncate: bool,
+    report: &mut StepReport,
     stderr: &mut (dyn Write + Send),
 ) -> Result<Option<Passed>, Error> {
-    writeln!(stderr, "[RUNNING] {}", go_quote(name))?;
+    running_line(stderr, name, input.len(), report)?;
     let started = Instant::now();
     // The items go as a container gets them: each document's content.
     let content = |n: Node| match n.kind {
@@ -1774,6 +1998,11 @@ fn run_builtin_tree(
         ))),
         Err(krm_builtins::Stop::Failed(text)) => {
             log.push_str(&text);
+            report.outcome = Some(Outcome {
+                exit_code: 1,
+                stderr: String::from_utf8_lossy(&container_stderr(log.as_bytes())).into_owned(),
+                results: results.clone(),
+            });
             fail_line(stderr, name, started)?;
             print_results(stderr, &results, truncate)?;
             print_stderr(stderr, &container_stderr(log.as_bytes()), truncate)?;
@@ -1781,6 +2010,7 @@ fn run_builtin_tree(
             Ok(None)
         }
         Err(krm_builtins::Stop::Cancelled) => {
+            report.outcome = Some(Outcome::failed(log));
             fail_line(stderr, name, started)?;
             Err(Error::Evaluator(format!(
                 "built-in {} was cancelled",
@@ -1808,6 +2038,27 @@ fn builtin_results(results: &[krm_builtins::FnResult]) -> Vec<KptResult> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_pull_policy_as_kpt_reads_it() {
+        assert_eq!(
+            ImagePullPolicy::parse("never").unwrap(),
+            ImagePullPolicy::Never
+        );
+        assert_eq!(
+            ImagePullPolicy::parse("ALWAYS").unwrap(),
+            ImagePullPolicy::Always
+        );
+        assert_eq!(
+            ImagePullPolicy::parse("IfNotPresent").unwrap(),
+            ImagePullPolicy::default()
+        );
+        assert_eq!(
+            ImagePullPolicy::parse("foo").unwrap_err().to_string(),
+            "invalid argument \"foo\" for \"--image-pull-policy\" flag: must be one of: Always, IfNotPresent, Never"
+        );
+        assert!(ImagePullPolicy::parse("").is_err());
+    }
 
     #[test]
     fn durations_as_go_prints_them() {

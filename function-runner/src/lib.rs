@@ -26,4 +26,5 @@ pub mod image;
 pub mod metrics;
 pub mod render;
 pub mod runner;
+pub mod select;
 pub mod server;

@@ -11,16 +11,20 @@
 //! Functions: `exec:` (with `--allow-exec`, as kpt asks) runs the command;
 //! `image:` goes to the evaluator `eval --image` uses (FunctionConfigs, or
 //! `--process-functions` mappings). `configPath` and `configMap` give the
-//! function config. Not supported: `selectors` and `exclude` (refused,
-//! naming the function, rather than run on the wrong resources).
+//! function config. `selectors` and `exclude` narrow the resources a step
+//! sees, as kpt's do ([`crate::select`]: the step runs on the selection and
+//! its output is merged back; `[RUNNING]` then says `on N resource(s)`).
+//! `results_dir` gets kpt's `results.yaml`: every function run, in order,
+//! written whether the render passed or failed.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::builtin::{kpt_image_name, Builtins};
-use crate::eval::{self, Error, Function};
+use crate::eval::{self, Error, FnRecord, Function, StepReport};
 use crate::evaluator::Evaluator;
+use crate::select::{self, Selector};
 use krm_yaml::package::{
     self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress,
 };
@@ -41,13 +45,19 @@ pub struct RenderOptions {
     pub truncate_output: bool,
     /// The most stdout a function may write.
     pub max_output_bytes: usize,
+    /// Where kpt's `results.yaml` goes (`--results-dir`).
+    pub results_dir: Option<PathBuf>,
 }
 
 /// A package's pipeline step.
 struct Step {
     function: Function,
     name: String,
+    /// `exec` or `image`, as the results file names it.
+    key: &'static str,
     fn_config: StepConfig,
+    selectors: Vec<Selector>,
+    exclusions: Vec<Selector>,
 }
 
 enum StepConfig {
@@ -62,6 +72,15 @@ enum StepConfig {
 /// (1 when a function failed; its `[FAIL]` block is printed); an error is
 /// to be printed as `error: {err}`.
 pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result<u8, Error> {
+    // kpt makes the results directory first of all.
+    if let Some(dir) = &opts.results_dir {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::Input(format!(
+                "cannot read or create results dir {}: {e}",
+                go_quote(&dir.display().to_string())
+            ))
+        })?;
+    }
     let root = std::path::absolute(&opts.dir).map_err(Error::Write)?;
     if !root.join("Kptfile").is_file() {
         return Err(Error::Input(format!(
@@ -78,11 +97,18 @@ pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result
         files_read: Vec::new(),
         functions: 0,
         packages: 0,
+        records: Vec::new(),
     };
     let resources = match state.hydrate(&root, &name, "", stderr).await {
         Ok(r) => r,
-        Err(Failed::Function) => return Ok(1),
-        Err(Failed::Error(e)) => return Err(e),
+        Err(failed) => {
+            // kpt saves the results before it reports the failure.
+            state.save_results(stderr)?;
+            return match failed {
+                Failed::Function => Ok(1),
+                Failed::Error(e) => Err(e),
+            };
+        }
     };
     write_back(&root, resources, &state.files_read, stderr)?;
     writeln!(
@@ -90,6 +116,7 @@ pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result
         "Successfully executed {} function(s) in {} package(s).",
         state.functions, state.packages
     )?;
+    state.save_results(stderr)?;
     Ok(0)
 }
 
@@ -111,9 +138,28 @@ struct State<'o> {
     files_read: Vec<String>,
     functions: usize,
     packages: usize,
+    /// What the results file records, in the order the functions ran.
+    records: Vec<FnRecord>,
 }
 
 impl State<'_> {
+    /// kpt's `saveFnResults`: `results.yaml` in the results directory (its
+    /// `exitCode` 1 if a function failed), and where it is.
+    fn save_results(&self, stderr: &mut (dyn Write + Send)) -> Result<(), Error> {
+        let Some(dir) = &self.opts.results_dir else {
+            return Ok(());
+        };
+        let failed = self.records.iter().any(|r| r.exit_code != 0);
+        let path = dir.join("results.yaml");
+        std::fs::write(
+            &path,
+            eval::results_list_yaml(&self.records, i32::from(failed)),
+        )
+        .map_err(Error::Results)?;
+        writeln!(stderr, "For complete results, see {}", path.display())?;
+        Ok(())
+    }
+
     /// kpt's `hydrate`: the package's rendered resources.
     fn hydrate<'a>(
         &'a mut self,
@@ -162,16 +208,17 @@ impl State<'_> {
             input.extend(local);
             self.packages += 1;
             writeln!(stderr, "Package {}: ", go_quote(name))?;
-            // kpt checks that a package holds resources only, functions or
-            // none.
-            for item in &input {
+            let (mutators, validators) = pipeline(&kptfile, self.opts)?;
+            let any = !mutators.is_empty() || !validators.is_empty();
+            // kpt checks that a package without functions holds resources
+            // only; a function checks what it is given (a step that
+            // selects, only the selection).
+            for item in input.iter().filter(|_| !any) {
                 if let Some(problem) = eval::krm_problem(&kyaml::meta(item)) {
                     let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();
                     return Err(Error::InputNotKrm(format!("{path}: {problem}")).into());
                 }
             }
-            let (mutators, validators) = pipeline(&kptfile, self.opts)?;
-            let any = !mutators.is_empty() || !validators.is_empty();
             for step in &mutators {
                 input = self.step(step, input, dir, false, stderr).await?;
             }
@@ -195,6 +242,15 @@ impl State<'_> {
         stderr: &mut (dyn Write + Send),
     ) -> Result<Vec<Node>, Failed> {
         let pkg_path = dir.display().to_string();
+        // kpt's selection: for a mutator, every resource gets its id (the
+        // function config read below too, as kpt's is the same node) and
+        // the output is merged back; a validator runs on a copy of the
+        // selection.
+        let selecting = select::selecting(&step.selectors, &step.exclusions);
+        let mut input = input;
+        if selecting && !validator {
+            select::set_ids(&mut input).map_err(|e| Error::Input(e.to_string()))?;
+        }
         let fn_config = match &step.fn_config {
             StepConfig::None => None,
             StepConfig::Map(data) => Some(config_map(data)?),
@@ -233,19 +289,45 @@ impl State<'_> {
             }
         };
         self.functions += 1;
+        let (everything, picked, sent) = if selecting {
+            let picked = select::select(&input, &step.selectors, &step.exclusions);
+            let sent: Vec<Node> = picked.iter().map(|&i| input[i].clone()).collect();
+            (input, Some(picked), sent)
+        } else {
+            (Vec::new(), None, input)
+        };
+        let mut report = StepReport {
+            show_count: selecting,
+            validator,
+            ..StepReport::default()
+        };
         let applied = eval::apply(
             &step.function,
             &step.name,
-            input,
+            sent,
             fn_config,
             self.opts.max_output_bytes,
             self.opts.truncate_output,
+            &mut report,
             stderr,
         )
-        .await?;
-        let Some(mut items) = applied else {
+        .await;
+        if let Some(o) = report.outcome {
+            self.records.push(FnRecord {
+                key: step.key,
+                name: step.name.clone(),
+                stderr: o.stderr,
+                exit_code: o.exit_code,
+                results: o.results,
+            });
+        }
+        let Some(mut items) = applied? else {
             return Err(Failed::Function);
         };
+        if let (Some(picked), false) = (&picked, validator) {
+            items = select::merge(everything, picked, items);
+            select::delete_ids(&mut items);
+        }
         // kyaml's `DefaultPathAnnotation`: a new resource goes to the
         // package whose function made it.
         for item in &mut items {
@@ -318,14 +400,31 @@ fn pipeline(kptfile: &Node, opts: &RenderOptions) -> Result<(Vec<Step>, Vec<Step
 fn step(f: &Node, opts: &RenderOptions) -> Result<Step, Error> {
     let text = |k: &str| kyaml::value_of(kyaml::field(f, k)).to_owned();
     let (image, exec) = (text("image"), text("exec"));
-    for unsupported in ["selectors", "exclude"] {
-        if kyaml::field(f, unsupported).is_some_and(|v| !v.content.is_empty()) {
-            return Err(Error::Input(format!(
-                "{}: `{unsupported}` is not supported by this render",
+    let selectors = |key: &str| -> Result<Vec<Selector>, Error> {
+        let Some(list) = kyaml::field(f, key) else {
+            return Ok(Vec::new());
+        };
+        let bad = |why: String| {
+            Error::Input(format!(
+                "{}: `{key}`: {why}",
                 go_quote(if image.is_empty() { &exec } else { &image })
-            )));
+            ))
+        };
+        match list.kind {
+            Kind::Sequence => list
+                .content
+                .iter()
+                .map(|s| Selector::from_node(s).map_err(bad))
+                .collect(),
+            _ if list.tag == kyaml::NULL_TAG => Ok(Vec::new()),
+            k => Err(bad(format!(
+                "a list of selectors, not a {}",
+                kyaml::kind_name(k)
+            ))),
         }
-    }
+    };
+    let (selectors, exclusions) = (selectors("selectors")?, selectors("exclude")?);
+    let key = if image.is_empty() { "exec" } else { "image" };
     let (function, name) = match (image.is_empty(), exec.is_empty()) {
         (false, _) if builtin_for(&image, opts)?.is_some() => {
             let name = kpt_image_name(&image);
@@ -380,7 +479,10 @@ fn step(f: &Node, opts: &RenderOptions) -> Result<Step, Error> {
     Ok(Step {
         function,
         name,
+        key,
         fn_config,
+        selectors,
+        exclusions,
     })
 }
 

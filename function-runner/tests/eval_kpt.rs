@@ -441,3 +441,370 @@ fn output_directory_like_kpt() {
     let last = |s: &str| s.lines().last().unwrap_or("").to_owned();
     assert_eq!(last(&k.stderr), last(&o.stderr));
 }
+
+// ---------------------------------------------------------------------------
+// Selection (`--match-*`/`--exclude-*`, a pipeline step's `selectors` and
+// `exclude`), `render --results-dir` and `--image-pull-policy`.
+
+/// A package for the selection tests: resources that differ by each field
+/// a selector looks at.
+fn selection_package(d: &Path) {
+    fs::create_dir_all(d).unwrap();
+    fs::write(
+        d.join("res.yaml"),
+        r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cm1 # the first
+  namespace: ns
+  labels:
+    app: web
+data:
+  a: "1"
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cm2
+  labels:
+    app: web
+    skip: "yes"
+---
+# a deployment
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: d
+  namespace: ns
+  annotations:
+    note: keep
+spec:
+  replicas: 1
+"#,
+    )
+    .unwrap();
+    fs::write(
+        d.join("svc.yaml"),
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  namespace: other\nspec:\n  ports:\n  - port: 80\n",
+    )
+    .unwrap();
+}
+
+/// [`selection_package`] with a Kptfile holding `pipeline` (YAML under
+/// `pipeline:`).
+fn kptfile(d: &Path, pipeline: &str) {
+    fs::write(
+        d.join("Kptfile"),
+        format!(
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n{pipeline}"
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn eval_match_and_exclude_flags_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let cases: [&[&str]; 10] = [
+        &["--match-kind", "ConfigMap"],
+        &["--match-kind", "ConfigMap", "--exclude-labels", "skip=yes"],
+        &["--match-namespace", "ns"],
+        &["--match-name", "cm2", "--match-api-version", "v1"],
+        &["--match-api-version", "apps/v1"],
+        &["--match-api-version", "apps"],
+        &["--match-annotations", "note=keep"],
+        &["--match-labels", "app=web", "--match-labels", "skip=yes"],
+        &["--exclude-kind", "Service", "--exclude-namespace", "ns"],
+        &["--match-kind", "NoSuchKind"],
+    ];
+    for extra in cases {
+        for function in [f.annotate.as_str(), f.add_delete.as_str()] {
+            for out in [&[][..], &["-o", "stdout"][..]] {
+                let p = pair(&selection_package);
+                let mut args = vec!["pkg", "--exec", function];
+                args.extend_from_slice(extra);
+                args.extend_from_slice(out);
+                let (k, o) = both(&kpt, &p, &args, None);
+                let what = format!("{extra:?} {out:?} with {function}");
+                assert_eq!(
+                    k.code, o.code,
+                    "{what}: exit codes\n{}\n{}",
+                    k.stderr, o.stderr
+                );
+                // On nothing selected, add-delete's output (its additions
+                // after `items: []`) is not YAML: both fail, in their own
+                // words.
+                if k.code == 0 {
+                    assert_same_run(&k, &o, &what);
+                }
+                assert_same_tree(&p.k, &p.o, &what);
+            }
+        }
+    }
+    // The ResourceList the function gets, and the results file.
+    let p = pair(&selection_package);
+    // The copy goes to the work directory (the function's cwd).
+    let kcmd = format!("{} sent.yaml", f.tee);
+    let ocmd = kcmd.clone();
+    let sel = [
+        "--match-kind",
+        "ConfigMap",
+        "--exclude-name",
+        "cm2",
+        "--results-dir",
+        "results",
+    ];
+    let mut kargs = vec!["fn", "eval", "pkg", "--exec", &kcmd];
+    kargs.extend_from_slice(&sel);
+    let mut oargs = vec!["eval", "pkg", "--exec", &ocmd];
+    oargs.extend_from_slice(&sel);
+    let k = run(&kpt, &p.k, &kargs, None);
+    let o = run(Path::new(ours()), &p.o, &oargs, None);
+    assert_eq!((k.code, o.code), (0, 0), "{}\n{}", k.stderr, o.stderr);
+    assert_eq!(untimed(&k.stderr), untimed(&o.stderr));
+    assert_same_tree(&p.k, &p.o, "sent list and results");
+
+    // A ResourceList on stdin, with and without kpt's annotations.
+    let p = pair(&selection_package);
+    let (k, _) = both(&kpt, &p, &["pkg", "--exec", "cat", "-o", "stdout"], None);
+    let bare = b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: a\n    namespace: n\n- apiVersion: v1\n  kind: Secret\n  metadata:\n    name: b\n";
+    for input in [&k.stdout[..], &bare[..]] {
+        for function in [f.annotate.as_str(), f.add_delete.as_str(), "cat"] {
+            for extra in [&[][..], &["-o", "unwrap"][..]] {
+                let mut args = vec!["-", "--exec", function, "--match-kind", "ConfigMap"];
+                args.extend_from_slice(extra);
+                let (k, o) = both(&kpt, &p, &args, Some(input));
+                assert_eq!(k.code, 0, "{}", k.stderr);
+                assert_same_run(&k, &o, &format!("stdin {extra:?} with {function}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn image_pull_policy_checked_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let p = pair(&|d| {
+        selection_package(d);
+        fs::write(
+            d.join("Kptfile"),
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n",
+        )
+        .unwrap();
+    });
+    for policy in ["foo", "", "never", "Always", "IFNOTPRESENT"] {
+        let flag = format!("--image-pull-policy={policy}");
+        let (k, o) = both(&kpt, &p, &["pkg", "--exec", "cat", &flag], None);
+        assert_same_run(&k, &o, &format!("eval {flag}"));
+        let (k, o) = both_render(&kpt, &p, &["pkg", &flag]);
+        assert_eq!(k.code, o.code, "render {flag}: {}\n{}", k.stderr, o.stderr);
+        assert_eq!(k.stderr, o.stderr, "render {flag}");
+    }
+    assert_same_tree(&p.k, &p.o, "--image-pull-policy");
+}
+
+/// Runs `fn render` / `render` on the pair (after the subcommand).
+fn both_render(kpt: &Path, p: &Pair, args: &[&str]) -> (Run, Run) {
+    let mut kargs = vec!["fn", "render"];
+    kargs.extend_from_slice(args);
+    let mut oargs = vec!["render"];
+    oargs.extend_from_slice(args);
+    (
+        run(kpt, &p.k, &kargs, None),
+        run(Path::new(ours()), &p.o, &oargs, None),
+    )
+}
+
+/// A file with the work directory's path (in the package-path
+/// annotation) made the same for both.
+fn read_normalized(path: &Path, dir: &Path) -> String {
+    fs::read_to_string(path)
+        .unwrap_or_default()
+        .replace(&dir.display().to_string(), "DIR")
+}
+
+#[test]
+fn render_selectors_and_exclude_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    // A tee's copy goes to the work directory (the functions' cwd).
+    let tee = |n: &str| format!("{} {n}", f.tee);
+    let pipelines = [
+        // Selectors, exclusions, new and deleted resources, a function
+        // config (it carries the id annotation too), a validator.
+        format!(
+            r#"  mutators:
+  - exec: {annotate}
+    selectors:
+    - kind: ConfigMap
+    exclude:
+    - labels:
+        skip: "yes"
+  - exec: {add_delete}
+    selectors:
+    - apiVersion: v1
+      kind: ConfigMap
+    - name: s
+  - exec: {tee1}
+    configPath: fc.yaml
+    selectors:
+    - namespace: ns
+    - annotations:
+        note: keep
+      kind: Service
+  - exec: {results}
+    exclude:
+    - kind: Kptfile
+    - {{}}
+  validators:
+  - exec: {tee2}
+    selectors:
+    - annotations:
+        note: keep
+    exclude:
+    - kind: Service
+"#,
+            annotate = f.annotate,
+            add_delete = f.add_delete,
+            results = f.results,
+            tee1 = tee("sent1.yaml"),
+            tee2 = tee("sent2.yaml"),
+        ),
+        // Selectors that pick nothing; labels as a subset.
+        format!(
+            "  mutators:\n  - exec: {}\n    selectors:\n    - kind: Nothing\n  - exec: {}\n    selectors:\n    - labels:\n        app: web\n",
+            tee("sent1.yaml"),
+            f.add_delete
+        ),
+        // A resource two selectors match is sent twice: kpt fails.
+        "  mutators:\n  - exec: cat\n    selectors:\n    - kind: ConfigMap\n    - name: cm1\n"
+            .to_string(),
+        // A failing function after a selecting one, for the results file.
+        format!(
+            "  mutators:\n  - exec: {}\n    selectors:\n    - kind: Deployment\n  - exec: {}\n",
+            f.results, f.fail
+        ),
+    ];
+    for (n, pipeline) in pipelines.iter().enumerate() {
+        for results in [false, true] {
+            let make = |d: &Path| {
+                selection_package(d);
+                kptfile(d, pipeline);
+                fs::write(
+                    d.join("fc.yaml"),
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fc\ndata:\n  x: y\n",
+                )
+                .unwrap();
+                // A subpackage whose own step selects (its resources then
+                // go to the parent's steps).
+                fs::create_dir_all(d.join("sub")).unwrap();
+                fs::write(
+                    d.join("sub/Kptfile"),
+                    format!("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: sub\npipeline:\n  mutators:\n  - exec: {}\n    selectors:\n    - kind: ConfigMap\n", f.add_delete),
+                )
+                .unwrap();
+                fs::write(
+                    d.join("sub/r.yaml"),
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm2\n  namespace: ns\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: sec\n  namespace: ns\n",
+                )
+                .unwrap();
+            };
+            let p = pair(&make);
+            let mut args = vec!["pkg", "--allow-exec"];
+            if results {
+                args.extend_from_slice(&["--results-dir", "results"]);
+            }
+            // Without --allow-exec: an error, after the results are saved.
+            if n == 0 && results {
+                let (k, o) = both_render(&kpt, &p, &["pkg", "--results-dir", "results"]);
+                assert_eq!((k.code, o.code), (1, 1), "{}\n{}", k.stderr, o.stderr);
+                let first = |s: &str| s.lines().take(2).map(str::to_owned).collect::<Vec<_>>();
+                assert_eq!(first(&k.stderr), first(&o.stderr));
+                assert_same_tree(&p.k, &p.o, "without --allow-exec");
+            }
+            let (k, o) = both_render(&kpt, &p, &args);
+            let what = format!("pipeline {n}, results dir {results}");
+            assert_eq!(
+                k.code, o.code,
+                "{what}: exit codes\n{}\n{}",
+                k.stderr, o.stderr
+            );
+            // kpt's own error lines are worded its way; the rest must be
+            // the same.
+            let lines = |s: &str| {
+                untimed(s)
+                    .lines()
+                    .filter(|l| !l.starts_with("Error:") && !l.starts_with("error:"))
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(
+                lines(&k.stderr),
+                lines(&o.stderr),
+                "{what}: lines (left kpt)"
+            );
+            for sent in ["sent1.yaml", "sent2.yaml"] {
+                assert_eq!(
+                    read_normalized(&p.k.join(sent), &p.k),
+                    read_normalized(&p.o.join(sent), &p.o),
+                    "{what}: {sent} (left kpt, right ours)"
+                );
+            }
+            for d in [&p.k, &p.o] {
+                for sent in ["sent1.yaml", "sent2.yaml"] {
+                    let _ = fs::remove_file(d.join(sent));
+                }
+            }
+            assert_same_tree(&p.k, &p.o, &what);
+        }
+    }
+}
+
+/// A document that is not a resource, left out of the selection: kpt
+/// checks only what the function gets and returns, so it passes.
+#[test]
+fn unselected_non_resources_pass_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let make = |d: &Path| {
+        selection_package(d);
+        fs::write(d.join("notkrm.yaml"), "foo: bar\n").unwrap();
+    };
+    let p = pair(&make);
+    let (k, o) = both(
+        &kpt,
+        &p,
+        &["pkg", "--exec", &f.add_delete, "--match-kind", "ConfigMap"],
+        None,
+    );
+    assert_eq!(k.code, 0, "{}", k.stderr);
+    assert_same_run(&k, &o, "eval");
+    assert_same_tree(&p.k, &p.o, "eval");
+
+    let p = pair(&|d: &Path| {
+        make(d);
+        kptfile(
+            d,
+            &format!(
+                "  mutators:\n  - exec: {}\n    selectors:\n    - kind: ConfigMap\n",
+                f.add_delete
+            ),
+        );
+    });
+    let (k, o) = both_render(&kpt, &p, &["pkg", "--allow-exec"]);
+    assert_eq!(k.code, 0, "{}", k.stderr);
+    assert_eq!(untimed(&k.stderr), untimed(&o.stderr));
+    assert_same_tree(&p.k, &p.o, "render");
+}

@@ -11,9 +11,12 @@ use function_runner::backend::docker::{DockerSettings, DEFAULT_WRAPPER_IMAGE};
 use function_runner::builtin::{kpt_image_name, Builtins};
 use function_runner::cache::CacheSettings;
 use function_runner::config::DEFAULT_IMAGE_PREFIX;
-use function_runner::eval::{self, EvalOptions, FnConfig, Function, Output, Source};
+use function_runner::eval::{
+    self, EvalOptions, FnConfig, Function, ImagePullPolicy, Output, Source,
+};
 use function_runner::evaluator::Evaluator;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
+use function_runner::select::Selector;
 use krm_builtins::Builtin;
 
 /// Arguments of `function-runner eval`.
@@ -48,9 +51,86 @@ pub struct EvalArgs {
     /// The most bytes the function may write to stdout.
     #[arg(long, default_value_t = eval::DEFAULT_MAX_OUTPUT_BYTES, value_name = "BYTES")]
     pub max_output_bytes: usize,
+    #[command(flatten)]
+    pub selection: SelectionArgs,
+    /// kpt's image pull policy: Always, IfNotPresent or Never (any case).
+    /// Checked as kpt checks it, and otherwise not acted on: the docker
+    /// backend pulls an image only when the engine lacks it (IfNotPresent),
+    /// and the process backend pulls nothing.
+    #[arg(long, default_value = "IfNotPresent", value_name = "POLICY")]
+    pub image_pull_policy: String,
     /// Function arguments `key=value` (a ConfigMap named `function-input`).
     #[arg(last = true, value_name = "KEY=VALUE")]
     pub fn_args: Vec<String>,
+}
+
+/// kpt's `--match-*` and `--exclude-*`: the function sees the resources
+/// that match every `--match-*` given and none of the `--exclude-*` ones
+/// (all of them when none is given); its output is merged back among the
+/// others.
+#[derive(Debug, Default, clap::Args)]
+pub struct SelectionArgs {
+    /// Select resources of this apiVersion (whole: `apps/v1`).
+    #[arg(long, value_name = "API_VERSION")]
+    pub match_api_version: Option<String>,
+    /// Select resources of this kind.
+    #[arg(long, value_name = "KIND")]
+    pub match_kind: Option<String>,
+    /// Select resources of this name.
+    #[arg(long, value_name = "NAME")]
+    pub match_name: Option<String>,
+    /// Select resources of this namespace (`metadata.namespace` as written).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub match_namespace: Option<String>,
+    /// Select resources with this annotation (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub match_annotations: Vec<String>,
+    /// Select resources with this label (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub match_labels: Vec<String>,
+    /// Leave out resources of this apiVersion.
+    #[arg(long, value_name = "API_VERSION")]
+    pub exclude_api_version: Option<String>,
+    /// Leave out resources of this kind.
+    #[arg(long, value_name = "KIND")]
+    pub exclude_kind: Option<String>,
+    /// Leave out resources of this name.
+    #[arg(long, value_name = "NAME")]
+    pub exclude_name: Option<String>,
+    /// Leave out resources of this namespace.
+    #[arg(long, value_name = "NAMESPACE")]
+    pub exclude_namespace: Option<String>,
+    /// Leave out resources with this annotation (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub exclude_annotations: Vec<String>,
+    /// Leave out resources with this label (repeatable).
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub exclude_labels: Vec<String>,
+}
+
+impl SelectionArgs {
+    /// The selector and the exclusion.
+    fn selectors(self) -> Result<(Selector, Selector), eval::Error> {
+        let pairs =
+            |flag: &str, v: &[String]| Selector::parse_pairs(flag, v).map_err(eval::Error::Input);
+        let selector = Selector {
+            api_version: self.match_api_version.unwrap_or_default(),
+            kind: self.match_kind.unwrap_or_default(),
+            name: self.match_name.unwrap_or_default(),
+            namespace: self.match_namespace.unwrap_or_default(),
+            labels: pairs("--match-labels", &self.match_labels)?,
+            annotations: pairs("--match-annotations", &self.match_annotations)?,
+        };
+        let exclusion = Selector {
+            api_version: self.exclude_api_version.unwrap_or_default(),
+            kind: self.exclude_kind.unwrap_or_default(),
+            name: self.exclude_name.unwrap_or_default(),
+            namespace: self.exclude_namespace.unwrap_or_default(),
+            labels: pairs("--exclude-labels", &self.exclude_labels)?,
+            annotations: pairs("--exclude-annotations", &self.exclude_annotations)?,
+        };
+        Ok((selector, exclusion))
+    }
 }
 
 /// Runs `eval`; errors are printed the way kpt prints them (`error: ...`)
@@ -76,6 +156,9 @@ async fn run_inner(
     builtin: Option<&'static Builtin>,
     stderr: &mut (dyn Write + Send),
 ) -> Result<u8, eval::Error> {
+    // Flags first, as kpt reads them.
+    ImagePullPolicy::parse(&args.image_pull_policy)?;
+    let (selector, exclusion) = args.selection.selectors()?;
     let function = match (args.exec, args.image) {
         (Some(cmd), _) => Function::Exec(cmd),
         (None, Some(image)) if builtin.is_some() => Function::Builtin {
@@ -110,6 +193,8 @@ async fn run_inner(
         results_dir: args.results_dir,
         truncate_output: args.truncate_output,
         max_output_bytes: args.max_output_bytes,
+        selector,
+        exclusion,
         ..EvalOptions::new(source, function)
     };
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());

@@ -28,6 +28,17 @@ pub(crate) struct RenderCommand {
     /// The most bytes a function may write to stdout.
     #[arg(long, default_value_t = eval::DEFAULT_MAX_OUTPUT_BYTES, value_name = "BYTES")]
     max_output_bytes: usize,
+    /// Write kpt's FunctionResultList of every function run to
+    /// DIR/results.yaml (made if missing), whether the render passes or
+    /// fails.
+    #[arg(long, value_name = "DIR")]
+    results_dir: Option<PathBuf>,
+    /// kpt's image pull policy: Always, IfNotPresent or Never (any case).
+    /// Checked as kpt checks it, and otherwise not acted on: the docker
+    /// backend pulls an image only when the engine lacks it (IfNotPresent),
+    /// and the process backend pulls nothing.
+    #[arg(long, default_value = "IfNotPresent", value_name = "POLICY")]
+    image_pull_policy: String,
     #[command(flatten)]
     pods: EvalPodArgs,
 }
@@ -42,8 +53,14 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
         allow_exec,
         truncate_output,
         max_output_bytes,
+        results_dir,
+        image_pull_policy,
         pods,
     } = cmd;
+    if let Err(err) = eval::ImagePullPolicy::parse(&image_pull_policy) {
+        eprintln!("error: {err}");
+        return Ok(ExitCode::from(1));
+    }
     // Image functions need the evaluator chain; a pipeline of exec and
     // built-in functions only does not start it.
     let builtins = pods.builtins();
@@ -63,6 +80,7 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
                 builtins: Some(builtins),
                 truncate_output,
                 max_output_bytes,
+                results_dir,
             };
             match render::run(opts, &mut stderr).await {
                 Ok(code) => ExitCode::from(code),
