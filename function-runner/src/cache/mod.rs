@@ -60,6 +60,10 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
 
+use image::{Choice, ImageEntry, Pod, Slot};
+
+mod image;
+
 #[cfg(test)]
 mod tests;
 
@@ -465,160 +469,6 @@ impl PodCache {
         }
     }
 }
-
-struct Pod {
-    serial: u64,
-    slot: Slot,
-    /// Made from a template that changed since: no new leases; stopped once
-    /// its last lease is back. Not counted against the image's pod limit,
-    /// so that its replacement can start meanwhile.
-    retiring: bool,
-}
-
-enum Slot {
-    Starting {
-        waiters: Vec<Reply>,
-        /// The longest TTL asked for by the callers of this start.
-        ttl: Duration,
-    },
-    Ready {
-        shared: Arc<PodShared>,
-        in_flight: usize,
-        expiry: Instant,
-    },
-}
-
-impl Pod {
-    fn load(&self) -> usize {
-        match &self.slot {
-            Slot::Starting { waiters, .. } => waiters.len(),
-            Slot::Ready { in_flight, .. } => *in_flight,
-        }
-    }
-
-    fn is_ready(&self) -> bool {
-        matches!(self.slot, Slot::Ready { .. })
-    }
-
-    fn id(&self) -> Option<&PodId> {
-        match &self.slot {
-            Slot::Ready { shared, .. } => Some(&shared.id),
-            Slot::Starting { .. } => None,
-        }
-    }
-
-    /// Forgets waiters whose caller is gone; returns how many.
-    fn prune_waiters(&mut self) -> usize {
-        match &mut self.slot {
-            Slot::Starting { waiters, .. } => {
-                let before = waiters.len();
-                waiters.retain(|w| !w.is_closed());
-                before - waiters.len()
-            }
-            Slot::Ready { .. } => 0,
-        }
-    }
-
-    /// Hands a lease on this ready pod to `reply`; whether it was taken. A
-    /// caller that is gone already gets nothing and holds nothing.
-    fn hand_out(&mut self, reply: Reply, now: Instant, ttl: Duration) -> bool {
-        let Slot::Ready {
-            shared,
-            in_flight,
-            expiry,
-        } = &mut self.slot
-        else {
-            return false;
-        };
-        *in_flight += 1;
-        *expiry = (*expiry).max(deadline(now, ttl));
-        if let Err(undelivered) = reply.send(Ok(PodLease::new(Arc::clone(shared)))) {
-            if let Ok(lease) = undelivered {
-                lease.disarm();
-            }
-            *in_flight -= 1;
-            return false;
-        }
-        true
-    }
-}
-
-enum Choice {
-    /// Join this pod: a lease now if ready, a place in its waitlist if not.
-    Join(usize),
-    /// Start another pod and wait for it.
-    Start,
-}
-
-struct ImageEntry {
-    image: Arc<str>,
-    pods: Vec<Pod>,
-    /// Where the round-robin scan starts next.
-    next: usize,
-}
-
-impl ImageEntry {
-    fn new(image: Arc<str>) -> Self {
-        ImageEntry {
-            image,
-            pods: Vec::new(),
-            next: 0,
-        }
-    }
-
-    /// The scheduling rules of the module doc, in O(pods of the image).
-    fn choose(&mut self, queue: usize, max_pods: usize) -> Choice {
-        let n = self.pods.len();
-        let live = self.pods.iter().filter(|p| !p.retiring).count();
-        // (load, index): the first minimum in round-robin order wins.
-        let mut ready_under: Option<(usize, usize)> = None;
-        let mut starting_under: Option<(usize, usize)> = None;
-        // (load, starting, index): ready pods win ties.
-        let mut overall: Option<(usize, bool, usize)> = None;
-        for i in 0..n {
-            let idx = (self.next + i) % n;
-            let pod = &self.pods[idx];
-            if pod.retiring {
-                continue;
-            }
-            let load = pod.load();
-            let starting = !pod.is_ready();
-            if load < queue {
-                let best = if starting {
-                    &mut starting_under
-                } else {
-                    &mut ready_under
-                };
-                if best.is_none_or(|(l, _)| load < l) {
-                    *best = Some((load, idx));
-                }
-            }
-            if overall.is_none_or(|(l, s, _)| (load, starting) < (l, s)) {
-                overall = Some((load, starting, idx));
-            }
-        }
-        if let Some((_, idx)) = ready_under.or(starting_under) {
-            return Choice::Join(idx);
-        }
-        if live < max_pods {
-            let pruned: usize = self.pods.iter_mut().map(Pod::prune_waiters).sum();
-            if pruned > 0 {
-                // A starting pod may have dropped below `queue`.
-                return self.choose(queue, max_pods);
-            }
-            return Choice::Start;
-        }
-        match overall {
-            Some((_, _, idx)) => Choice::Join(idx),
-            None => Choice::Start,
-        }
-    }
-
-    fn position(&self, serial: u64) -> Option<usize> {
-        self.pods.iter().position(|p| p.serial == serial)
-    }
-}
-
 /// The actor's state besides the per-image table, so that both can be
 /// borrowed at once.
 struct Ctx {

@@ -59,6 +59,11 @@ use crate::backend::{
     cause, pod_name, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, StopReason,
 };
 
+pub use readiness::is_ready;
+use readiness::{ended, lists_address, pod_ip, service_accepts};
+
+mod readiness;
+
 /// Slots tried per start before giving up: more than any function's pod
 /// limit plus the pods of other runners it might collide with.
 const MAX_SLOTS: u32 = 64;
@@ -1139,104 +1144,6 @@ impl Backend for KubeBackend {
         self.inner.reused(&id.0, ttl);
     }
 }
-
-/// Resolves once `address` takes a TCP connection; the caller bounds it.
-async fn service_accepts(address: &str) {
-    loop {
-        let attempt = tokio::time::timeout(
-            Duration::from_secs(1),
-            tokio::net::TcpStream::connect(address),
-        );
-        if let Ok(Ok(_)) = attempt.await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Whether the pod's Ready condition is True.
-pub fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|conditions| {
-            conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-        })
-}
-
-/// Whether `endpoints` list `ip` as a ready address.
-fn lists_address(endpoints: Option<&Endpoints>, ip: &str) -> bool {
-    endpoints
-        .and_then(|e| e.subsets.as_ref())
-        .is_some_and(|subsets| {
-            subsets.iter().any(|s| {
-                s.addresses
-                    .as_ref()
-                    .is_some_and(|a| a.iter().any(|a| a.ip == ip))
-            })
-        })
-}
-
-fn pod_ip(pod: &Pod) -> Option<&str> {
-    pod.status.as_ref()?.pod_ip.as_deref()
-}
-
-/// Why the pod can serve no more, if it cannot: it is being deleted, it
-/// ended (Failed or Succeeded: function pods never restart), or its
-/// function container terminated (OOM-killed included).
-fn ended(pod: &Pod) -> Option<String> {
-    if pod.metadata.deletion_timestamp.is_some() {
-        return Some("is being deleted".into());
-    }
-    let status = pod.status.as_ref()?;
-    if let Some(phase @ ("Failed" | "Succeeded")) = status.phase.as_deref() {
-        let detail = status.reason.clone().unwrap_or_default();
-        return Some(format!(
-            "ended ({phase}{}{detail})",
-            if detail.is_empty() { "" } else { ": " }
-        ));
-    }
-    let init = status.init_container_statuses.iter().flatten();
-    let containers = status.container_statuses.iter().flatten();
-    let init_names: Vec<&str> = init.clone().map(|c| c.name.as_str()).collect();
-    containers.chain(init).find_map(|c| {
-        let state = c.state.as_ref()?;
-        if let Some(terminated) = &state.terminated {
-            // An init container that did its job is not an end.
-            if terminated.exit_code == 0 && init_names.contains(&c.name.as_str()) {
-                return None;
-            }
-            return Some(format!(
-                "container {} terminated ({}, exit code {})",
-                c.name,
-                terminated.reason.as_deref().unwrap_or("no reason"),
-                terminated.exit_code
-            ));
-        }
-        // Waiting for what will not come by itself: fail now rather than at
-        // the ready timeout.
-        let waiting = state.waiting.as_ref()?;
-        let reason = waiting.reason.as_deref()?;
-        matches!(
-            reason,
-            "ErrImagePull"
-                | "ImagePullBackOff"
-                | "InvalidImageName"
-                | "CreateContainerConfigError"
-                | "CreateContainerError"
-        )
-        .then(|| {
-            format!(
-                "container {} cannot start ({reason}: {})",
-                c.name,
-                waiting.message.as_deref().unwrap_or("")
-            )
-        })
-    })
-}
-
 fn is_not_found(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == 404)
 }
@@ -1256,96 +1163,4 @@ mod fault_tests;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn pod(json: serde_json::Value) -> Pod {
-        serde_json::from_value(json).unwrap()
-    }
-
-    #[test]
-    fn a_pod_has_ended_when_deleted_finished_or_its_container_terminated() {
-        let running = pod(serde_json::json!({
-            "metadata": {"name": "p"},
-            "status": {"phase": "Running", "containerStatuses": [
-                {"name": "function", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
-                 "state": {"running": {}}}]}
-        }));
-        assert_eq!(ended(&running), None);
-        let oom = pod(serde_json::json!({
-            "metadata": {"name": "p"},
-            "status": {"phase": "Running", "containerStatuses": [
-                {"name": "function", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
-                 "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}
-        }));
-        assert_eq!(
-            ended(&oom).unwrap(),
-            "container function terminated (OOMKilled, exit code 137)"
-        );
-        let failed = pod(serde_json::json!({
-            "metadata": {"name": "p"},
-            "status": {"phase": "Failed", "reason": "Evicted"}
-        }));
-        assert_eq!(ended(&failed).unwrap(), "ended (Failed: Evicted)");
-        let deleting = pod(serde_json::json!({
-            "metadata": {"name": "p", "deletionTimestamp": "2026-11-23T00:00:00Z"}
-        }));
-        assert_eq!(ended(&deleting).unwrap(), "is being deleted");
-    }
-
-    #[test]
-    fn a_pod_that_cannot_pull_has_ended_and_a_finished_init_container_has_not() {
-        let pulling = pod(serde_json::json!({
-            "metadata": {"name": "p"},
-            "status": {"phase": "Pending",
-              "initContainerStatuses": [
-                {"name": "copy-wrapper-server", "image": "w", "imageID": "", "ready": true, "restartCount": 0,
-                 "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}],
-              "containerStatuses": [
-                {"name": "function", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
-                 "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no such image"}}}]}
-        }));
-        assert_eq!(
-            ended(&pulling).unwrap(),
-            "container function cannot start (ImagePullBackOff: no such image)"
-        );
-        let initialised = pod(serde_json::json!({
-            "metadata": {"name": "p"},
-            "status": {"phase": "Running",
-              "initContainerStatuses": [
-                {"name": "copy-wrapper-server", "image": "w", "imageID": "", "ready": true, "restartCount": 0,
-                 "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}
-        }));
-        assert_eq!(ended(&initialised), None);
-    }
-
-    #[test]
-    fn names_are_service_names_too() {
-        assert_eq!(
-            service_name("set-namespace-v1-ab-0".into()),
-            "set-namespace-v1-ab-0"
-        );
-        assert_eq!(service_name("2fa-fn-v1-ab-0".into()), "fn-2fa-fn-v1-ab-0");
-        let long = format!("9{}", "a".repeat(62));
-        let name = service_name(long);
-        assert!(
-            name.len() <= 63 && name.starts_with("fn-") && name.ends_with('a'),
-            "{name}"
-        );
-        assert_eq!(name_key(&["a", "b"]), name_key(&["a", "b"]));
-        assert_ne!(name_key(&["a", "b"]), name_key(&["ab", ""]));
-        assert_eq!(name_key(&[]), "811c9dc5");
-    }
-
-    #[test]
-    fn endpoints_list_the_pod_once_its_ip_is_a_ready_address() {
-        let endpoints: Endpoints = serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "p"},
-            "subsets": [{"addresses": [{"ip": "172.17.0.2"}], "notReadyAddresses": [{"ip": "172.17.0.3"}]}]
-        }))
-        .unwrap();
-        assert!(lists_address(Some(&endpoints), "172.17.0.2"));
-        assert!(!lists_address(Some(&endpoints), "172.17.0.3"));
-        assert!(!lists_address(None, "172.17.0.2"));
-    }
-}
+mod tests;

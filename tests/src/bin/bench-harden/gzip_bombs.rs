@@ -1,0 +1,127 @@
+//! Item 6: gzip bombs.
+//!
+//! 10 gzip requests inflating to `--bomb-mib` MiB (deflate tops out near
+//! 1030:1, so 48 MiB is the most that stays under 50 KiB on the wire), then
+//! 990 malformed ones: answers, memory before/after each.
+
+use std::io::Write as _;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::bail;
+use bytes::Bytes;
+use prost::Message;
+use tokio::task::JoinSet;
+
+use super::grpc::{call, connect, request, small_rl, Hist};
+use super::http2::{grpc_frame, h2_connect, request_prefix, varint_len};
+use super::procs::mem;
+use super::{Bins, Cli, Report, IMAGE_CAT};
+
+/// A gzip-compressed EvaluateFunctionRequest whose `resource_list` is
+/// `mib` MiB of zeros: (compressed, inflated length). Made once per run.
+fn gzip_bomb(mib: usize) -> anyhow::Result<(Bytes, usize)> {
+    static BOMB: OnceLock<(Bytes, usize)> = OnceLock::new();
+    if let Some(b) = BOMB.get() {
+        return Ok(b.clone());
+    }
+    let rl_len = mib << 20;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let head = request_prefix(rl_len, 1 + varint_len(rl_len));
+    enc.write_all(&head)?;
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..mib {
+        enc.write_all(&zeros)?;
+    }
+    let out = (Bytes::from(enc.finish()?), head.len() + rl_len);
+    Ok(BOMB.get_or_init(|| out).clone())
+}
+
+fn malformed(i: usize) -> (bool, Bytes) {
+    match i % 5 {
+        // garbage protobuf: wire type 7 everywhere
+        0 => {
+            let junk = [0xffu8; 64];
+            (false, grpc_frame(false, junk.len(), &junk))
+        }
+        // a frame announcing 1000 bytes, 10 sent, then the end
+        1 => (false, grpc_frame(false, 1000, b"\x0a\x08abcdefg")),
+        // the compressed flag without grpc-encoding
+        2 => {
+            let msg = request(&small_rl(), IMAGE_CAT).encode_to_vec();
+            (false, grpc_frame(true, msg.len(), &msg))
+        }
+        // grpc-encoding gzip, not gzip data
+        3 => (true, grpc_frame(true, 16, b"not gzip at all!")),
+        // a length-delimited field longer than the message
+        _ => (false, grpc_frame(false, 8, b"\x0a\xff\xff\x03abcd")),
+    }
+}
+
+pub(super) async fn item6(cli: &Cli, b: &Bins, rep: &mut Report) -> anyhow::Result<()> {
+    let w = b.start_wrapper(rep, &[], &["cat"])?;
+    let pid = w.pid();
+    let mut client = connect(&w.endpoint()).await?;
+    if let Err(f) = call(
+        &mut client,
+        request(&small_rl(), IMAGE_CAT),
+        Duration::from_secs(30),
+    )
+    .await
+    {
+        bail!("an ordinary call failed: {f:?}");
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = mem(pid);
+    let mib = cli.bomb_mib;
+    let (bomb, inflated) = tokio::task::spawn_blocking(move || gzip_bomb(mib)).await??;
+    rep.row(
+        "gzip request",
+        format!(
+            "{:.1} KiB on the wire, {} B ({:.0} MiB) inflated",
+            bomb.len() as f64 / 1024.0,
+            inflated,
+            inflated as f64 / f64::from(1u32 << 20)
+        ),
+    );
+    let h2 = h2_connect(w.addr, None).await?;
+    let mut gz = Hist::default();
+    for _ in 0..10 {
+        let (label, message) = h2
+            .call(
+                true,
+                grpc_frame(true, bomb.len(), &bomb),
+                Duration::from_secs(30),
+            )
+            .await;
+        gz.add(&label, &message);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after_gzip = mem(pid);
+    let mut other = Hist::default();
+    let h2 = Arc::new(h2);
+    for chunk in (0..990).collect::<Vec<_>>().chunks(8) {
+        let mut set = JoinSet::new();
+        for &i in chunk {
+            let h2 = h2.clone();
+            set.spawn(async move {
+                let (gzip, body) = malformed(i);
+                (i % 5, h2.call(gzip, body, Duration::from_secs(10)).await)
+            });
+        }
+        while let Some(r) = set.join_next().await {
+            let (kind, (label, _)) = r?;
+            other.add(&format!("kind {kind}: {label}"), "");
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    rep.row("10 gzip bombs: answers", gz.show(true));
+    rep.row(
+        "990 malformed (0 garbage protobuf, 1 truncated frame, 2 compressed flag without encoding, 3 bad gzip, 4 overlong field): answers",
+        other.show(false),
+    );
+    rep.row("wrapper memory before", before);
+    rep.row("… after the 10 gzip bombs", after_gzip);
+    rep.row("… after the 990 others", mem(pid));
+    Ok(())
+}
