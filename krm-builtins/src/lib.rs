@@ -49,6 +49,8 @@ mod set_image;
 mod set_labels;
 mod set_namespace;
 mod setters;
+#[cfg(test)]
+mod test_support;
 mod upsert_resource;
 
 pub use result::{FnResult, Severity};

@@ -1,32 +1,16 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use krm_yaml::emit::encode_node;
 use krm_yaml::package::kyaml;
 use krm_yaml::Node;
 
+use crate::test_support::{nodes, text};
 use crate::{find, Context, ResourceList, Severity, Stop};
-
-fn nodes(text: &str) -> Vec<Node> {
-    krm_yaml::parse::parse(text)
-        .unwrap()
-        .iter()
-        .map(|d| kyaml::content(d).clone())
-        .collect()
-}
 
 fn config(replacements: &str) -> Node {
     let text = format!(
         "apiVersion: fn.kpt.dev/v1alpha1\nkind: ApplyReplacements\nmetadata:\n  name: r\nreplacements:\n{replacements}"
     );
     nodes(&text).remove(0)
-}
-
-fn text(items: &[Node]) -> String {
-    items
-        .iter()
-        .map(|n| encode_node(n, true))
-        .collect::<Vec<_>>()
-        .join("---\n")
 }
 
 fn run_with(items: &str, config: Option<Node>) -> (ResourceList, Result<(), Stop>) {

@@ -1,4 +1,4 @@
-use crate::catalog::testing::run;
+use crate::test_support::run;
 use crate::Stop;
 
 const PACKAGE: &str = r#"apiVersion: apps/v1

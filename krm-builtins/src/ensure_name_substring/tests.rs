@@ -1,31 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use krm_yaml::{emit, parse, Node};
-
 use super::run;
-use crate::{Context, ResourceList, Stop};
-
-fn node(text: &str) -> Node {
-    let mut docs = parse::parse(text).unwrap();
-    let doc = docs.remove(0);
-    doc.content.into_iter().next().unwrap()
-}
-
-fn text(items: &[Node]) -> String {
-    items
-        .iter()
-        .map(|n| emit::encode_node(n, true))
-        .collect::<Vec<_>>()
-        .join("---\n")
-}
-
-fn list(items: &[&str], config: Option<&str>) -> ResourceList {
-    ResourceList {
-        items: items.iter().map(|t| node(t)).collect(),
-        function_config: config.map(node),
-        ..ResourceList::default()
-    }
-}
+use crate::test_support::{list_each, text};
+use crate::{Context, Stop};
 
 const CM: &str = "\
 apiVersion: v1
@@ -70,7 +47,7 @@ fn names_and_references_get_the_prefix() {
         "apiVersion: fn.kpt.dev/v1alpha1\nkind: EnsureNameSubstring\nmetadata:\n  name: x\nsubstring: dev-\n",
         "apiVersion: fn.kpt.dev/v1alpha1\nkind: EnsureNameSubstring\nmetadata:\n  name: x\nsubstring: dev-\neditMode: prepend\n",
     ] {
-        let mut rl = list(&[CM, DEPLOY, NS], Some(config));
+        let mut rl = list_each(&[CM, DEPLOY, NS], Some(config));
         run(&mut rl, &Context::new()).unwrap();
         assert_eq!(
             text(&rl.items),
@@ -83,7 +60,7 @@ fn names_and_references_get_the_prefix() {
 
 #[test]
 fn append_and_names_that_already_have_it() {
-    let mut rl = list(
+    let mut rl = list_each(
         &[
             CM,
             "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s-prod\n",
@@ -96,7 +73,7 @@ fn append_and_names_that_already_have_it() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  # the config\n  name: cfg-prod # short\n  namespace: ns\ndata:\n  k: v\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: s-prod\n"
     );
     // additionalNameFields: a field of the kinds it names.
-    let mut rl = list(
+    let mut rl = list_each(
         &["apiVersion: v1\nkind: Service\nmetadata:\n  name: svc-x\nspec:\n  selector:\n    app: web\n"],
         Some("apiVersion: fn.kpt.dev/v1alpha1\nkind: EnsureNameSubstring\nmetadata:\n  name: x\nsubstring: -x\neditMode: append\nadditionalNameFields:\n- kind: Service\n  path: spec/selector/app\n"),
     );
@@ -150,7 +127,7 @@ fn bad_configs_fail_with_the_catalog_s_messages() {
         ),
     ];
     for (config, message) in cases {
-        let mut rl = list(&[CM], config);
+        let mut rl = list_each(&[CM], config);
         assert_eq!(
             run(&mut rl, &Context::new()),
             Err(Stop::Failed(format!(
@@ -175,14 +152,14 @@ fn odd_items_never_panic() {
         "kind: Pod\nmetadata:\n  name: a\nspec:\n  volumes: 1\n  containers: [1, {envFrom: x}]\n",
         "kind: RoleBinding\nmetadata:\n  name: a\nroleRef: 1\nsubjects: x\n",
     ];
-    let mut rl = list(&items, config);
+    let mut rl = list_each(&items, config);
     run(&mut rl, &Context::new()).unwrap();
     assert_eq!(
         text(&rl.items),
         "- a\n---\nx\n---\nkind: Pod\nmetadata: 1\n---\nkind: Pod\nmetadata:\n  name: [a]\n---\nkind: Pod\nmetadata:\n  name: p-a\nspec:\n  volumes: 1\n  containers: [1, {envFrom: x}]\n---\nkind: RoleBinding\nmetadata:\n  name: p-a\nroleRef: 1\nsubjects: x\n"
     );
     let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let mut rl = list(&[CM], config);
+    let mut rl = list_each(&[CM], config);
     assert_eq!(
         run(&mut rl, &Context::new().with_cancel(flag)),
         Err(Stop::Cancelled)

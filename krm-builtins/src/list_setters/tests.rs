@@ -1,4 +1,4 @@
-use crate::catalog::testing::run;
+use crate::test_support::run;
 use crate::Stop;
 
 const KPTFILE: &str = r#"apiVersion: kpt.dev/v1
@@ -53,7 +53,7 @@ fn setters_from_the_comments_and_the_kptfile() {
     assert_eq!(outcome, Ok(()));
     assert_eq!(
         out,
-        crate::catalog::testing::text(&crate::catalog::testing::items(&items))
+        crate::test_support::stream(&crate::test_support::nodes(&items))
     );
     assert_eq!(
         results,

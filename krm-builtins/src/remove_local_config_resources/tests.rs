@@ -1,30 +1,13 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use krm_yaml::{emit, parse, Node};
-
 use super::run;
-use crate::{Context, ResourceList};
-
-fn nodes(text: &str) -> Vec<Node> {
-    parse::parse(text)
-        .unwrap()
-        .into_iter()
-        .map(|d| d.content.into_iter().next().unwrap())
-        .collect()
-}
+use crate::test_support::{list, out, results_yaml};
+use crate::Context;
 
 fn go(items: &str, config: Option<&str>) -> (String, String) {
-    let mut rl = ResourceList {
-        items: nodes(items),
-        function_config: config.map(|c| nodes(c).remove(0)),
-        ..ResourceList::default()
-    };
+    let mut rl = list(items, config);
     run(&mut rl, &Context::new()).unwrap();
-    let results: Vec<Node> = rl.results.iter().map(|r| r.to_node()).collect();
-    (
-        emit::encode(&rl.items, false),
-        emit::encode_node(&Node::sequence(results), false),
-    )
+    (out(&rl), results_yaml(&rl.results))
 }
 
 #[test]

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use super::{back_track_match, element_match};
-use crate::catalog::testing::run;
+use crate::test_support::run;
 use crate::Stop;
 
 const PACKAGE: &str = r#"apiVersion: apps/v1
@@ -44,7 +44,7 @@ fn search_by_value_and_path() {
     assert_eq!(outcome, Ok(()));
     assert_eq!(
         items,
-        crate::catalog::testing::text(&crate::catalog::testing::items(PACKAGE))
+        crate::test_support::stream(&crate::test_support::nodes(PACKAGE))
     );
     assert_eq!(
         results,
@@ -164,7 +164,7 @@ fn bad_configs_fail_with_the_catalogs_text() {
             "failed to perform search-replace operation: {}",
             crate::catalog::quote(err)
         );
-        let expected = crate::catalog::testing::results(&[crate::FnResult::error(message)]);
+        let expected = crate::test_support::results(&[crate::FnResult::error(message)]);
         assert_eq!(results, expected);
     }
     let (_, _, outcome) = run("search-replace", Some(&cm("  by-value: x\n")), "- a\n");

@@ -1,39 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use krm_yaml::{emit, parse, Node};
-
 use super::run;
-use crate::{Context, ResourceList, Stop};
-
-fn nodes(text: &str) -> Vec<Node> {
-    parse::parse(text)
-        .unwrap()
-        .into_iter()
-        .map(|d| d.content.into_iter().next().unwrap())
-        .collect()
-}
-
-fn list(items: &str, config: Option<&str>) -> ResourceList {
-    ResourceList {
-        items: nodes(items),
-        function_config: config.map(|c| nodes(c).remove(0)),
-        ..ResourceList::default()
-    }
-}
-
-fn out(rl: &ResourceList) -> String {
-    emit::encode(&rl.items, false)
-}
-
-/// The results as the ResourceList holds them.
-fn results(rl: &ResourceList) -> String {
-    let nodes: Vec<Node> = rl.results.iter().map(|r| r.to_node()).collect();
-    emit::encode_node(&Node::sequence(nodes), false)
-}
-
-fn go(rl: &mut ResourceList) -> Result<(), Stop> {
-    run(rl, &Context::new())
-}
+use crate::test_support::{go, list, out, results_yaml};
+use crate::Stop;
 
 const PACKAGE: &str = r#"# the deployment
 apiVersion: apps/v1
@@ -110,9 +79,9 @@ fn every_config_form_sets_the_annotations() {
         "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetAnnotationConfig\nannotations:\n  team: a\n  tier: '1'\n",
     ] {
         let mut rl = list(PACKAGE, Some(config));
-        assert_eq!(go(&mut rl), Ok(()), "{config}");
+        assert_eq!(go(run, &mut rl), Ok(()), "{config}");
         assert_eq!(out(&rl), EXPECTED, "{config}");
-        assert_eq!(results(&rl), RESULTS, "{config}");
+        assert_eq!(results_yaml(&rl.results), RESULTS, "{config}");
     }
 }
 
@@ -121,20 +90,23 @@ fn additional_fields_and_yaml_1_1_values() {
     let items = "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  parts:\n  - name: a\n  - name: b\n    extra: ~\n";
     let config = "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetAnnotations\nannotations:\n  on: yes\nadditionalAnnotationFields:\n- path: spec/parts/extra\n  kind: Widget\n  create: true\n";
     let mut rl = list(items, Some(config));
-    assert_eq!(go(&mut rl), Ok(()));
+    assert_eq!(go(run, &mut rl), Ok(()));
     assert_eq!(
         out(&rl),
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  annotations:\n    true: \"true\"\nspec:\n  parts:\n    - name: a\n      extra:\n        true: \"true\"\n    - name: b\n      extra:\n        true: \"true\"\n"
     );
     assert_eq!(
-        results(&rl),
+        results_yaml(&rl.results),
         "- message: 'set annotations: {\"true\":\"true\"}'\n  field:\n    path: extra\n  file: {}\n- message: 'set annotations: {\"true\":\"true\"}'\n  field:\n    path: metadata.annotations\n  file: {}\n"
     );
     // No items: nothing applied.
     let mut rl = list("", Some(config));
     rl.items.clear();
-    assert_eq!(go(&mut rl), Ok(()));
-    assert_eq!(results(&rl), "- message: no annotations applied\n");
+    assert_eq!(go(run, &mut rl), Ok(()));
+    assert_eq!(
+        results_yaml(&rl.results),
+        "- message: no annotations applied\n"
+    );
 }
 
 #[test]
@@ -158,12 +130,12 @@ fn bad_configs_and_items_fail_as_the_framework_does() {
     for (config, msg) in cases {
         let mut rl = list(PACKAGE, *config);
         assert_eq!(
-            go(&mut rl),
+            go(run, &mut rl),
             Err(Stop::Failed(format!("[error]: {msg}"))),
             "{config:?}"
         );
         assert_eq!(
-            results(&rl),
+            results_yaml(&rl.results),
             format!(
                 "- message: '{}'\n  severity: error\n",
                 msg.replace('\'', "''")
@@ -192,7 +164,7 @@ fn bad_configs_and_items_fail_as_the_framework_does() {
     ] {
         let mut rl = list(items, config);
         assert_eq!(
-            go(&mut rl),
+            go(run, &mut rl),
             Err(Stop::Failed(format!("[error]: failed to run function: {msg}"))),
             "{items}"
         );
@@ -202,13 +174,13 @@ fn bad_configs_and_items_fail_as_the_framework_does() {
     // Empty items are dropped; an annotations field that is a scalar is
     // kyaml's error.
     let mut rl = list("{}\n---\nkind: A\nmetadata:\n  name: a\n", config);
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert_eq!(
         out(&rl),
         "kind: A\nmetadata:\n  name: a\n  annotations:\n    a: b\n"
     );
     let mut rl = list("kind: A\nmetadata:\n  name: a\n  annotations: x\n", config);
     assert!(
-        matches!(go(&mut rl), Err(Stop::Failed(m)) if m.ends_with(": wrong node kind: expected MappingNode but got ScalarNode"))
+        matches!(go(run, &mut rl), Err(Stop::Failed(m)) if m.ends_with(": wrong node kind: expected MappingNode but got ScalarNode"))
     );
 }

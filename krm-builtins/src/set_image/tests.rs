@@ -1,32 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use krm_yaml::{emit, parse, Node};
+use krm_yaml::emit;
 
 use super::{new_image_name, run, split, Image};
 use crate::result::{File, ResourceRef};
-use crate::{Context, FnResult, ResourceList, Stop};
-
-fn node(text: &str) -> Node {
-    let mut docs = parse::parse(text).unwrap();
-    let doc = docs.remove(0);
-    doc.content.into_iter().next().unwrap()
-}
-
-fn text(items: &[Node]) -> String {
-    items
-        .iter()
-        .map(|n| emit::encode_node(n, true))
-        .collect::<Vec<_>>()
-        .join("---\n")
-}
-
-fn list(items: &[&str], config: Option<&str>) -> ResourceList {
-    ResourceList {
-        items: items.iter().map(|t| node(t)).collect(),
-        function_config: config.map(node),
-        ..ResourceList::default()
-    }
-}
+use crate::test_support::{list_each, text};
+use crate::{Context, FnResult, Stop};
 
 const DEPLOY: &str = "\
 apiVersion: apps/v1
@@ -101,7 +80,7 @@ fn a_config_map_sets_the_tag_of_matching_containers() {
         // The SDK takes an object without kind for a ConfigMap too.
         "data:\n  name: nginx\n  newTag: 1.2\n",
     ] {
-        let mut rl = list(&[DEPLOY], Some(config));
+        let mut rl = list_each(&[DEPLOY], Some(config));
         run(&mut rl, &Context::new()).unwrap();
         // initContainers are left alone (the catalog reads `iniContainers`),
         // the comments and the other fields stay, the style is plain.
@@ -113,7 +92,7 @@ fn a_config_map_sets_the_tag_of_matching_containers() {
 #[test]
 fn the_function_s_own_kind_and_pods() {
     let config = "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetImage\nmetadata:\n  name: s\nimage:\n  name: nginx\n  NewName: registry/nginx\n  digest: sha256:fff\n";
-    let mut rl = list(&[POD, DEPLOY], Some(config));
+    let mut rl = list_each(&[POD, DEPLOY], Some(config));
     run(&mut rl, &Context::new()).unwrap();
     // Sorted as the SDK writes them: `apps/v1 ...` before `v1 Pod`.
     assert_eq!(
@@ -123,7 +102,7 @@ fn the_function_s_own_kind_and_pods() {
     assert!(text(&rl.items[..1]).contains("        image: registry/nginx@sha256:fff # pinned\n"));
     assert_eq!(rl.results, vec![summary(5)]);
     // `data` in the function's own kind, and no group or version.
-    let mut rl = list(
+    let mut rl = list_each(
         &[POD],
         Some("kind: SetImage\ndata:\n  name: nginx\n  newName: other\n"),
     );
@@ -174,7 +153,7 @@ fn die(results: &[FnResult], message: &str) -> Vec<FnResult> {
 fn bad_configs_fail_with_the_catalog_s_messages() {
     let not_given = FnResult::info("`FunctionConfig` is not given");
     for config in [None, Some("{}")] {
-        let mut rl = list(&[POD], config);
+        let mut rl = list_each(&[POD], config);
         assert_eq!(
             run(&mut rl, &Context::new()),
             Err(Stop::Failed(
@@ -206,7 +185,7 @@ fn bad_configs_fail_with_the_catalog_s_messages() {
         ),
     ];
     for (config, message) in cases {
-        let mut rl = list(&[POD], Some(config));
+        let mut rl = list_each(&[POD], Some(config));
         assert_eq!(
             run(&mut rl, &Context::new()),
             Err(Stop::Failed(format!(
@@ -217,7 +196,7 @@ fn bad_configs_fail_with_the_catalog_s_messages() {
         assert_eq!(rl.results, die(&[], message));
     }
     // Another kind: the result names the config.
-    let mut rl = list(
+    let mut rl = list_each(
         &[POD],
         Some("apiVersion: fn.kpt.dev/v1alpha1\nkind: SetLabels\nmetadata:\n  name: x\n  namespace: ns\n"),
     );
@@ -255,7 +234,7 @@ fn bad_configs_fail_with_the_catalog_s_messages() {
         ("kind: SetImage\nimage:\n  name: 1\n  newTag: x\n", ""),
         ("kind: SetImage\nimage: [a]\n", ""),
     ] {
-        let mut rl = list(&[POD], Some(config));
+        let mut rl = list_each(&[POD], Some(config));
         let message = format!("SubObject has unmatched field type: `{field}");
         assert_eq!(
             run(&mut rl, &Context::new()),
@@ -272,7 +251,7 @@ fn bad_configs_fail_with_the_catalog_s_messages() {
 fn odd_items_fail_as_the_sdk_fails_and_never_panic() {
     let config = Some("data: {name: nginx, newTag: '2'}\n");
     // Not a mapping: the SDK cannot read the ResourceList.
-    let mut rl = list(&[POD, "- a\n"], config);
+    let mut rl = list_each(&[POD, "- a\n"], config);
     assert_eq!(
         run(&mut rl, &Context::new()),
         Err(Stop::Failed(
@@ -281,7 +260,7 @@ fn odd_items_fail_as_the_sdk_fails_and_never_panic() {
         ))
     );
     assert!(rl.results.is_empty());
-    let mut rl = list(&[POD], Some("[a]"));
+    let mut rl = list_each(&[POD], Some("[a]"));
     assert_eq!(
         run(&mut rl, &Context::new()),
         Err(Stop::Failed("failed to evaluate function: failed when tried to get functionConfig: wrong type, got: *internal.sliceVariant".into()))
@@ -298,7 +277,7 @@ fn odd_items_fail_as_the_sdk_fails_and_never_panic() {
         ("kind: Pod\nspec:\n  containers:\n  - image: [x]\n", "image"),
         ("kind: Pod\nspec:\n  iniContainers: 1\n", "iniContainers"),
     ] {
-        let mut rl = list(&[item], config);
+        let mut rl = list_each(&[item], config);
         let message = format!("SubObject has unmatched field type: `{field}");
         assert_eq!(
             run(&mut rl, &Context::new()),
@@ -319,7 +298,7 @@ fn odd_items_fail_as_the_sdk_fails_and_never_panic() {
         "kind: [Pod]\n",
         "{}\n",
     ] {
-        let mut rl = list(&[item], config);
+        let mut rl = list_each(&[item], config);
         run(&mut rl, &Context::new()).unwrap();
         assert_eq!(text(&rl.items), item, "{item}");
         assert_eq!(rl.results, vec![summary(0)]);
@@ -329,7 +308,7 @@ fn odd_items_fail_as_the_sdk_fails_and_never_panic() {
         "kind: Deployment\nspec:\n  template: {}\n",
         "kind: Deployment\nspec:\n  template: x\n",
     ] {
-        let mut rl = list(&[item], config);
+        let mut rl = list_each(&[item], config);
         assert_eq!(
             run(&mut rl, &Context::new()),
             Err(Stop::Failed(
@@ -339,21 +318,21 @@ fn odd_items_fail_as_the_sdk_fails_and_never_panic() {
         assert!(rl.results.is_empty());
     }
     // A name that is no regular expression.
-    let mut rl = list(&[POD], Some("data: {name: '(', newTag: '2'}\n"));
+    let mut rl = list_each(&[POD], Some("data: {name: '(', newTag: '2'}\n"));
     assert!(
         matches!(run(&mut rl, &Context::new()), Err(Stop::Failed(m)) if m.starts_with("panic: "))
     );
-    let mut rl = list(&["kind: Pod\n"], Some("data: {name: '(', newTag: '2'}\n"));
+    let mut rl = list_each(&["kind: Pod\n"], Some("data: {name: '(', newTag: '2'}\n"));
     run(&mut rl, &Context::new()).unwrap();
 }
 
 #[test]
 fn a_name_is_a_regular_expression_and_a_cancelled_call_stops() {
-    let mut rl = list(&[POD], Some("data: {name: ngin., newTag: '2'}\n"));
+    let mut rl = list_each(&[POD], Some("data: {name: ngin., newTag: '2'}\n"));
     run(&mut rl, &Context::new()).unwrap();
     assert_eq!(rl.results, vec![summary(2)]);
     let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let mut rl = list(&[POD], Some("data: {name: nginx, newTag: '2'}\n"));
+    let mut rl = list_each(&[POD], Some("data: {name: nginx, newTag: '2'}\n"));
     assert_eq!(
         run(&mut rl, &Context::new().with_cancel(flag)),
         Err(Stop::Cancelled)

@@ -1,40 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use krm_yaml::{emit, parse, Node};
-
 use super::run;
-use crate::{Context, ResourceList, Stop};
-
-fn nodes(text: &str) -> Vec<Node> {
-    parse::parse(text)
-        .unwrap()
-        .into_iter()
-        .map(|d| d.content.into_iter().next().unwrap())
-        .collect()
-}
-
-fn list(items: &str, config: Option<&str>) -> ResourceList {
-    ResourceList {
-        items: nodes(items),
-        function_config: config.map(|c| nodes(c).remove(0)),
-        ..ResourceList::default()
-    }
-}
-
-fn out(rl: &ResourceList) -> String {
-    emit::encode(&rl.items, false)
-}
-
-fn results(rl: &ResourceList) -> Vec<String> {
-    rl.results
-        .iter()
-        .map(|r| format!("{}: {}", r.severity.map_or("", |s| s.as_str()), r.message))
-        .collect()
-}
-
-fn go(rl: &mut ResourceList) -> Result<(), Stop> {
-    run(rl, &Context::new())
-}
+use crate::test_support::{go, list, messages, nodes, out};
+use crate::{Context, Stop};
 
 const FAILURE: &str = "failed to evaluate function: error: function failure";
 
@@ -125,9 +93,9 @@ fn every_config_form_sets_the_labels_and_their_selectors() {
         "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetLabels\nmetadata:\n  name: s\nlabels:\n  app: web\n  tier: \"1\"\n",
     ] {
         let mut rl = list(PACKAGE, Some(config));
-        assert_eq!(go(&mut rl), Ok(()), "{config}");
+        assert_eq!(go(run, &mut rl), Ok(()), "{config}");
         assert_eq!(out(&rl), EXPECTED, "{config}");
-        assert_eq!(results(&rl), ["info: set 10 labels in total"], "{config}");
+        assert_eq!(messages(&rl), ["info: set 10 labels in total"], "{config}");
     }
 }
 
@@ -140,8 +108,12 @@ fn missing_empty_and_bad_configs() {
         Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\ndata: {}\n"),
     ] {
         let mut rl = list(PACKAGE, config);
-        assert_eq!(go(&mut rl), Err(Stop::Failed(FAILURE.into())), "{config:?}");
-        assert_eq!(results(&rl), ["info: `FunctionConfig` is not given"]);
+        assert_eq!(
+            go(run, &mut rl),
+            Err(Stop::Failed(FAILURE.into())),
+            "{config:?}"
+        );
+        assert_eq!(messages(&rl), ["info: `FunctionConfig` is not given"]);
         assert!(out(&rl).contains("app: 'old'"));
     }
     // No resources (local ones do not count): nothing to do.
@@ -149,9 +121,9 @@ fn missing_empty_and_bad_configs() {
         "kind: A\nmetadata:\n  annotations:\n    config.kubernetes.io/local-config: yes-please\n",
         None,
     );
-    assert_eq!(go(&mut rl), Ok(()));
+    assert_eq!(go(run, &mut rl), Ok(()));
     assert_eq!(
-        results(&rl),
+        messages(&rl),
         [
             "info: `FunctionConfig` is not given",
             "info: no input resources"
@@ -162,9 +134,9 @@ fn missing_empty_and_bad_configs() {
         PACKAGE,
         Some("apiVersion: fn.kpt.dev/v1alpha1\nkind: SetLabels\nmetadata:\n  name: s\n"),
     );
-    assert_eq!(go(&mut rl), Ok(()));
+    assert_eq!(go(run, &mut rl), Ok(()));
     assert_eq!(
-        results(&rl),
+        messages(&rl),
         ["warning: no `labels` arguments are given in FunctionConfig"]
     );
     // Errors: a result and exit 1.
@@ -187,8 +159,8 @@ fn missing_empty_and_bad_configs() {
         ),
     ] {
         let mut rl = list(PACKAGE, Some(config));
-        assert_eq!(go(&mut rl), Err(Stop::Failed(FAILURE.into())), "{config}");
-        assert_eq!(results(&rl), [format!("error: {msg}")]);
+        assert_eq!(go(run, &mut rl), Err(Stop::Failed(FAILURE.into())), "{config}");
+        assert_eq!(messages(&rl), [format!("error: {msg}")]);
     }
 }
 
@@ -237,7 +209,7 @@ spec:
                   app: old
 "#;
     let mut rl = list(items, config);
-    assert_eq!(go(&mut rl), Ok(()));
+    assert_eq!(go(run, &mut rl), Ok(()));
     assert_eq!(
         out(&rl),
         r#"apiVersion: apps/v1
@@ -301,7 +273,7 @@ spec:
     );
     // Counted: np 1+1+2 (two peers), db 1+1+1+1 (volume meta and
     // selector), cj 1+1+1(job selector)+1+1.
-    assert_eq!(results(&rl), ["info: set 13 labels in total"]);
+    assert_eq!(messages(&rl), ["info: set 13 labels in total"]);
 
     // A label of another type: an error result for that resource, the
     // others still done, exit 1.
@@ -309,9 +281,9 @@ spec:
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n  labels:\n    app: 1\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: b\n",
         config,
     );
-    assert_eq!(go(&mut rl), Err(Stop::Failed(FAILURE.into())));
+    assert_eq!(go(run, &mut rl), Err(Stop::Failed(FAILURE.into())));
     assert_eq!(
-        results(&rl),
+        messages(&rl),
         [
             "error: Resource(apiVersion=, kind=Pod) has unmatched field type \"string\" in fieldpath .metadata.labels.app",
             "info: set 1 labels in total",
@@ -324,7 +296,7 @@ spec:
         config,
     );
     assert_eq!(
-        go(&mut rl),
+        go(run, &mut rl),
         Err(Stop::Failed(
             "panic: runtime error: invalid memory address or nil pointer dereference".into()
         ))
@@ -337,12 +309,12 @@ spec:
         "kind: X\nmetadata:\n  labels: ~\n",
     ] {
         let mut rl = list(item, config);
-        let r = go(&mut rl);
+        let r = go(run, &mut rl);
         assert!(matches!(r, Ok(()) | Err(Stop::Failed(_))), "{item}");
     }
     let mut rl = list("- a\n", config);
     assert_eq!(
-        go(&mut rl),
+        go(run, &mut rl),
         Err(Stop::Failed(
             "failed to evaluate function: failed to extract objects from items: unhandled node kind 2".into()
         ))

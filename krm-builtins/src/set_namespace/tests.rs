@@ -1,41 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use krm_yaml::{emit, parse, Node};
+use krm_yaml::emit;
 
 use super::run;
-use crate::{Context, ResourceList, Stop};
-
-fn nodes(text: &str) -> Vec<Node> {
-    parse::parse(text)
-        .unwrap()
-        .into_iter()
-        .map(|d| d.content.into_iter().next().unwrap())
-        .collect()
-}
-
-fn list(items: &str, config: Option<&str>) -> ResourceList {
-    ResourceList {
-        items: nodes(items),
-        function_config: config.map(|c| nodes(c).remove(0)),
-        ..ResourceList::default()
-    }
-}
-
-fn out(rl: &ResourceList) -> String {
-    emit::encode(&rl.items, false)
-}
-
-/// Each result as `severity: message`.
-fn results(rl: &ResourceList) -> Vec<String> {
-    rl.results
-        .iter()
-        .map(|r| format!("{}: {}", r.severity.map_or("", |s| s.as_str()), r.message))
-        .collect()
-}
-
-fn go(rl: &mut ResourceList) -> Result<(), Stop> {
-    run(rl, &Context::new())
-}
+use crate::test_support::{go, list, messages, out};
+use crate::Stop;
 
 const PACKAGE: &str = r#"# the app
 apiVersion: apps/v1
@@ -94,7 +63,7 @@ fn a_config_map_sets_every_namespace_and_keeps_comments() {
         PACKAGE,
         Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  namespace: new\n"),
     );
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert_eq!(
         out(&rl),
         r#"apiVersion: apiextensions.k8s.io/v1
@@ -150,7 +119,7 @@ metadata:
 "#
     );
     assert_eq!(
-        results(&rl),
+        messages(&rl),
         [
             "warning: Resource(apiVersion=apps/v1, kind=Deployment, namespace=old, name=app) does not have upstream origin.",
             "warning: Resource(apiVersion=v1, kind=Service, namespace=, name=svc) does not have upstream origin.",
@@ -189,7 +158,7 @@ metadata:
 "#;
     let config = "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetNamespace\nmetadata:\n  name: s\nnamespace: three\nnamespaceMatcher: one\n";
     let mut rl = list(items, Some(config));
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert_eq!(
         out(&rl),
         r#"apiVersion: v1
@@ -216,7 +185,7 @@ metadata:
 "#
     );
     assert_eq!(
-        results(&rl)[3..],
+        messages(&rl)[3..],
         [
             "info: [Resource(apiVersion=v1, kind=ConfigMap, namespace=one, name=a)] has matching origin one",
             "info: [Resource(apiVersion=v1, kind=ConfigMap, namespace=one, name=b)] has matching origin one",
@@ -238,10 +207,10 @@ metadata:
 "#;
     let config = "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetNamespace\nnamespace: n\nnamespaceMatcher: base\n";
     let mut rl = list(items, Some(config));
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert!(out(&rl).contains("  namespace: n\n"), "{}", out(&rl));
     assert_eq!(
-        results(&rl),
+        messages(&rl),
         [
             "info: [Resource(apiVersion=v1, kind=Service, namespace=edited, name=s)] has matching origin base",
             "info: namespace [edited] updated to \"n\", 1 value(s) changed",
@@ -256,10 +225,10 @@ metadata:
         &two,
         Some("apiVersion: v1\nkind: ConfigMap\ndata:\n  namespace: n\n"),
     );
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert!(out(&rl).contains("namespace: edited"));
     assert_eq!(
-        results(&rl),
+        messages(&rl),
         ["error: unable to use origin `namespace` to match. expect a single upstream namespace, found [base other]. please switch to use `namespaceMatcher`to specify the namespace value you want to change"]
     );
     // A bad upstream identifier: the SDK's recovered panic, exit 1.
@@ -270,10 +239,10 @@ metadata:
     );
     let msg = "annotation internal.kpt.dev/upstream-identifier: nope is in bad format. expect \"<GROUP>|<KIND>|<NAMESPACE>|<NAME>\"";
     assert_eq!(
-        go(&mut rl),
+        go(run, &mut rl),
         Err(Stop::Failed(format!("failed to evaluate function: {msg}")))
     );
-    assert_eq!(results(&rl), [format!("error: {msg}")]);
+    assert_eq!(messages(&rl), [format!("error: {msg}")]);
 }
 
 #[test]
@@ -282,16 +251,16 @@ fn package_context_and_function_input_config_maps() {
     // kpt's package context: data.name under the name kptfile.kpt.dev.
     let ctx = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kptfile.kpt.dev\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  name: my-pkg\n";
     let mut rl = list(items, Some(ctx));
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert_eq!(
         out(&rl),
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  namespace: my-pkg\n"
     );
     // The same data under another name is not a namespace.
     let mut rl = list(items, Some(&ctx.replace("kptfile.kpt.dev", "other")));
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert_eq!(
-        results(&rl),
+        messages(&rl),
         ["error: `data.namespace` should not be empty"]
     );
     // kptfile.kpt.dev without data.name: the catalog's message is the
@@ -300,18 +269,18 @@ fn package_context_and_function_input_config_maps() {
         items,
         Some(&ctx.replace("  name: my-pkg\n", "  other: x\n")),
     );
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert_eq!(
-        results(&rl),
+        messages(&rl),
         ["error: `data.namespace` should not be empty"]
     );
     // `kpt fn eval -- namespace=x`.
     let input = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  namespace: x\n";
     let mut rl = list(items, Some(input));
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert!(out(&rl).ends_with("  namespace: x\n"));
     assert_eq!(
-        results(&rl)[1..],
+        messages(&rl)[1..],
         [
             "info: namespace [example] updated to \"x\", 1 value(s) changed",
             "info: all `depends-on` annotations are up-to-date. no `namespace` changed",
@@ -334,16 +303,16 @@ fn bad_configs_are_error_results_on_the_config() {
     ];
     for (config, msg) in cases {
         let mut rl = list(items, *config);
-        assert_eq!(go(&mut rl), Ok(()), "{config:?}");
+        assert_eq!(go(run, &mut rl), Ok(()), "{config:?}");
         assert_eq!(out(&rl), items, "{config:?}");
-        assert_eq!(results(&rl), [format!("error: {msg}")], "{config:?}");
+        assert_eq!(messages(&rl), [format!("error: {msg}")], "{config:?}");
     }
     // The result names the config and where it came from.
     let mut rl = list(
         items,
         Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  annotations:\n    internal.config.kubernetes.io/path: fn.yaml\n"),
     );
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert_eq!(
         emit::encode_node(&rl.results[0].to_node(), false),
         "message: '`data.namespace` should not be empty'\nseverity: error\nresourceRef:\n  apiVersion: v1\n  kind: ConfigMap\n  name: c\nfile:\n  path: fn.yaml\n  index: -1\n"
@@ -356,14 +325,14 @@ fn bad_configs_are_error_results_on_the_config() {
     ] {
         let mut rl = list(items, Some(config));
         assert_eq!(
-            go(&mut rl),
+            go(run, &mut rl),
             Err(Stop::Failed(
                 "failed to evaluate function: SubObject has unmatched field type: `".into()
             )),
             "{config}"
         );
         assert_eq!(
-            results(&rl),
+            messages(&rl),
             ["error: SubObject has unmatched field type: `"]
         );
     }
@@ -374,17 +343,17 @@ fn odd_items_never_panic() {
     let config = Some("apiVersion: v1\nkind: ConfigMap\ndata:\n  namespace: n\n");
     let mut rl = list("- a\n---\nkind: X\n", config);
     assert_eq!(
-        go(&mut rl),
+        go(run, &mut rl),
         Err(Stop::Failed(
             "failed to evaluate function: failed to extract objects from items: unhandled node kind 2".into()
         ))
     );
     let mut rl = list("kind: X\n", Some("just a scalar"));
-    assert!(matches!(go(&mut rl), Err(Stop::Failed(m)) if m.contains("functionConfig")));
+    assert!(matches!(go(run, &mut rl), Err(Stop::Failed(m)) if m.contains("functionConfig")));
     // metadata that is not a mapping: the SDK's setter fails, a Go panic.
     let mut rl = list("apiVersion: v1\nkind: ConfigMap\nmetadata: x\n", config);
     assert_eq!(
-        go(&mut rl),
+        go(run, &mut rl),
         Err(Stop::Failed("panic: cannot set namespace 'n': unable to set n at fields [metadata namespace] with error: incorrect type, was *internal.scalarVariant".into()))
     );
     // Fields of other types: a CRD's service namespace that is a map.
@@ -393,7 +362,7 @@ fn odd_items_never_panic() {
         config,
     );
     assert_eq!(
-        go(&mut rl),
+        go(run, &mut rl),
         Err(Stop::Failed("failed to evaluate function: SubObject has unmatched field type: `spec/conversion/webhook/clientConfig/service/namespace".into()))
     );
     // Nulls and numbers where strings are expected read as "".
@@ -401,7 +370,7 @@ fn odd_items_never_panic() {
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: ~\n  namespace: 7\n  annotations: ~\n",
         config,
     );
-    go(&mut rl).unwrap();
+    go(run, &mut rl).unwrap();
     assert_eq!(
         out(&rl),
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: ~\n  namespace: n\n  annotations: ~\n"

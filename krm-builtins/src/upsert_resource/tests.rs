@@ -1,31 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use krm_yaml::{emit, parse, Node};
+use krm_yaml::emit;
 
 use super::run;
-use crate::{Context, ResourceList, Stop};
-
-fn node(text: &str) -> Node {
-    let mut docs = parse::parse(text).unwrap();
-    let doc = docs.remove(0);
-    doc.content.into_iter().next().unwrap()
-}
-
-fn text(items: &[Node]) -> String {
-    items
-        .iter()
-        .map(|n| emit::encode_node(n, true))
-        .collect::<Vec<_>>()
-        .join("---\n")
-}
-
-fn list(items: &[&str], config: Option<&str>) -> ResourceList {
-    ResourceList {
-        items: items.iter().map(|t| node(t)).collect(),
-        function_config: config.map(node),
-        ..ResourceList::default()
-    }
-}
+use crate::test_support::{list_each, text};
+use crate::{Context, Stop};
 
 const DEPLOY: &str = "\
 # the app
@@ -55,7 +34,7 @@ spec:
 fn a_matching_resource_is_replaced_keeping_path_and_index() {
     // Another version of the same group matches; the resource's own
     // comments come with it.
-    let mut rl = list(
+    let mut rl = list_each(
         &[DEPLOY, SVC],
         Some(
             "apiVersion: apps/v1beta1 # older\nkind: Deployment\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    zeta: 'on'\n    config.kubernetes.io/function: x\n  labels: {a: b}\nspec:\n  replicas: 3 # more\n",
@@ -73,7 +52,7 @@ fn a_matching_resource_is_replaced_keeping_path_and_index() {
 
 #[test]
 fn no_match_appends_with_target_path_as_path() {
-    let mut rl = list(
+    let mut rl = list_each(
         &[SVC],
         Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    config.kubernetes.io/target-path: cm.yaml\n    internal.config.kubernetes.io/index: '3'\ndata:\n  k: v\n"),
     );
@@ -84,7 +63,7 @@ fn no_match_appends_with_target_path_as_path() {
             + "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  annotations:\n    internal.config.kubernetes.io/path: cm.yaml\ndata:\n  k: v\n"
     );
     // A target path that differs from the item's path: no match, added.
-    let mut rl = list(
+    let mut rl = list_each(
         &[DEPLOY],
         Some("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    config.kubernetes.io/target-path: other.yaml\n"),
     );
@@ -95,7 +74,7 @@ fn no_match_appends_with_target_path_as_path() {
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    internal.config.kubernetes.io/path: other.yaml\n"
     );
     // The same target path replaces.
-    let mut rl = list(
+    let mut rl = list_each(
         &[DEPLOY],
         Some("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    config.kubernetes.io/target-path: deploy.yaml\n"),
     );
@@ -109,7 +88,7 @@ fn no_match_appends_with_target_path_as_path() {
 #[test]
 fn a_list_upserts_each_item_and_function_configs_are_skipped() {
     let fn_config = "apiVersion: v1\nkind: Service\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    config.k8s.io/function: |\n      container: x\n";
-    let mut rl = list(
+    let mut rl = list_each(
         &[fn_config, SVC],
         Some("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Service\n  metadata:\n    name: app\n    namespace: prod\n- apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: prod\n"),
     );
@@ -120,7 +99,7 @@ fn a_list_upserts_each_item_and_function_configs_are_skipped() {
             + "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    internal.config.kubernetes.io/index: \"\"\n    internal.config.kubernetes.io/path: \"\"\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: prod\n"
     );
     // A List without items changes nothing.
-    let mut rl = list(&[SVC], Some("apiVersion: v1\nkind: List\n"));
+    let mut rl = list_each(&[SVC], Some("apiVersion: v1\nkind: List\n"));
     run(&mut rl, &Context::new()).unwrap();
     assert_eq!(text(&rl.items), SVC);
 }
@@ -129,7 +108,7 @@ fn a_list_upserts_each_item_and_function_configs_are_skipped() {
 fn bad_configs_and_items_fail_as_the_catalog_does() {
     let fail = |e: &str| Err(Stop::Failed(format!("{e}{e}\n")));
     for config in ["{}", "spec: {}\n", "metadata: {}\n"] {
-        let mut rl = list(&[SVC], Some(config));
+        let mut rl = list_each(&[SVC], Some(config));
         assert_eq!(
             run(&mut rl, &Context::new()),
             fail("failed to upsert resource: missing Resource metadata"),
@@ -140,31 +119,31 @@ fn bad_configs_and_items_fail_as_the_catalog_does() {
     }
     // An item without metadata (or not a mapping at all).
     for item in ["- a\n", "just text\n", "spec: {}\n"] {
-        let mut rl = list(&[item], Some(SVC));
+        let mut rl = list_each(&[item], Some(SVC));
         assert_eq!(
             run(&mut rl, &Context::new()),
             fail("failed to upsert resource: missing Resource metadata")
         );
     }
-    let mut rl = list(&[SVC], None);
+    let mut rl = list_each(&[SVC], None);
     assert_eq!(
         run(&mut rl, &Context::new()),
         fail("failed to upsert resource: missing functionConfig")
     );
     // A scalar metadata cannot take annotations.
-    let mut rl = list(&[], Some("kind: A\nmetadata: x\n"));
+    let mut rl = list_each(&[], Some("kind: A\nmetadata: x\n"));
     assert_eq!(
         run(&mut rl, &Context::new()),
         fail("failed to upsert resource: wrong node kind: expected MappingNode but got ScalarNode")
     );
     // A List whose items are odd: a scalar item has no metadata.
-    let mut rl = list(&[SVC], Some("kind: List\nitems: [1]\n"));
+    let mut rl = list_each(&[SVC], Some("kind: List\nitems: [1]\n"));
     assert_eq!(
         run(&mut rl, &Context::new()),
         fail("failed to upsert resource: missing Resource metadata")
     );
     // A resource with only a kind gets `metadata: {}`, as kyaml leaves it.
-    let mut rl = list(&[], Some("kind: A\n"));
+    let mut rl = list_each(&[], Some("kind: A\n"));
     run(&mut rl, &Context::new()).unwrap();
     assert_eq!(text(&rl.items), "kind: A\nmetadata: {}\n");
 }
@@ -172,7 +151,7 @@ fn bad_configs_and_items_fail_as_the_catalog_does() {
 #[test]
 fn a_cancelled_call_stops() {
     let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let mut rl = list(&[SVC], Some(SVC));
+    let mut rl = list_each(&[SVC], Some(SVC));
     assert_eq!(
         run(&mut rl, &Context::new().with_cancel(flag)),
         Err(Stop::Cancelled)
