@@ -70,7 +70,7 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
                 break;
             }
         }
-        if let Err(e) = apply.accept(item, "") {
+        if let Err(e) = catalog::accept(&mut apply, item, "") {
             failure = Some(e);
             break;
         }
@@ -98,35 +98,15 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
 }
 
 impl Apply<'_> {
-    /// `acceptImpl`.
-    fn accept(&mut self, node: &mut Node, path: &str) -> Result<(), String> {
-        match node.kind {
-            Kind::Mapping => {
-                self.visit_mapping(node, path)?;
-                for i in catalog::visit_fields(node) {
-                    let key = node.content.get(i).map(|k| k.value.to_string());
-                    if let (Some(key), Some(value)) = (key, node.content.get_mut(i + 1)) {
-                        self.accept(value, &format!("{path}.{key}"))?;
-                    }
-                }
-                Ok(())
-            }
-            Kind::Sequence => {
-                for (i, el) in node.content.iter_mut().enumerate() {
-                    self.accept(el, &format!("{path}[{i}]"))?;
-                }
-                Ok(())
-            }
-            Kind::Scalar => self.visit_scalar(node, path),
-            Kind::Document | Kind::Alias => Ok(()),
-        }
-    }
-
     fn should_set(&self, pattern: &str) -> bool {
         self.setters
             .iter()
             .any(|s| pattern.contains(&format!("${{{}}}", s.name)))
     }
+}
+
+impl catalog::Visitor for Apply<'_> {
+    type Error = String;
 
     /// `visitMapping`: the array setters among the mapping's fields.
     fn visit_mapping(&mut self, map: &mut Node, path: &str) -> Result<(), String> {

@@ -54,6 +54,41 @@ pub(crate) fn visit_fields(map: &Node) -> Vec<usize> {
         .collect()
 }
 
+/// What the setters functions' walkers (`acceptImpl`) call at each node.
+pub(crate) trait Visitor {
+    type Error;
+    /// `visitMapping`, before the mapping's fields are walked.
+    fn visit_mapping(&mut self, map: &mut Node, path: &str) -> Result<(), Self::Error>;
+    /// `visitScalar` (search-replace's `matchAndReplace`).
+    fn visit_scalar(&mut self, node: &mut Node, path: &str) -> Result<(), Self::Error>;
+}
+
+/// `acceptImpl`: the node, then each field (`path.name`, as
+/// [`visit_fields`] visits them) or element (`path[i]`), depth first; the
+/// first error stops the walk.
+pub(crate) fn accept<V: Visitor>(v: &mut V, node: &mut Node, path: &str) -> Result<(), V::Error> {
+    match node.kind {
+        Kind::Mapping => {
+            v.visit_mapping(node, path)?;
+            for i in visit_fields(node) {
+                let key = node.content.get(i).map(|k| k.value.to_string());
+                if let (Some(key), Some(value)) = (key, node.content.get_mut(i + 1)) {
+                    accept(v, value, &format!("{path}.{key}"))?;
+                }
+            }
+            Ok(())
+        }
+        Kind::Sequence => {
+            for (i, el) in node.content.iter_mut().enumerate() {
+                accept(v, el, &format!("{path}[{i}]"))?;
+            }
+            Ok(())
+        }
+        Kind::Scalar => v.visit_scalar(node, path),
+        Kind::Document | Kind::Alias => Ok(()),
+    }
+}
+
 /// `RNode.GetDataMap()`: the `data` mapping's entries as strings
 /// (`GetValue`: a collection's value is "", null is ""). No config, no
 /// `data`, or a `data` that is not a mapping: empty. A repeated key is

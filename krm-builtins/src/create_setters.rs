@@ -103,7 +103,7 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
                         break;
                     }
                 }
-                create.accept(item, "");
+                let Ok(()) = catalog::accept(&mut create, item, "");
             }
             if failure.is_none() && create.results.is_empty() {
                 failure = Some("no matches for the input list of setters".to_owned());
@@ -134,28 +134,6 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
 }
 
 impl Create {
-    /// `acceptImpl` (nothing here fails).
-    fn accept(&mut self, node: &mut Node, path: &str) {
-        match node.kind {
-            Kind::Mapping => {
-                self.visit_mapping(node, path);
-                for i in catalog::visit_fields(node) {
-                    let key = node.content.get(i).map(|k| k.value.to_string());
-                    if let (Some(key), Some(value)) = (key, node.content.get_mut(i + 1)) {
-                        self.accept(value, &format!("{path}.{key}"));
-                    }
-                }
-            }
-            Kind::Sequence => {
-                for (i, el) in node.content.iter_mut().enumerate() {
-                    self.accept(el, &format!("{path}[{i}]"));
-                }
-            }
-            Kind::Scalar => self.visit_scalar(node, path),
-            Kind::Document | Kind::Alias => {}
-        }
-    }
-
     /// `strings.NewReplacer(value1, "${name1}", ...).Replace(s)`: at each
     /// byte, the first pair whose value starts there is replaced.
     fn replace(&self, s: &str) -> String {
@@ -184,9 +162,13 @@ impl Create {
         String::from_utf8(out)
             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
+}
+
+impl catalog::Visitor for Create {
+    type Error = std::convert::Infallible;
 
     /// `visitMapping`: sequences that are an array setter's values.
-    fn visit_mapping(&mut self, map: &mut Node, path: &str) {
+    fn visit_mapping(&mut self, map: &mut Node, path: &str) -> Result<(), Self::Error> {
         for i in catalog::visit_fields(map) {
             let Some([key, value]) = map.content.get_mut(i..i + 2) else {
                 continue;
@@ -235,16 +217,17 @@ impl Create {
                 comment,
             });
         }
+        Ok(())
     }
 
     /// `visitScalar`: a scalar with a setter's value in it.
-    fn visit_scalar(&mut self, node: &mut Node, path: &str) {
+    fn visit_scalar(&mut self, node: &mut Node, path: &str) -> Result<(), Self::Error> {
         if node.value.contains('\n') {
-            return;
+            return Ok(());
         }
         let replaced = self.replace(&node.value);
         if replaced == node.value {
-            return;
+            return Ok(());
         }
         let comment = format!("kpt-set: {replaced}");
         node.line_comment = comment.as_str().into();
@@ -254,5 +237,6 @@ impl Create {
             value: node.value.to_string(),
             comment,
         });
+        Ok(())
     }
 }

@@ -263,7 +263,7 @@ impl SearchReplace {
         if self.should_put_value_by_path() {
             return self.put_value_by_path(item);
         }
-        self.accept(item, "")
+        catalog::accept(self, item, "")
     }
 
     fn to_results(&self) -> Vec<FnResult> {
@@ -282,90 +282,6 @@ impl SearchReplace {
                 catalog::item(message, &r.field_path, &r.file_path)
             })
             .collect()
-    }
-
-    /// `acceptImpl`.
-    fn accept(&mut self, node: &mut Node, path: &str) -> Result<(), String> {
-        match node.kind {
-            Kind::Mapping => {
-                self.visit_mapping(node, path);
-                for i in catalog::visit_fields(node) {
-                    let key = node.content.get(i).map(|k| k.value.to_string());
-                    if let (Some(key), Some(value)) = (key, node.content.get_mut(i + 1)) {
-                        self.accept(value, &format!("{path}.{key}"))?;
-                    }
-                }
-                Ok(())
-            }
-            Kind::Sequence => {
-                for (i, el) in node.content.iter_mut().enumerate() {
-                    self.accept(el, &format!("{path}[{i}]"))?;
-                }
-                Ok(())
-            }
-            Kind::Scalar => self.match_and_replace(node, path),
-            Kind::Document | Kind::Alias => Ok(()),
-        }
-    }
-
-    /// `visitMapping`: put-comment on the sequences `by-path` finds.
-    fn visit_mapping(&mut self, map: &mut Node, path: &str) {
-        if self.put_comment.is_empty() {
-            return;
-        }
-        for i in catalog::visit_fields(map) {
-            let Some([key, value]) = map.content.get_mut(i..i + 2) else {
-                continue;
-            };
-            if catalog::is_nil_or_empty(value) || value.kind != Kind::Sequence {
-                continue;
-            }
-            let key_text = krm_yaml::emit::encode_node(key, false);
-            let path_to_key = format!("{path}.{}", key_text.trim());
-            if !self.path_match(path_to_key.strip_prefix('.').unwrap_or(&path_to_key)) {
-                continue;
-            }
-            key.line_comment = self.put_comment.as_str().into();
-            value.style = Style::FLOW;
-            let val = krm_yaml::emit::encode_node(value, false);
-            value.style = Style::FOLDED;
-            self.results.push(Found {
-                file_path: self.file_path.clone(),
-                field_path: format!("{} # {}", self.by_path, self.put_comment),
-                value: val.trim().to_owned(),
-            });
-        }
-    }
-
-    /// `matchAndReplace`.
-    fn match_and_replace(&mut self, node: &mut Node, path: &str) -> Result<(), String> {
-        let path_match = self.path_match(path);
-        let value_match = (!self.by_value.is_empty() && self.by_value == node.value)
-            || self.regex.as_ref().is_some_and(|r| r.is_match(&node.value));
-        let by_path_only = path_match && self.by_value.is_empty() && self.by_value_regex.is_empty();
-        // `searchCriteriaMatch`: value and path, value only, path only.
-        let found = (value_match && (path_match || self.by_path.is_empty())) || by_path_only;
-        if !found {
-            return Ok(());
-        }
-        if !self.put_comment.is_empty() {
-            let comment = self.resolve_pattern(&node.value, &self.put_comment)?;
-            node.line_comment = comment.into();
-        }
-        if !self.put_value.is_empty() {
-            let value = self.resolve_pattern(&node.value, &self.put_value)?;
-            node.value = value.into();
-            node.tag = Tag::default();
-        }
-        if !self.file_path.is_empty() {
-            let text = krm_yaml::emit::encode_node(node, false);
-            self.results.push(Found {
-                file_path: self.file_path.clone(),
-                field_path: path.strip_prefix('.').unwrap_or(path).to_owned(),
-                value: text.trim().to_owned(),
-            });
-        }
-        Ok(())
     }
 
     /// `resolvePattern`: `${n}` in the pattern replaced by the value's
@@ -443,6 +359,71 @@ impl SearchReplace {
             field_path: self.by_path.clone(),
             value: self.put_value.clone(),
         });
+        Ok(())
+    }
+}
+
+impl catalog::Visitor for SearchReplace {
+    type Error = String;
+
+    /// `visitMapping`: put-comment on the sequences `by-path` finds.
+    fn visit_mapping(&mut self, map: &mut Node, path: &str) -> Result<(), String> {
+        if self.put_comment.is_empty() {
+            return Ok(());
+        }
+        for i in catalog::visit_fields(map) {
+            let Some([key, value]) = map.content.get_mut(i..i + 2) else {
+                continue;
+            };
+            if catalog::is_nil_or_empty(value) || value.kind != Kind::Sequence {
+                continue;
+            }
+            let key_text = krm_yaml::emit::encode_node(key, false);
+            let path_to_key = format!("{path}.{}", key_text.trim());
+            if !self.path_match(path_to_key.strip_prefix('.').unwrap_or(&path_to_key)) {
+                continue;
+            }
+            key.line_comment = self.put_comment.as_str().into();
+            value.style = Style::FLOW;
+            let val = krm_yaml::emit::encode_node(value, false);
+            value.style = Style::FOLDED;
+            self.results.push(Found {
+                file_path: self.file_path.clone(),
+                field_path: format!("{} # {}", self.by_path, self.put_comment),
+                value: val.trim().to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    /// `matchAndReplace`.
+    fn visit_scalar(&mut self, node: &mut Node, path: &str) -> Result<(), String> {
+        let path_match = self.path_match(path);
+        let value_match = (!self.by_value.is_empty() && self.by_value == node.value)
+            || self.regex.as_ref().is_some_and(|r| r.is_match(&node.value));
+        let by_path_only = path_match && self.by_value.is_empty() && self.by_value_regex.is_empty();
+        // `searchCriteriaMatch`: value and path, value only, path only.
+        let found = (value_match && (path_match || self.by_path.is_empty())) || by_path_only;
+        if !found {
+            return Ok(());
+        }
+        if !self.put_comment.is_empty() {
+            let comment = self.resolve_pattern(&node.value, &self.put_comment)?;
+            node.line_comment = comment.into();
+        }
+        if !self.put_value.is_empty() {
+            let value = self.resolve_pattern(&node.value, &self.put_value)?;
+            node.value = value.into();
+            node.tag = Tag::default();
+        }
+        if !self.file_path.is_empty() {
+            let text = krm_yaml::emit::encode_node(node, false);
+            self.results.push(Found {
+                file_path: self.file_path.clone(),
+                field_path: path.strip_prefix('.').unwrap_or(path).to_owned(),
+                value: text.trim().to_owned(),
+            });
+        }
         Ok(())
     }
 }
