@@ -391,6 +391,7 @@ pub(crate) fn sort_items(rl: &mut ResourceList) {
 }
 
 /// Go's `%q` of a string.
+// Not krm_yaml's go_quote (full strconv.Quote): \a \b \f \v, U+0080.. differ; merging changes output.
 pub(crate) fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');

@@ -500,6 +500,7 @@ fn step<'a>(
 /// kyaml v0.12's `FieldSetter{Name, Value}`: an existing field's value is
 /// replaced (comments and all) and keeps the old style; a new one is
 /// appended. No YAML 1.1 quoting yet in this version.
+// Not `kyaml::set_field`: that is a later kyaml's (mapping check, YAML 1.1 quoting).
 fn set_field(map: &mut Node, name: &str, mut value: Node) {
     match kyaml::field_index(map, name).and_then(|i| map.content.get_mut(i + 1)) {
         Some(old) => {

@@ -260,35 +260,12 @@ fn add(items: &mut Vec<Node>, input: &Node) -> Result<(), String> {
 
 /// kyaml's `InvalidNodeKindError` text (without the node's dump).
 fn not_a_mapping(kind: Kind) -> String {
-    format!(
-        "wrong node kind: expected MappingNode but got {}",
-        kyaml::kind_name(kind)
-    )
+    kyaml::NotAMapping(kyaml::kind_name(kind)).to_string()
 }
 
-/// `PathGetter{Create: MappingNode}` for one field.
+/// `PathGetter{Create: MappingNode}` for one field, its error as text.
 fn lookup_create<'a>(map: &'a mut Node, name: &str) -> Result<&'a mut Node, String> {
-    if map.kind != Kind::Mapping {
-        return Err(not_a_mapping(map.kind));
-    }
-    let i = match kyaml::field_index(map, name) {
-        Some(i) => i,
-        None => {
-            map.content.push(Node {
-                kind: Kind::Scalar,
-                value: name.into(),
-                ..Node::default()
-            });
-            map.content.push(Node {
-                kind: Kind::Mapping,
-                ..Node::default()
-            });
-            map.content.len() - 2
-        }
-    };
-    map.content
-        .get_mut(i + 1)
-        .ok_or_else(|| not_a_mapping(Kind::Scalar))
+    kyaml::lookup_create(map, name).map_err(|e| e.to_string())
 }
 
 /// `RNode.SetAnnotations`: `metadata.annotations` cleared, then, when

@@ -190,7 +190,7 @@ pub fn clear_empty_annotations(node: &mut Node) {
 
 /// `PathGetter{Create: MappingNode}` for one field: the value under
 /// `name`, appended as a new mapping when missing.
-fn lookup_create<'a>(map: &'a mut Node, name: &str) -> Result<&'a mut Node, NotAMapping> {
+pub fn lookup_create<'a>(map: &'a mut Node, name: &str) -> Result<&'a mut Node, NotAMapping> {
     if map.kind != Kind::Mapping {
         return Err(NotAMapping(kind_name(map.kind)));
     }
