@@ -429,6 +429,7 @@ fn set_field_value(
 /// (string values only; the catalog sorts items it has written to text
 /// and parsed again, so a field created without a tag counts by the tag
 /// its text reads back with), stable.
+// Not sdk::sort_items: that reads untagged scalars as "" (items never re-parsed there).
 fn sort_items(items: &mut [Node]) {
     fn s(v: Option<&Node>) -> &str {
         match v {

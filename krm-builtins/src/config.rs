@@ -65,3 +65,50 @@ pub fn decode<T: DeserializeOwned>(config: &Node) -> Result<T, String> {
     let value = krm_yaml::value::to_value(config);
     serde_yaml_ng::from_value(value).map_err(|e| e.to_string())
 }
+
+/// kustomize's `types.FieldSpec` (ensure-name-substring leaves `create`
+/// false).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FieldSpec {
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) kind: String,
+    pub(crate) path: String,
+    pub(crate) create: bool,
+}
+
+/// A YAML int's value as Go reads one: `_`s dropped, a sign, then `0x`,
+/// `0o`, `0b`, a leading `0` (octal) or decimal digits. With
+/// `integral_floats` (JSON, which writes `2.0` as `2`), other text that
+/// parses as a float with an integral value also counts.
+pub(crate) fn yaml_int(text: &str, integral_floats: bool) -> Option<i64> {
+    let raw = text.replace('_', "");
+    let (neg, digits) = match raw.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, raw.strip_prefix('+').unwrap_or(&raw)),
+    };
+    let parsed = if let Some(h) = digits.strip_prefix("0x") {
+        i64::from_str_radix(h, 16).ok()
+    } else if let Some(o) = digits.strip_prefix("0o") {
+        i64::from_str_radix(o, 8).ok()
+    } else if let Some(b) = digits.strip_prefix("0b") {
+        i64::from_str_radix(b, 2).ok()
+    } else if digits.len() > 1
+        && digits.starts_with('0')
+        && digits.bytes().all(|b| b.is_ascii_digit())
+    {
+        // yaml.v2 and v3 read a leading 0 as octal (`ParseInt(s, 0, 64)`).
+        i64::from_str_radix(digits, 8).ok()
+    } else if let Ok(i) = digits.parse::<i64>() {
+        Some(i)
+    } else if integral_floats {
+        digits
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
+            .map(|f| f as i64)
+    } else {
+        None
+    };
+    parsed.map(|i| if neg { -i } else { i })
+}

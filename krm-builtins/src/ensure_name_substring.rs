@@ -49,6 +49,7 @@
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node, Style};
 
+use crate::config::FieldSpec;
 use crate::{Context, ResourceList, Stop};
 
 const DEPENDS_ON: &str = "config.kubernetes.io/depends-on";
@@ -58,15 +59,6 @@ enum Mode {
     Prepend,
     Append,
     Other,
-}
-
-/// A field spec: group, version, kind (empty = any) and a path.
-#[derive(Debug, Clone, Default)]
-struct FieldSpec {
-    group: String,
-    version: String,
-    kind: String,
-    path: String,
 }
 
 #[derive(Debug)]

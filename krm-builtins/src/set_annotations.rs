@@ -42,22 +42,13 @@
 use krm_yaml::package::kyaml;
 use krm_yaml::{emit, resolve, Kind, Node};
 
+use crate::config::FieldSpec;
 use crate::result::{Field, File};
 use crate::sdk;
 use crate::{Context, FnResult, ResourceList, Stop};
 
 #[cfg(test)]
 mod tests;
-
-/// kustomize's `types.FieldSpec`.
-#[derive(Debug, Clone, Default)]
-struct FieldSpec {
-    group: String,
-    version: String,
-    kind: String,
-    path: String,
-    create: bool,
-}
 
 /// The `commonannotations` field specs.
 fn default_specs() -> Vec<FieldSpec> {
@@ -257,27 +248,7 @@ fn yaml11_scalar(n: &Node) -> Scalar {
 
 /// An integer's decimal text.
 fn int_text(v: &str) -> String {
-    let s = v.replace('_', "");
-    let (neg, digits) = match s.strip_prefix('-') {
-        Some(d) => (true, d),
-        None => (false, s.strip_prefix('+').unwrap_or(&s)),
-    };
-    let parsed = if let Some(h) = digits.strip_prefix("0x") {
-        i64::from_str_radix(h, 16).ok()
-    } else if let Some(o) = digits.strip_prefix("0o") {
-        i64::from_str_radix(o, 8).ok()
-    } else if let Some(b) = digits.strip_prefix("0b") {
-        i64::from_str_radix(b, 2).ok()
-    } else if digits.len() > 1 && digits.starts_with('0') {
-        i64::from_str_radix(digits, 8).ok()
-    } else {
-        digits.parse::<i64>().ok()
-    };
-    match parsed {
-        Some(n) if neg => (-n).to_string(),
-        Some(n) => n.to_string(),
-        None => v.to_owned(),
-    }
+    crate::config::yaml_int(v, false).map_or_else(|| v.to_owned(), |n| n.to_string())
 }
 
 /// A `map[string]string` through `sigs.k8s.io/yaml`: scalars become

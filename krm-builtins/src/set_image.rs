@@ -52,6 +52,7 @@ use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
 use crate::result::{File, ResourceRef};
+use crate::sdk;
 use crate::{Context, FnResult, ResourceList, Stop};
 
 const PATH: &str = "internal.config.kubernetes.io/path";
@@ -83,13 +84,13 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
     let outcome = process(rl, ctx);
     match outcome {
         Ok(()) => {
-            sort_items(&mut rl.items);
+            sdk::sort_items(rl);
             Ok(())
         }
         Err(Die::Cancelled) => Err(Stop::Cancelled),
         Err(Die::Recovered(message)) => {
             rl.results.push(FnResult::error(message.as_str()));
-            sort_items(&mut rl.items);
+            sdk::sort_items(rl);
             Err(Stop::Failed(format!(
                 "failed to evaluate function: {message}"
             )))
@@ -196,22 +197,6 @@ fn get_string<'a>(o: &'a Node, fields: &[&str]) -> &'a str {
     } else {
         ""
     }
-}
-
-/// `KubeObjects.Less`'s key.
-fn sort_key(o: &Node) -> String {
-    format!(
-        "{} {} {} {}",
-        get_string(o, &["apiVersion"]),
-        get_string(o, &["kind"]),
-        get_string(o, &["metadata", "namespace"]),
-        get_string(o, &["metadata", "name"]),
-    )
-}
-
-/// `ResourceList.Sort`.
-fn sort_items(items: &mut [Node]) {
-    items.sort_by_cached_key(sort_key);
 }
 
 fn variant_name(n: &Node) -> &'static str {

@@ -187,35 +187,10 @@ fn int(n: &Node, ctx: &Ctx<'_>, out: &mut i64) -> Result<(), String> {
     match json_type(n) {
         "null" => Ok(()),
         "number" => {
-            let raw = n.value.replace('_', "");
-            let (neg, digits) = match raw.strip_prefix('-') {
-                Some(d) => (true, d),
-                None => (false, raw.strip_prefix('+').unwrap_or(&raw)),
-            };
-            let parsed = if let Some(h) = digits.strip_prefix("0x") {
-                i64::from_str_radix(h, 16).ok()
-            } else if let Some(o) = digits.strip_prefix("0o") {
-                i64::from_str_radix(o, 8).ok()
-            } else if let Some(b) = digits.strip_prefix("0b") {
-                i64::from_str_radix(b, 2).ok()
-            } else if digits.len() > 1
-                && digits.starts_with('0')
-                && digits.bytes().all(|b| b.is_ascii_digit())
-            {
-                // yaml.v3 reads a leading 0 as octal (`ParseInt(s, 0, 64)`).
-                i64::from_str_radix(digits, 8).ok()
-            } else if let Ok(i) = digits.parse::<i64>() {
-                Some(i)
-            } else {
-                digits
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
-                    .map(|f| f as i64)
-            };
+            let parsed = crate::config::yaml_int(&n.value, true);
             match parsed {
                 Some(i) => {
-                    *out = if neg { -i } else { i };
+                    *out = i;
                     Ok(())
                 }
                 None => Err(type_error(&format!("number {}", n.value), ctx, "int")),
