@@ -110,5 +110,23 @@ pub(crate) fn yaml_int(text: &str, integral_floats: bool) -> Option<i64> {
     } else {
         None
     };
-    parsed.map(|i| if neg { -i } else { i })
+    // `checked_neg`: `-0x-8000000000000000` would overflow (a panic in a
+    // debug build); Go's ParseInt refuses it too.
+    parsed.and_then(|i| if neg { i.checked_neg() } else { Some(i) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::yaml_int;
+
+    #[test]
+    fn go_ints_read_as_yaml_reads_them_and_overflow_is_no_number() {
+        assert_eq!(yaml_int("010", false), Some(8));
+        assert_eq!(yaml_int("-0x10", false), Some(-16));
+        assert_eq!(yaml_int("1_000", false), Some(1000));
+        assert_eq!(yaml_int("2.0", true), Some(2));
+        assert_eq!(yaml_int("2.0", false), None);
+        assert_eq!(yaml_int("-0x-8000000000000000", false), None);
+        assert_eq!(yaml_int("x", true), None);
+    }
 }
