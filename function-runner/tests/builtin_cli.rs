@@ -191,8 +191,7 @@ fn eval_runs_a_built_in_with_kpts_lines_and_results_file() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         untimed(&r.stderr),
-        concat!("[RUNNING] \"gcr.io/kpt-fn/set-annotations:v0.1.4\"\n[PASS] \"gcr.io/kpt-fn/set-annotations:v0.1.4\" in <t>\n  Results:\n    [info] metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n    [info] spec.template.metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n\nFor complete results, see {}/results.yaml\n",
-        ).replace("{}", results.to_str().unwrap())
+        "[RUNNING] \"gcr.io/kpt-fn/set-annotations:v0.1.4\"\n[PASS] \"gcr.io/kpt-fn/set-annotations:v0.1.4\" in <t>\n  Results:\n    [info] metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n    [info] spec.template.metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n\nFor complete results, see {}/results.yaml\n".replace("{}", results.to_str().unwrap())
     );
     assert_eq!(
         fs::read_to_string(pkg.join("deploy.yaml")).unwrap(),
