@@ -14,7 +14,7 @@
 //! or a pod.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -232,10 +232,54 @@ pub fn run_on_bytes(builtin: &Builtin, input: &[u8], ctx: &Context) -> Option<Ou
     })
 }
 
-/// Stack of the thread a built-in call runs on: the tree is walked
+/// Stack of the threads built-in calls run on: the tree is walked
 /// recursively, and the parser accepts nesting 10,000 deep (reserved, not
 /// committed, until used).
 const CALL_STACK_BYTES: usize = 256 << 20;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// The threads built-in calls run on, started once and kept: a thread
+/// with that stack costs ~0.1 ms to start, a fifth of a small call. As many
+/// as [`WORKERS_PER_CPU`] per processor: the calls are CPU work, and a long
+/// one holds its thread until its next check of the deadline. `None` when
+/// not one thread could start.
+fn workers() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> {
+    static WORKERS: std::sync::OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Job>>>> =
+        std::sync::OnceLock::new();
+    WORKERS
+        .get_or_init(|| {
+            let (tx, rx) = std::sync::mpsc::channel::<Job>();
+            let rx = Arc::new(std::sync::Mutex::new(rx));
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get()) * WORKERS_PER_CPU;
+            let mut started = 0;
+            for i in 0..n {
+                let rx = rx.clone();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("builtin-{i}"))
+                    .stack_size(CALL_STACK_BYTES)
+                    .spawn(move || loop {
+                        let job = rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                        let Ok(job) = job else { return };
+                        // A panic (none is known; release builds abort on
+                        // one) drops the job's answer: its caller gets
+                        // an error, and the thread serves on.
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    });
+                match spawned {
+                    Ok(_) => started += 1,
+                    Err(err) => {
+                        tracing::warn!(%err, "a thread for built-in functions did not start")
+                    }
+                }
+            }
+            (started > 0).then(|| std::sync::Mutex::new(tx))
+        })
+        .as_ref()
+}
+
+/// Threads for built-in calls per processor.
+const WORKERS_PER_CPU: usize = 4;
 
 /// Runs a built-in for gRPC calls: FunctionConfig `goExecutor` images and,
 /// by default, the catalog's.
@@ -288,18 +332,23 @@ impl Evaluator for BuiltinEvaluator {
                 .with_cancel(flag);
             let input = req.request.resource_list;
             let (tx, rx) = tokio::sync::oneshot::channel();
-            let spawned = std::thread::Builder::new()
-                .name(format!("builtin-{}", builtin.name))
-                .stack_size(CALL_STACK_BYTES)
-                .spawn(move || {
-                    let _ = tx.send(run_on_bytes(builtin, &input, &ctx));
-                });
-            if let Err(err) = spawned {
+            let job: Job = Box::new(move || {
+                let _ = tx.send(run_on_bytes(builtin, &input, &ctx));
+            });
+            let queued = workers().is_some_and(|w| {
+                w.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .send(job)
+                    .is_ok()
+            });
+            if !queued {
                 return Err(EvalError::Call(krm_fn::call::CallError::StartFailed {
                     image,
                     source: krm_fn::exec::ExecError::Spawn {
                         program: format!("built-in {}", builtin.name),
-                        source: err,
+                        source: std::io::Error::other(
+                            "no thread for built-in functions could start",
+                        ),
                     },
                 }));
             }

@@ -297,8 +297,8 @@ async fn builtin(
         "--process-functions",
         fns.path().to_str().context("path")?,
     ])?;
-    // 1 KiB: six ConfigMaps and set-namespace's config.
-    let mut text = resource_list(6);
+    // 1 KiB: seven ConfigMaps and set-namespace's config.
+    let mut text = resource_list(7);
     text.push_str("functionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: function-input\n  data:\n    namespace: prod\n");
     let rl = bytes::Bytes::from(text);
     let endpoint = runner.endpoint();
