@@ -302,3 +302,30 @@ spec:
         .unwrap()
         .contains("  namespace: team-b\n"));
 }
+
+#[test]
+fn a_built_ins_output_is_held_to_the_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    write(&pkg, &[("deploy.yaml", DEPLOYMENT)]);
+    let r = fr(
+        tmp.path(),
+        &[
+            "eval",
+            "pkg",
+            "--max-output-bytes",
+            "100",
+            "--image",
+            "set-labels:v0.2",
+            "--",
+            "app=web",
+        ],
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("100"), "{}", r.stderr);
+    assert!(!r.stderr.contains("[PASS]"), "{}", r.stderr);
+    assert_eq!(
+        fs::read_to_string(pkg.join("deploy.yaml")).unwrap(),
+        DEPLOYMENT
+    );
+}

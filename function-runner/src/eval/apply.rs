@@ -81,7 +81,7 @@ pub(crate) async fn apply(
                 Function::Image { image, evaluator } => {
                     run_image(image, list, evaluator.as_ref()).await
                 }
-                Function::Builtin { builtin, .. } => run_builtin(builtin, &list),
+                Function::Builtin { builtin, .. } => run_builtin(builtin, &list, max_output_bytes),
             };
             let ran = match ran {
                 Ok(r) => r,

@@ -168,10 +168,23 @@ pub(super) async fn run_image(
 
 /// A built-in function on the ResourceList's text, answered as its
 /// container would (stderr as kpt reads a container's).
-pub(super) fn run_builtin(builtin: &krm_builtins::Builtin, input: &[u8]) -> Result<Ran, Error> {
+/// Its output is held to `max_output_bytes` as a command's stdout is.
+pub(super) fn run_builtin(
+    builtin: &krm_builtins::Builtin,
+    input: &[u8],
+    max_output_bytes: usize,
+) -> Result<Ran, Error> {
     let ctx = krm_builtins::Context::new();
     let out = crate::builtin::run_on_bytes(builtin, input, &ctx)
         .ok_or_else(|| Error::Evaluator(format!("built-in {} was cancelled", builtin.name)))?;
+    if out.stdout.len() > max_output_bytes {
+        return Err(Error::Exec(
+            ExecError::OutputTooLarge {
+                limit: max_output_bytes,
+            }
+            .to_string(),
+        ));
+    }
     Ok(Ran {
         exit_code: match out.status {
             ExitStatus::Code(c) => c,
