@@ -342,11 +342,13 @@ async fn builtin(
         );
         all.push((lat, tput));
     }
-    let mean = |f: &dyn Fn(&([f64; 2], [f64; 2])) -> f64| {
-        all.iter().map(f).sum::<f64>() / all.len() as f64
-    };
-    let (lc, lb) = (mean(&|r| r.0[0]), mean(&|r| r.0[1]));
-    let (tc, tb) = (mean(&|r| r.1[0]), mean(&|r| r.1[1]));
+    /// A round's p50s and throughputs, cat first.
+    type Round = ([f64; 2], [f64; 2]);
+    let rounds_run: &[Round] = &all;
+    let mean =
+        |f: fn(&Round) -> f64| rounds_run.iter().map(f).sum::<f64>() / rounds_run.len() as f64;
+    let (lc, lb) = (mean(|r| r.0[0]), mean(|r| r.0[1]));
+    let (tc, tb) = (mean(|r| r.1[0]), mean(|r| r.1[1]));
     println!(
         "| mean | {lc:.0} | {lb:.0} | **{:.1}** | {tc:.0} | {tb:.0} | **{:.1}** |",
         lc / lb,
