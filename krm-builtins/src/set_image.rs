@@ -26,6 +26,25 @@
 //!   matches when it is `name` (a Go regular expression, as the catalog
 //!   builds it) with an optional `:tag` and `@sha256:digest`. The new
 //!   value is a plain string with the old value's comments.
+//! - `additionalImageFields` (kustomize FieldSpecs: `group`, `version`,
+//!   `kind`, `path`, `create`; `custom/custom.go`) then runs kustomize's
+//!   image filter (`api/filters/imagetag`, `fieldspec`, kyaml's
+//!   `PathSplitter` and `PathGetter`, api and kyaml v0.19.0) over each
+//!   item but CRDs whose group, version and kind match (an empty one
+//!   matches all): the path is split at `/` (`\/` does not split, a
+//!   leading `/` is dropped), each element of a list on the way is walked,
+//!   `[]` only marks a list (a null field so marked becomes `[]`), and a
+//!   matching image at the end gets kustomize's new name (a new tag or
+//!   digest replaces both the tag and the digest, `newName` keeps the
+//!   `:`, the config's `image.tagSuffix` is read here only), with the
+//!   `image` map of the config (not `data`; no `image` field fails with
+//!   the SDK's "unmatched field type"). Every value set is counted, also
+//!   one set to what it was (so a container also listed by a FieldSpec is
+//!   counted twice). `create` is never acted on. A path the filter cannot
+//!   walk gives the error result `considering field 'PATH' of object
+//!   KIND.VERSION.GROUP/NAME.NAMESPACE: ...` (kustomize's messages) on
+//!   that item, which is left as it was (values set before the error
+//!   still counted), and the function goes on (exit 0).
 //! - Results: one info result `summary: updated a total of N image(s)`.
 //! - A failure (`ResultErrAndDie`, or the SDK's "unmatched field type"
 //!   when a field has the wrong kind) leaves an error result with the
@@ -36,10 +55,15 @@
 //!
 //! Departures (each where the Go binary crashes or does something no
 //! caller can rely on):
-//! - `additionalImageFields` (deprecated in the catalog) runs kustomize's
-//!   image filter through a JSON round trip that rewrites every item
-//!   (keys sorted, comments dropped); it is refused here with
-//!   `additionalImageFields is not supported by the built-in set-image`.
+//! - `additionalImageFields` (deprecated in the catalog) runs on a JSON
+//!   copy of every item (keys sorted, comments dropped, aliases expanded,
+//!   scalars as JSON writes them), which kpt then gives back the input's
+//!   comments and field order. Here the items are updated in place: the
+//!   new value keeps the old one's style and comments and nothing else of
+//!   the item changes. So an alias on a path is not followed, a non-string
+//!   image is matched by its YAML text (not its JSON one), and the node
+//!   contents in a "wrong node kind" error are written as JSON flow YAML
+//!   on one line (yaml.v3 would wrap past 80 columns).
 //! - Where the Go binary panics (a pod template without `spec`, an image
 //!   name that is not a valid regular expression) the failure is
 //!   `panic: ...` on stderr with no results.
@@ -227,6 +251,7 @@ fn process(rl: &mut ResourceList, ctx: &Context) -> Result<(), Die> {
     let config = rl.function_config.as_ref().map(kyaml::content);
     let mut image = Image::default();
     let mut data: Option<Vec<(String, String)>> = None;
+    let mut additional = false;
     // `runnerProcessor.config`.
     match config {
         None => rl
@@ -242,13 +267,7 @@ fn process(rl: &mut ResourceList, ctx: &Context) -> Result<(), Die> {
             let decoded = decode_set_image(c)?;
             image = decoded.0;
             data = decoded.1;
-            if decoded.2 {
-                return Err(result_err_and_die(
-                    &mut rl.results,
-                    "additionalImageFields is not supported by the built-in set-image",
-                    None,
-                ));
-            }
+            additional = decoded.2;
         }
         Some(c) => {
             let message = format!(
@@ -321,6 +340,11 @@ fn process(rl: &mut ResourceList, ctx: &Context) -> Result<(), Die> {
                 }
             }
             _ => {}
+        }
+    }
+    if additional {
+        if let Some(c) = config {
+            fields::run(c, &mut rl.items, &mut rl.results, &mut updater.count, ctx)?;
         }
     }
     rl.results.push(FnResult::info(format!(
@@ -442,8 +466,13 @@ fn decode_set_image(c: &Node) -> Result<Decoded, Die> {
                 _ => return Err(unmatched("")),
             },
             "additionalimagefields" => match v.kind {
-                Kind::Scalar if v.tag == kyaml::NULL_TAG => {}
-                Kind::Sequence => additional = true,
+                Kind::Scalar if v.tag == kyaml::NULL_TAG => additional = false,
+                Kind::Sequence => {
+                    for spec in &v.content {
+                        fields::decode_spec(spec)?;
+                    }
+                    additional = true;
+                }
                 _ => return Err(unmatched("")),
             },
             _ => {}
@@ -575,6 +604,8 @@ fn new_image_name(old: &str, image: &Image) -> String {
         name + &tag
     }
 }
+
+mod fields;
 
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 
 use krm_yaml::emit;
 
+use super::fields::new_name_for_tests;
 use super::{new_image_name, run, split, Image};
 use crate::result::{File, ResourceRef};
 use crate::test_support::{list_each, text};
@@ -179,10 +180,6 @@ fn bad_configs_fail_with_the_catalog_s_messages() {
             "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetImage\nimage:\n  newTag: x\n",
             "must specify `name`",
         ),
-        (
-            "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetImage\nimage: {name: a, newTag: b}\nadditionalImageFields:\n- path: spec/image\n",
-            "additionalImageFields is not supported by the built-in set-image",
-        ),
     ];
     for (config, message) in cases {
         let mut rl = list_each(&[POD], Some(config));
@@ -337,4 +334,241 @@ fn a_name_is_a_regular_expression_and_a_cancelled_call_stops() {
         run(&mut rl, &Context::new().with_cancel(flag)),
         Err(Stop::Cancelled)
     );
+}
+
+/// A Pod and a custom resource with images in a list of its own.
+const APP_POD: &str = "\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: web
+    image: registry.local/web:3.1
+";
+
+const APP_CR: &str = "\
+apiVersion: apps.acme.io/v2
+kind: Bundle
+metadata:
+  name: shop
+  namespace: prod
+spec:
+  parts:
+  # the front end
+  - image: registry.local/web:3.1 # bump me
+    replicas: 2
+  - image: registry.local/db:9
+  extra:
+    image: registry.local/web
+  none: null
+";
+
+const BUMP: &str = "\
+apiVersion: fn.kpt.dev/v1alpha1
+kind: SetImage
+metadata:
+  name: bump
+image:
+  name: registry.local/web
+  newTag: '3.2'
+additionalImageFields:
+- group: apps.acme.io
+  version: v2
+  kind: Bundle
+  path: spec/parts[]/image
+  create: false
+";
+
+#[test]
+fn additional_fields_are_updated_in_place_with_their_comments() {
+    let mut rl = list_each(&[APP_POD, APP_CR], Some(BUMP));
+    run(&mut rl, &Context::new()).unwrap();
+    assert_eq!(
+        text(&rl.items),
+        "\
+apiVersion: apps.acme.io/v2
+kind: Bundle
+metadata:
+  name: shop
+  namespace: prod
+spec:
+  parts:
+  # the front end
+  - image: registry.local/web:3.2 # bump me
+    replicas: 2
+  - image: registry.local/db:9
+  extra:
+    image: registry.local/web
+  none: null
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  containers:
+  - name: web
+    image: registry.local/web:3.2
+"
+    );
+    assert_eq!(rl.results, vec![summary(2)]);
+    // Without `[]`, with a leading `/`, on a map, and a null list read
+    // as a list (kustomize makes it an empty one).
+    let config = BUMP.replace(
+        "  path: spec/parts[]/image\n",
+        "  path: /spec/parts/image\n- kind: Bundle\n  path: spec/extra/image\n- path: spec/none[]/image\n",
+    );
+    let mut rl = list_each(&[APP_CR], Some(&config));
+    run(&mut rl, &Context::new()).unwrap();
+    let out = text(&rl.items);
+    assert!(
+        out.contains("  - image: registry.local/web:3.2 # bump me\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  extra:\n    image: registry.local/web:3.2\n"),
+        "{out}"
+    );
+    assert!(out.contains("  none: []\n"), "{out}");
+    assert_eq!(rl.results, vec![summary(2)]);
+}
+
+#[test]
+fn a_fieldspec_selects_by_group_version_and_kind() {
+    // Kind, group or version of another type: the item is left alone.
+    for spec in [
+        "- kind: Other\n  path: spec/parts[]/image\n",
+        "- group: apps\n  kind: Bundle\n  path: spec/parts[]/image\n",
+        "- version: v1\n  path: spec/parts[]/image\n",
+    ] {
+        let config = format!(
+            "kind: SetImage\nimage: {{name: registry.local/web, newTag: '4'}}\nadditionalImageFields:\n{spec}"
+        );
+        let mut rl = list_each(&[APP_CR], Some(&config));
+        run(&mut rl, &Context::new()).unwrap();
+        assert_eq!(text(&rl.items), APP_CR, "{spec}");
+        assert_eq!(rl.results, vec![summary(0)]);
+    }
+    // No gvk at all: every item; the Pod's container is counted twice
+    // (the catalog's own pass, then the fieldspec's: kustomize counts a
+    // value it sets to what it was).
+    let config = "kind: SetImage\nimage: {name: registry.local/web, newTag: '4'}\nadditionalImageFields:\n- path: spec/containers[]/image\n";
+    let mut rl = list_each(&[APP_POD], Some(config));
+    run(&mut rl, &Context::new()).unwrap();
+    assert!(text(&rl.items).contains("    image: registry.local/web:4\n"));
+    assert_eq!(rl.results, vec![summary(2)]);
+    // CRDs are never changed.
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: c\nspec:\n  image: registry.local/web\n";
+    let config = "kind: SetImage\nimage: {name: registry.local/web, newTag: '4'}\nadditionalImageFields:\n- path: spec/image\n";
+    let mut rl = list_each(&[crd], Some(config));
+    run(&mut rl, &Context::new()).unwrap();
+    assert_eq!(text(&rl.items), crd);
+    assert_eq!(rl.results, vec![summary(0)]);
+}
+
+#[test]
+fn kustomize_builds_the_new_name_of_an_additional_field() {
+    let new = new_name_for_tests;
+    assert_eq!(new("web:1@sha256:a", "", "2", "", ""), "web:2");
+    assert_eq!(
+        new("web:1@sha256:a", "", "", "sha256:b", ""),
+        "web@sha256:b"
+    );
+    assert_eq!(new("web:1", "", "2", "sha256:b", ""), "web:2@sha256:b");
+    assert_eq!(
+        new("web:1@sha256:a", "x/web", "", "", ""),
+        "x/web:1@sha256:a"
+    );
+    assert_eq!(new("web:1", "", "", "", "-rc"), "web:1-rc");
+    // The catalog's own pass would give `x/web1` here.
+    assert_eq!(new("web:1", "x/web", "", "", ""), "x/web:1");
+    // `tagSuffix` is read for the additional fields only.
+    let config = "kind: SetImage\nimage: {name: registry.local/db, newName: db, tagSuffix: -debug}\nadditionalImageFields:\n- path: spec/parts/image\n";
+    let mut rl = list_each(&[APP_CR], Some(config));
+    run(&mut rl, &Context::new()).unwrap();
+    assert!(text(&rl.items).contains("  - image: db:9-debug\n"));
+    assert_eq!(rl.results, vec![summary(1)]);
+}
+
+#[test]
+fn a_bad_fieldspec_leaves_the_item_with_kustomize_s_error() {
+    let object = "Bundle.v2.apps.acme.io/shop.prod";
+    let cases = [
+        (
+            "spec/parts/replicas/image",
+            "visit traversal on path: [replicas image]: expected sequence or mapping node".to_owned(),
+        ),
+        ("spec//image", "cannot set or create an empty field name".to_owned()),
+        (
+            "spec/extra",
+            "wrong node kind: expected ScalarNode but got MappingNode: node contents:\n{\"image\": \"registry.local/web\"}\n".to_owned(),
+        ),
+        (
+            "spec/extra/0",
+            "fieldName: 0: wrong node kind: expected SequenceNode but got MappingNode: node contents:\n{\"image\": \"registry.local/web\"}\n".to_owned(),
+        ),
+        ("spec/*/image", "fieldName: *: wildcard is not supported in PathGetter".to_owned()),
+        ("spec/extra/-1", "fieldName: -1: array index -1 cannot be negative".to_owned()),
+    ];
+    for (path, inner) in cases {
+        // The first fieldspec sets a value before the second fails: the
+        // item is left as it was, the value still counted.
+        let config = format!(
+            "kind: SetImage\nimage: {{name: registry.local/web, newTag: '4'}}\nadditionalImageFields:\n- path: spec/parts[]/image\n- kind: Bundle\n  path: {path}\n"
+        );
+        let mut rl = list_each(&[APP_POD, APP_CR], Some(&config));
+        run(&mut rl, &Context::new()).unwrap();
+        assert_eq!(text(&rl.items[..1]), APP_CR, "{path}");
+        assert!(text(&rl.items[1..]).contains("image: registry.local/web:4\n"));
+        let mut error = FnResult::error(format!(
+            "considering field '{path}' of object {object}: {inner}"
+        ));
+        error.resource_ref = Some(ResourceRef {
+            api_version: "apps.acme.io/v2".into(),
+            kind: "Bundle".into(),
+            name: "shop".into(),
+            namespace: "prod".into(),
+        });
+        error.file = Some(File {
+            path: String::new(),
+            index: -1,
+        });
+        assert_eq!(rl.results, vec![error, summary(2)], "{path}");
+    }
+    // Fields of the wrong type stop the function as the SDK's decoding does.
+    for spec in [
+        "- path: 1\n",
+        "- path: spec/image\n  create: 'yes'\n",
+        "- spec/image\n",
+    ] {
+        let config = format!(
+            "kind: SetImage\nimage: {{name: a, newTag: b}}\nadditionalImageFields:\n{spec}"
+        );
+        let mut rl = list_each(&[APP_CR], Some(&config));
+        let message = "SubObject has unmatched field type: `";
+        assert_eq!(
+            run(&mut rl, &Context::new()),
+            Err(Stop::Failed(format!(
+                "failed to evaluate function: {message}"
+            ))),
+            "{spec}"
+        );
+        assert_eq!(rl.results, vec![FnResult::error(message)]);
+    }
+    // The image given in `data` only: no `image` for kustomize's filter.
+    let config = "kind: SetImage\ndata: {name: a, newTag: b}\nadditionalImageFields: []\n";
+    let mut rl = list_each(&[APP_CR], Some(config));
+    assert_eq!(
+        run(&mut rl, &Context::new()),
+        Err(Stop::Failed(
+            "failed to evaluate function: SubObject has unmatched field type: `".into()
+        ))
+    );
+    // `null` is no list of fieldspecs.
+    let config = "kind: SetImage\nimage: {name: a, newTag: b}\nadditionalImageFields: null\n";
+    let mut rl = list_each(&[APP_CR], Some(config));
+    run(&mut rl, &Context::new()).unwrap();
+    assert_eq!(rl.results, vec![summary(0)]);
 }
