@@ -62,6 +62,15 @@ pub fn kpt_image_name(image: &str) -> String {
     }
 }
 
+/// Whether `prefix` (`--default-image-prefix`, with or without its
+/// slashes) is one of the catalog's registries.
+fn bare_names_are_the_catalogs(prefix: &str) -> bool {
+    let prefix = prefix.trim_matches('/');
+    CATALOG_PREFIXES
+        .iter()
+        .any(|p| p.trim_end_matches('/') == prefix)
+}
+
 /// Decides which images run built-in, from the FunctionConfigs in use.
 #[derive(Clone)]
 pub struct Builtins {
@@ -92,6 +101,15 @@ impl Builtins {
     /// constraint), or `None`: not built-in.
     pub fn resolve(&self, image: &str, tag: &str) -> Result<Option<&'static Builtin>, EvalError> {
         let index = self.index.current();
+        // A tag that one FunctionConfig lists under binaryExecutor and
+        // goExecutor runs the binary, as in serve's chain (exec first).
+        if index
+            .try_binary_for(image, tag)
+            .map_err(EvalError::InvalidTag)?
+            .is_some()
+        {
+            return Ok(None);
+        }
         if let Some(go) = index
             .try_go_for(image, tag)
             .map_err(EvalError::InvalidTag)?
@@ -105,6 +123,12 @@ impl Builtins {
             };
         }
         if !self.defaults {
+            return Ok(None);
+        }
+        // A bare name is the catalog's only where the runner's default
+        // prefix is (a runner whose bare names mean its own registry's
+        // images runs those).
+        if !image.contains('/') && !bare_names_are_the_catalogs(index.default_prefix()) {
             return Ok(None);
         }
         let Some(builtin) = catalog_name(image).and_then(krm_builtins::find) else {
@@ -281,6 +305,16 @@ fn workers() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> 
 /// Threads for built-in calls per processor.
 const WORKERS_PER_CPU: usize = 4;
 
+/// One slot per thread of [`workers`]: a call takes one before it is
+/// queued.
+fn slots() -> &'static Arc<tokio::sync::Semaphore> {
+    static SLOTS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
+    SLOTS.get_or_init(|| {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get()) * WORKERS_PER_CPU;
+        Arc::new(tokio::sync::Semaphore::new(n))
+    })
+}
+
 /// Runs a built-in for gRPC calls: FunctionConfig `goExecutor` images and,
 /// by default, the catalog's.
 pub struct BuiltinEvaluator {
@@ -332,8 +366,21 @@ impl Evaluator for BuiltinEvaluator {
                 .with_cancel(flag);
             let input = req.request.resource_list;
             let (tx, rx) = tokio::sync::oneshot::channel();
+            // A call waits for a free thread here, under its deadline,
+            // holding nothing but its request: a queue of calls behind
+            // slow ones cannot grow past the threads.
+            let Some(permit) = deadline::before(req.deadline, slots().clone().acquire_owned()).await
+            else {
+                return Err(EvalError::DeadlineExceeded { image });
+            };
             let job: Job = Box::new(move || {
-                let _ = tx.send(run_on_bytes(builtin, &input, &ctx));
+                let _permit = permit;
+                // Gone or late while it waited: not even parsed.
+                let answer = match ctx.check() {
+                    Ok(()) => run_on_bytes(builtin, &input, &ctx),
+                    Err(_) => None,
+                };
+                let _ = tx.send(answer);
             });
             let queued = workers().is_some_and(|w| {
                 w.lock()

@@ -132,11 +132,6 @@ impl RunnerMetrics {
         }
     }
 
-    /// Counts a call. `image`: the image as its label value, for an image the
-    /// runner knows (see the caller); `None` for any other name, which all
-    /// share [`OTHER_IMAGES`], so that requests cannot grow the metrics
-    /// without bound. Past [`MAX_IMAGE_LABELS`] distinct images, known ones
-    /// share it too.
     /// A call answered by a built-in function (also counted in
     /// `evaluations` by the server).
     pub(crate) fn observe_builtin(&self, function: &str, code: tonic::Code) {
@@ -148,6 +143,11 @@ impl RunnerMetrics {
             .inc();
     }
 
+    /// Counts a call. `image`: the image as its label value, for an image the
+    /// runner knows (see the caller); `None` for any other name, which all
+    /// share [`OTHER_IMAGES`], so that requests cannot grow the metrics
+    /// without bound. Past [`MAX_IMAGE_LABELS`] distinct images, known ones
+    /// share it too.
     pub(crate) fn observe_call(&self, image: Option<&str>, code: tonic::Code, started: Instant) {
         let image = match image {
             Some(image) if self.label_for(image) => image.to_string(),

@@ -87,32 +87,46 @@ pub(crate) fn yaml_int(text: &str, integral_floats: bool) -> Option<i64> {
         Some(d) => (true, d),
         None => (false, raw.strip_prefix('+').unwrap_or(&raw)),
     };
-    let parsed = if let Some(h) = digits.strip_prefix("0x") {
-        i64::from_str_radix(h, 16).ok()
+    // One sign only, before any base prefix (Go refuses `0x-10`, `--5`).
+    if digits.starts_with(['+', '-']) {
+        return None;
+    }
+    let unsigned = |d: &str, radix: u32| {
+        if d.starts_with(['+', '-']) {
+            None
+        } else {
+            u64::from_str_radix(d, radix).ok()
+        }
+    };
+    let magnitude = if let Some(h) = digits.strip_prefix("0x") {
+        unsigned(h, 16)
     } else if let Some(o) = digits.strip_prefix("0o") {
-        i64::from_str_radix(o, 8).ok()
+        unsigned(o, 8)
     } else if let Some(b) = digits.strip_prefix("0b") {
-        i64::from_str_radix(b, 2).ok()
+        unsigned(b, 2)
     } else if digits.len() > 1
         && digits.starts_with('0')
         && digits.bytes().all(|b| b.is_ascii_digit())
     {
         // yaml.v2 and v3 read a leading 0 as octal (`ParseInt(s, 0, 64)`).
-        i64::from_str_radix(digits, 8).ok()
-    } else if let Ok(i) = digits.parse::<i64>() {
-        Some(i)
+        unsigned(digits, 8)
+    } else if let Some(u) = unsigned(digits, 10) {
+        Some(u)
     } else if integral_floats {
         digits
             .parse::<f64>()
             .ok()
             .filter(|f| f.fract() == 0.0 && f.abs() < 9.2e18)
-            .map(|f| f as i64)
+            .map(|f| f as u64)
     } else {
         None
     };
-    // `checked_neg`: `-0x-8000000000000000` would overflow (a panic in a
-    // debug build); Go's ParseInt refuses it too.
-    parsed.and_then(|i| if neg { i.checked_neg() } else { Some(i) })
+    // In i128, so that i64::MIN reads and nothing overflows.
+    let signed = |m: u64| {
+        let m = i128::from(m);
+        i64::try_from(if neg { -m } else { m }).ok()
+    };
+    magnitude.and_then(signed)
 }
 
 #[cfg(test)]
@@ -127,6 +141,10 @@ mod tests {
         assert_eq!(yaml_int("2.0", true), Some(2));
         assert_eq!(yaml_int("2.0", false), None);
         assert_eq!(yaml_int("-0x-8000000000000000", false), None);
+        assert_eq!(yaml_int("0x-10", false), None);
+        assert_eq!(yaml_int("--5", false), None);
+        assert_eq!(yaml_int("-9223372036854775808", false), Some(i64::MIN));
+        assert_eq!(yaml_int("9223372036854775808", false), None);
         assert_eq!(yaml_int("x", true), None);
     }
 }
