@@ -26,25 +26,62 @@
 //!   (apiregistration.k8s.io), Namespace, Kptfile (kpt.dev).
 //! - A `depends-on` annotation naming a resource of the package is
 //!   updated on the resources whose fields changed.
+//! - Annotations: the catalog's binary goes through kustomize's resmap
+//!   and hands back `ResMap.RemoveBuildAnnotations` output
+//!   (`resource.BuildAnnotations`). Dropped from every item (skipped kinds
+//!   and the Kptfile too): the file annotations
+//!   `internal.config.kubernetes.io/{path,index,seqindent}` and the legacy
+//!   `config.kubernetes.io/{path,index}`, and kustomize's own
+//!   `internal.config.kubernetes.io/{previousKinds,previousNames,prefixes,
+//!   suffixes,previousNamespaces,allowNameChange,allowKindChange,refBy,
+//!   generatorBehavior,needsHashSuffix}`. Kept: the id annotations
+//!   (`internal.config.kubernetes.io/id`, `config.k8s.io/id`) and all
+//!   others. What is kept is written back by `RNode.SetAnnotations`:
+//!   `metadata.annotations` removed, then (when any are left) appended at
+//!   the end of `metadata`, sorted by key, each value a new string (its
+//!   quotes and comments gone; a value YAML 1.1 reads as another type is
+//!   double-quoted); a key given twice keeps its last value. This happens
+//!   to every item that has annotations, and to every renamed one (the
+//!   rename wrote kustomize's bookkeeping annotations, so an empty
+//!   `annotations: {}` goes). So kpt finds no path on any item and writes
+//!   each to its default path (`[<namespace>/]<kind>_<name>.yaml`), with
+//!   compact sequence indentation; the id lets kpt restore comments and
+//!   field order.
+//! - Name references: kustomize's builtin `namereference` table (api
+//!   v0.10.1) with nameref's choice of referral: the renamed resources
+//!   whose old name the field holds, of the line's kind (group, version
+//!   when the line gives them), that the referrer could see
+//!   (`SubsetThatCouldBeReferencedByResource`: same effective namespace,
+//!   "" and `default` alike, or either one cluster-scoped, or a
+//!   RoleBinding's ServiceAccount subject's namespace); a `roleRef/name`
+//!   also by `roleRef`'s `apiGroup` and `kind`; a mapping (`subjects`,
+//!   webhook `service`, Node `configSource.configMap`) by its own
+//!   `namespace` field, and the referral's namespace (when it has one)
+//!   is written into it.
+//!   One candidate is taken; of several, none when the referrer was not
+//!   renamed (kustomize compares recorded prefixes/suffixes), else the
+//!   first when all got the same new name. Subjects are matched whatever
+//!   their `kind` (kustomize's line names the whole entry). The
+//!   IngressClass line names the group `networking.k8s.io/v1`, so it
+//!   never matches (as in kustomize).
 //!
 //! Departures (kustomize's machinery is large; what is not ported):
-//! - Name references: kustomize's `nameref` filter with the whole builtin
-//!   `namereference` table is not ported. The references updated here
-//!   are the pod spec's (of Pods, the workloads' `spec.template.spec`,
-//!   CronJobs' `spec.jobTemplate.spec.template.spec`): ConfigMaps
-//!   (`volumes[].configMap.name`, projected sources, `env[].valueFrom.
-//!   configMapKeyRef.name`, `envFrom[].configMapRef.name`), Secrets
-//!   (`volumes[].secret.secretName`, projected sources, `secretKeyRef`,
-//!   `secretRef`, `imagePullSecrets[].name`), `serviceAccountName` /
-//!   `serviceAccount`, `persistentVolumeClaim.claimName`, and
-//!   RoleBinding/ClusterRoleBinding `roleRef.name` and ServiceAccount
-//!   `subjects[].name`, matched by kind, old name and namespace.
+//! - Where kustomize fails on a reference (several candidates with
+//!   different new names: `found multiple possible referrals`; a mapping
+//!   without `name`), the reference is left alone and nothing fails.
+//! - A renamed reference keeps its style and gets a `!!str` tag (kyaml
+//!   replaces the node with an untagged one of the same style).
+//! - Items kustomize's resmap would drop (null or empty) are kept.
+//! - kustomize's bookkeeping annotations already on an input item (a
+//!   `previousNames`, say) are dropped but not read as history.
 //! - `additionalNameFields` paths are followed through mappings and every
 //!   element of sequences; a missing field is not created (`create`).
 //! - The renamed scalar keeps its comments (kyaml drops them and kpt
 //!   copies them back afterwards: the same file).
 //! - Duplicate resources (kustomize's resmap refuses them) are not
 //!   refused.
+
+use std::collections::BTreeMap;
 
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node, Style};
@@ -53,6 +90,32 @@ use crate::config::FieldSpec;
 use crate::{Context, ResourceList, Stop};
 
 const DEPENDS_ON: &str = "config.kubernetes.io/depends-on";
+
+/// kustomize's `resource.BuildAnnotations` (api v0.10.1): its own
+/// bookkeeping (`internal.config.kubernetes.io/` + `previousKinds`,
+/// `previousNames`, `prefixes`, `suffixes`, `previousNamespaces`,
+/// `allowNameChange`, `allowKindChange`, `refBy`, `generatorBehavior`,
+/// `needsHashSuffix`), and kyaml's file annotations (`path`, `index`,
+/// `seqindent`, and the legacy `config.kubernetes.io/path` and `/index`).
+/// The id annotations (`internal.config.kubernetes.io/id`,
+/// `config.k8s.io/id`) are not in it.
+const BUILD_ANNOTATIONS: &[&str] = &[
+    "internal.config.kubernetes.io/previousKinds",
+    "internal.config.kubernetes.io/previousNames",
+    "internal.config.kubernetes.io/prefixes",
+    "internal.config.kubernetes.io/suffixes",
+    "internal.config.kubernetes.io/previousNamespaces",
+    "internal.config.kubernetes.io/allowNameChange",
+    "internal.config.kubernetes.io/allowKindChange",
+    "internal.config.kubernetes.io/refBy",
+    "internal.config.kubernetes.io/generatorBehavior",
+    "internal.config.kubernetes.io/needsHashSuffix",
+    "internal.config.kubernetes.io/path",
+    "internal.config.kubernetes.io/index",
+    "internal.config.kubernetes.io/seqindent",
+    "config.kubernetes.io/path",
+    "config.kubernetes.io/index",
+];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mode {
@@ -344,12 +407,45 @@ fn should_skip(id: &Id) -> bool {
         || (id.kind == "Kptfile" && id.group == "kpt.dev")
 }
 
-/// A rename: kind, namespace, old name, new name.
+/// A renamed resource (kustomize's previous id and current name).
 struct Rename {
+    group: String,
+    version: String,
     kind: String,
     namespace: String,
+    /// Cluster-scoped (`ResId.IsClusterScoped`).
+    cluster: bool,
     old: String,
     new: String,
+}
+
+/// `ResId.IsClusterScoped`: kyaml's table of kinds; a kind it does not
+/// know is namespaced.
+fn cluster_scoped(group: &str, version: &str, kind: &str) -> bool {
+    let api_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    !crate::sdk::is_namespace_scoped(&Node::mapping(vec![
+        Node::string("apiVersion"),
+        Node::string(api_version.as_str()),
+        Node::string("kind"),
+        Node::string(kind),
+        Node::string("metadata"),
+        Node::mapping(vec![Node::string("namespace"), Node::string("x")]),
+    ]))
+}
+
+/// `ResId.EffectiveNamespace`.
+fn effective_namespace(cluster: bool, namespace: &str) -> &str {
+    if cluster {
+        "~X"
+    } else if namespace.is_empty() || namespace == "default" {
+        "default"
+    } else {
+        namespace
+    }
 }
 
 fn edit(value: &str, config: &Config) -> String {
@@ -418,7 +514,9 @@ fn transform(rl: &mut ResourceList, config: &Config, ctx: &Context) -> Result<()
         })
         .collect();
     let mut renames: Vec<Rename> = Vec::new();
-    for item in rl.items.iter_mut() {
+    // The resources whose name kustomize recorded (`StorePreviousId`).
+    let mut recorded = vec![false; rl.items.len()];
+    for (item, recorded) in rl.items.iter_mut().zip(recorded.iter_mut()) {
         ctx.check()?;
         if item.kind != Kind::Mapping {
             continue;
@@ -448,6 +546,9 @@ fn transform(rl: &mut ResourceList, config: &Config, ctx: &Context) -> Result<()
                 }
             }
             let mut changed = false;
+            if fs.path == "metadata/name" {
+                *recorded = true;
+            }
             if fs.path == "metadata/name"
                 && kyaml::field(item, "metadata")
                     .and_then(|m| kyaml::field(m, "name"))
@@ -465,6 +566,9 @@ fn transform(rl: &mut ResourceList, config: &Config, ctx: &Context) -> Result<()
             });
             if fs.path == "metadata/name" && changed && config.mode != Mode::Other {
                 renames.push(Rename {
+                    cluster: cluster_scoped(&id.group, &id.version, &id.kind),
+                    group: id.group.clone(),
+                    version: id.version.clone(),
                     kind: id.kind.clone(),
                     namespace: id.namespace.clone(),
                     old: id.name.clone(),
@@ -474,11 +578,69 @@ fn transform(rl: &mut ResourceList, config: &Config, ctx: &Context) -> Result<()
             update_depends_on(item, config, &lookup);
         }
     }
-    for item in rl.items.iter_mut() {
+    let fields = reference_fields();
+    for (item, recorded) in rl.items.iter_mut().zip(recorded) {
         ctx.check()?;
-        fix_references(item, &renames);
+        fix_references(item, recorded, &renames, &fields);
+        remove_build_annotations(item, recorded);
     }
     Ok(())
+}
+
+/// `ResMap.RemoveBuildAnnotations` on one resource, which kustomize runs
+/// on every resource before handing the items back: a resource with
+/// annotations (or whose name was recorded: recording it wrote
+/// annotations) gets them back through `RNode.SetAnnotations` without
+/// [`BUILD_ANNOTATIONS`]: `metadata.annotations` is removed, then, when
+/// any are left, written again at the end of `metadata`, sorted by key,
+/// each value a new string (its old style and comments gone; one that a
+/// YAML 1.1 reader would take for another type double-quoted). A key
+/// given twice keeps its last value (a Go map).
+fn remove_build_annotations(item: &mut Node, recorded: bool) {
+    let map = kyaml::content_mut(item);
+    let Some(md) = kyaml::field_index(map, "metadata").and_then(|i| map.content.get_mut(i + 1))
+    else {
+        return;
+    };
+    if md.kind != Kind::Mapping {
+        return;
+    }
+    let at = kyaml::field_index(md, "annotations");
+    // `RNode.GetAnnotations`: `GetValue` of each key and value.
+    let get_value = |n: &Node| {
+        if n.tag == kyaml::NULL_TAG {
+            String::new()
+        } else {
+            n.value.to_string()
+        }
+    };
+    let mut annotations: BTreeMap<String, String> = BTreeMap::new();
+    if let Some(a) = at.and_then(|i| md.content.get(i + 1)) {
+        if a.kind == Kind::Mapping {
+            for kv in a.content.chunks_exact(2) {
+                if let [k, v] = kv {
+                    annotations.insert(get_value(k), get_value(v));
+                }
+            }
+        }
+    }
+    if annotations.is_empty() && !recorded {
+        return;
+    }
+    annotations.retain(|k, _| !BUILD_ANNOTATIONS.contains(&k.as_str()));
+    if let Some(i) = at {
+        md.content.drain(i..i + 2);
+    }
+    if annotations.is_empty() {
+        return;
+    }
+    let Ok(anns) = kyaml::lookup_create(md, "annotations") else {
+        return;
+    };
+    for (k, v) in annotations {
+        // `anns` is a mapping: this cannot fail.
+        let _ = kyaml::set_field(anns, &k, Node::string(v.as_str()));
+    }
 }
 
 /// `updateDependsOnAnnotation`.
@@ -514,115 +676,496 @@ fn update_depends_on(item: &mut Node, config: &Config, lookup: &[(String, String
     let _ = kyaml::set_annotation(item, DEPENDS_ON, &out.join("/"));
 }
 
-/// The pod spec of a resource, when it has one.
-fn pod_spec(item: &mut Node) -> Option<&mut Node> {
-    let kind = kyaml::value_of(kyaml::field(item, "kind")).to_owned();
-    let path: &[&str] = match kind.as_str() {
-        "Pod" => &["spec"],
-        "Deployment"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "ReplicaSet"
-        | "Job"
-        | "ReplicationController" => &["spec", "template", "spec"],
-        "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
-        _ => return None,
-    };
-    let mut cur = item;
-    for p in path {
-        let i = kyaml::field_index(cur, p)?;
-        cur = cur.content.get_mut(i + 1)?;
-    }
-    Some(cur)
+/// A group, version and kind; an empty part matches anything
+/// (`Gvk.IsSelected`).
+#[derive(Debug, Clone, Copy)]
+struct Gvk {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
 }
 
-fn fix_references(item: &mut Node, renames: &[Rename]) {
-    if renames.is_empty() || item.kind != Kind::Mapping {
-        return;
+const fn gvk(group: &'static str, version: &'static str, kind: &'static str) -> Gvk {
+    Gvk {
+        group,
+        version,
+        kind,
     }
-    let ns = kyaml::meta(item).namespace;
-    let kind = kyaml::value_of(kyaml::field(item, "kind")).to_owned();
-    let rename = |kind: &str, n: &mut Node| {
-        if n.kind != Kind::Scalar {
-            return;
-        }
-        if let Some(r) = renames
-            .iter()
-            .find(|r| r.kind == kind && r.namespace == ns && r.old == n.value.as_str())
-        {
-            set_scalar(n, r.new.clone());
-        }
-    };
-    if kind == "RoleBinding" || kind == "ClusterRoleBinding" {
-        let role_kind =
-            kyaml::value_of(kyaml::field(item, "roleRef").and_then(|r| kyaml::field(r, "kind")))
-                .to_owned();
-        visit_path(item, &["roleRef", "name"], &mut |n| rename(&role_kind, n));
-        if let Some(subjects) =
-            kyaml::field_index(item, "subjects").and_then(|i| item.content.get_mut(i + 1))
-        {
-            for s in &mut subjects.content {
-                if kyaml::value_of(kyaml::field(s, "kind")) == "ServiceAccount" {
-                    visit_path(s, &["name"], &mut |n| rename("ServiceAccount", n));
+}
+
+/// One line of kustomize's `namereference` table: a field of the
+/// `referrer`'s kind that names a resource of the `target`'s kind.
+struct RefField {
+    target: Gvk,
+    referrer: Gvk,
+    /// The path, split at `/` (`\/` is a `/` inside a key).
+    path: Vec<String>,
+}
+
+fn split_path(path: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut chars = path.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'/') => {
+                chars.next();
+                if let Some(last) = out.last_mut() {
+                    last.push('/');
+                }
+            }
+            '/' => out.push(String::new()),
+            c => {
+                if let Some(last) = out.last_mut() {
+                    last.push(c);
                 }
             }
         }
+    }
+    out
+}
+
+/// The pod spec's place in the kinds that hold one.
+const POD: (Gvk, &str) = (gvk("", "v1", "Pod"), "spec");
+const TEMPLATE: &str = "spec/template/spec";
+const CRONJOB: (Gvk, &str) = (
+    gvk("", "", "CronJob"),
+    "spec/jobTemplate/spec/template/spec",
+);
+
+/// The holders of a pod spec that the ConfigMap and Secret lines name.
+fn config_holders() -> [(Gvk, &'static str); 7] {
+    [
+        POD,
+        (gvk("", "", "Deployment"), TEMPLATE),
+        (gvk("", "", "ReplicaSet"), TEMPLATE),
+        (gvk("", "", "DaemonSet"), TEMPLATE),
+        (gvk("", "", "StatefulSet"), TEMPLATE),
+        (gvk("", "", "Job"), TEMPLATE),
+        CRONJOB,
+    ]
+}
+
+/// The holders of a pod spec that the ServiceAccount, claim and
+/// PriorityClass lines name (no ReplicaSet, a ReplicationController).
+fn other_holders() -> [(Gvk, &'static str); 7] {
+    [
+        (gvk("", "", "Pod"), "spec"),
+        (gvk("", "", "StatefulSet"), TEMPLATE),
+        (gvk("", "", "Deployment"), TEMPLATE),
+        (gvk("", "", "ReplicationController"), TEMPLATE),
+        CRONJOB,
+        (gvk("", "", "Job"), TEMPLATE),
+        (gvk("", "", "DaemonSet"), TEMPLATE),
+    ]
+}
+
+const RBAC: &str = "rbac.authorization.k8s.io";
+
+/// kustomize's builtin `namereference` table (api v0.10.1), in its order.
+fn reference_fields() -> Vec<RefField> {
+    let mut out: Vec<RefField> = Vec::new();
+    let mut add = |target: Gvk, referrer: Gvk, path: &str| {
+        out.push(RefField {
+            target,
+            referrer,
+            path: split_path(path),
+        });
+    };
+    for kind in [
+        "Deployment",
+        "ReplicationController",
+        "ReplicaSet",
+        "StatefulSet",
+    ] {
+        add(
+            gvk("", "", kind),
+            gvk("", "", "HorizontalPodAutoscaler"),
+            "spec/scaleTargetRef/name",
+        );
+    }
+    let cm = gvk("", "v1", "ConfigMap");
+    for (holder, at) in config_holders() {
+        for tail in [
+            "volumes/configMap/name",
+            "containers/env/valueFrom/configMapKeyRef/name",
+            "initContainers/env/valueFrom/configMapKeyRef/name",
+            "containers/envFrom/configMapRef/name",
+            "initContainers/envFrom/configMapRef/name",
+            "volumes/projected/sources/configMap/name",
+        ] {
+            add(cm, holder, &format!("{at}/{tail}"));
+        }
+    }
+    add(
+        cm,
+        gvk("", "", "PodTemplate"),
+        "template/spec/volumes/configMap/name",
+    );
+    add(cm, gvk("", "", "Node"), "spec/configSource/configMap");
+    add(cm, gvk("", "", "Role"), "rules/resourceNames");
+    add(cm, gvk("", "", "ClusterRole"), "rules/resourceNames");
+    add(
+        cm,
+        gvk("", "", "Ingress"),
+        "metadata/annotations/nginx.ingress.kubernetes.io\\/fastcgi-params-configmap",
+    );
+    let secret = gvk("", "v1", "Secret");
+    for (holder, at) in config_holders() {
+        for tail in [
+            "volumes/secret/secretName",
+            "containers/env/valueFrom/secretKeyRef/name",
+            "initContainers/env/valueFrom/secretKeyRef/name",
+            "containers/envFrom/secretRef/name",
+            "initContainers/envFrom/secretRef/name",
+            "imagePullSecrets/name",
+            "volumes/projected/sources/secret/name",
+        ] {
+            add(secret, holder, &format!("{at}/{tail}"));
+        }
+    }
+    let ingress = gvk("", "", "Ingress");
+    for path in [
+        "spec/tls/secretName",
+        "metadata/annotations/ingress.kubernetes.io\\/auth-secret",
+        "metadata/annotations/nginx.ingress.kubernetes.io\\/auth-secret",
+        "metadata/annotations/nginx.ingress.kubernetes.io\\/auth-tls-secret",
+    ] {
+        add(secret, ingress, path);
+    }
+    add(
+        secret,
+        gvk("", "", "ServiceAccount"),
+        "imagePullSecrets/name",
+    );
+    for key in [
+        "secretName",
+        "adminSecretName",
+        "userSecretName",
+        "secretRef",
+    ] {
+        add(
+            secret,
+            gvk("", "", "StorageClass"),
+            &format!("parameters/{key}"),
+        );
+    }
+    add(secret, gvk("", "", "Role"), "rules/resourceNames");
+    add(secret, gvk("", "", "ClusterRole"), "rules/resourceNames");
+    add(
+        secret,
+        gvk("serving.knative.dev", "v1", "Service"),
+        "spec/template/spec/containers/env/valueFrom/secretKeyRef/name",
+    );
+    add(
+        secret,
+        gvk("", "", "PersistentVolume"),
+        "spec/azureFile/secretName",
+    );
+    let service = gvk("", "v1", "Service");
+    add(service, gvk("apps", "", "StatefulSet"), "spec/serviceName");
+    for path in [
+        "spec/rules/http/paths/backend/serviceName",
+        "spec/backend/serviceName",
+        "spec/rules/http/paths/backend/service/name",
+        "spec/defaultBackend/service/name",
+    ] {
+        add(service, ingress, path);
+    }
+    add(
+        service,
+        gvk("apiregistration.k8s.io", "", "APIService"),
+        "spec/service/name",
+    );
+    for kind in [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ] {
+        add(
+            service,
+            gvk("admissionregistration.k8s.io", "", kind),
+            "webhooks/clientConfig/service",
+        );
+    }
+    add(
+        gvk(RBAC, "", "Role"),
+        gvk(RBAC, "", "RoleBinding"),
+        "roleRef/name",
+    );
+    for kind in ["RoleBinding", "ClusterRoleBinding"] {
+        add(
+            gvk(RBAC, "", "ClusterRole"),
+            gvk(RBAC, "", kind),
+            "roleRef/name",
+        );
+    }
+    let sa = gvk("", "v1", "ServiceAccount");
+    for kind in ["RoleBinding", "ClusterRoleBinding"] {
+        add(sa, gvk(RBAC, "", kind), "subjects");
+    }
+    for (holder, at) in other_holders() {
+        add(sa, holder, &format!("{at}/serviceAccountName"));
+    }
+    let pvc = gvk("", "v1", "PersistentVolumeClaim");
+    for (holder, at) in other_holders() {
+        add(
+            pvc,
+            holder,
+            &format!("{at}/volumes/persistentVolumeClaim/claimName"),
+        );
+    }
+    let pv = gvk("", "v1", "PersistentVolume");
+    add(pv, gvk("", "", "PersistentVolumeClaim"), "spec/volumeName");
+    add(pv, gvk("", "", "ClusterRole"), "rules/resourceNames");
+    let sc = gvk("storage.k8s.io", "v1", "StorageClass");
+    add(sc, gvk("", "", "PersistentVolume"), "spec/storageClassName");
+    add(
+        sc,
+        gvk("", "", "PersistentVolumeClaim"),
+        "spec/storageClassName",
+    );
+    add(
+        sc,
+        gvk("", "", "StatefulSet"),
+        "spec/volumeClaimTemplates/spec/storageClassName",
+    );
+    let pc = gvk("scheduling.k8s.io", "v1", "PriorityClass");
+    for (holder, at) in other_holders() {
+        add(pc, holder, &format!("{at}/priorityClassName"));
+    }
+    // The table's group for IngressClass is `networking.k8s.io/v1`: no
+    // resource's group is that, so the line never matches.
+    add(
+        gvk("networking.k8s.io/v1", "v1", "IngressClass"),
+        ingress,
+        "spec/ingressClassName",
+    );
+    out
+}
+
+/// `Gvk.IsSelected` of a resource's group, version, kind.
+fn gvk_selected(group: &str, version: &str, kind: &str, sel: &Gvk) -> bool {
+    (sel.group.is_empty() || sel.group == group)
+        && (sel.version.is_empty() || sel.version == version)
+        && (sel.kind.is_empty() || sel.kind == kind)
+}
+
+/// What the name-reference filter knows of the resource that refers.
+struct Referrer {
+    namespace: String,
+    cluster: bool,
+    /// Its name got the substring (kustomize compares the prefixes and
+    /// suffixes it recorded).
+    recorded: bool,
+    /// A RoleBinding's ServiceAccount subjects' namespaces.
+    binding_namespaces: Vec<String>,
+}
+
+impl Referrer {
+    fn effective_namespace(&self) -> &str {
+        effective_namespace(self.cluster, &self.namespace)
+    }
+}
+
+/// `ResMap.SubsetThatCouldBeReferencedByResource`.
+fn could_be_referenced(r: &Rename, referrer: &Referrer) -> bool {
+    referrer.cluster
+        || r.cluster
+        || effective_namespace(r.cluster, &r.namespace) == referrer.effective_namespace()
+        || referrer.binding_namespaces.contains(&r.namespace)
+}
+
+/// nameref's `selectReferral`: the renamed resource a name refers to.
+/// More than one with different names (kustomize fails: "found multiple
+/// possible referrals") is left alone here.
+fn select_referral<'r>(
+    name: &str,
+    candidates: &[&'r Rename],
+    target: &Gvk,
+    role_ref: Option<(&str, &str)>,
+    referrer: &Referrer,
+) -> Option<&'r Rename> {
+    let sieved: Vec<&Rename> = candidates
+        .iter()
+        .copied()
+        .filter(|r| r.old == name)
+        .filter(|r| gvk_selected(&r.group, &r.version, &r.kind, target))
+        .filter(|r| {
+            role_ref.is_none_or(|(g, k)| {
+                (g.is_empty() || r.group == g) && (k.is_empty() || r.kind == k)
+            })
+        })
+        .filter(|r| {
+            referrer.cluster
+                || r.cluster
+                || r.kind == "ServiceAccount"
+                || effective_namespace(r.cluster, &r.namespace) == referrer.effective_namespace()
+        })
+        .collect();
+    if let [one] = sieved.as_slice() {
+        return Some(one);
+    }
+    // `prefixSuffixEquals`: every renamed resource recorded the same
+    // substring; a referrer that was not renamed recorded none.
+    if !referrer.recorded {
+        return None;
+    }
+    let first = sieved.first()?;
+    sieved.iter().all(|r| r.new == first.new).then_some(*first)
+}
+
+/// The values at `path` (kustomize's `fieldspec.Filter` without
+/// `create`): through mappings, and every element of a sequence met on
+/// the way.
+fn visit_field(node: &mut Node, path: &[String], f: &mut dyn FnMut(&mut Node)) {
+    match node.kind {
+        Kind::Sequence => {
+            for e in &mut node.content {
+                visit_field(e, path, f);
+            }
+        }
+        Kind::Mapping => {
+            let Some((first, rest)) = path.split_first() else {
+                return;
+            };
+            let Some(v) = kyaml::field_index(node, first).and_then(|i| node.content.get_mut(i + 1))
+            else {
+                return;
+            };
+            if rest.is_empty() {
+                f(v);
+            } else {
+                visit_field(v, rest, f);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// nameref's `set` on one value: a name, a list of names, or a mapping
+/// with `name` (and `namespace`).
+fn set_reference(
+    v: &mut Node,
+    candidates: &[&Rename],
+    target: &Gvk,
+    role_ref: Option<(&str, &str)>,
+    referrer: &Referrer,
+    top: bool,
+) {
+    if v.tag == kyaml::NULL_TAG {
         return;
     }
-    let Some(spec) = pod_spec(item) else {
+    match v.kind {
+        Kind::Scalar => {
+            if let Some(r) = select_referral(&v.value, candidates, target, role_ref, referrer) {
+                if r.new != v.value.as_str() {
+                    set_scalar(v, r.new.clone());
+                }
+            }
+        }
+        Kind::Mapping => {
+            let Some(name) = kyaml::field(v, "name").map(|n| n.value.to_string()) else {
+                // kustomize fails: "path config error; no 'name' field".
+                return;
+            };
+            let by_namespace: Vec<&Rename>;
+            let candidates = match kyaml::field(v, "namespace") {
+                Some(ns) => {
+                    by_namespace = candidates
+                        .iter()
+                        .copied()
+                        .filter(|r| {
+                            // `GroupedByOriginalNamespace`: by effective
+                            // namespace, cluster-scoped ones left out.
+                            !r.cluster
+                                && effective_namespace(false, &r.namespace) == ns.value.as_str()
+                        })
+                        .collect();
+                    by_namespace.as_slice()
+                }
+                None => candidates,
+            };
+            let Some(r) = select_referral(&name, candidates, target, role_ref, referrer) else {
+                return;
+            };
+            if let Some(i) = kyaml::field_index(v, "name") {
+                if let Some(n) = v.content.get_mut(i + 1) {
+                    let style = n.style;
+                    let mut new = Node::string(r.new.as_str());
+                    new.style = style;
+                    *n = new;
+                }
+            }
+            if !r.namespace.is_empty() {
+                let _ = kyaml::set_field(v, "namespace", Node::string(r.namespace.as_str()));
+            }
+        }
+        Kind::Sequence if top => {
+            for e in &mut v.content {
+                set_reference(e, candidates, target, role_ref, referrer, false);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `roleRef`'s `apiGroup` and `kind` (`getRoleRefGvk`), when both are
+/// there.
+fn role_ref_gvk(item: &Node) -> Option<(String, String)> {
+    let rr = kyaml::field(item, "roleRef")?;
+    let group = kyaml::field(rr, "apiGroup")?;
+    let kind = kyaml::field(rr, "kind")?;
+    Some((group.value.to_string(), kind.value.to_string()))
+}
+
+/// kustomize's `nameref` filters on one resource (the referrer): each
+/// line of the table that selects it, in order.
+fn fix_references(item: &mut Node, recorded: bool, renames: &[Rename], fields: &[RefField]) {
+    if renames.is_empty() || item.kind != Kind::Mapping {
         return;
+    }
+    let id = id_of(item);
+    let binding_namespaces = if id.kind == "RoleBinding" {
+        kyaml::field(item, "subjects")
+            .map(|s| {
+                s.content
+                    .iter()
+                    .filter(|s| kyaml::value_of(kyaml::field(s, "kind")) == "ServiceAccount")
+                    .filter_map(|s| kyaml::field(s, "namespace"))
+                    .map(|ns| ns.value.to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        Vec::new()
     };
-    visit_path(spec, &["serviceAccountName"], &mut |n| {
-        rename("ServiceAccount", n)
-    });
-    visit_path(spec, &["serviceAccount"], &mut |n| {
-        rename("ServiceAccount", n)
-    });
-    visit_path(spec, &["imagePullSecrets", "name"], &mut |n| {
-        rename("Secret", n)
-    });
-    visit_path(spec, &["volumes", "configMap", "name"], &mut |n| {
-        rename("ConfigMap", n)
-    });
-    visit_path(spec, &["volumes", "secret", "secretName"], &mut |n| {
-        rename("Secret", n)
-    });
-    visit_path(
-        spec,
-        &["volumes", "persistentVolumeClaim", "claimName"],
-        &mut |n| rename("PersistentVolumeClaim", n),
-    );
-    visit_path(
-        spec,
-        &["volumes", "projected", "sources", "configMap", "name"],
-        &mut |n| rename("ConfigMap", n),
-    );
-    visit_path(
-        spec,
-        &["volumes", "projected", "sources", "secret", "name"],
-        &mut |n| rename("Secret", n),
-    );
-    for containers in ["containers", "initContainers"] {
-        visit_path(
-            spec,
-            &[containers, "env", "valueFrom", "configMapKeyRef", "name"],
-            &mut |n| rename("ConfigMap", n),
-        );
-        visit_path(
-            spec,
-            &[containers, "env", "valueFrom", "secretKeyRef", "name"],
-            &mut |n| rename("Secret", n),
-        );
-        visit_path(
-            spec,
-            &[containers, "envFrom", "configMapRef", "name"],
-            &mut |n| rename("ConfigMap", n),
-        );
-        visit_path(
-            spec,
-            &[containers, "envFrom", "secretRef", "name"],
-            &mut |n| rename("Secret", n),
-        );
+    let referrer = Referrer {
+        cluster: cluster_scoped(&id.group, &id.version, &id.kind),
+        namespace: id.namespace.clone(),
+        recorded,
+        binding_namespaces,
+    };
+    let candidates: Vec<&Rename> = renames
+        .iter()
+        .filter(|r| could_be_referenced(r, &referrer))
+        .collect();
+    if candidates.is_empty() {
+        return;
+    }
+    let role_ref = role_ref_gvk(item);
+    for field in fields {
+        if !gvk_selected(&id.group, &id.version, &id.kind, &field.referrer) {
+            continue;
+        }
+        // `roleRefFilter`: a `roleRef/name` names the kind beside it.
+        let is_role_ref =
+            matches!(field.path.as_slice(), [.., a, b] if a == "roleRef" && b == "name");
+        let role = role_ref
+            .as_ref()
+            .filter(|_| is_role_ref)
+            .map(|(g, k)| (g.as_str(), k.as_str()));
+        visit_field(item, &field.path, &mut |v| {
+            set_reference(v, &candidates, &field.target, role, &referrer, true);
+        });
     }
 }
 

@@ -165,3 +165,407 @@ fn odd_items_never_panic() {
         Err(Stop::Cancelled)
     );
 }
+
+const PREPEND_PROD: Option<&str> =
+    Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  prepend: prod-\n");
+
+/// Items as kpt hands them over: kustomize's resmap drops the file
+/// annotations (path, index, seqindent, legacy or not) and its own, keeps
+/// the id and the rest, and writes what is left again: at the end of
+/// `metadata`, sorted, as new strings (the comment and quotes go).
+#[test]
+fn file_annotations_are_dropped_the_rest_rewritten() {
+    let items = [
+        "\
+apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  annotations:
+    config.kubernetes.io/local-config: \"true\"
+    internal.config.kubernetes.io/path: Kptfile
+    internal.config.kubernetes.io/index: '0'
+    config.kubernetes.io/path: Kptfile
+    config.kubernetes.io/index: '0'
+    internal.config.kubernetes.io/id: '1'
+  name: pkg # the package
+info:
+  description: x
+",
+        "\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  annotations:
+    # who owns it
+    team: 'blue'
+    internal.config.kubernetes.io/seqindent: wide
+    internal.config.kubernetes.io/path: app/cm.yaml
+    config.kubernetes.io/path: app/cm.yaml
+    internal.config.kubernetes.io/previousNames: old
+    internal.config.kubernetes.io/id: '2'
+    config.k8s.io/id: '2'
+    team: red
+  name: cm
+  namespace: app
+data:
+  k: v
+",
+        "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  annotations:
+    config.kubernetes.io/index: '1'
+    internal.config.kubernetes.io/index: '1'
+  name: web
+spec:
+  replicas: 1
+",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  annotations: {}\n  name: s\n",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  annotations: {}\n  name: app\n",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: prod-s\n  annotations: {}\n",
+    ];
+    let mut rl = list_each(&items, PREPEND_PROD);
+    run(&mut rl, &Context::new()).unwrap();
+    assert_eq!(
+        text(&rl.items),
+        "\
+apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: pkg # the package
+  annotations:
+    config.kubernetes.io/local-config: \"true\"
+    internal.config.kubernetes.io/id: \"1\"
+info:
+  description: x
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: prod-cm
+  namespace: app
+  annotations:
+    config.k8s.io/id: \"2\"
+    internal.config.kubernetes.io/id: \"2\"
+    team: red
+data:
+  k: v
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: prod-web
+spec:
+  replicas: 1
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: prod-s
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  annotations: {}
+  name: app
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: prod-s
+  annotations: {}
+"
+    );
+    assert!(rl.results.is_empty());
+}
+
+/// Lines of kustomize's name-reference table beyond the pod spec, and
+/// its rules: a reference names a renamed resource of the kind the line
+/// says, in the referrer's namespace unless one of them is
+/// cluster-scoped; `roleRef` names the kind beside it; `subjects` are
+/// matched by their own namespace, which the referral writes in.
+#[test]
+fn references_follow_the_name_reference_table() {
+    let items = [
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: reader\n",
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: bot\n  namespace: a\n",
+        "\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: read
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: reader
+subjects:
+- kind: ServiceAccount
+  name: bot
+- kind: ServiceAccount
+  name: bot
+  namespace: elsewhere
+",
+        "\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: read
+  namespace: a
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: reader
+",
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: high\n",
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: fast\n",
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: a\nspec:\n  storageClassName: fast\n",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: a\n",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: tls\n  namespace: b\n",
+        "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: a
+spec:
+  template:
+    spec:
+      priorityClassName: high
+      serviceAccountName: bot
+      volumes:
+      - name: d
+        persistentVolumeClaim:
+          claimName: data
+",
+        "\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: web
+  namespace: a
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: web
+",
+        "\
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: web
+  namespace: a
+spec:
+  tls:
+  - secretName: tls
+  rules:
+  - http:
+      paths:
+      - backend:
+          service:
+            name: web
+",
+    ];
+    let mut rl = list_each(&items, PREPEND_PROD);
+    run(&mut rl, &Context::new()).unwrap();
+    // The RoleBinding's roleRef names a Role: the ClusterRole is not it.
+    // The second subject is in a namespace with no `bot`; the Secret is
+    // in another namespace than the Ingress.
+    assert_eq!(
+        text(&rl.items),
+        "\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: prod-reader
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: prod-bot
+  namespace: a
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: prod-read
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: prod-reader
+subjects:
+- kind: ServiceAccount
+  name: prod-bot
+  namespace: a
+- kind: ServiceAccount
+  name: bot
+  namespace: elsewhere
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: prod-read
+  namespace: a
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: reader
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: prod-high
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: prod-fast
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: prod-data
+  namespace: a
+spec:
+  storageClassName: prod-fast
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: prod-web
+  namespace: a
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: prod-tls
+  namespace: b
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: prod-web
+  namespace: a
+spec:
+  template:
+    spec:
+      priorityClassName: prod-high
+      serviceAccountName: prod-bot
+      volumes:
+      - name: d
+        persistentVolumeClaim:
+          claimName: prod-data
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: prod-web
+  namespace: a
+spec:
+  scaleTargetRef:
+    apiVersion: apps/v1
+    kind: Deployment
+    name: prod-web
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: prod-web
+  namespace: a
+spec:
+  tls:
+  - secretName: tls
+  rules:
+  - http:
+      paths:
+      - backend:
+          service:
+            name: prod-web
+"
+    );
+}
+
+/// Two renamed resources a name could refer to: a referrer that was
+/// renamed too takes the first when they got the same new name; one that
+/// was not (a Namespace, say, or a name that had the substring) takes
+/// none. A subject's kind is not looked at (kustomize's table names the
+/// whole `subjects` entry); its `namespace: default` is no namespace.
+#[test]
+fn ambiguous_and_odd_references() {
+    let items = [
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: bot\n  namespace: a\n",
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: bot\n  namespace: b\n",
+        "\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: prod-read
+subjects:
+- kind: ServiceAccount
+  name: bot
+",
+        "\
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: write
+subjects:
+- kind: ServiceAccount
+  name: bot
+- kind: Group
+  name: bot
+  namespace: b
+- kind: ServiceAccount
+  name: ops
+  namespace: default
+",
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ops\n",
+    ];
+    let mut rl = list_each(&items, PREPEND_PROD);
+    run(&mut rl, &Context::new()).unwrap();
+    assert_eq!(
+        text(&rl.items),
+        "\
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: prod-bot
+  namespace: a
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: prod-bot
+  namespace: b
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: prod-read
+subjects:
+- kind: ServiceAccount
+  name: bot
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: prod-write
+subjects:
+- kind: ServiceAccount
+  name: prod-bot
+  namespace: a
+- kind: Group
+  name: prod-bot
+  namespace: b
+- kind: ServiceAccount
+  name: prod-ops
+  namespace: default
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: prod-ops
+"
+    );
+}
