@@ -256,10 +256,61 @@ pub fn run_on_bytes(builtin: &Builtin, input: &[u8], ctx: &Context) -> Option<Ou
     })
 }
 
+/// Gives untagged scalars the tag a YAML reader would (`!!int` for a plain
+/// `3`, `!!str` for a quoted one), as writing the items out and reading
+/// them back between two functions would: the catalog's setters leave new
+/// values untagged, and the next function in a pipeline reads tags.
+pub fn retag(items: &mut [Node]) {
+    let mut stack: Vec<&mut Node> = items.iter_mut().collect();
+    while let Some(n) = stack.pop() {
+        if n.kind == Kind::Scalar && n.tag.is_empty() {
+            n.tag = if n.style.is_empty() {
+                krm_yaml::resolve::resolve_plain(&n.value)
+            } else {
+                "!!str"
+            }
+            .into();
+        }
+        stack.extend(n.content.iter_mut());
+    }
+}
+
+/// Runs `f` on a thread with [`CALL_STACK_BYTES`] of stack (the
+/// caller's may be smaller than deep input needs); `None` if no thread
+/// could start.
+pub fn on_big_stack<R: Send>(f: impl FnOnce() -> R + Send) -> Option<R> {
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .stack_size(CALL_STACK_BYTES)
+            .spawn_scoped(scope, f);
+        match spawned {
+            Ok(thread) => Some(
+                thread
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            ),
+            Err(err) => {
+                tracing::warn!(%err, "no thread for a built-in function");
+                None
+            }
+        }
+    })
+}
+
+/// [`Builtin::run`] on a big stack ([`on_big_stack`]).
+pub fn run_with_stack(builtin: &Builtin, rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
+    on_big_stack(|| builtin.run(rl, ctx)).unwrap_or_else(|| {
+        Err(Stop::Failed(format!(
+            "no thread could start for built-in {}",
+            builtin.name
+        )))
+    })
+}
+
 /// Stack of the threads built-in calls run on: the tree is walked
 /// recursively, and the parser accepts nesting 10,000 deep (reserved, not
 /// committed, until used).
-const CALL_STACK_BYTES: usize = 256 << 20;
+pub(crate) const CALL_STACK_BYTES: usize = 256 << 20;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -369,7 +420,8 @@ impl Evaluator for BuiltinEvaluator {
             // A call waits for a free thread here, under its deadline,
             // holding nothing but its request: a queue of calls behind
             // slow ones cannot grow past the threads.
-            let Some(permit) = deadline::before(req.deadline, slots().clone().acquire_owned()).await
+            let Some(permit) =
+                deadline::before(req.deadline, slots().clone().acquire_owned()).await
             else {
                 return Err(EvalError::DeadlineExceeded { image });
             };

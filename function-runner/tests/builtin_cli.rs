@@ -45,7 +45,10 @@ fn write(dir: &Path, files: &[(&str, &str)]) {
     }
 }
 
-const DEPLOYMENT: &str = "# the web tier
+const DEPLOYMENT: &str = "# Copyright 2026 the shop's authors
+# (a licence header: a comment of the document, before a blank line)
+
+# the web tier
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -69,6 +72,13 @@ metadata:
 data:
   name: shop
 ";
+
+/// [`DEPLOYMENT`] as kpt writes it back: the blank line between the
+/// document's comment and the resource goes (kpt does the same with a
+/// container).
+fn written(deployment: &str) -> String {
+    deployment.replace("line)\n\n# the web tier", "line)\n# the web tier")
+}
 
 #[test]
 fn render_runs_a_pipeline_of_built_ins_on_the_package() {
@@ -157,9 +167,11 @@ spec:
     // comments and field order as they were.
     assert_eq!(
         files["deploy.yaml"],
-        DEPLOYMENT
-            .replace("namespace: old", "namespace: shop")
-            .replace("nginx:1.25", "nginx:1.27")
+        written(
+            &DEPLOYMENT
+                .replace("namespace: old", "namespace: shop")
+                .replace("nginx:1.25", "nginx:1.27")
+        )
     );
     // The subpackage's labels, then the root's namespace.
     let svc = &files["db/svc.yaml"];
@@ -197,7 +209,7 @@ fn eval_runs_a_built_in_with_kpts_lines_and_results_file() {
         fs::read_to_string(pkg.join("deploy.yaml")).unwrap(),
         format!(
             "{}    metadata:\n      annotations:\n        owner: team-a\n",
-            DEPLOYMENT.replace(
+            written(&DEPLOYMENT).replace(
                 "  namespace: old\n",
                 "  namespace: old\n  annotations:\n    owner: team-a\n"
             )

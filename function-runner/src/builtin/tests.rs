@@ -84,6 +84,58 @@ fn the_catalogs_images_run_built_in_unless_a_function_config_says_otherwise() {
 }
 
 #[test]
+fn a_binary_executor_wins_and_bare_names_follow_the_default_prefix() {
+    // One config lists v1 under both: the binary runs, as in serve.
+    let both = [config(
+        "both",
+        "image: example.com/fns/ns\nbinaryExecutor:\n  tags: [v1]\n  path: /bin/true\ngoExecutor:\n  tags: [v1, v2]\n  id: set-namespace\n",
+    )];
+    let b = builtins(&both, true);
+    assert_eq!(name_of(b.resolve("example.com/fns/ns:v1", "")), None);
+    assert_eq!(
+        name_of(b.resolve("example.com/fns/ns:v2", "")),
+        Some("set-namespace")
+    );
+    // A runner whose bare names mean its own registry runs those.
+    let index = ImageIndex::new(&[], "registry.corp/fns/");
+    let own = Builtins::new(LiveIndex::fixed(Arc::new(index)), true);
+    assert_eq!(name_of(own.resolve("set-namespace:v1", "")), None);
+    assert_eq!(
+        name_of(own.resolve("gcr.io/kpt-fn/set-namespace:v1", "")),
+        Some("set-namespace")
+    );
+    for prefix in ["gcr.io/kpt-fn", "/ghcr.io/kptdev/krm-functions-catalog/"] {
+        let index = ImageIndex::new(&[], prefix);
+        let catalog = Builtins::new(LiveIndex::fixed(Arc::new(index)), true);
+        assert_eq!(
+            name_of(catalog.resolve("set-namespace:v1", "")),
+            Some("set-namespace"),
+            "{prefix}"
+        );
+    }
+}
+
+#[test]
+fn untagged_values_get_the_tag_a_reader_gives() {
+    let mut items = krm_yaml::parse::parse("a: 1\nb: x\nc: 'q'\nd: [true]\n").unwrap();
+    let mut stack = vec![&mut items[0]];
+    while let Some(n) = stack.pop() {
+        if n.kind == Kind::Scalar {
+            n.tag = krm_yaml::Tag::default();
+        }
+        stack.extend(n.content.iter_mut());
+    }
+    retag(&mut items);
+    let map = &items[0].content[0];
+    let tags: Vec<&str> = map.content.iter().map(|n| n.tag.as_str()).collect();
+    assert_eq!(
+        tags,
+        ["!!str", "!!int", "!!str", "!!str", "!!str", "!!str", "!!str", "!!seq"]
+    );
+    assert_eq!(map.content[7].content[0].tag.as_str(), "!!bool");
+}
+
+#[test]
 fn go_executor_entries_name_their_function() {
     let configs = [
         config(

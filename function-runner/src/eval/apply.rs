@@ -270,8 +270,19 @@ fn run_builtin_tree(
     running_line(stderr, name, input.len(), report)?;
     let started = Instant::now();
     // The items go as a container gets them: each document's content.
+    // A document's own comments (a licence header before a blank line)
+    // go onto it, where the text path's comment copy puts them back.
     let content = |n: Node| match n.kind {
-        Kind::Document => n.content.into_iter().next().unwrap_or_default(),
+        Kind::Document => {
+            let mut c = n.content.into_iter().next().unwrap_or_default();
+            if c.head_comment.is_empty() {
+                c.head_comment = n.head_comment;
+            }
+            if c.foot_comment.is_empty() {
+                c.foot_comment = n.foot_comment;
+            }
+            c
+        }
         _ => n,
     };
     let mut rl = krm_builtins::ResourceList {
@@ -279,7 +290,8 @@ fn run_builtin_tree(
         function_config: fn_config.map(content),
         ..Default::default()
     };
-    let outcome = builtin.run(&mut rl, &krm_builtins::Context::new());
+    let outcome = crate::builtin::run_with_stack(builtin, &mut rl, &krm_builtins::Context::new());
+    crate::builtin::retag(&mut rl.items);
     let results = builtin_results(&rl.results);
     let mut log = std::mem::take(&mut rl.log);
     match outcome {

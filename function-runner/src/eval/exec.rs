@@ -175,7 +175,8 @@ pub(super) fn run_builtin(
     max_output_bytes: usize,
 ) -> Result<Ran, Error> {
     let ctx = krm_builtins::Context::new();
-    let out = crate::builtin::run_on_bytes(builtin, input, &ctx)
+    let out = crate::builtin::on_big_stack(|| crate::builtin::run_on_bytes(builtin, input, &ctx))
+        .flatten()
         .ok_or_else(|| Error::Evaluator(format!("built-in {} was cancelled", builtin.name)))?;
     if out.stdout.len() > max_output_bytes {
         return Err(Error::Exec(
