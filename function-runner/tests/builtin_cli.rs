@@ -209,7 +209,7 @@ fn eval_runs_a_built_in_with_kpts_lines_and_results_file() {
         fs::read_to_string(pkg.join("deploy.yaml")).unwrap(),
         format!(
             "{}    metadata:\n      annotations:\n        owner: team-a\n",
-            written(&DEPLOYMENT).replace(
+            written(DEPLOYMENT).replace(
                 "  namespace: old\n",
                 "  namespace: old\n  annotations:\n    owner: team-a\n"
             )
