@@ -76,6 +76,12 @@ const KIND: &str = "ApplyReplacements";
 const API_VERSION: &str = "fn.kpt.dev/v1alpha1";
 /// `types.DefaultReplacementFieldPath`.
 const DEFAULT_FIELD_PATH: &str = "metadata.name";
+/// The most bytes one run may copy from sources into targets: each node
+/// copied counts its size in memory and its text.
+const MAX_COPIED_BYTES: usize = 256 << 20;
+/// The most parts a target's field path may have with `create` (the
+/// fields it may create one inside another).
+const MAX_CREATE_PARTS: usize = 1000;
 /// What the SDK's `AsMain` logs when `Process` reports a failure.
 const FAILURE: &str = "failed to evaluate function: error: function failure";
 
@@ -108,8 +114,9 @@ impl From<String> for Failure {
 fn process(rl: &mut ResourceList, ctx: &Context) -> Result<(), Failure> {
     let replacements = read_config(rl.function_config.as_ref())?;
     let mut nodes = rl.items.clone();
+    let mut left = MAX_COPIED_BYTES;
     for r in &replacements {
-        apply(&mut nodes, r, ctx)?;
+        apply(&mut nodes, r, ctx, &mut left)?;
     }
     rl.items = nodes;
     Ok(())
@@ -144,7 +151,13 @@ fn read_config(config: Option<&Node>) -> Result<Vec<Replacement>, String> {
 }
 
 /// `Filter.Filter` for one replacement.
-fn apply(nodes: &mut [Node], r: &Replacement, ctx: &Context) -> Result<(), Failure> {
+/// `left`: what the run may still copy ([`MAX_COPIED_BYTES`]).
+fn apply(
+    nodes: &mut [Node],
+    r: &Replacement,
+    ctx: &Context,
+    left: &mut usize,
+) -> Result<(), Failure> {
     let (Some(source), Some(targets)) = (&r.source, &r.targets) else {
         return Err("replacements must specify a source and at least one target"
             .to_owned()
@@ -177,7 +190,7 @@ fn apply(nodes: &mut [Node], r: &Replacement, ctx: &Context) -> Result<(), Failu
             {
                 continue;
             }
-            copy_value_to_target(nodes, n, &mut value, target, &field_paths)?;
+            copy_value_to_target(nodes, n, &mut value, target, &field_paths, left)?;
         }
     }
     Ok(())
@@ -342,19 +355,27 @@ fn copy_value_to_target(
     value: &mut Value,
     target: &TargetSelector,
     field_paths: &[String],
+    left: &mut usize,
 ) -> Result<(), String> {
     let options = target.options.as_ref();
     for fp in field_paths {
         let value_kind = value.node(nodes).map(|v| v.kind).unwrap_or(Kind::Scalar);
         let create = options.filter(|o| o.create).map(|_| value_kind);
+        let parts = path::smarter_path_splitter(fp);
+        if create.is_some() && parts.len() > MAX_CREATE_PARTS {
+            return Err(format!(
+                "fieldPath {fp:?} has {} parts, more than the limit of {MAX_CREATE_PARTS} with create",
+                parts.len()
+            ));
+        }
         let root = nodes.get_mut(n).ok_or_else(|| "no target".to_owned())?;
-        let places = path::path_match(root, &path::smarter_path_splitter(fp), create)
+        let places = path::path_match(root, &parts, create)
             .map_err(|e| format!("{}: {e}", retrieval_error(fp, create.is_some())))?;
         if places.is_empty() {
             return Err(retrieval_error(fp, create.is_some()));
         }
         for place in places {
-            set_field_value(nodes, n, &place, value, options)?;
+            set_field_value(nodes, n, &place, value, options, left)?;
         }
     }
     Ok(())
@@ -383,10 +404,17 @@ fn set_field_value(
     place: &[usize],
     value: &mut Value,
     options: Option<&FieldOptions>,
+    left: &mut usize,
 ) -> Result<(), String> {
-    let Some(mut v) = value.node(nodes).cloned() else {
+    let Some(source) = value.node(nodes) else {
         return Ok(());
     };
+    *left = left.checked_sub(copy_size(source)).ok_or_else(|| {
+        format!(
+            "the values copied to targets exceed {MAX_COPIED_BYTES} bytes, the limit for one run"
+        )
+    })?;
+    let mut v = source.clone();
     // A target that replaces an ancestor of the source's place detaches
     // the node kyaml points at: later targets get it as it is now.
     if let Value::At(sn, sp) = &*value {
@@ -423,6 +451,22 @@ fn set_field_value(
         *t = v;
     }
     Ok(())
+}
+
+/// What copying `node` costs against [`MAX_COPIED_BYTES`].
+fn copy_size(node: &Node) -> usize {
+    let mut size = 0usize;
+    let mut stack = vec![node];
+    while let Some(n) = stack.pop() {
+        size = size
+            .saturating_add(std::mem::size_of::<Node>())
+            .saturating_add(n.value.len())
+            .saturating_add(n.line_comment.as_str().len())
+            .saturating_add(n.head_comment.as_str().len())
+            .saturating_add(n.foot_comment.as_str().len());
+        stack.extend(n.content.iter());
+    }
+    size
 }
 
 /// The SDK's `ResourceList.Sort` by `apiVersion kind namespace name`

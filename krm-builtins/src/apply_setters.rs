@@ -48,6 +48,8 @@ struct Apply<'a> {
     setters: &'a [Setter],
     results: Vec<Set>,
     file_path: String,
+    /// The text the setters put in, bounded for a run.
+    produced: catalog::Produced,
 }
 
 pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
@@ -59,6 +61,7 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
         setters: &setters,
         results: Vec::new(),
         file_path: String::new(),
+        produced: catalog::Produced::new("setter values"),
     };
     let mut failure = None;
     for item in rl.items.iter_mut() {
@@ -70,9 +73,13 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
                 break;
             }
         }
-        if let Err(e) = catalog::accept(&mut apply, item, "") {
-            failure = Some(e);
-            break;
+        match catalog::accept(&mut apply, item, ctx) {
+            Ok(()) => {}
+            Err(catalog::WalkStop::Cancelled) => return Err(Stop::Cancelled),
+            Err(catalog::WalkStop::Error(e)) => {
+                failure = Some(e);
+                break;
+            }
         }
     }
     if let Some(err) = failure {
@@ -155,6 +162,7 @@ impl catalog::Visitor for Apply<'_> {
                         catalog::quote(sv)
                     )
                 };
+                self.produced.take(sv.len())?;
                 let parsed = krm_yaml::parse::parse(sv).map_err(|_| not_an_array())?;
                 let seq = parsed
                     .into_iter()
@@ -183,10 +191,14 @@ impl catalog::Visitor for Apply<'_> {
         }
         let mut pattern = cur_pattern.clone();
         for s in self.setters {
-            pattern = pattern.replace(&format!("${{{}}}", s.name), &s.value);
+            pattern = self
+                .produced
+                .replace(&pattern, &format!("${{{}}}", s.name), &s.value)?;
         }
         for (name, value) in current_setter_values(&cur_pattern, &node.value) {
-            pattern = pattern.replace(&format!("${{{name}}}"), &value);
+            pattern = self
+                .produced
+                .replace(&pattern, &format!("${{{name}}}"), &value)?;
         }
         let urs = unresolved_setters(&pattern);
         if !urs.is_empty() {

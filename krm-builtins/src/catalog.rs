@@ -4,11 +4,13 @@
 //! `kioutil.GetFileAnnotations`, the framework's `ResultItem`, and how
 //! `command.Build` + `main` print a failure.
 
+use std::collections::{HashMap, HashSet};
+
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
 use crate::result::{Field, File, FnResult};
-use crate::Stop;
+use crate::{Context, Stop};
 
 pub(crate) const NULL_TAG: &str = "!!null";
 
@@ -47,10 +49,13 @@ pub(crate) fn visit_fields(map: &Node) -> Vec<usize> {
     if map.kind != Kind::Mapping {
         return Vec::new();
     }
+    // The first index of each name, found once (not a scan per field).
+    let mut first: HashMap<&str, usize> = HashMap::new();
     map.content
         .chunks_exact(2)
-        .filter_map(|kv| kv.first())
-        .filter_map(|k| kyaml::field_index(map, &k.value))
+        .enumerate()
+        .filter_map(|(i, kv)| kv.first().map(|k| (i, k)))
+        .map(|(i, k)| *first.entry(k.value.as_str()).or_insert(2 * i))
         .collect()
 }
 
@@ -63,29 +68,132 @@ pub(crate) trait Visitor {
     fn visit_scalar(&mut self, node: &mut Node, path: &str) -> Result<(), Self::Error>;
 }
 
-/// `acceptImpl`: the node, then each field (`path.name`, as
-/// [`visit_fields`] visits them) or element (`path[i]`), depth first; the
-/// first error stops the walk.
-pub(crate) fn accept<V: Visitor>(v: &mut V, node: &mut Node, path: &str) -> Result<(), V::Error> {
+/// Why a walk stopped: the visitor's error, or the call's cancellation.
+pub(crate) enum WalkStop<E> {
+    Error(E),
+    Cancelled,
+}
+
+/// How many nodes a walk visits between two [`Context::check`]s.
+const CHECK_EVERY: usize = 1024;
+
+/// `acceptImpl` from the root (path ""): the node, then each field
+/// (`path.name`, as [`visit_fields`] visits them) or element (`path[i]`),
+/// depth first; the first error stops the walk, and so does `ctx` (checked
+/// every [`CHECK_EVERY`] nodes).
+pub(crate) fn accept<V: Visitor>(
+    v: &mut V,
+    node: &mut Node,
+    ctx: &Context,
+) -> Result<(), WalkStop<V::Error>> {
+    let mut path = String::new();
+    let mut seen = 0;
+    walk(v, node, &mut path, ctx, &mut seen)
+}
+
+/// [`accept`] at `path`, which it extends in place for the children and
+/// gives back as it was.
+fn walk<V: Visitor>(
+    v: &mut V,
+    node: &mut Node,
+    path: &mut String,
+    ctx: &Context,
+    seen: &mut usize,
+) -> Result<(), WalkStop<V::Error>> {
+    *seen += 1;
+    if seen.is_multiple_of(CHECK_EVERY) {
+        ctx.check().map_err(|_| WalkStop::Cancelled)?;
+    }
+    let len = path.len();
     match node.kind {
         Kind::Mapping => {
-            v.visit_mapping(node, path)?;
+            v.visit_mapping(node, path).map_err(WalkStop::Error)?;
             for i in visit_fields(node) {
-                let key = node.content.get(i).map(|k| k.value.to_string());
-                if let (Some(key), Some(value)) = (key, node.content.get_mut(i + 1)) {
-                    accept(v, value, &format!("{path}.{key}"))?;
-                }
+                let Some([key, value]) = node.content.get_mut(i..i + 2) else {
+                    continue;
+                };
+                path.push('.');
+                path.push_str(&key.value);
+                let r = walk(v, value, path, ctx, seen);
+                path.truncate(len);
+                r?;
             }
             Ok(())
         }
         Kind::Sequence => {
             for (i, el) in node.content.iter_mut().enumerate() {
-                accept(v, el, &format!("{path}[{i}]"))?;
+                path.push('[');
+                path.push_str(&i.to_string());
+                path.push(']');
+                let r = walk(v, el, path, ctx, seen);
+                path.truncate(len);
+                r?;
             }
             Ok(())
         }
-        Kind::Scalar => v.visit_scalar(node, path),
+        Kind::Scalar => v.visit_scalar(node, path).map_err(WalkStop::Error),
         Kind::Document | Kind::Alias => Ok(()),
+    }
+}
+
+/// The most bytes of text one run may produce by putting values into
+/// patterns and fields (apply-setters' setter values, search-replace's
+/// put-value and put-comment): 64 MiB, ten times the largest request.
+pub(crate) const MAX_PRODUCED_BYTES: usize = 64 << 20;
+
+/// What a run has left of [`MAX_PRODUCED_BYTES`]; `what` names the
+/// values in the error.
+pub(crate) struct Produced {
+    left: usize,
+    what: &'static str,
+}
+
+impl Default for Produced {
+    fn default() -> Produced {
+        Produced::new("the values put in")
+    }
+}
+
+impl Produced {
+    pub(crate) fn new(what: &'static str) -> Produced {
+        Produced {
+            left: MAX_PRODUCED_BYTES,
+            what,
+        }
+    }
+
+    /// Counts `n` more bytes produced; an error once past the limit.
+    pub(crate) fn take(&mut self, n: usize) -> Result<(), String> {
+        match self.left.checked_sub(n) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => {
+                self.left = 0;
+                Err(format!(
+                    "{} would produce more than {MAX_PRODUCED_BYTES} bytes, the limit for one run",
+                    self.what
+                ))
+            }
+        }
+    }
+
+    /// `s.replace(from, to)`, its result counted (when anything was
+    /// replaced) before it is built.
+    pub(crate) fn replace(&mut self, s: &str, from: &str, to: &str) -> Result<String, String> {
+        if from.is_empty() {
+            return Ok(s.to_owned());
+        }
+        let count = s.matches(from).count();
+        if count == 0 {
+            return Ok(s.to_owned());
+        }
+        let len = count
+            .saturating_mul(to.len())
+            .saturating_add(s.len() - count * from.len());
+        self.take(len)?;
+        Ok(s.replace(from, to))
     }
 }
 
@@ -103,12 +211,13 @@ pub(crate) fn data_map(config: Option<&Node>) -> Vec<(String, String)> {
         return Vec::new();
     };
     let mut out: Vec<(String, String)> = Vec::new();
+    let mut listed: HashSet<&str> = HashSet::new();
     for i in visit_fields(data) {
         let (Some(k), Some(v)) = (data.content.get(i), data.content.get(i + 1)) else {
             continue;
         };
         let key = get_value(k);
-        if out.iter().any(|(name, _)| name == key) {
+        if !listed.insert(key) {
             continue;
         }
         out.push((key.to_owned(), get_value(v).to_owned()));

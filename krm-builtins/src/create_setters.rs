@@ -103,7 +103,9 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
                         break;
                     }
                 }
-                let Ok(()) = catalog::accept(&mut create, item, "");
+                if let Err(catalog::WalkStop::Cancelled) = catalog::accept(&mut create, item, ctx) {
+                    return Err(Stop::Cancelled);
+                }
             }
             if failure.is_none() && create.results.is_empty() {
                 failure = Some("no matches for the input list of setters".to_owned());

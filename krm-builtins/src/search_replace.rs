@@ -54,6 +54,9 @@ const BY_PATH: &str = "by-path";
 const BY_FILE_PATH: &str = "by-file-path";
 const PUT_VALUE: &str = "put-value";
 const PUT_COMMENT: &str = "put-comment";
+/// The most `.`-separated parts a `by-path` may have (each visited field
+/// matches its path against them; an absolute one creates that deep).
+const MAX_PATH_PARTS: usize = 1000;
 const MATCHERS: [&str; 6] = [
     BY_VALUE,
     BY_FILE_PATH,
@@ -80,6 +83,8 @@ struct SearchReplace {
     regex: Option<regex::Regex>,
     results: Vec<Found>,
     file_path: String,
+    /// The text put-value and put-comment put in, bounded for a run.
+    produced: catalog::Produced,
 }
 
 /// `Decode`.
@@ -106,6 +111,7 @@ fn decode(config: Option<&Node>) -> Result<SearchReplace, String> {
         put_value: get(PUT_VALUE),
         put_comment: get(PUT_COMMENT),
         by_file_path: get(BY_FILE_PATH),
+        produced: catalog::Produced::new("put-value and put-comment"),
         ..SearchReplace::default()
     })
 }
@@ -236,6 +242,14 @@ impl SearchReplace {
             )
             .into());
         }
+        let parts = self.by_path.split('.').count();
+        if parts > MAX_PATH_PARTS {
+            return Err(format!(
+                "{} has {parts} parts, more than the limit of {MAX_PATH_PARTS}",
+                catalog::quote(BY_PATH)
+            )
+            .into());
+        }
         if !self.by_value_regex.is_empty() {
             if let Some(e) = nested_repetition(&self.by_value_regex) {
                 return Err(e.into());
@@ -246,13 +260,13 @@ impl SearchReplace {
         }
         for item in items.iter_mut() {
             ctx.check().map_err(|_| FilterStop::Cancelled)?;
-            self.perform(item)?;
+            self.perform(item, ctx)?;
         }
         Ok(())
     }
 
     /// `Perform`.
-    fn perform(&mut self, item: &mut Node) -> Result<(), String> {
+    fn perform(&mut self, item: &mut Node, ctx: &Context) -> Result<(), FilterStop> {
         let file_path = catalog::file_path(item, true).map_err(str::to_owned)?;
         if !self.by_file_path.is_empty()
             && !glob::matches(&self.by_file_path, &file_path).map_err(str::to_owned)?
@@ -261,9 +275,12 @@ impl SearchReplace {
         }
         self.file_path = file_path;
         if self.should_put_value_by_path() {
-            return self.put_value_by_path(item);
+            return Ok(self.put_value_by_path(item)?);
         }
-        catalog::accept(self, item, "")
+        catalog::accept(self, item, ctx).map_err(|e| match e {
+            catalog::WalkStop::Error(e) => FilterStop::Failed(e),
+            catalog::WalkStop::Cancelled => FilterStop::Cancelled,
+        })
     }
 
     fn to_results(&self) -> Vec<FnResult> {
@@ -282,24 +299,6 @@ impl SearchReplace {
                 catalog::item(message, &r.field_path, &r.file_path)
             })
             .collect()
-    }
-
-    /// `resolvePattern`: `${n}` in the pattern replaced by the value's
-    /// capture groups.
-    fn resolve_pattern(&self, value: &str, pattern: &str) -> Result<String, String> {
-        let Some(re) = &self.regex else {
-            return Ok(pattern.to_owned());
-        };
-        let mut res = pattern.to_owned();
-        if let Some(caps) = re.captures(value) {
-            for (i, m) in caps.iter().enumerate().skip(1) {
-                res = res.replace(&format!("${{{i}}}"), m.map_or("", |m| m.as_str()));
-            }
-        }
-        if has_group_reference(&res) {
-            return Err("unable to resolve capture groups".into());
-        }
-        Ok(res)
     }
 
     /// `pathMatch`.
@@ -346,6 +345,7 @@ impl SearchReplace {
                 if target.kind != Kind::Mapping {
                     return Err(wrong_kind(target, &walked, Kind::Mapping));
                 }
+                self.produced.take(self.put_value.len())?;
                 let value = Node {
                     kind: Kind::Scalar,
                     value: self.put_value.as_str().into(),
@@ -383,6 +383,7 @@ impl catalog::Visitor for SearchReplace {
             if !self.path_match(path_to_key.strip_prefix('.').unwrap_or(&path_to_key)) {
                 continue;
             }
+            self.produced.take(self.put_comment.len())?;
             key.line_comment = self.put_comment.as_str().into();
             value.style = Style::FLOW;
             let val = krm_yaml::emit::encode_node(value, false);
@@ -408,11 +409,21 @@ impl catalog::Visitor for SearchReplace {
             return Ok(());
         }
         if !self.put_comment.is_empty() {
-            let comment = self.resolve_pattern(&node.value, &self.put_comment)?;
+            let comment = resolve_pattern(
+                self.regex.as_ref(),
+                &mut self.produced,
+                &node.value,
+                &self.put_comment,
+            )?;
             node.line_comment = comment.into();
         }
         if !self.put_value.is_empty() {
-            let value = self.resolve_pattern(&node.value, &self.put_value)?;
+            let value = resolve_pattern(
+                self.regex.as_ref(),
+                &mut self.produced,
+                &node.value,
+                &self.put_value,
+            )?;
             node.value = value.into();
             node.tag = Tag::default();
         }
@@ -518,6 +529,30 @@ fn set_field(map: &mut Node, name: &str, mut value: Node) {
     }
 }
 
+/// `resolvePattern`: `${n}` in the pattern replaced by the value's
+/// capture groups; the text made counted in `produced`.
+fn resolve_pattern(
+    regex: Option<&regex::Regex>,
+    produced: &mut catalog::Produced,
+    value: &str,
+    pattern: &str,
+) -> Result<String, String> {
+    produced.take(pattern.len())?;
+    let Some(re) = regex else {
+        return Ok(pattern.to_owned());
+    };
+    let mut res = pattern.to_owned();
+    if let Some(caps) = re.captures(value) {
+        for (i, m) in caps.iter().enumerate().skip(1) {
+            res = produced.replace(&res, &format!("${{{i}}}"), m.map_or("", |m| m.as_str()))?;
+        }
+    }
+    if has_group_reference(&res) {
+        return Err("unable to resolve capture groups".into());
+    }
+    Ok(res)
+}
+
 /// Whether `\$\{([0-9]+)\}` matches.
 fn has_group_reference(s: &str) -> bool {
     s.match_indices("${").any(|(i, _)| {
@@ -532,39 +567,36 @@ fn is_abs_path(path: &str) -> bool {
     path.split('.').all(|e| !e.is_empty() && !e.contains('*'))
 }
 
-/// `backTrackMatch`: `*` is any one element, `**` any number.
+/// `backTrackMatch`: `*` is any one element, `**` any number. Go's
+/// (n+1)×(m+1) table, kept one row at a time: `row[j]`, the elements so
+/// far match the first `j` parts of the pattern.
 fn back_track_match(elems: &[&str], pattern: &[&str]) -> bool {
-    let (n, m) = (elems.len(), pattern.len());
-    let mut dp = vec![vec![false; m + 1]; n + 1];
-    let at = |dp: &Vec<Vec<bool>>, i: usize, j: usize| {
-        dp.get(i).and_then(|r| r.get(j)).copied().unwrap_or(false)
-    };
-    let set = |dp: &mut Vec<Vec<bool>>, i: usize, j: usize, v: bool| {
-        if let Some(c) = dp.get_mut(i).and_then(|r| r.get_mut(j)) {
-            *c = v;
-        }
-    };
-    set(&mut dp, 0, 0, true);
-    for j in 1..=m {
-        if pattern.get(j - 1) == Some(&"**") {
-            let v = at(&dp, 0, j - 1);
-            set(&mut dp, 0, j, v);
-        }
+    let m = pattern.len();
+    let mut row = vec![false; m + 1];
+    let mut next = vec![false; m + 1];
+    let mut prev = true;
+    for (j, cell) in row.iter_mut().enumerate() {
+        // The empty elements match a prefix of `**`s only.
+        prev = prev && (j == 0 || pattern.get(j - 1) == Some(&"**"));
+        *cell = prev;
     }
-    for i in 1..=n {
-        for j in 1..=m {
-            let p = pattern.get(j - 1).copied().unwrap_or_default();
-            let e = elems.get(i - 1).copied().unwrap_or_default();
-            if p == "**" {
-                let v = at(&dp, i, j - 1) || at(&dp, i - 1, j);
-                set(&mut dp, i, j, v);
-            } else if p == "*" || element_match(e, p) {
-                let v = at(&dp, i - 1, j - 1);
-                set(&mut dp, i, j, v);
+    for e in elems {
+        next.fill(false);
+        for (j, p) in pattern.iter().enumerate() {
+            let v = if *p == "**" {
+                next.get(j).copied().unwrap_or(false) || row.get(j + 1).copied().unwrap_or(false)
+            } else if *p == "*" || element_match(e, p) {
+                row.get(j).copied().unwrap_or(false)
+            } else {
+                false
+            };
+            if let Some(c) = next.get_mut(j + 1) {
+                *c = v;
             }
         }
+        std::mem::swap(&mut row, &mut next);
     }
-    at(&dp, n, m)
+    row.get(m).copied().unwrap_or(false)
 }
 
 /// `elementMatch`: `a[0]` matches `a[0]`, `a[*]`, `*[0]` and `*[*]`.

@@ -814,3 +814,28 @@ metadata:
 "
     );
 }
+
+#[test]
+fn copies_growing_without_bound_are_refused() {
+    // Each replacement copies spec into two of its own fields: 2^60 nodes.
+    let one = "- source: {kind: Deployment, name: web, fieldPath: spec}\n  targets:\n  - select: {kind: Deployment}\n    fieldPaths: [spec.a, spec.b]\n    options: {create: true}\n";
+    let items = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  x: y\n";
+    let message = fails(items, &one.repeat(60));
+    assert!(
+        message
+            .contains("the values copied to targets exceed 268435456 bytes, the limit for one run"),
+        "{message}"
+    );
+}
+
+#[test]
+fn created_paths_are_capped() {
+    let fp = format!("spec.{}b", "a.".repeat(2000));
+    let r = format!("- source: {{kind: Deployment, name: web}}\n  targets:\n  - select: {{kind: Deployment}}\n    fieldPaths: ['{fp}']\n    options: {{create: true}}\n");
+    let items = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  x: y\n";
+    let message = fails(items, &r);
+    assert!(
+        message.contains("has 2002 parts, more than the limit of 1000 with create"),
+        "{message}"
+    );
+}

@@ -211,3 +211,29 @@ fn odd_trees_never_panic() {
         let _ = run("apply-setters", Some(config), item);
     }
 }
+
+#[test]
+fn setter_values_growing_without_bound_are_refused() {
+    // s0 = ${s1}${s1}, s1 = ${s2}${s2}, ...: 2^40 copies of s40.
+    let mut data = String::new();
+    for i in 0..40 {
+        data.push_str(&format!("  s{i}: '${{s{}}}${{s{}}}'\n", i + 1, i + 1));
+    }
+    data.push_str("  s40: xxxxxxxx\n");
+    let config =
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: setters\ndata:\n{data}");
+    let items =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: m\ndata:\n  a: b # kpt-set: ${s0}\n";
+    let (_, results, outcome) = run("apply-setters", Some(&config), items);
+    assert!(
+        matches!(&outcome, Err(Stop::Failed(text))
+            if text.contains("setter values would produce more than 67108864 bytes")),
+        "{outcome:?}"
+    );
+    assert!(
+        results.contains(
+            "failed to apply setters: setter values would produce more than 67108864 bytes"
+        ),
+        "{results}"
+    );
+}

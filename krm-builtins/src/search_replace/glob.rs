@@ -9,8 +9,27 @@
 
 pub(crate) const BAD_PATTERN: &str = "syntax error in pattern";
 
+/// The most alternatives `{a,b}` groups may expand a pattern to.
+const MAX_ALTERNATIVES: usize = 10_000;
+/// The most characters expanding may build (the partial patterns too).
+const MAX_EXPANDED_CHARS: usize = 16 << 20;
+pub(crate) const TOO_MANY_ALTERNATIVES: &str =
+    "pattern expands to more than 10000 {a,b} alternatives (the limit)";
+pub(crate) const TOO_LONG_EXPANSION: &str =
+    "pattern's {a,b} alternatives are more than 16777216 characters (the limit)";
+
+/// What expanding may still build.
+struct Budget {
+    alternatives: usize,
+    chars: usize,
+}
+
 pub(crate) fn matches(pattern: &str, name: &str) -> Result<bool, &'static str> {
-    let alternatives = expand(pattern)?;
+    let mut budget = Budget {
+        alternatives: MAX_ALTERNATIVES,
+        chars: MAX_EXPANDED_CHARS,
+    };
+    let alternatives = expand(pattern, &mut budget)?;
     let name: Vec<char> = name.chars().collect();
     for alt in alternatives {
         let alt: Vec<char> = alt.chars().collect();
@@ -22,9 +41,13 @@ pub(crate) fn matches(pattern: &str, name: &str) -> Result<bool, &'static str> {
     Ok(false)
 }
 
-/// The pattern with each `{a,b}` expanded (escapes kept).
-fn expand(pattern: &str) -> Result<Vec<String>, &'static str> {
+/// The pattern with each `{a,b}` expanded (escapes kept), within `budget`.
+fn expand(pattern: &str, budget: &mut Budget) -> Result<Vec<String>, &'static str> {
     let chars: Vec<char> = pattern.chars().collect();
+    budget.chars = budget
+        .chars
+        .checked_sub(chars.len())
+        .ok_or(TOO_LONG_EXPANSION)?;
     // The first `{` not escaped nor inside a class.
     let mut i = 0;
     let mut open = None;
@@ -48,6 +71,10 @@ fn expand(pattern: &str) -> Result<Vec<String>, &'static str> {
         i += 1;
     }
     let Some(open) = open else {
+        budget.alternatives = budget
+            .alternatives
+            .checked_sub(1)
+            .ok_or(TOO_MANY_ALTERNATIVES)?;
         return Ok(vec![pattern.to_owned()]);
     };
     // Its closing `}` and the commas at its level.
@@ -81,7 +108,7 @@ fn expand(pattern: &str) -> Result<Vec<String>, &'static str> {
     for w in bounds.windows(2) {
         let [a, b] = w else { continue };
         let alt = format!("{prefix}{}{suffix}", collect(a + 1, *b));
-        out.extend(expand(&alt)?);
+        out.extend(expand(&alt, budget)?);
     }
     Ok(out)
 }
@@ -261,5 +288,20 @@ mod tests {
         for p in ["[a", "{a,b", "a\\"] {
             assert_eq!(matches(p, "a"), Err(BAD_PATTERN), "{p}");
         }
+    }
+
+    #[test]
+    fn alternatives_capped() {
+        // 2^40 alternatives: refused after the first 10,000.
+        let pattern = "{a,b}".repeat(40);
+        assert_eq!(matches(&pattern, "x"), Err(TOO_MANY_ALTERNATIVES));
+        assert!(TOO_MANY_ALTERNATIVES.contains(&MAX_ALTERNATIVES.to_string()));
+        // 13 groups: 8,192 alternatives, within the limit.
+        let pattern = "{a,b}".repeat(13);
+        assert_eq!(matches(&pattern, &"b".repeat(13)), Ok(true));
+        // A long pattern re-built per group: the characters run out.
+        let pattern = format!("{}{}", "{a}".repeat(20), "x".repeat(1 << 20));
+        assert_eq!(matches(&pattern, "x"), Err(TOO_LONG_EXPANSION));
+        assert!(TOO_LONG_EXPANSION.contains(&MAX_EXPANDED_CHARS.to_string()));
     }
 }

@@ -242,3 +242,60 @@ fn path_patterns() {
     assert!(!element_match("a[1]", "a"));
     assert!(!element_match("a[1]", "a[2]"));
 }
+
+#[test]
+fn by_path_parts_are_capped() {
+    // An absolute path would create fields this deep; any other is
+    // matched against every field's path.
+    for data in [
+        format!("  by-path: {}a\n  put-value: x\n", "a.".repeat(2000)),
+        format!("  by-path: '**.{}a'\n", "a.".repeat(2000)),
+    ] {
+        let (_, results, outcome) = run("search-replace", Some(&cm(&data)), PACKAGE);
+        let Err(Stop::Failed(text)) = outcome else {
+            panic!("{outcome:?}");
+        };
+        assert!(
+            text.contains("\"by-path\" has 200")
+                && text.contains(" parts, more than the limit of 1000"),
+            "{text}"
+        );
+        assert!(results.contains("more than the limit of 1000"), "{results}");
+    }
+}
+
+#[test]
+fn put_values_growing_without_bound_are_refused() {
+    // Each `${1}` a copy of the whole value: 20,000 × 8 KiB per field.
+    let data = format!(
+        "  by-value-regex: '(.*)'\n  by-path: spec.replicas\n  put-value: '{}'\n",
+        "${1}".repeat(20_000)
+    );
+    let package = PACKAGE.replace("replicas: 3", &format!("replicas: {}", "9".repeat(8192)));
+    let (_, results, outcome) = run("search-replace", Some(&cm(&data)), &package);
+    let Err(Stop::Failed(text)) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        text.contains("put-value and put-comment would produce more than 67108864 bytes"),
+        "{text}"
+    );
+    assert!(results.contains("67108864"), "{results}");
+}
+
+#[test]
+fn by_file_path_alternatives_are_capped() {
+    let data = format!(
+        "  by-file-path: '{}'\n  by-value: '3'\n",
+        "{a,b}".repeat(40)
+    );
+    let (_, results, outcome) = run("search-replace", Some(&cm(&data)), PACKAGE);
+    let Err(Stop::Failed(text)) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        text.contains("more than 10000 {a,b} alternatives"),
+        "{text}"
+    );
+    assert!(results.contains("10000"), "{results}");
+}
