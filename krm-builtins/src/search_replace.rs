@@ -57,6 +57,9 @@ const PUT_COMMENT: &str = "put-comment";
 /// The most `.`-separated parts a `by-path` may have (each visited field
 /// matches its path against them; an absolute one creates that deep).
 const MAX_PATH_PARTS: usize = 1000;
+
+/// Longest `by-file-path` pattern.
+const MAX_FILE_PATH_PATTERN: usize = 4096;
 const MATCHERS: [&str; 6] = [
     BY_VALUE,
     BY_FILE_PATH,
@@ -239,6 +242,16 @@ impl SearchReplace {
                 "only one of [{}, {}] can be provided",
                 catalog::quote(BY_VALUE),
                 catalog::quote(BY_VALUE_REGEX)
+            )
+            .into());
+        }
+        // The glob matcher backtracks and recurses per pattern character:
+        // a file path pattern is short, a hostile one is not.
+        if self.by_file_path.len() > MAX_FILE_PATH_PATTERN {
+            return Err(format!(
+                "{} is {} bytes long, more than the limit of {MAX_FILE_PATH_PATTERN}",
+                catalog::quote(BY_FILE_PATH),
+                self.by_file_path.len()
             )
             .into());
         }

@@ -265,6 +265,19 @@ fn by_path_parts_are_capped() {
 }
 
 #[test]
+fn long_file_path_patterns_are_refused() {
+    let data = format!("  by-file-path: '{}b'\n  by-value: x\n", "*a".repeat(3000));
+    let (_, _, outcome) = run("search-replace", Some(&cm(&data)), PACKAGE);
+    let Err(Stop::Failed(text)) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        text.contains("\"by-file-path\" is 6001 bytes long, more than the limit of 4096"),
+        "{text}"
+    );
+}
+
+#[test]
 fn put_values_growing_without_bound_are_refused() {
     // Each `${1}` a copy of the whole value: 20,000 × 8 KiB per field.
     let data = format!(
