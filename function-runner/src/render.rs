@@ -74,12 +74,7 @@ enum StepConfig {
 pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result<u8, Error> {
     // kpt makes the results directory first of all.
     if let Some(dir) = &opts.results_dir {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Error::Input(format!(
-                "cannot read or create results dir {}: {e}",
-                go_quote(&dir.display().to_string())
-            ))
-        })?;
+        eval::prepare_results_dir(dir)?;
     }
     let root = std::path::absolute(&opts.dir).map_err(Error::Write)?;
     if !root.join("Kptfile").is_file() {

@@ -808,3 +808,43 @@ fn unselected_non_resources_pass_like_kpt() {
     assert_eq!(untimed(&k.stderr), untimed(&o.stderr));
     assert_same_tree(&p.k, &p.o, "render");
 }
+
+/// #28 item 4: a `--results-dir` that is a file stops the run before
+/// anything runs, with kpt's error, and changes nothing.
+#[test]
+fn a_results_dir_in_the_way_stops_the_run_first_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let make = |d: &Path| {
+        selection_package(d);
+        fs::write(
+            d.join("Kptfile"),
+            format!(
+                "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n  - exec: {}\n",
+                f.annotate
+            ),
+        )
+        .unwrap();
+    };
+    let p = pair(&make);
+    for d in [&p.k, &p.o] {
+        fs::write(d.join("taken"), "a file").unwrap();
+    }
+    let (k, o) = both(
+        &kpt,
+        &p,
+        &["pkg", "--exec", &f.annotate, "--results-dir", "taken"],
+        None,
+    );
+    assert_same_run(&k, &o, "eval --results-dir FILE");
+    assert_eq!(o.code, 1);
+    let (k, o) = both_render(&kpt, &p, &["pkg", "--allow-exec", "--results-dir", "taken"]);
+    assert_eq!(k.code, o.code, "render: {}\n{}", k.stderr, o.stderr);
+    assert_eq!(k.stderr, o.stderr, "render --results-dir FILE");
+    assert_same_tree(&p.k, &p.o, "--results-dir FILE");
+    let fresh = pair(&make);
+    assert_same_tree(&fresh.o.join("pkg"), &p.o.join("pkg"), "nothing written");
+}

@@ -133,7 +133,7 @@ pub(super) async fn run_exec(
 }
 
 /// An OS error in Go's words: `no such file or directory`.
-fn go_os_error(e: &io::Error) -> String {
+pub(super) fn go_os_error(e: &io::Error) -> String {
     let s = e.to_string();
     let s = match s.find(" (os error") {
         Some(i) => &s[..i],

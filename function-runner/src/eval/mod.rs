@@ -71,7 +71,7 @@ pub(crate) use apply::Outcome;
 pub use exec::shlex_split;
 pub(crate) use input::{doc_error, function_config, krm_problem, set_all};
 pub(crate) use output::clear_annotations;
-pub use results::{kpt_duration, parse_results, KptResult};
+pub use results::{kpt_duration, parse_results, prepare_results_dir, KptResult};
 pub(crate) use results::{results_list_yaml, FnRecord};
 
 use exec::{run_builtin, run_exec, run_image};
@@ -277,6 +277,11 @@ pub async fn run(
     stdout: &mut (dyn Write + Send),
     stderr: &mut (dyn Write + Send),
 ) -> Result<u8, Error> {
+    // kpt makes the results directory before anything else: a file in the
+    // way stops the run with nothing changed.
+    if let Some(dir) = &opts.results_dir {
+        prepare_results_dir(dir)?;
+    }
     let output = opts.output.clone().unwrap_or(match opts.source {
         Source::Dir(_) => Output::InPlace,
         Source::Stdin(_) => Output::Stdout,

@@ -244,6 +244,24 @@ fn record_value(record: &FnRecord) -> Value {
     Value::Mapping(item)
 }
 
+/// kpt's first step with `--results-dir`: the directory made (or found),
+/// before anything reads or runs, with kpt's error (Go's `os.MkdirAll`:
+/// `mkdir DIR: not a directory` for a file in the way).
+pub fn prepare_results_dir(dir: &std::path::Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        let why = if dir.exists() && !dir.is_dir() {
+            "not a directory".to_owned()
+        } else {
+            super::exec::go_os_error(&e)
+        };
+        Error::Input(format!(
+            "cannot read or create results dir {}: mkdir {}: {why}",
+            go_quote(&dir.display().to_string()),
+            dir.display()
+        ))
+    })
+}
+
 /// Writes `results.yaml` (if asked) and says where it is.
 pub(super) fn finish_results(
     opts: &EvalOptions,
