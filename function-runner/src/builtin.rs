@@ -134,11 +134,13 @@ impl Builtins {
         let Some(builtin) = catalog_name(image).and_then(krm_builtins::find) else {
             return Ok(None);
         };
-        // An image and tag that a FunctionConfig gives another executor
-        // keep it. (A constraint that does not parse was refused above.)
-        let elsewhere =
-            index.binary_for(image, tag).is_some() || index.pod_settings_for(image, tag).is_some();
-        Ok((!elsewhere).then_some(builtin))
+        // An image and tag that a FunctionConfig gives a pod keep it (a
+        // binary was looked for first; a constraint that does not parse
+        // was refused there).
+        Ok(index
+            .pod_settings_for(image, tag)
+            .is_none()
+            .then_some(builtin))
     }
 }
 
@@ -326,9 +328,8 @@ fn workers() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> 
         .get_or_init(|| {
             let (tx, rx) = std::sync::mpsc::channel::<Job>();
             let rx = Arc::new(std::sync::Mutex::new(rx));
-            let n = std::thread::available_parallelism().map_or(1, |n| n.get()) * WORKERS_PER_CPU;
             let mut started = 0;
-            for i in 0..n {
+            for i in 0..worker_count() {
                 let rx = rx.clone();
                 let spawned = std::thread::Builder::new()
                     .name(format!("builtin-{i}"))
@@ -356,14 +357,16 @@ fn workers() -> Option<&'static std::sync::Mutex<std::sync::mpsc::Sender<Job>>> 
 /// Threads for built-in calls per processor.
 const WORKERS_PER_CPU: usize = 4;
 
+/// How many threads [`workers`] starts.
+fn worker_count() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()) * WORKERS_PER_CPU
+}
+
 /// One slot per thread of [`workers`]: a call takes one before it is
 /// queued.
 fn slots() -> &'static Arc<tokio::sync::Semaphore> {
     static SLOTS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
-    SLOTS.get_or_init(|| {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get()) * WORKERS_PER_CPU;
-        Arc::new(tokio::sync::Semaphore::new(n))
-    })
+    SLOTS.get_or_init(|| Arc::new(tokio::sync::Semaphore::new(worker_count())))
 }
 
 /// Runs a built-in for gRPC calls: FunctionConfig `goExecutor` images and,

@@ -420,10 +420,15 @@ fn step(f: &Node, opts: &RenderOptions) -> Result<Step, Error> {
     };
     let (selectors, exclusions) = (selectors("selectors")?, selectors("exclude")?);
     let key = if image.is_empty() { "exec" } else { "image" };
+    let builtin = if image.is_empty() {
+        None
+    } else {
+        builtin_for(&image, opts)?
+    };
     let (function, name) = match (image.is_empty(), exec.is_empty()) {
-        (false, _) if builtin_for(&image, opts)?.is_some() => {
+        (false, _) if builtin.is_some() => {
             let name = kpt_image_name(&image);
-            let builtin = builtin_for(&image, opts)?.ok_or(Error::NoImageEvaluator)?;
+            let builtin = builtin.ok_or(Error::NoImageEvaluator)?;
             (
                 Function::Builtin {
                     image: name.clone(),
