@@ -23,6 +23,7 @@ pub mod config;
 pub mod eval;
 pub mod evaluator;
 pub mod image;
+pub mod kptfile;
 pub mod metrics;
 pub mod render;
 pub mod runner;

@@ -83,6 +83,10 @@ pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result
             go_quote(&opts.dir.display().to_string())
         )));
     }
+    // kpt refuses a Kptfile it cannot decode strictly, or whose functions
+    // name both or neither of image and exec: every one is checked before
+    // any function runs, so a bad one changes nothing.
+    check_kptfiles(&root)?;
     let name = root
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -113,6 +117,35 @@ pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result
     )?;
     state.save_results(stderr)?;
     Ok(0)
+}
+
+/// [`crate::kptfile::check`] on the Kptfile of `dir` and of every
+/// directory below it, depth first in name order (the order render takes
+/// them). A Kptfile that does not parse is left to the package reader,
+/// which names the error as kpt does.
+pub fn check_kptfiles(dir: &Path) -> Result<(), Error> {
+    let kptfile = dir.join("Kptfile");
+    if let Ok(text) = std::fs::read_to_string(&kptfile) {
+        if let Some(doc) = package::read_documents(&text)
+            .ok()
+            .and_then(|d| d.into_iter().next())
+        {
+            crate::kptfile::check(dir, &doc.node).map_err(Error::Kptfile)?;
+        }
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let mut subdirs: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    subdirs.sort();
+    for sub in subdirs {
+        check_kptfiles(&sub)?;
+    }
+    Ok(())
 }
 
 enum Failed {

@@ -848,3 +848,62 @@ fn a_results_dir_in_the_way_stops_the_run_first_like_kpt() {
     let fresh = pair(&make);
     assert_same_tree(&fresh.o.join("pkg"), &p.o.join("pkg"), "nothing written");
 }
+
+/// #28 item 1: Kptfiles kpt refuses (unknown fields, values of the wrong
+/// kind, old or unknown schema, functions with both or neither of image
+/// and exec) are refused before anything runs, with kpt's messages and
+/// exit code, nothing written; in the root or a subpackage.
+#[test]
+fn kptfiles_are_validated_like_kpt_before_anything_runs() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let head = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n";
+    let bad = [
+        format!("{head}pipline:\n  mutators:\n  - exec: cat\n"),
+        format!("{head}pipeline:\n  mutators:\n  - exec: cat\n    configmap: {{a: b}}\n"),
+        format!("{head}pipeline:\n  mutators:\n  - exce: cat\n"),
+        format!("{head}pipeline:\n  validators:\n  - image: a\n    exec: cat\n"),
+        format!("{head}pipeline:\n  mutators:\n  - configMap: {{a: b}}\n"),
+        format!("{head}info: {{emails: a-long-address, bogus: 1}}\nstatus: [1]\n"),
+        format!("{head}  uid: x\n  labels: [a]\nupstream: {{git: {{bogus: 1}}}}\n"),
+        "apiVersion: kpt.dev/v1\nkind: KptFile\nmetadata:\n  name: pkg\n".to_owned(),
+        "apiVersion: kpt.dev/v1alpha2\nkind: Kptfile\nmetadata:\n  name: pkg\n".to_owned(),
+        "apiVersion: kpt.dev/v1alpha1\nkind: Kptfile\nmetadata:\n  name: pkg\n".to_owned(),
+    ];
+    let good_sub = format!(
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: sub\npipeline:\n  mutators:\n  - exec: {}\n",
+        f.annotate
+    );
+    for (root, sub) in bad
+        .iter()
+        .map(|b| (b.clone(), good_sub.clone()))
+        .chain(std::iter::once((
+            head.to_owned(),
+            bad[0].replace("pkg", "sub"),
+        )))
+    {
+        let p = pair(&|d| {
+            selection_package(d);
+            fs::write(d.join("Kptfile"), &root).unwrap();
+            fs::create_dir_all(d.join("sub")).unwrap();
+            fs::write(d.join("sub/Kptfile"), &sub).unwrap();
+            fs::write(
+                d.join("sub/cm.yaml"),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+            )
+            .unwrap();
+        });
+        let (k, o) = both_render(&kpt, &p, &["pkg", "--allow-exec"]);
+        let norm = |s: &str, d: &Path| s.replace(&d.display().to_string(), "DIR");
+        assert_eq!(k.code, o.code, "{root}{sub}: {}\n{}", k.stderr, o.stderr);
+        assert_eq!(
+            norm(&k.stderr, &p.k),
+            norm(&o.stderr, &p.o),
+            "{root}{sub} (left kpt, right ours)"
+        );
+        assert_same_tree(&p.k, &p.o, &root);
+    }
+}

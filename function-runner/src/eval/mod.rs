@@ -229,6 +229,10 @@ pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 30;
 /// Why `eval` failed (printed as kpt prints errors: `error: ...`).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A Kptfile kpt refuses: kpt's message, printed as it is (not after
+    /// `error: `).
+    #[error("{0}")]
+    Kptfile(String),
     #[error("missing function config file: {0}")]
     MissingFnConfig(String),
     #[error("invalid function config file {0}: {1}")]

@@ -61,6 +61,20 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
         eprintln!("error: {err}");
         return Ok(ExitCode::from(1));
     }
+    // A Kptfile kpt refuses stops the run before a runner is started (a
+    // results directory in the way first, as kpt checks it first).
+    if let Some(results) = &results_dir {
+        if let Err(err) = eval::prepare_results_dir(results) {
+            eprintln!("error: {err}");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    if let Ok(root) = std::path::absolute(&dir) {
+        if let Err(err) = render::check_kptfiles(&root) {
+            eprintln!("{err}");
+            return Ok(ExitCode::from(1));
+        }
+    }
     // Image functions need the evaluator chain; a pipeline of exec and
     // built-in functions only does not start it.
     let builtins = pods.builtins();
@@ -85,7 +99,11 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
             match render::run(opts, &mut stderr).await {
                 Ok(code) => ExitCode::from(code),
                 Err(err) => {
-                    let _ = writeln!(stderr, "error: {err}");
+                    let _ = match err {
+                        // kpt's message, as kpt prints it.
+                        eval::Error::Kptfile(text) => writeln!(stderr, "{text}"),
+                        err => writeln!(stderr, "error: {err}"),
+                    };
                     ExitCode::from(1)
                 }
             }
