@@ -907,3 +907,35 @@ fn kptfiles_are_validated_like_kpt_before_anything_runs() {
         assert_same_tree(&p.k, &p.o, &root);
     }
 }
+
+/// #28: a bad flag exits 1 in `eval` and `render`, as kpt does (clap's
+/// own code is 2), with our message and hint; help still exits 0.
+#[test]
+fn bad_flags_exit_1_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let p = pair(&|d| copy_dir(&fixture("basic"), d));
+    for args in [
+        &["pkg", "--exec", "cat", "--no-such-flag"][..],
+        &["pkg", "--exec", "cat", "--truncate-output=maybe"],
+        &["pkg", "--exec", "cat", "--help"],
+    ] {
+        let (k, o) = both(&kpt, &p, args, None);
+        assert_eq!(k.code, o.code, "eval {args:?}: {}\n{}", k.stderr, o.stderr);
+        let (k, o) = both_render(&kpt, &p, args);
+        assert_eq!(
+            k.code, o.code,
+            "render {args:?}: {}\n{}",
+            k.stderr, o.stderr
+        );
+    }
+    // Our hint for a function argument before `--` stays.
+    let (_, o) = both(&kpt, &p, &["pkg", "--exec", "cat", "a=b"], None);
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr.contains("function arguments go after `--`"),
+        "{}",
+        o.stderr
+    );
+}

@@ -44,10 +44,20 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::try_parse().unwrap_or_else(|err| {
-        krm_fn::cli::tip_for_word_before_dashes(err, |arg| {
+        let err = krm_fn::cli::tip_for_word_before_dashes(err, |arg| {
             format!("function arguments go after `--`: `function-runner eval [DIR] --image IMAGE -- {arg}`")
-        })
-        .exit()
+        });
+        // kpt exits 1 on a bad flag, where clap exits 2: scripts written
+        // for `kpt fn eval`/`render` test for 1.
+        let kpt_like = matches!(
+            std::env::args().nth(1).as_deref(),
+            Some("eval" | "render")
+        );
+        if err.use_stderr() && kpt_like {
+            let _ = err.print();
+            std::process::exit(1);
+        }
+        err.exit()
     });
     let json = matches!(&cli.command, Command::Serve(a) if a.log_format == "json");
     init_logging(
