@@ -939,3 +939,35 @@ fn bad_flags_exit_1_like_kpt() {
         o.stderr
     );
 }
+
+/// #28: `--results_dir`, kpt's other spelling, in `eval` and `render`.
+#[test]
+fn results_dir_with_an_underscore_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let p = pair(&|d| {
+        copy_dir(&fixture("basic"), d);
+        fs::write(
+            d.join("Kptfile"),
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n",
+        )
+        .unwrap();
+    });
+    let (k, o) = both(
+        &kpt,
+        &p,
+        &["pkg", "--exec", "cat", "--results_dir", "r1"],
+        None,
+    );
+    assert_same_run(&k, &o, "eval --results_dir");
+    let (k, o) = both_render(&kpt, &p, &["pkg", "--results_dir", "r2"]);
+    assert_eq!(
+        (k.code, &k.stderr),
+        (o.code, &o.stderr),
+        "render --results_dir"
+    );
+    for d in [&p.k, &p.o] {
+        assert!(d.join("r1/results.yaml").is_file() && d.join("r2/results.yaml").is_file());
+    }
+}

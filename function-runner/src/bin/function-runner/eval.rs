@@ -42,8 +42,9 @@ pub struct EvalArgs {
     /// documents) or a new directory. Default: back into DIR (stdout for `-`).
     #[arg(short = 'o', long, value_name = "stdout|unwrap|DIR")]
     pub output: Option<String>,
-    /// Write the function's structured results to DIR/results.yaml.
-    #[arg(long, value_name = "DIR")]
+    /// Write the function's structured results to DIR/results.yaml
+    /// (also `--results_dir`, kpt's spelling).
+    #[arg(long, value_name = "DIR", alias = "results_dir")]
     pub results_dir: Option<PathBuf>,
     /// Print at most four lines of results and of stderr.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]

@@ -30,8 +30,8 @@ pub(crate) struct RenderCommand {
     max_output_bytes: usize,
     /// Write kpt's FunctionResultList of every function run to
     /// DIR/results.yaml (made if missing), whether the render passes or
-    /// fails.
-    #[arg(long, value_name = "DIR")]
+    /// fails (also `--results_dir`, kpt's spelling).
+    #[arg(long, value_name = "DIR", alias = "results_dir")]
     results_dir: Option<PathBuf>,
     /// kpt's image pull policy: Always, IfNotPresent or Never (any case).
     /// Checked as kpt checks it, and otherwise not acted on: the docker
