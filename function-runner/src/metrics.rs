@@ -59,7 +59,13 @@ pub struct RunnerMetrics {
     cache_hits: Counter,
     cache_misses: Counter,
     pods: Family<StateLabel, Gauge>,
+    pod_stops: Family<ReasonLabel, Counter>,
     builtin_evaluations: Family<BuiltinLabels, Counter>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -112,6 +118,12 @@ impl RunnerMetrics {
         );
         let pods = Family::<StateLabel, Gauge>::default();
         registry.register("pods", "Pods owned by this runner, by state", pods.clone());
+        let pod_stops = Family::<ReasonLabel, Counter>::default();
+        registry.register(
+            "pod_stops",
+            "Pods this runner let go, by why: idle_ttl, template_changed, taken_away (another runner drains it, or it is deleted), start_given_up, shutdown, failed",
+            pod_stops.clone(),
+        );
         let builtin_evaluations = Family::<BuiltinLabels, Counter>::default();
         registry.register(
             "builtin_evaluations",
@@ -128,6 +140,7 @@ impl RunnerMetrics {
             cache_hits,
             cache_misses,
             pods,
+            pod_stops,
             builtin_evaluations,
         }
     }
@@ -254,6 +267,15 @@ impl Backend for MeteredBackend {
     }
 
     fn stop(&self, id: PodId, reason: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
+        // Every backend's pods: the process and docker backends have no
+        // place for events but the log and this counter.
+        tracing::info!(pod = %id, backend = self.inner.name(), why = reason.describe(), "letting go of a pod");
+        self.metrics
+            .pod_stops
+            .get_or_create(&ReasonLabel {
+                reason: reason.as_str().into(),
+            })
+            .inc();
         self.inner.stop(id, reason)
     }
 

@@ -747,7 +747,7 @@ impl DockerBackend {
             let mut pods = inner.lock_pods();
             match pods.get_mut(&id) {
                 // Kept warm: stays for the next run, unless broken.
-                Some(entry) if entry.kept && reason == StopReason::Idle => {
+                Some(entry) if entry.kept && matches!(reason, StopReason::Idle(_)) => {
                     pods.remove(&id);
                     return;
                 }

@@ -119,12 +119,57 @@ impl PodSpec {
 /// Why the cache lets go of a pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
-    /// It is healthy but no longer wanted: its TTL passed, its template is
-    /// stale, its start was given up, or the runner shuts down. A backend
-    /// whose pods other runners may share deletes it only if none uses it.
-    Idle,
+    /// It is healthy but no longer wanted, for this reason. A backend whose
+    /// pods other runners may share deletes it only if none uses it.
+    Idle(Retire),
     /// It failed, or a caller could not reach it: delete it.
     Broken,
+}
+
+/// Why a healthy pod is let go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retire {
+    /// It was idle past its TTL.
+    Expired,
+    /// It was made from a template that changed since: a pod of the new
+    /// one replaces it.
+    TemplateChanged,
+    /// Another actor takes it away: another runner drains it, or it is
+    /// being deleted.
+    TakenAway,
+    /// The start that made it was given up (its callers went).
+    GivenUp,
+    /// The runner shuts down.
+    Shutdown,
+}
+
+impl StopReason {
+    /// For logs, metrics and events: `idle_ttl`, `template_changed`,
+    /// `taken_away`, `start_given_up`, `shutdown`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Idle(Retire::Expired) => "idle_ttl",
+            StopReason::Idle(Retire::TemplateChanged) => "template_changed",
+            StopReason::Idle(Retire::TakenAway) => "taken_away",
+            StopReason::Idle(Retire::GivenUp) => "start_given_up",
+            StopReason::Idle(Retire::Shutdown) => "shutdown",
+            StopReason::Broken => "failed",
+        }
+    }
+
+    /// Why, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            StopReason::Idle(Retire::Expired) => "idle past its TTL",
+            StopReason::Idle(Retire::TemplateChanged) => {
+                "its template changed: replaced by a pod of the new one"
+            }
+            StopReason::Idle(Retire::TakenAway) => "another actor drains or deletes it",
+            StopReason::Idle(Retire::GivenUp) => "its start was given up",
+            StopReason::Idle(Retire::Shutdown) => "the runner shuts down",
+            StopReason::Broken => "it failed or could not be reached",
+        }
+    }
 }
 
 /// A pod that answered SERVING on its health service.
@@ -143,10 +188,12 @@ pub enum PodEvent {
         id: PodId,
         reason: String,
     },
-    /// The pod was made from a template that has changed since: the cache
-    /// hands it out no more, and stops it once its calls are done.
+    /// The pod is to go (its template changed since, or another actor
+    /// takes it away): the cache hands it out no more, and stops it once
+    /// its calls are done, for this reason.
     Stale {
         id: PodId,
+        why: Retire,
     },
 }
 

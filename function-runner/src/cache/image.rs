@@ -17,7 +17,7 @@ pub(super) struct Pod {
     /// Made from a template that changed since: no new leases; stopped once
     /// its last lease is back. Not counted against the image's pod limit,
     /// so that its replacement can start meanwhile.
-    pub(super) retiring: bool,
+    pub(super) retiring: Option<crate::backend::Retire>,
 }
 
 pub(super) enum Slot {
@@ -114,7 +114,7 @@ impl ImageEntry {
     /// The scheduling rules of the module doc, in O(pods of the image).
     pub(super) fn choose(&mut self, queue: usize, max_pods: usize) -> Choice {
         let n = self.pods.len();
-        let live = self.pods.iter().filter(|p| !p.retiring).count();
+        let live = self.pods.iter().filter(|p| p.retiring.is_none()).count();
         // (load, index): the first minimum in round-robin order wins.
         let mut ready_under: Option<(usize, usize)> = None;
         let mut starting_under: Option<(usize, usize)> = None;
@@ -123,7 +123,7 @@ impl ImageEntry {
         for i in 0..n {
             let idx = (self.next + i) % n;
             let pod = &self.pods[idx];
-            if pod.retiring {
+            if pod.retiring.is_some() {
                 continue;
             }
             let load = pod.load();

@@ -49,7 +49,7 @@
 //! stopped as soon as their start completes; `shutdown` resolves when all
 //! those stops are done.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,7 +58,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
 use tonic::transport::{Channel, Endpoint};
 
-use crate::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
+use crate::backend::{
+    Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason,
+};
 
 use image::{Choice, ImageEntry, Pod, Slot};
 
@@ -376,7 +378,7 @@ impl PodCache {
         backend.set_events(events_tx);
         let actor = Actor {
             images: HashMap::new(),
-            stale_starting: HashSet::new(),
+            stale_starting: HashMap::new(),
             failed_starting: HashMap::new(),
             ctx: Ctx {
                 backend,
@@ -603,7 +605,7 @@ struct Actor {
     /// Pods reported stale before their start was done (the backend's
     /// event can overtake the start's answer): retired once they are.
     /// Only kept while starts are pending.
-    stale_starting: HashSet<PodId>,
+    stale_starting: HashMap<PodId, Retire>,
     /// Pods reported failed before their start was done, the same way:
     /// evicted once they are.
     failed_starting: HashMap<PodId, String>,
@@ -746,7 +748,7 @@ impl Actor {
                         waiters: vec![reply],
                         ttl,
                     },
-                    retiring: false,
+                    retiring: None,
                 });
             }
         }
@@ -769,7 +771,7 @@ impl Actor {
                     waiters: Vec::new(),
                     ttl,
                 },
-                retiring: false,
+                retiring: None,
             });
         }
     }
@@ -785,13 +787,13 @@ impl Actor {
         let found = &mut entry.pods[idx];
         if let Slot::Ready { in_flight, .. } = &mut found.slot {
             *in_flight = in_flight.saturating_sub(1);
-            if *in_flight == 0 && found.retiring {
-                tracing::info!(image = %pod.image, pod = %pod.id, "stopping a stale pod, its last call done");
+            if let (0, Some(why)) = (*in_flight, found.retiring) {
+                tracing::info!(image = %pod.image, pod = %pod.id, why = StopReason::Idle(why).describe(), "stopping a retired pod, its last call done");
                 entry.pods.remove(idx);
                 if entry.pods.is_empty() {
                     self.images.remove(&*pod.image);
                 }
-                self.ctx.spawn_stop(pod.id.clone(), StopReason::Idle);
+                self.ctx.spawn_stop(pod.id.clone(), StopReason::Idle(why));
             }
         }
     }
@@ -820,8 +822,8 @@ impl Actor {
                     Ok(ready) => {
                         let id = ready.id.clone();
                         self.start_succeeded(&image, serial, ready);
-                        if self.stale_starting.remove(&id) {
-                            self.retire(&id);
+                        if let Some(why) = self.stale_starting.remove(&id) {
+                            self.retire(&id, why);
                         }
                         if let Some(reason) = self.failed_starting.remove(&id) {
                             self.on_event(PodEvent::Failed { id, reason });
@@ -848,12 +850,14 @@ impl Actor {
     fn start_succeeded(&mut self, image: &str, serial: u64, ready: ReadyPod) {
         let Some(idx) = self.starting_position(image, serial) else {
             tracing::info!(image, pod = %ready.id, "stopping a pod whose start was given up");
-            self.ctx.spawn_stop(ready.id, StopReason::Idle);
+            self.ctx
+                .spawn_stop(ready.id, StopReason::Idle(Retire::GivenUp));
             return;
         };
         if self.ctx.shutting_down {
             self.remove_at(image, idx);
-            self.ctx.spawn_stop(ready.id, StopReason::Idle);
+            self.ctx
+                .spawn_stop(ready.id, StopReason::Idle(Retire::Shutdown));
             return;
         }
         let endpoint = match Endpoint::from_shared(ready.endpoint.clone()) {
@@ -946,29 +950,31 @@ impl Actor {
                     tracing::debug!(pod = %id, reason, "failure of a pod this cache does not hold");
                 }
             }
-            PodEvent::Stale { id } => self.retire(&id),
+            PodEvent::Stale { id, why } => self.retire(&id, why),
         }
     }
 
-    /// A pod of an old template: stopped now if idle, else once its last
-    /// lease is back; no new lease either way.
-    fn retire(&mut self, id: &PodId) {
+    /// A pod to go (an old template's, or taken away): stopped now if
+    /// idle, else once its last lease is back; no new lease either way.
+    fn retire(&mut self, id: &PodId, why: Retire) {
         for (image, entry) in self.images.iter_mut() {
             let Some(idx) = entry.pods.iter().position(|p| p.id() == Some(id)) else {
                 continue;
             };
             if entry.pods[idx].load() == 0 {
-                tracing::info!(image = %image, pod = %id, "stopping a pod of an old template");
+                tracing::info!(image = %image, pod = %id, why = StopReason::Idle(why).describe(), "stopping a retired pod");
                 entry.pods.remove(idx);
-                self.ctx.spawn_stop(id.clone(), StopReason::Idle);
+                self.ctx.spawn_stop(id.clone(), StopReason::Idle(why));
             } else {
-                tracing::info!(image = %image, pod = %id, "a pod of an old template: replaced once its calls are done");
-                entry.pods[idx].retiring = true;
+                tracing::info!(image = %image, pod = %id, why = StopReason::Idle(why).describe(), "a retired pod: stopped once its calls are done");
+                // The first reason stays: a template change and a drain
+                // both end in the same stop.
+                entry.pods[idx].retiring.get_or_insert(why);
             }
             return;
         }
         if self.ctx.pending_starts > 0 {
-            self.stale_starting.insert(id.clone());
+            self.stale_starting.entry(id.clone()).or_insert(why);
         }
     }
 
@@ -1003,7 +1009,7 @@ impl Actor {
                 } if *expiry <= now => {
                     tracing::info!(image = %image, pod = %shared.id, "deleting an expired pod");
                     ctx.counters.gc_deletions += 1;
-                    ctx.spawn_stop(shared.id.clone(), StopReason::Idle);
+                    ctx.spawn_stop(shared.id.clone(), StopReason::Idle(Retire::Expired));
                     false
                 }
                 _ => true,
@@ -1022,7 +1028,7 @@ impl Actor {
         for entry in self.images.values_mut() {
             entry.pods.retain_mut(|pod| match &mut pod.slot {
                 Slot::Ready { shared, .. } => {
-                    ctx.spawn_stop(shared.id.clone(), StopReason::Idle);
+                    ctx.spawn_stop(shared.id.clone(), StopReason::Idle(Retire::Shutdown));
                     false
                 }
                 // Stopped when the start completes: the id is unknown yet.

@@ -103,7 +103,10 @@ impl Fake {
     fn emit_stale(&self, id: &PodId) {
         let events = self.lock().events.clone().expect("set_events was called");
         events
-            .send(PodEvent::Stale { id: id.clone() })
+            .send(PodEvent::Stale {
+                id: id.clone(),
+                why: Retire::TemplateChanged,
+            })
             .expect("cache listens for events");
     }
 
@@ -545,7 +548,10 @@ async fn a_stale_pod_is_replaced_once_idle() {
     fake.emit_stale(&idle);
     settle().await;
     assert_eq!(fake.stops(), vec![idle.clone()]);
-    assert_eq!(fake.lock().stop_reasons, vec![StopReason::Idle]);
+    assert_eq!(
+        fake.lock().stop_reasons,
+        vec![StopReason::Idle(Retire::TemplateChanged)]
+    );
 
     let busy = get(&cache, IMAGE, pods(1, 2)).await;
     fake.emit_stale(busy.pod_id());
@@ -566,7 +572,10 @@ async fn a_stale_pod_is_replaced_once_idle() {
     assert_eq!(loads(&cache, IMAGE).await, vec![1]);
     assert_eq!(
         fake.lock().stop_reasons,
-        vec![StopReason::Idle, StopReason::Idle]
+        vec![
+            StopReason::Idle(Retire::TemplateChanged),
+            StopReason::Idle(Retire::TemplateChanged)
+        ]
     );
 }
 
@@ -599,7 +608,10 @@ async fn a_pod_reported_stale_before_its_start_answered_is_retired_after_its_cal
     drop(lease);
     settle().await;
     assert_eq!(fake.stops(), vec![id]);
-    assert_eq!(fake.lock().stop_reasons, vec![StopReason::Idle]);
+    assert_eq!(
+        fake.lock().stop_reasons,
+        vec![StopReason::Idle(Retire::TemplateChanged)]
+    );
 }
 
 // The backend may report a pod failed (its container died just as it

@@ -142,6 +142,8 @@ struct Shared {
     log: Mutex<Vec<String>>,
     /// How many times the pods were listed.
     pod_lists: watch::Sender<u32>,
+    /// The Events published, as sent.
+    events: Mutex<Vec<Value>>,
 }
 
 impl Shared {
@@ -170,6 +172,7 @@ pub(crate) fn fake_api() -> (kube::Client, FakeApi) {
         pods: Mutex::new(PodWatch::default()),
         log: Mutex::new(Vec::new()),
         pod_lists: lists_tx,
+        events: Mutex::new(Vec::new()),
     });
     tokio::spawn(serve(handle, Arc::clone(&shared), calls_tx));
     let api = FakeApi {
@@ -181,6 +184,17 @@ pub(crate) fn fake_api() -> (kube::Client, FakeApi) {
 }
 
 impl FakeApi {
+    /// The reasons of the Events published so far, in order.
+    pub fn event_reasons(&self) -> Vec<String> {
+        self.shared
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|e| e["reason"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     /// The next request for the test; `what` names the one expected.
     pub async fn next(&mut self, what: &str) -> Call {
         match tokio::time::timeout(EXPECT_WITHIN, self.calls.recv()).await {
@@ -266,6 +280,11 @@ impl FakeApi {
         pods.history.push((version, line.clone()));
         pods.send(&line);
         pod
+    }
+
+    /// The pod `name` as last applied.
+    pub fn pod(&self, name: &str) -> Option<Value> {
+        self.shared.pods().pods.get(name).cloned()
     }
 
     /// Removes a pod without any event: deleted while the watch was down.
@@ -388,6 +407,20 @@ async fn serve(
         let collection = segments.len() == 6;
         let kind = segments.get(5).copied().unwrap_or_default();
         let watching = param(&query, "watch").as_deref() == Some("true");
+        // Events: published in the background, never awaited by a pod's
+        // life; answered as stored, and counted for the tests that ask.
+        if path.starts_with("/apis/events.k8s.io/") {
+            shared
+                .events
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+            reply.send_response(json_response(
+                201,
+                &serde_json::from_slice(&body).unwrap_or(Value::Null),
+            ));
+            continue;
+        }
         if parts.method == Method::GET && collection {
             match (kind, watching) {
                 ("podtemplates", false) => {

@@ -8,6 +8,7 @@ pub mod backoff;
 pub mod entrypoint;
 #[cfg(test)]
 mod fake_api;
+pub mod lifecycle;
 pub mod pods;
 pub mod registry;
 pub mod source;

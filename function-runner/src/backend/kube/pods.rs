@@ -51,16 +51,18 @@ use tokio::sync::{mpsc, watch};
 
 use super::backoff::with_backoff;
 use super::entrypoint::Entrypoints;
+use super::lifecycle::{self, Events, OpType, Outcome, Phase};
 use super::registry::{self, PullSecret};
 use super::source::{self, TemplateChoice};
 use super::template::{label_value, FunctionPod, Template};
 use super::{OWNER_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT};
 use crate::backend::{
-    cause, pod_name, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, StopReason,
+    cause, pod_name, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, Retire,
+    StopReason,
 };
 
 pub use readiness::is_ready;
-use readiness::{ended, lists_address, pod_ip, service_accepts};
+use readiness::{ended, lists_address, pod_ip, service_accepts, terminated};
 
 mod readiness;
 
@@ -129,6 +131,10 @@ struct Inner {
     events: OnceLock<mpsc::UnboundedSender<PodEvent>>,
     /// The pod watch's last error, named when a start times out.
     watch_error: Mutex<Option<String>>,
+    /// This runner's id as a label name: its operations on pods.
+    runner: String,
+    /// Events on the pods, published in the background.
+    lifecycle: Events,
 }
 
 /// What this runner holds, by pod name.
@@ -152,6 +158,137 @@ struct Held {
     deleting: HashSet<String>,
     /// Reclaim-after patches under way.
     patching: HashSet<String>,
+    /// When this runner last declared (or refreshed) its `serve` operation
+    /// on each handed-out pod, unix nanoseconds.
+    declared: HashMap<String, u128>,
+    /// Operation refreshes and releases under way, by pod name.
+    operating: HashSet<String>,
+    /// Finalizer removals under way, by uid.
+    unprotecting: HashSet<String>,
+    /// Handed-out pods reported to the cache as taken away (drained or
+    /// deleted by another actor): reported once.
+    taken: HashSet<String>,
+}
+
+/// What the lifecycle's requests need of the runner, cloned into the
+/// background tasks that send them.
+#[derive(Clone)]
+struct Detached {
+    pods: Api<Pod>,
+    held: Arc<Mutex<Held>>,
+    runner: String,
+    stale: Duration,
+    lifecycle: Events,
+}
+
+/// A live runner other than `runner` that has the pod in rotation (a
+/// `serve` operation, or one this version does not know).
+fn serving_elsewhere(pod: &Pod, runner: &str, stale: Duration) -> Option<String> {
+    lifecycle::live_operations(pod, runner, stale)
+        .into_iter()
+        .find(|op| !matches!(op.kind, Some(OpType::Drain | OpType::Delete)))
+        .map(|op| op.runner)
+}
+
+impl Detached {
+    fn held(&self) -> MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Withdraws this runner's operation from the pod and, when the pod is
+    /// being deleted and no other live runner has it in rotation, the
+    /// finalizer too, in one patch. `released`: why this runner lets go of
+    /// the pod (an event says so).
+    async fn withdraw(&self, name: &str, uid: &str, seen: Option<Pod>, released: Option<&str>) {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let (own, finalizer) = (AtomicBool::new(false), AtomicBool::new(false));
+        let decide = |pod: &Pod| {
+            let mine = lifecycle::own_operation(pod, &self.runner).is_some();
+            let unprotect = pod.metadata.deletion_timestamp.is_some()
+                && lifecycle::protected(pod)
+                && serving_elsewhere(pod, &self.runner, self.stale).is_none();
+            own.store(mine, Ordering::Relaxed);
+            finalizer.store(unprotect, Ordering::Relaxed);
+            if !mine && !unprotect {
+                return Ok(None);
+            }
+            let mut meta = serde_json::Map::new();
+            if mine {
+                meta.insert(
+                    "labels".into(),
+                    lifecycle::operation_labels(&self.runner, None).into(),
+                );
+            }
+            if unprotect {
+                let rest: Vec<&String> = pod
+                    .metadata
+                    .finalizers
+                    .iter()
+                    .flatten()
+                    .filter(|f| *f != lifecycle::TRAFFIC_FINALIZER)
+                    .collect();
+                meta.insert("finalizers".into(), serde_json::json!(rest));
+            }
+            Ok(Some(meta))
+        };
+        match lifecycle::patch_meta(&self.pods, name, uid, seen, decide).await {
+            Ok(Outcome::Done(pod)) => {
+                if let (true, Some(why)) = (own.load(Ordering::Relaxed), released) {
+                    self.lifecycle.emit(
+                        &pod,
+                        Phase::Released,
+                        format!("runner {} no longer hands it out: {why}", self.runner),
+                    );
+                }
+                if finalizer.load(Ordering::Relaxed) {
+                    tracing::info!(pod = %name, "no runner has the pod in rotation: finalizer removed");
+                    self.lifecycle.emit(
+                        &pod,
+                        Phase::Unprotected,
+                        format!(
+                            "no runner has it in rotation: runner {} removed the finalizer {}",
+                            self.runner,
+                            lifecycle::TRAFFIC_FINALIZER
+                        ),
+                    );
+                }
+            }
+            Ok(Outcome::Gone) => {}
+            Ok(Outcome::Refused(why)) => {
+                tracing::warn!(pod = %name, %why, "withdrawing this runner's operation")
+            }
+            Err(err) => tracing::warn!(pod = %name, %err, "withdrawing this runner's operation"),
+        }
+    }
+
+    /// Takes the finalizer off a deleted pod that no live runner has in
+    /// rotation (and this runner's own operation, left from an earlier run).
+    async fn unprotect(&self, name: &str, uid: &str, seen: Option<Pod>) {
+        self.withdraw(name, uid, seen, None).await;
+    }
+
+    /// Refreshes this runner's `serve` operation on a pod it holds, so that
+    /// other runners see it live.
+    async fn refresh(&self, name: &str, uid: &str, seen: Option<Pod>) {
+        let decide = |_: &Pod| {
+            Ok(Some(
+                [(
+                    "labels".to_string(),
+                    lifecycle::operation_labels(&self.runner, Some(OpType::Serve)).into(),
+                )]
+                .into_iter()
+                .collect(),
+            ))
+        };
+        let now = lifecycle::now_ns();
+        match lifecycle::patch_meta(&self.pods, name, uid, seen, decide).await {
+            Ok(Outcome::Done(_)) => {
+                self.held().declared.insert(name.to_string(), now);
+            }
+            Ok(Outcome::Gone | Outcome::Refused(_)) => {}
+            Err(err) => tracing::warn!(pod = %name, %err, "refreshing this runner's operation"),
+        }
+    }
 }
 
 /// Why a Kubernetes pod did not start.
@@ -179,6 +316,13 @@ enum StartError {
     },
     #[error("service {name} keeps belonging to another pod")]
     ServiceTaken { name: String },
+    #[error("{verb} pod {name}: {source}")]
+    Lifecycle {
+        verb: &'static str,
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
     #[error("all {MAX_SLOTS} pod names of this function are taken by pods that cannot serve")]
     NoFreeName,
     #[error("the template watch ended")]
@@ -220,6 +364,7 @@ impl KubeBackend {
         let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
         let services: Api<Service> = Api::namespaced(client.clone(), &settings.namespace);
         let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), &settings.namespace);
+        let lifecycle = Events::spawn(client.clone(), &label_value(&settings.owner));
         let template = source::spawn(
             client,
             settings.template.clone(),
@@ -229,7 +374,10 @@ impl KubeBackend {
         let (store, writer) = reflector::store();
         let (tick, changed) = watch::channel(0u64);
         let scan_interval = settings.scan_interval.max(Duration::from_secs(1));
+        let runner = label_value(&settings.owner);
         let inner = Arc::new(Inner {
+            runner,
+            lifecycle,
             settings,
             pods: pods.clone(),
             services,
@@ -366,8 +514,8 @@ impl Inner {
     fn on_pod_event(&self, event: Result<watcher::Event<Pod>, watcher::Error>) {
         match event {
             Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
-                if let Some(reason) = ended(&pod) {
-                    let name = pod.metadata.name.clone().unwrap_or_default();
+                let name = pod.metadata.name.clone().unwrap_or_default();
+                if let Some(reason) = terminated(&pod) {
                     if !self.report_failed(&name, pod.metadata.uid.as_deref(), &reason)
                         && self.mine(&pod)
                         && !self.held().claimed.contains(&name)
@@ -380,7 +528,13 @@ impl Inner {
                             Exactly::Uid(pod.metadata.uid.clone().unwrap_or_default()),
                         );
                     }
+                } else if let Some(why) = self.taken_away(&pod) {
+                    // Its calls here still run to their end on it (a pod
+                    // being deleted answers what it has, then drains); no
+                    // new one goes to it.
+                    self.report_taken(&name, pod.metadata.uid.as_deref(), &why);
                 }
+                self.unprotect_if_due(&pod);
             }
             Ok(watcher::Event::Delete(pod)) => {
                 if let Some(uid) = &pod.metadata.uid {
@@ -464,9 +618,95 @@ impl Inner {
 
     /// Tells the cache that the pod `name` is of an old template: it takes
     /// no new call and goes once idle (the cache decides when).
-    fn report_stale(&self, name: String) {
+    fn report_stale(&self, name: String, why: Retire) {
         if let Some(events) = self.events.get() {
-            let _ = events.send(PodEvent::Stale { id: PodId(name) });
+            let _ = events.send(PodEvent::Stale {
+                id: PodId(name),
+                why,
+            });
+        }
+    }
+
+    /// How long an operation of a runner that stopped refreshing it still
+    /// counts: a runner refreshes its operations every tenth of this.
+    fn stale(&self) -> Duration {
+        self.settings.ttl.max(Duration::from_secs(1))
+    }
+
+    /// Why the pod is being taken away from its runners, if it is: it is
+    /// being deleted, or another runner drains it.
+    fn taken_away(&self, pod: &Pod) -> Option<String> {
+        if pod.metadata.deletion_timestamp.is_some() {
+            return Some("is being deleted".into());
+        }
+        lifecycle::draining(pod, &self.runner, self.stale())
+    }
+
+    /// Whether a live runner other than this one has the pod in rotation
+    /// (a `serve` operation, or one this version does not know).
+    fn serving_elsewhere(&self, pod: &Pod) -> Option<String> {
+        serving_elsewhere(pod, &self.runner, self.stale())
+    }
+
+    /// Tells the cache, once, that a handed-out pod is being taken away:
+    /// no new call goes to it, and it is let go once its calls are done.
+    fn report_taken(&self, name: &str, uid: Option<&str>, why: &str) {
+        {
+            let mut held = self.held();
+            let same = match (uid, held.uids.get(name)) {
+                (Some(seen), Some(held)) => seen == held,
+                _ => false,
+            };
+            if !same || !held.ready.contains(name) || !held.taken.insert(name.to_string()) {
+                return;
+            }
+        }
+        tracing::info!(pod = %name, %why, "the pod is being taken away: no new call goes to it");
+        self.report_stale(name.to_string(), Retire::TakenAway);
+    }
+
+    /// Removes the finalizer of a deleted pod that no live runner has in
+    /// rotation, in the background: its owner does, or any runner once the
+    /// owner declares nothing live (it is gone). A pod this runner still
+    /// holds is released first (its release takes the finalizer off).
+    fn unprotect_if_due(&self, pod: &Pod) {
+        if pod.metadata.deletion_timestamp.is_none() || !lifecycle::protected(pod) {
+            return;
+        }
+        let (Some(name), Some(uid)) = (pod.metadata.name.clone(), pod.metadata.uid.clone()) else {
+            return;
+        };
+        if self.held().uids.get(&name) == Some(&uid) {
+            return;
+        }
+        if !self.mine(pod) {
+            let owner = owner_of(pod).unwrap_or_default();
+            let owner_live = lifecycle::live_operations(pod, &self.runner, self.stale())
+                .iter()
+                .any(|op| op.runner == owner);
+            if owner_live {
+                return;
+            }
+        }
+        if self.serving_elsewhere(pod).is_some() || !self.held().unprotecting.insert(uid.clone()) {
+            return;
+        }
+        let this = self.detached();
+        let pod = pod.clone();
+        tokio::spawn(async move {
+            this.unprotect(&name, &uid, Some(pod)).await;
+            this.held().unprotecting.remove(&uid);
+        });
+    }
+
+    /// What a background task needs of this runner.
+    fn detached(&self) -> Detached {
+        Detached {
+            pods: self.pods.clone(),
+            held: Arc::clone(&self.held),
+            runner: self.runner.clone(),
+            stale: self.stale(),
+            lifecycle: self.lifecycle.clone(),
         }
     }
 
@@ -485,7 +725,7 @@ impl Inner {
                 .and_then(|a| a.get(TEMPLATE_VERSION_ANNOTATION));
             if version != Some(&template.version) {
                 tracing::info!(pod = %name, "the pod template changed: replacing the pod once idle");
-                self.report_stale(name);
+                self.report_stale(name, Retire::TemplateChanged);
             }
         }
     }
@@ -493,14 +733,39 @@ impl Inner {
     /// Deletes, from the store's view, the pods nobody here holds that are
     /// due: this runner's own once expired or ended, another's once a TTL
     /// past its reclaim-after (its owner is gone).
+    ///
+    /// Also the lifecycle's clock: this runner's operations on the pods it
+    /// holds are refreshed (every tenth of the TTL), and deleted pods whose
+    /// runners' operations went stale lose their finalizer.
     fn sweep(&self) {
         let now = now_secs();
         let grace = self.settings.ttl.as_secs();
-        let claimed = self.held().claimed.clone();
+        let (claimed, refresh) = {
+            let held = self.held();
+            let due = lifecycle::now_ns().saturating_sub(self.stale().as_nanos() / 10);
+            let refresh: Vec<(String, String)> = held
+                .ready
+                .iter()
+                .filter(|name| held.declared.get(*name).is_some_and(|at| *at <= due))
+                .filter(|name| !held.operating.contains(*name))
+                .filter_map(|name| Some((name.clone(), held.uids.get(name)?.clone())))
+                .collect();
+            (held.claimed.clone(), refresh)
+        };
+        for (name, uid) in refresh {
+            self.held().operating.insert(name.clone());
+            let this = self.detached();
+            let seen = self.store.get(&self.key(&name)).map(|p| (*p).clone());
+            tokio::spawn(async move {
+                this.refresh(&name, &uid, seen).await;
+                this.held().operating.remove(&name);
+            });
+        }
         for pod in self.store.state() {
             let Some(name) = pod.metadata.name.clone() else {
                 continue;
             };
+            self.unprotect_if_due(&pod);
             if claimed.contains(&name) || pod.metadata.deletion_timestamp.is_some() {
                 continue;
             }
@@ -510,8 +775,19 @@ impl Inner {
             } else {
                 expiry.saturating_add(grace) <= now
             };
-            if due {
-                tracing::info!(pod = %name, owner = owner_of(&pod).unwrap_or(""), "deleting an expired pod nobody holds");
+            // Never a pod another live runner has in rotation.
+            if due && self.serving_elsewhere(&pod).is_none() {
+                let why = if self.mine(&pod) {
+                    "idle past its TTL, nobody holds it"
+                } else {
+                    "its owner is gone (no reuse for a TTL past its reclaim-after)"
+                };
+                tracing::info!(pod = %name, owner = owner_of(&pod).unwrap_or(""), why, "deleting a pod nobody holds");
+                self.lifecycle.emit(
+                    &pod,
+                    Phase::Deleted,
+                    format!("runner {} deletes it: {why}", self.runner),
+                );
                 let version = pod.metadata.resource_version.clone().unwrap_or_default();
                 self.spawn_delete(name, Exactly::Version(version));
             }
@@ -649,6 +925,14 @@ impl Inner {
                 }
                 match self.pods.create(&PostParams::default(), &pod).await {
                     Ok(created) => {
+                        self.lifecycle.emit(
+                            &created,
+                            Phase::Created,
+                            format!(
+                                "runner {} created it for {} (template {} version {})",
+                                self.runner, fp.image, template.source, template.version
+                            ),
+                        );
                         let uid = created.metadata.uid.unwrap_or_default();
                         progress.created = Some(uid.clone());
                         self.held().written.insert(name.clone(), fp.reclaim_after);
@@ -688,7 +972,7 @@ impl Inner {
         progress.step = "its Service to be created";
         self.ensure_service(fp, template, &uid).await?;
         progress.step = "it to be Ready";
-        let pod = self.wait_ready(name).await?;
+        let pod = self.wait_ready(name, &uid).await?;
         // The Service routes to the pod only once its Endpoints list the
         // pod's IP: before that, a call by the Service's name is refused,
         // and would count as a dead pod. Checked in both dial modes, so that
@@ -721,7 +1005,45 @@ impl Inner {
                 ended = self.wait_ended(name) => return Err(ended.into()),
             }
         }
-        Ok(pod)
+        // Declared before the first call goes to it: a runner about to
+        // delete the pod sees it in use, and one that drains it already
+        // makes this patch fail (its resourceVersion moved), and the pod
+        // is read again and refused.
+        progress.step = "the API server to answer the declaration of its serve operation";
+        let declared = lifecycle::patch_meta(&self.pods, name, &uid, Some(pod.clone()), |pod| {
+            if let Some(why) = self.taken_away(pod) {
+                return Err(why);
+            }
+            Ok(Some(
+                [(
+                    "labels".to_string(),
+                    lifecycle::operation_labels(&self.runner, Some(OpType::Serve)).into(),
+                )]
+                .into_iter()
+                .collect(),
+            ))
+        })
+        .await
+        .map_err(|source| StartError::Lifecycle {
+            verb: "declaring the serve operation on",
+            name: name.clone(),
+            source,
+        })?;
+        match declared {
+            Outcome::Done(declared) => {
+                self.held()
+                    .declared
+                    .insert(name.clone(), lifecycle::now_ns());
+                self.lifecycle.emit(
+                    &declared,
+                    Phase::Serving,
+                    format!("runner {} hands it out for calls", self.runner),
+                );
+                Ok(pod)
+            }
+            Outcome::Gone => Err(Attempt::Taken(Taken("deleted meanwhile".into()))),
+            Outcome::Refused(why) => Err(Attempt::Taken(Taken(why))),
+        }
     }
 
     /// Uses a pod of the wanted name that exists already; its uid. One that
@@ -743,6 +1065,9 @@ impl Inner {
                 self.spawn_delete(name, Exactly::Version(version));
             }
             return Err(Attempt::Taken(Taken(reason)));
+        }
+        if let Some(why) = self.taken_away(pod) {
+            return Err(Attempt::Taken(Taken(why)));
         }
         tracing::info!(pod = %name, owner = owner_of(pod).unwrap_or(""), "using an existing pod");
         // Another runner's pod: its reclaim-after must move now, so that
@@ -840,9 +1165,12 @@ impl Inner {
     }
 
     /// Waits (on watch events) until the pod is Ready, or fails if it ended.
-    async fn wait_ready(&self, name: &str) -> Result<Pod, StartError> {
+    /// Its traffic is switched on (the gate set True) once its containers
+    /// are ready, that is once the wrapper answers its probe.
+    async fn wait_ready(&self, name: &str, uid: &str) -> Result<Pod, StartError> {
         let key = self.key(name);
         let mut changed = self.changed.clone();
+        let mut gate_set = false;
         loop {
             if let Some(pod) = self.store.get(&key) {
                 if let Some(reason) = ended(&pod) {
@@ -854,12 +1182,196 @@ impl Inner {
                 if is_ready(&pod) && pod_ip(&pod).is_some() {
                     return Ok((*pod).clone());
                 }
+                let off = lifecycle::gate(&pod) != Some(true);
+                if !gate_set
+                    && off
+                    && lifecycle::has_gate(&pod)
+                    && lifecycle::containers_ready(&pod)
+                    && pod.metadata.uid.as_deref() == Some(uid)
+                {
+                    // Once: the kubelet turns the pod Ready when it sees
+                    // the gate, and the watch brings that here.
+                    gate_set = true;
+                    let set = lifecycle::set_gate(
+                        &self.pods,
+                        name,
+                        uid,
+                        Some((*pod).clone()),
+                        true,
+                        &format!(
+                            "the wrapper answers: runner {} switched its traffic on",
+                            self.runner
+                        ),
+                    )
+                    .await
+                    .map_err(|source| StartError::Lifecycle {
+                        verb: "switching on the traffic of",
+                        name: name.to_string(),
+                        source,
+                    })?;
+                    match set {
+                        Outcome::Done(pod) => self.lifecycle.emit(
+                            &pod,
+                            Phase::Ready,
+                            format!(
+                                "the wrapper answers: runner {} set {} True",
+                                self.runner,
+                                lifecycle::SERVING_GATE
+                            ),
+                        ),
+                        Outcome::Gone => {
+                            return Err(StartError::Ended {
+                                name: name.to_string(),
+                                reason: "was deleted".into(),
+                            })
+                        }
+                        Outcome::Refused(why) => {
+                            return Err(StartError::Ended {
+                                name: name.to_string(),
+                                reason: why,
+                            })
+                        }
+                    }
+                    continue;
+                }
             }
             if changed.changed().await.is_err() {
                 return Err(StartError::Ended {
                     name: name.to_string(),
                     reason: "was not seen: the pod watch ended".into(),
                 });
+            }
+        }
+    }
+
+    /// Deletes an idle pod of this runner as seed 004 has it: declares the
+    /// drain, switches its traffic off (other runners see the gate and take
+    /// it out of rotation), waits until no other live runner declares a
+    /// `serve` operation on it, declares the delete, deletes it at the
+    /// version seen, and takes the finalizer off. Another runner taking the
+    /// pod into rotation before the drain is declared makes this a release.
+    async fn drain_and_delete(&self, name: &str, uid: &str, pod: Pod, reason: StopReason) {
+        let why = reason.describe();
+        let must_go = reason == StopReason::Idle(Retire::TemplateChanged);
+        let this = self.detached();
+        let declare = |op: OpType| {
+            move |pod: &Pod| {
+                if let Some(other) = serving_elsewhere(pod, &self.runner, self.stale()) {
+                    if !must_go || op == OpType::Delete {
+                        return Err(format!("runner {other} uses it"));
+                    }
+                }
+                Ok(Some(
+                    [(
+                        "labels".to_string(),
+                        lifecycle::operation_labels(&self.runner, Some(op)).into(),
+                    )]
+                    .into_iter()
+                    .collect(),
+                ))
+            }
+        };
+        let pod = match lifecycle::patch_meta(
+            &self.pods,
+            name,
+            uid,
+            Some(pod),
+            declare(OpType::Drain),
+        )
+        .await
+        {
+            Ok(Outcome::Done(pod)) => pod,
+            Ok(Outcome::Gone) => return,
+            Ok(Outcome::Refused(used)) => {
+                tracing::info!(pod = %name, %used, "not deleted: left to the runner that uses it");
+                this.withdraw(name, uid, None, Some(why)).await;
+                return;
+            }
+            Err(err) => {
+                tracing::warn!(pod = %name, %err, "declaring the drain of the pod; it stays");
+                return;
+            }
+        };
+        self.lifecycle.emit(
+            &pod,
+            Phase::Draining,
+            format!(
+                "runner {} switches its traffic off to delete it: {why}",
+                self.runner
+            ),
+        );
+        if lifecycle::has_gate(&pod) {
+            let off = lifecycle::set_gate(&self.pods, name, uid, Some(*pod), false, why).await;
+            match off {
+                Ok(Outcome::Done(_)) => {}
+                Ok(Outcome::Gone) => return,
+                // Deleted all the same: other runners' calls on it are
+                // answered as the wrapper drains (they see the delete).
+                Ok(Outcome::Refused(err)) => {
+                    tracing::warn!(pod = %name, %err, "switching the pod's traffic off")
+                }
+                Err(err) => tracing::warn!(pod = %name, %err, "switching the pod's traffic off"),
+            }
+        }
+        // Other runners take it out of rotation once their calls on it are
+        // done; one that died stops counting a TTL after its last refresh.
+        let drained = tokio::time::timeout(
+            self.stale() + Duration::from_secs(1),
+            self.wait_unserved(name, uid),
+        )
+        .await;
+        if drained.is_err() {
+            tracing::warn!(pod = %name, "other runners still declare calls on the pod a TTL on; deleting it");
+        }
+        let pod = match lifecycle::patch_meta(&self.pods, name, uid, None, declare(OpType::Delete))
+            .await
+        {
+            Ok(Outcome::Done(pod)) => pod,
+            Ok(Outcome::Gone) => return,
+            Ok(Outcome::Refused(used)) => {
+                tracing::info!(pod = %name, %used, "not deleted: another runner took it into rotation");
+                this.withdraw(name, uid, None, Some(why)).await;
+                return;
+            }
+            Err(err) => {
+                tracing::warn!(pod = %name, %err, "declaring the delete of the pod; it stays");
+                return;
+            }
+        };
+        // By uid, not by version: the kubelet turns the pod not Ready now
+        // that its traffic is off, which moves its version; and no runner
+        // takes a pod into rotation while a live delete is declared on it.
+        self.deleting(uid);
+        if !delete_pod(&self.pods, name, Exactly::Uid(uid.to_string())).await {
+            self.held().deleting.remove(uid);
+            return;
+        }
+        self.lifecycle.emit(
+            &pod,
+            Phase::Deleted,
+            format!("runner {} deleted it: {why}", self.runner),
+        );
+        this.unprotect(name, uid, None).await;
+    }
+
+    /// Resolves once no live runner but this one declares a `serve`
+    /// operation on the pod (or the pod is gone).
+    async fn wait_unserved(&self, name: &str, uid: &str) {
+        let key = self.key(name);
+        let mut changed = self.changed.clone();
+        // Operations go stale with time, not with an event: look again
+        // every tenth of the TTL too.
+        let tick = (self.stale() / 10).max(Duration::from_millis(100));
+        loop {
+            let Some(pod) = self.store.get(&key) else {
+                return;
+            };
+            if pod.metadata.uid.as_deref() != Some(uid) || self.serving_elsewhere(&pod).is_none() {
+                return;
+            }
+            tokio::select! {
+                changed = changed.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep(tick) => {}
             }
         }
     }
@@ -1077,7 +1589,7 @@ impl Backend for KubeBackend {
             if let Some(Ok(template)) = current {
                 if template.version != version {
                     tracing::info!(pod = %name, "the pod template changed while the pod started: replacing it once idle");
-                    inner.report_stale(name.clone());
+                    inner.report_stale(name.clone(), Retire::TemplateChanged);
                 }
             }
             Ok(ReadyPod {
@@ -1096,6 +1608,8 @@ impl Backend for KubeBackend {
                 held.ready.remove(&name);
                 held.claimed.remove(&name);
                 held.known.remove(&name);
+                held.declared.remove(&name);
+                held.taken.remove(&name);
                 (held.written.remove(&name), held.uids.remove(&name))
             };
             // The pod this runner held: not another of the same name made
@@ -1114,26 +1628,42 @@ impl Backend for KubeBackend {
             match reason {
                 StopReason::Broken => {
                     inner.deleting(&uid);
-                    delete_pod(&inner.pods, &name, Exactly::Uid(uid)).await;
+                    if delete_pod(&inner.pods, &name, Exactly::Uid(uid.clone())).await {
+                        inner.lifecycle.emit(
+                            &pod,
+                            Phase::Deleted,
+                            format!("runner {} deleted it: {}", inner.runner, reason.describe()),
+                        );
+                    }
+                    // Its operation here must not hold the finalizer for a
+                    // TTL: the pod is out of this runner's rotation.
+                    inner.detached().withdraw(&name, &uid, None, None).await;
                 }
-                StopReason::Idle => {
-                    if !inner.mine(&pod) {
-                        tracing::debug!(pod = %name, "idle pod of another runner: left to it");
-                        return Ok(());
-                    }
+                StopReason::Idle(why) => {
                     let recorded = reclaim_after(&pod);
-                    if recorded.is_some() && written.is_some() && recorded > written {
-                        tracing::info!(pod = %name, "idle here but another runner uses it: left");
+                    // A runner of an older version marks its use on the
+                    // reclaim-after alone.
+                    let extended = recorded.is_some() && written.is_some() && recorded > written;
+                    let others = inner.serving_elsewhere(&pod);
+                    // Only the owner deletes an idle pod; not one another
+                    // actor is taking away; not one others use, unless it
+                    // must go whoever uses it (its template changed).
+                    let keep = !inner.mine(&pod)
+                        || why == Retire::TakenAway
+                        || ((others.is_some() || extended) && why != Retire::TemplateChanged);
+                    if keep {
+                        if let Some(other) = &others {
+                            tracing::info!(pod = %name, runner = %other, "idle here but another runner uses it: left");
+                        }
+                        inner
+                            .detached()
+                            .withdraw(&name, &uid, Some((*pod).clone()), Some(reason.describe()))
+                            .await;
                         return Ok(());
                     }
-                    let version = pod.metadata.resource_version.clone().unwrap_or_default();
-                    inner.deleting(&uid);
-                    if !delete_pod(&inner.pods, &name, Exactly::Version(version)).await {
-                        // The pod stays (another runner extended it): its
-                        // name is free to use again here, and the sweep
-                        // deletes it once it is due.
-                        inner.held().deleting.remove(&uid);
-                    }
+                    inner
+                        .drain_and_delete(&name, &uid, (*pod).clone(), reason)
+                        .await;
                 }
             }
             Ok(())

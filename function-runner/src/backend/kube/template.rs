@@ -22,12 +22,13 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, Container, ContainerPort, EmptyDirVolumeSource, ExecAction,
-    LocalObjectReference, Pod, PodSecurityContext, PodSpec, PodTemplate, Probe, SeccompProfile,
-    SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
+    LocalObjectReference, Pod, PodReadinessGate, PodSecurityContext, PodSpec, PodTemplate, Probe,
+    SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::lifecycle::{SERVING_GATE, TRAFFIC_FINALIZER};
 use super::{
     IMAGE_LABEL, OWNER_LABEL, POD_LABEL, RECLAIM_AFTER_ANNOTATION, SAFE_TO_EVICT_ANNOTATION,
     TEMPLATE_VERSION_ANNOTATION, TOOLS_DIR, TOOLS_VOLUME, WRAPPER_PORT,
@@ -331,6 +332,13 @@ impl FunctionPod {
         annotations
             .entry(SAFE_TO_EVICT_ANNOTATION.to_string())
             .or_insert_with(|| "true".to_string());
+        // Every function pod, from whichever template: runners hold a
+        // deleted pod until its traffic is gone (the finalizer), and switch
+        // its traffic through the gate (lifecycle).
+        let finalizers = meta.finalizers.get_or_insert_with(Vec::new);
+        if !finalizers.iter().any(|f| f == TRAFFIC_FINALIZER) {
+            finalizers.push(TRAFFIC_FINALIZER.to_string());
+        }
         let invalid = |problem: &str| TemplateError::Invalid {
             source_name: template.source.clone(),
             problem: problem.to_string(),
@@ -366,6 +374,12 @@ impl FunctionPod {
                     name: secret.clone(),
                 });
             }
+        }
+        let gates = spec.readiness_gates.get_or_insert_with(Vec::new);
+        if !gates.iter().any(|g| g.condition_type == SERVING_GATE) {
+            gates.push(PodReadinessGate {
+                condition_type: SERVING_GATE.to_string(),
+            });
         }
         if let Some(overrides) = overrides {
             apply_overrides(spec, overrides)?;

@@ -125,6 +125,61 @@ async fn finish<T>(task: tokio::task::JoinHandle<T>, what: &str) -> T {
         .expect("the task panicked")
 }
 
+/// Answers the patch of this runner's operation `op` on `pod` (both labels,
+/// a merge patch carrying the resourceVersion seen); the pod as patched.
+fn answer_operation(
+    patch: crate::backend::kube::fake_api::Call,
+    pod: &Value,
+    op: Option<&str>,
+) -> Value {
+    assert_eq!(patch.content_type, "application/merge-patch+json");
+    let labels = &patch.body["metadata"]["labels"];
+    let kind = &labels[format!("operation-type.fn.kpt.dev/{OWNER}")];
+    let since = &labels[format!("operating.fn.kpt.dev/{OWNER}")];
+    match op {
+        Some(op) => {
+            assert_eq!(kind, op, "{:?}", patch.body);
+            assert!(
+                since.as_str().is_some_and(|t| t.parse::<u128>().is_ok()),
+                "{:?}",
+                patch.body
+            );
+        }
+        None => assert!(kind.is_null() && since.is_null(), "{:?}", patch.body),
+    }
+    assert!(
+        patch.body["metadata"]["resourceVersion"].is_string(),
+        "no precondition: {:?}",
+        patch.body
+    );
+    let mut pod = pod.clone();
+    // A merge patch: null removes.
+    for (key, value) in labels.as_object().expect("labels") {
+        match value {
+            Value::Null => {
+                if let Some(labels) = pod["metadata"]["labels"].as_object_mut() {
+                    labels.remove(key);
+                }
+            }
+            value => pod["metadata"]["labels"][key] = value.clone(),
+        }
+    }
+    if let Some(finalizers) = patch.body["metadata"].get("finalizers") {
+        pod["metadata"]["finalizers"] = finalizers.clone();
+    }
+    patch.answer(200, pod.clone());
+    pod
+}
+
+/// Expects this runner's `serve` declaration on `pod` and answers it.
+async fn expect_serve(h: &mut Harness, pod: &Value) -> Value {
+    let patch = h
+        .api
+        .expect("PATCH", &format!("{PODS}/{}", name_of(pod)))
+        .await;
+    answer_operation(patch, pod, Some("serve"))
+}
+
 /// Starts a pod for `image` that the API creates as `uid` and that turns
 /// Ready; its name.
 async fn start_ready(h: &mut Harness, image: &str, uid: &str) -> String {
@@ -138,6 +193,7 @@ async fn start_ready(h: &mut Harness, image: &str, uid: &str) -> String {
     let body = service.body.clone();
     service.answer(201, body);
     h.api.apply_pod("MODIFIED", ready(&pod));
+    expect_serve(h, &pod).await;
     let ready = finish(start, "the start").await.expect("a ready pod");
     assert_eq!(ready.id, PodId(name.clone()));
     name
@@ -243,6 +299,7 @@ async fn a_pod_another_runner_created_first_is_used_not_created_again() {
     let body = service.body.clone();
     service.answer(201, body);
     h.api.apply_pod("MODIFIED", ready(&theirs));
+    expect_serve(&mut h, &theirs).await;
     let pod = finish(start, "the start").await.expect("their pod, ready");
     assert_eq!(pod.id, PodId(name));
     assert_eq!(pod.endpoint, format!("http://{POD_IP}:{WRAPPER_PORT}"));
@@ -277,6 +334,7 @@ async fn a_pod_gone_after_its_409_leaves_its_name_for_the_next_slot() {
     let body = service.body.clone();
     service.answer(201, body);
     h.api.apply_pod("ADDED", ready(&pod));
+    expect_serve(&mut h, &pod).await;
     let ready = finish(start, "the start").await.expect("a ready pod");
     assert_eq!(ready.id, PodId(second));
     h.api.quiet().await;
@@ -329,6 +387,7 @@ async fn a_service_left_by_an_older_pod_is_deleted_by_uid_and_made_again() {
     );
     let body = service.body.clone();
     service.answer(201, body);
+    expect_serve(&mut h, &pod).await;
     let ready = finish(start, "the start").await.expect("a ready pod");
     assert_eq!(ready.id, PodId(name));
     h.api.quiet().await;
@@ -338,6 +397,7 @@ async fn a_service_left_by_an_older_pod_is_deleted_by_uid_and_made_again() {
 async fn a_service_already_owned_by_our_pod_is_used_as_is() {
     let mut h = harness(Vec::new()).await;
     let (start, pod) = service_conflict(&mut h, "uid-ours").await;
+    expect_serve(&mut h, &pod).await;
     let ready = finish(start, "the start").await.expect("a ready pod");
     assert_eq!(ready.id, PodId(name_of(&pod)));
     // Neither deleted nor made again.
@@ -383,6 +443,7 @@ async fn a_503_on_the_pod_create_is_retried_with_the_same_request() {
     let body = service.body.clone();
     service.answer(201, body);
     h.api.apply_pod("ADDED", ready(&pod));
+    expect_serve(&mut h, &pod).await;
     finish(start, "the start").await.expect("a ready pod");
     h.api.quiet().await;
 }
@@ -595,32 +656,116 @@ async fn a_failed_start_on_another_runners_pod_leaves_that_pod() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_idle_delete_refused_by_its_precondition_leaves_the_pod_usable_here() {
+async fn an_idle_pod_is_drained_then_deleted_then_unprotected() {
     let mut h = harness(Vec::new()).await;
     let name = start_ready(&mut h, IMAGE, "uid-1").await;
-    let stop = tokio::spawn(h.backend.stop(PodId(name.clone()), StopReason::Idle));
-    let delete = h.api.expect("DELETE", &format!("{PODS}/{name}")).await;
-    assert!(
-        delete.body["preconditions"]["resourceVersion"].is_string(),
-        "{:?}",
-        delete.body
+    let pod = h.api.pod(&name).expect("in the store");
+    let path = format!("{PODS}/{name}");
+    let stop = tokio::spawn(
+        h.backend
+            .stop(PodId(name.clone()), StopReason::Idle(Retire::Expired)),
     );
-    // Another runner's reuse patch landed after the store's view.
-    delete.fail(
-        409,
-        "Conflict",
-        "Precondition failed: ResourceVersion in precondition does not match",
+    // 1. The drain, declared with the version seen.
+    let drain = h.api.expect("PATCH", &path).await;
+    let pod = answer_operation(drain, &pod, Some("drain"));
+    // 2. Traffic off: the gate's condition in the status, merged by type.
+    let gate = h.api.expect("PATCH", &format!("{path}/status")).await;
+    assert_eq!(gate.content_type, "application/strategic-merge-patch+json");
+    assert_eq!(
+        gate.body["status"]["conditions"][0]["type"],
+        lifecycle::SERVING_GATE
     );
+    assert_eq!(gate.body["status"]["conditions"][0]["status"], "False");
+    gate.answer(200, pod.clone());
+    // 3. No other runner uses it: the delete, declared, then done by uid.
+    h.api.expect("GET", &path).await.answer(200, pod.clone());
+    let declared = h.api.expect("PATCH", &path).await;
+    let pod = answer_operation(declared, &pod, Some("delete"));
+    let delete = h.api.expect("DELETE", &path).await;
+    assert_eq!(delete.body["preconditions"], json!({"uid": "uid-1"}));
+    let mut deleting = pod.clone();
+    deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    delete.answer(200, deleting.clone());
+    // 4. The finalizer off, with this runner's operation.
+    h.api
+        .expect("GET", &path)
+        .await
+        .answer(200, deleting.clone());
+    let unprotect = h.api.expect("PATCH", &path).await;
+    assert_eq!(unprotect.body["metadata"]["finalizers"], json!([]));
+    answer_operation(unprotect, &deleting, None);
     finish(stop, "the stop").await.expect("an idle stop");
-    // The pod stays, so the next start uses it: no create, no other slot.
+    h.api.quiet().await;
+    let reasons = h.api.event_reasons();
+    for reason in ["Created", "Serving", "Draining", "Deleted", "TrafficGone"] {
+        assert!(
+            reasons.iter().any(|r| r == reason),
+            "{reason} not in {reasons:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_pod_another_live_runner_serves_is_released_not_deleted() {
+    let mut h = harness(Vec::new()).await;
+    let name = start_ready(&mut h, IMAGE, "uid-1").await;
+    let mut pod = h.api.pod(&name).expect("in the store");
+    pod["metadata"]["labels"]["operating.fn.kpt.dev/runner-b"] =
+        json!(lifecycle::now_ns().to_string());
+    pod["metadata"]["labels"]["operation-type.fn.kpt.dev/runner-b"] = json!("serve");
+    pod["metadata"]["labels"][format!("operating.fn.kpt.dev/{OWNER}")] =
+        json!(lifecycle::now_ns().to_string());
+    pod["metadata"]["labels"][format!("operation-type.fn.kpt.dev/{OWNER}")] = json!("serve");
+    let pod = h.api.apply_pod("MODIFIED", pod);
+    let stop = tokio::spawn(
+        h.backend
+            .stop(PodId(name.clone()), StopReason::Idle(Retire::Expired)),
+    );
+    let release = h.api.expect("PATCH", &format!("{PODS}/{name}")).await;
+    assert!(release.body["metadata"].get("finalizers").is_none());
+    answer_operation(release, &pod, None);
+    finish(stop, "the stop").await.expect("an idle stop");
+    // Not drained, not deleted.
+    h.api.quiet().await;
+    assert!(
+        h.api.event_reasons().iter().any(|r| r == "Released"),
+        "{:?}",
+        h.api.event_reasons()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_409_on_an_operation_is_read_again_and_decided_again() {
+    let mut h = harness(Vec::new()).await;
     let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let pod = created(&create.body, "uid-1");
+    let name = name_of(&pod);
+    create.answer(201, pod.clone());
+    h.api.apply_pod("ADDED", pod.clone());
     let service = h.api.expect("POST", SERVICES).await;
-    assert_eq!(name_of(&service.body), name);
     let body = service.body.clone();
     service.answer(201, body);
-    let pod = finish(start, "the start").await.expect("the same pod");
-    assert_eq!(pod.id, PodId(name));
-    h.api.quiet().await;
+    let pod = h.api.apply_pod("MODIFIED", ready(&pod));
+    let path = format!("{PODS}/{name}");
+    let first = h.api.expect("PATCH", &path).await;
+    let seen = first.body["metadata"]["resourceVersion"].clone();
+    first.fail(409, "Conflict", "the object has been modified");
+    // Read again: another runner drains it now, so this one refuses it and
+    // takes the next name.
+    let mut drained = pod.clone();
+    drained["metadata"]["resourceVersion"] = json!("999");
+    drained["metadata"]["labels"]["operating.fn.kpt.dev/runner-b"] =
+        json!(lifecycle::now_ns().to_string());
+    drained["metadata"]["labels"]["operation-type.fn.kpt.dev/runner-b"] = json!("drain");
+    h.api.expect("GET", &path).await.answer(200, drained);
+    let next = h.api.expect("POST", PODS).await;
+    assert_ne!(name_of(&next.body), name, "the drained pod is not used");
+    assert_ne!(seen, json!("999"));
+    next.fail(500, "InternalError", "enough");
+    finish(start, "the start")
+        .await
+        .expect_err("the test ends it");
 }
 
 /// A backend without a reuse hook (as the process backend): its pods are

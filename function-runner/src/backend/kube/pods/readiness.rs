@@ -56,6 +56,13 @@ pub(super) fn ended(pod: &Pod) -> Option<String> {
     if pod.metadata.deletion_timestamp.is_some() {
         return Some("is being deleted".into());
     }
+    terminated(pod)
+}
+
+/// Why the pod's containers cannot serve even the calls they have: it
+/// ended, or its function container terminated or cannot start. (A pod
+/// being deleted still answers the calls it has until its wrapper drained.)
+pub(super) fn terminated(pod: &Pod) -> Option<String> {
     let status = pod.status.as_ref()?;
     if let Some(phase @ ("Failed" | "Succeeded")) = status.phase.as_deref() {
         let detail = status.reason.clone().unwrap_or_default();

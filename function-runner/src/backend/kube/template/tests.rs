@@ -243,10 +243,44 @@ fn a_config_map_template_is_porchs_contract() {
             "--verbose"
         ]
     );
+    // The lifecycle's gate and finalizer, whatever the template says.
+    let gates = spec.readiness_gates.unwrap();
+    assert_eq!(gates.len(), 1);
+    assert_eq!(gates[0].condition_type, "fn.kpt.dev/serving");
+    assert_eq!(
+        pod.metadata.finalizers.unwrap(),
+        ["prot.fn.kpt.dev/traffic"]
+    );
     let service = fp.service(&template);
     assert_eq!(service.metadata.labels.unwrap()["team"], "config");
     let selector = service.spec.unwrap().selector.unwrap();
     assert_eq!(selector["fn.kpt.dev/pod"], fp.name);
+}
+
+#[test]
+fn every_template_gets_the_serving_gate_and_the_traffic_finalizer_once() {
+    let fp = fixture();
+    let mut template = Template::inline();
+    // A template that declares them already keeps one of each.
+    template.pod.metadata.finalizers = Some(vec!["prot.fn.kpt.dev/traffic".into()]);
+    let pod = fp.pod(&template, None).unwrap();
+    assert_eq!(
+        pod.metadata.finalizers.unwrap(),
+        ["prot.fn.kpt.dev/traffic"]
+    );
+    let pod = fp.pod(&pod_template_with_gate(), None).unwrap();
+    let gates = pod.spec.unwrap().readiness_gates.unwrap();
+    let types: Vec<&str> = gates.iter().map(|g| g.condition_type.as_str()).collect();
+    assert_eq!(types, ["example.com/other", "fn.kpt.dev/serving"]);
+}
+
+fn pod_template_with_gate() -> Template {
+    let mut template = Template::inline();
+    template.pod.spec.as_mut().unwrap().readiness_gates =
+        Some(vec![k8s_openapi::api::core::v1::PodReadinessGate {
+            condition_type: "example.com/other".into(),
+        }]);
+    template
 }
 
 #[test]
