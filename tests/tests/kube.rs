@@ -18,6 +18,7 @@ use e2e_tests::{
     require_docker, require_kubeconfig, require_registry, require_root, start_private_registry,
     Wrapper,
 };
+use function_runner::backend::kube::lifecycle;
 use function_runner::backend::kube::pods::is_ready;
 use function_runner::backend::kube::registry::{ensure_pull_secret, Ensured};
 use function_runner::backend::kube::template::{FunctionPod, Template};
@@ -90,10 +91,31 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
         .await
         .unwrap();
 
-    // Ready means the installed probe found the wrapper SERVING: the init
-    // copy, the restricted security context and the command all worked.
-    let ready = tokio::time::timeout(
+    // ContainersReady means the installed probe found the wrapper SERVING:
+    // the init copy, the restricted security context and the command all
+    // worked. The pod is Ready only once its serving gate is True (the
+    // runner sets it; here the test does).
+    let containers = tokio::time::timeout(
         Duration::from_secs(90),
+        await_condition(pods.clone(), &function_pod.name, |pod: Option<&Pod>| {
+            pod.is_some_and(lifecycle::containers_ready)
+        }),
+    )
+    .await;
+    let pod = pods.get(&function_pod.name).await.unwrap();
+    assert!(
+        matches!(containers, Ok(Ok(_))),
+        "the pod's containers did not become ready: {:?}",
+        pod.status
+    );
+    assert!(!is_ready(&pod), "Ready before its gate: {:?}", pod.status);
+    let uid = pod.metadata.uid.clone().unwrap();
+    let set = lifecycle::set_gate(&pods, &function_pod.name, &uid, None, true, "test")
+        .await
+        .unwrap();
+    assert!(matches!(set, lifecycle::Outcome::Done(_)), "{set:?}");
+    let ready = tokio::time::timeout(
+        Duration::from_secs(30),
         await_condition(pods.clone(), &function_pod.name, pod_ready),
     )
     .await;

@@ -14,7 +14,7 @@ use e2e_tests::{
 use function_runner::config::crd::CRD_NAME;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 use nix::sys::signal::Signal;
@@ -108,6 +108,22 @@ impl Drop for Cleanup {
                     pods.delete_collection(&now, &Default::default()),
                 )
                 .await;
+                // A runner that was killed leaves the lifecycle's finalizer
+                // on its pods: they and the namespace would stay.
+                let unprotect = async {
+                    let listed = pods.list(&Default::default()).await?;
+                    let patch = serde_json::json!({"metadata": {"finalizers": null}});
+                    for pod in listed.items {
+                        if pod.metadata.finalizers.as_ref().is_some_and(|f| !f.is_empty()) {
+                            let name = pod.metadata.name.unwrap_or_default();
+                            let _ = pods
+                                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                                .await;
+                        }
+                    }
+                    Ok::<(), kube::Error>(())
+                };
+                let _ = tokio::time::timeout(bounded, unprotect).await;
                 let namespaces: Api<Namespace> = Api::all(client);
                 let _ = tokio::time::timeout(
                     bounded,
