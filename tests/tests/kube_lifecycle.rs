@@ -15,7 +15,7 @@ use e2e_tests::{docker, eventually_async};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
-use support::{setup, EXAMPLE_FN_DOCKERFILE};
+use support::{function_container, pod_template, setup, EXAMPLE_FN_DOCKERFILE};
 
 fn annotation(pod: &Pod, key: &str) -> String {
     pod.metadata.annotations.as_ref().unwrap()[key].clone()
@@ -96,12 +96,7 @@ async fn a_changed_template_replaces_the_idle_pod() {
     let Some(s) = setup("template", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
         return;
     };
-    let template = |generation: &str| {
-        format!(
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {{generation: {generation}}}\nspec:\n  restartPolicy: Never\n  securityContext: {{runAsNonRoot: true, runAsUser: 65532}}\n  initContainers:\n  - name: copy-wrapper-server\n    image: {wrapper}\n    imagePullPolicy: IfNotPresent\n    command: [/wrapper-server, install, /wrapper-server-tools]\n    volumeMounts: [{{name: tools, mountPath: /wrapper-server-tools}}]\n  containers:\n  - name: function\n    image: replaced\n    imagePullPolicy: IfNotPresent\n    command: [/wrapper-server-tools/wrapper-server]\n    readinessProbe:\n      periodSeconds: 1\n      exec: {{command: [/wrapper-server-tools/grpc-health-probe, -addr, 'localhost:9446']}}\n    volumeMounts: [{{name: tools, mountPath: /wrapper-server-tools}}]\n  volumes: [{{name: tools, emptyDir: {{}}}}]\n",
-            wrapper = s.wrapper_image
-        )
-    };
+    let template = |generation: &str| pod_template(&s.wrapper_image, generation);
     let maps: Api<ConfigMap> = Api::namespaced(s.client.clone(), &s.namespace);
     let mut map = ConfigMap::default();
     map.metadata.name = Some("fn-template".to_string());
@@ -299,21 +294,4 @@ async fn a_pod_deleted_mid_call_costs_no_call() {
     assert_eq!(pods.len(), 1, "{:?}", pods.keys());
     assert_ne!(pods.values().next().unwrap().metadata.uid, victim_uid);
     s.stop(runner).await;
-}
-
-/// The Docker container of the pod's `function` container (the kubelet
-/// labels its containers).
-fn function_container(pod: &str) -> String {
-    let out = docker(&[
-        "ps",
-        "-q",
-        "--filter",
-        &format!("label=io.kubernetes.pod.name={pod}"),
-        "--filter",
-        "label=io.kubernetes.container.name=function",
-    ])
-    .unwrap();
-    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    assert!(!id.is_empty(), "no function container for pod {pod}");
-    id
 }

@@ -114,7 +114,12 @@ impl Drop for Cleanup {
                     let listed = pods.list(&Default::default()).await?;
                     let patch = serde_json::json!({"metadata": {"finalizers": null}});
                     for pod in listed.items {
-                        if pod.metadata.finalizers.as_ref().is_some_and(|f| !f.is_empty()) {
+                        if pod
+                            .metadata
+                            .finalizers
+                            .as_ref()
+                            .is_some_and(|f| !f.is_empty())
+                        {
                             let name = pod.metadata.name.unwrap_or_default();
                             let _ = pods
                                 .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -277,4 +282,29 @@ impl Setup {
         let status = runner.wait_exit(Duration::from_secs(60)).await.unwrap();
         assert!(status.success(), "{status:?}\n{}", runner.logs());
     }
+}
+
+/// The Docker container of the pod's `function` container (the kubelet
+/// labels its containers).
+pub fn function_container(pod: &str) -> String {
+    let out = docker(&[
+        "ps",
+        "-q",
+        "--filter",
+        &format!("label=io.kubernetes.pod.name={pod}"),
+        "--filter",
+        "label=io.kubernetes.container.name=function",
+    ])
+    .unwrap();
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(!id.is_empty(), "no function container for pod {pod}");
+    id
+}
+
+/// A function pod template (the ConfigMap's `template` key) whose pods
+/// carry the label `generation`, so that a test can tell its versions apart.
+pub fn pod_template(wrapper_image: &str, generation: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {{generation: {generation}}}\nspec:\n  restartPolicy: Never\n  securityContext: {{runAsNonRoot: true, runAsUser: 65532}}\n  initContainers:\n  - name: copy-wrapper-server\n    image: {wrapper_image}\n    imagePullPolicy: IfNotPresent\n    command: [/wrapper-server, install, /wrapper-server-tools]\n    volumeMounts: [{{name: tools, mountPath: /wrapper-server-tools}}]\n  containers:\n  - name: function\n    image: replaced\n    imagePullPolicy: IfNotPresent\n    command: [/wrapper-server-tools/wrapper-server]\n    readinessProbe:\n      periodSeconds: 1\n      exec: {{command: [/wrapper-server-tools/grpc-health-probe, -addr, 'localhost:9446']}}\n    volumeMounts: [{{name: tools, mountPath: /wrapper-server-tools}}]\n  volumes: [{{name: tools, emptyDir: {{}}}}]\n"
+    )
 }

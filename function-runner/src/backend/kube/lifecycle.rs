@@ -375,13 +375,19 @@ const REFILL_EVERY: Duration = Duration::from_secs(300);
 /// recorder; past a burst per pod they are dropped.
 #[derive(Clone)]
 pub struct Events {
-    tx: Option<mpsc::Sender<(ObjectReference, Event)>>,
+    tx: Option<mpsc::Sender<Queued>>,
+}
+
+enum Queued {
+    Event(Box<(ObjectReference, Event)>),
+    /// Answered once every event queued before it was published.
+    Flush(tokio::sync::oneshot::Sender<()>),
 }
 
 impl Events {
     /// Starts the publishing task, reporting as `runner`.
     pub fn spawn(client: Client, runner: &str) -> Self {
-        let (tx, mut rx) = mpsc::channel::<(ObjectReference, Event)>(QUEUE);
+        let (tx, mut rx) = mpsc::channel::<Queued>(QUEUE);
         let recorder = Recorder::new(
             client,
             Reporter {
@@ -391,7 +397,14 @@ impl Events {
         );
         tokio::spawn(async move {
             let mut buckets: HashMap<String, (f64, Instant)> = HashMap::new();
-            while let Some((reference, event)) = rx.recv().await {
+            while let Some(queued) = rx.recv().await {
+                let (reference, event) = match queued {
+                    Queued::Event(event) => *event,
+                    Queued::Flush(done) => {
+                        let _ = done.send(());
+                        continue;
+                    }
+                };
                 let key = reference.uid.clone().unwrap_or_default();
                 if buckets.len() > 4096 {
                     buckets.clear();
@@ -414,6 +427,19 @@ impl Events {
         Events { tx: Some(tx) }
     }
 
+    /// Waits until the events queued so far are published, at most
+    /// `within` (the runner's last ones, before it exits).
+    pub async fn flush(&self, within: Duration) {
+        let Some(tx) = &self.tx else { return };
+        let (done, published) = tokio::sync::oneshot::channel();
+        let flushed = async {
+            if tx.send(Queued::Flush(done)).await.is_ok() {
+                let _ = published.await;
+            }
+        };
+        let _ = tokio::time::timeout(within, flushed).await;
+    }
+
     /// Events that go nowhere.
     pub fn none() -> Self {
         Events { tx: None }
@@ -434,7 +460,10 @@ impl Events {
             action: phase.action().into(),
             secondary: None,
         };
-        if tx.try_send((pod.object_ref(&()), event)).is_err() {
+        if tx
+            .try_send(Queued::Event(Box::new((pod.object_ref(&()), event))))
+            .is_err()
+        {
             tracing::debug!(pod = ?pod.metadata.name, reason = phase.reason(), "event dropped: queue full");
         }
     }

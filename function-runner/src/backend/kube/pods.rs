@@ -933,8 +933,16 @@ impl Inner {
                                 self.runner, fp.image, template.source, template.version
                             ),
                         );
-                        let uid = created.metadata.uid.unwrap_or_default();
+                        let uid = created.metadata.uid.clone().unwrap_or_default();
                         progress.created = Some(uid.clone());
+                        // Its traffic is switched on now, while the kubelet
+                        // starts it: the pod is Ready (in its Service's
+                        // Endpoints) only once its wrapper also answers
+                        // the readiness probe, and the gate costs the cold
+                        // start nothing (set after the probe, it would wait
+                        // for the kubelet's next look at the pod).
+                        progress.step = "the API server to answer the switch of its traffic gate";
+                        self.switch_on(name, &uid, created).await?;
                         self.held().written.insert(name.clone(), fp.reclaim_after);
                         uid
                     }
@@ -973,6 +981,16 @@ impl Inner {
         self.ensure_service(fp, template, &uid).await?;
         progress.step = "it to be Ready";
         let pod = self.wait_ready(name, &uid).await?;
+        if progress.created.is_some() {
+            self.lifecycle.emit(
+                &pod,
+                Phase::Ready,
+                format!(
+                    "its wrapper answers and its traffic gate {} is True: in its Service's Endpoints",
+                    lifecycle::SERVING_GATE
+                ),
+            );
+        }
         // The Service routes to the pod only once its Endpoints list the
         // pod's IP: before that, a call by the Service's name is refused,
         // and would count as a dead pod. Checked in both dial modes, so that
@@ -1182,6 +1200,8 @@ impl Inner {
                 if is_ready(&pod) && pod_ip(&pod).is_some() {
                     return Ok((*pod).clone());
                 }
+                // A pod whose creator died before it switched the gate on
+                // would never be Ready: whoever waits for it does.
                 let off = lifecycle::gate(&pod) != Some(true);
                 if !gate_set
                     && off
@@ -1189,49 +1209,19 @@ impl Inner {
                     && lifecycle::containers_ready(&pod)
                     && pod.metadata.uid.as_deref() == Some(uid)
                 {
-                    // Once: the kubelet turns the pod Ready when it sees
-                    // the gate, and the watch brings that here.
                     gate_set = true;
-                    let set = lifecycle::set_gate(
-                        &self.pods,
-                        name,
-                        uid,
-                        Some((*pod).clone()),
-                        true,
-                        &format!(
-                            "the wrapper answers: runner {} switched its traffic on",
-                            self.runner
-                        ),
-                    )
-                    .await
-                    .map_err(|source| StartError::Lifecycle {
-                        verb: "switching on the traffic of",
-                        name: name.to_string(),
-                        source,
-                    })?;
-                    match set {
-                        Outcome::Done(pod) => self.lifecycle.emit(
-                            &pod,
-                            Phase::Ready,
-                            format!(
-                                "the wrapper answers: runner {} set {} True",
-                                self.runner,
-                                lifecycle::SERVING_GATE
-                            ),
-                        ),
-                        Outcome::Gone => {
-                            return Err(StartError::Ended {
+                    self.switch_on(name, uid, (*pod).clone()).await.map_err(
+                        |attempt| match attempt {
+                            Attempt::Failed(cause) => StartError::Ended {
                                 name: name.to_string(),
-                                reason: "was deleted".into(),
-                            })
-                        }
-                        Outcome::Refused(why) => {
-                            return Err(StartError::Ended {
+                                reason: cause.to_string(),
+                            },
+                            Attempt::Taken(Taken(reason)) => StartError::Ended {
                                 name: name.to_string(),
-                                reason: why,
-                            })
-                        }
-                    }
+                                reason,
+                            },
+                        },
+                    )?;
                     continue;
                 }
             }
@@ -1352,6 +1342,29 @@ impl Inner {
             format!("runner {} deleted it: {why}", self.runner),
         );
         this.unprotect(name, uid, None).await;
+    }
+
+    /// Sets the pod's traffic gate True.
+    async fn switch_on(&self, name: &str, uid: &str, seen: Pod) -> Result<(), Attempt> {
+        let set = lifecycle::set_gate(
+            &self.pods,
+            name,
+            uid,
+            Some(seen),
+            true,
+            &format!("runner {} switched its traffic on", self.runner),
+        )
+        .await
+        .map_err(|source| StartError::Lifecycle {
+            verb: "switching on the traffic of",
+            name: name.to_string(),
+            source,
+        })?;
+        match set {
+            Outcome::Done(_) => Ok(()),
+            Outcome::Gone => Err(Attempt::Taken(Taken("deleted meanwhile".into()))),
+            Outcome::Refused(why) => Err(Attempt::Taken(Taken(why))),
+        }
     }
 
     /// Resolves once no live runner but this one declares a `serve`
@@ -1672,6 +1685,12 @@ impl Backend for KubeBackend {
 
     fn reused(&self, id: &PodId, ttl: Duration) {
         self.inner.reused(&id.0, ttl);
+    }
+
+    /// Every pod stopped: the last events go out before the runner exits.
+    fn close(&self) -> BoxFuture<'static, ()> {
+        let events = self.inner.lifecycle.clone();
+        Box::pin(async move { events.flush(Duration::from_secs(5)).await })
     }
 }
 fn is_not_found(err: &kube::Error) -> bool {

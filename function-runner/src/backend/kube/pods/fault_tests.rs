@@ -171,6 +171,21 @@ fn answer_operation(
     pod
 }
 
+/// Expects the switch of the traffic gate of the pod just created, and
+/// answers it.
+async fn expect_gate_on(h: &mut Harness, pod: &Value) {
+    let gate = h
+        .api
+        .expect("PATCH", &format!("{PODS}/{}/status", name_of(pod)))
+        .await;
+    assert_eq!(gate.content_type, "application/strategic-merge-patch+json");
+    let condition = &gate.body["status"]["conditions"][0];
+    assert_eq!(condition["type"], lifecycle::SERVING_GATE);
+    assert_eq!(condition["status"], "True");
+    assert!(gate.body["metadata"]["resourceVersion"].is_string());
+    gate.answer(200, pod.clone());
+}
+
 /// Expects this runner's `serve` declaration on `pod` and answers it.
 async fn expect_serve(h: &mut Harness, pod: &Value) -> Value {
     let patch = h
@@ -188,6 +203,7 @@ async fn start_ready(h: &mut Harness, image: &str, uid: &str) -> String {
     let pod = created(&create.body, uid);
     let name = name_of(&pod);
     create.answer(201, pod.clone());
+    expect_gate_on(h, &pod).await;
     h.api.apply_pod("ADDED", pod.clone());
     let service = h.api.expect("POST", SERVICES).await;
     let body = service.body.clone();
@@ -329,6 +345,7 @@ async fn a_pod_gone_after_its_409_leaves_its_name_for_the_next_slot() {
     assert_eq!(second, format!("{}1", first.trim_end_matches('0')));
     let pod = created(&create.body, "uid-1");
     create.answer(201, pod.clone());
+    expect_gate_on(&mut h, &pod).await;
     let service = h.api.expect("POST", SERVICES).await;
     assert_eq!(name_of(&service.body), second);
     let body = service.body.clone();
@@ -354,6 +371,7 @@ async fn service_conflict(
     let pod = created(&create.body, "uid-ours");
     let name = name_of(&pod);
     create.answer(201, pod.clone());
+    expect_gate_on(h, &pod).await;
     h.api.apply_pod("ADDED", ready(&pod));
     let service = h.api.expect("POST", SERVICES).await;
     let mut existing = service.body.clone();
@@ -439,6 +457,7 @@ async fn a_503_on_the_pod_create_is_retried_with_the_same_request() {
     assert_eq!(again.body, sent);
     let pod = created(&sent, "uid-1");
     again.answer(201, pod.clone());
+    expect_gate_on(&mut h, &pod).await;
     let service = h.api.expect("POST", SERVICES).await;
     let body = service.body.clone();
     service.answer(201, body);
@@ -456,6 +475,7 @@ async fn a_5xx_on_the_service_create_deletes_the_pod_it_created() {
     let pod = created(&create.body, "uid-1");
     let name = name_of(&pod);
     create.answer(201, pod.clone());
+    expect_gate_on(&mut h, &pod).await;
     h.api
         .expect("POST", SERVICES)
         .await
@@ -607,6 +627,7 @@ async fn a_pod_never_ready_times_out_and_is_deleted() {
     let pod = created(&create.body, "uid-1");
     let name = name_of(&pod);
     create.answer(201, pod.clone());
+    expect_gate_on(&mut h, &pod).await;
     h.api.apply_pod("ADDED", pod.clone());
     let service = h.api.expect("POST", SERVICES).await;
     let body = service.body.clone();
@@ -742,6 +763,7 @@ async fn a_409_on_an_operation_is_read_again_and_decided_again() {
     let pod = created(&create.body, "uid-1");
     let name = name_of(&pod);
     create.answer(201, pod.clone());
+    expect_gate_on(&mut h, &pod).await;
     h.api.apply_pod("ADDED", pod.clone());
     let service = h.api.expect("POST", SERVICES).await;
     let body = service.body.clone();

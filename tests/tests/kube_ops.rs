@@ -1,0 +1,358 @@
+//! A function pod's lifecycle as seed 004 (PodOpsLifecycle) has it, in the
+//! real cluster `KUBECONFIG` names: each runner's operation declared on the
+//! pod in labels, traffic through the `fn.kpt.dev/serving` readiness gate,
+//! the `prot.fn.kpt.dev/traffic` finalizer, and an Event per transition.
+
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/kube.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use e2e_tests::{docker, eventually_async, output_within};
+use function_runner::backend::kube::lifecycle::{self, SERVING_GATE, TRAFFIC_FINALIZER};
+use function_runner::backend::kube::pods::is_ready;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::Api;
+use nix::sys::signal::Signal;
+use support::{function_container, pod_template, setup, Setup, EXAMPLE_FN_DOCKERFILE};
+
+/// A function that takes three seconds: long enough to act on its pod
+/// while a call runs. Its output is its input.
+const SLOW_FN: &str = "FROM localhost/krm-kube/busybox:1.35.0\nENTRYPOINT [\"/bin/sh\", \"-c\", \"sleep 3; exec cat\"]\n";
+
+fn labels(pod: &Pod) -> BTreeMap<String, String> {
+    pod.metadata.labels.clone().unwrap_or_default()
+}
+
+/// The Events on pod `name`, oldest first.
+async fn events(s: &Setup, name: &str) -> Vec<Event> {
+    let api: Api<Event> = Api::namespaced(s.client.clone(), &s.namespace);
+    let mut events: Vec<Event> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .collect();
+    events.sort_by_key(|e| e.event_time.clone().map(|t| t.0));
+    events
+}
+
+/// `(reason, reporting instance)` of each Event the runners reported on pod
+/// `name` (the kubelet's and the scheduler's are there too).
+async fn story(s: &Setup, name: &str) -> Vec<(String, String)> {
+    events(s, name)
+        .await
+        .into_iter()
+        .filter(|e| e.reporting_controller.as_deref() == Some("function-runner"))
+        .map(|e| {
+            (
+                e.reason.unwrap_or_default(),
+                e.reporting_instance.unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until the Events on pod `name` hold every `(reason, runner)`
+/// wanted (they are published in the background); the story so far.
+async fn wait_story(s: &Setup, name: &str, wanted: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut seen = Vec::new();
+    eventually_async(Duration::from_secs(30), async || {
+        seen = story(s, name).await;
+        wanted
+            .iter()
+            .all(|(r, i)| seen.iter().any(|(sr, si)| sr == r && si == i))
+    })
+    .await;
+    for (reason, instance) in wanted {
+        assert!(
+            seen.iter().any(|(r, i)| r == reason && i == instance),
+            "no {reason} event from {instance} on {name}: {seen:?}"
+        );
+    }
+    seen
+}
+
+/// The position of the first `(reason, runner)` event in `story`.
+fn at(story: &[(String, String)], reason: &str, instance: &str) -> usize {
+    story
+        .iter()
+        .position(|(r, i)| r == reason && i == instance)
+        .unwrap_or_else(|| panic!("no {reason} from {instance} in {story:?}"))
+}
+
+/// Prints what `kubectl describe pod` tells of the pod, when kubectl is
+/// here (what an operator sees; the closing note of the lifecycle issue
+/// shows one).
+fn describe(s: &Setup, name: &str) {
+    let out = output_within(
+        Command::new("kubectl").args(["describe", "pod", "-n", &s.namespace, name]),
+        None,
+        Duration::from_secs(30),
+    );
+    if let Ok(out) = out {
+        eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+    }
+}
+
+/// The one live pod of the namespace.
+async fn only_pod(s: &Setup) -> (String, Pod) {
+    let pods = s.live_pods().await;
+    assert_eq!(pods.len(), 1, "{:?}", pods.keys());
+    pods.into_iter().next().unwrap()
+}
+
+#[tokio::test]
+async fn a_pods_life_is_told_on_the_pod_in_operations_gate_finalizer_and_events() {
+    let Some(s) = setup("ops", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    let runner = s.runner("runner-ops", &[]);
+    assert!(s.call(&runner).await.contains("owner: team-shop"));
+    let (name, pod) = only_pod(&s).await;
+    let l = labels(&pod);
+    assert_eq!(
+        l.get("operation-type.fn.kpt.dev/runner-ops")
+            .map(String::as_str),
+        Some("serve"),
+        "{l:?}\n{}",
+        runner.logs()
+    );
+    let since: u128 = l["operating.fn.kpt.dev/runner-ops"].parse().unwrap();
+    let age = lifecycle::now_ns().saturating_sub(since);
+    assert!(age < Duration::from_secs(300).as_nanos(), "{since}");
+    assert_eq!(lifecycle::gate(&pod), Some(true), "{:?}", pod.status);
+    assert!(is_ready(&pod));
+    assert_eq!(
+        pod.metadata.finalizers.clone().unwrap_or_default(),
+        [TRAFFIC_FINALIZER]
+    );
+    let gates = pod.spec.clone().unwrap().readiness_gates.unwrap();
+    assert_eq!(gates[0].condition_type, SERVING_GATE);
+    wait_story(
+        &s,
+        &name,
+        &[
+            ("Created", "runner-ops"),
+            ("Ready", "runner-ops"),
+            ("Serving", "runner-ops"),
+        ],
+    )
+    .await;
+
+    // Warm calls change nothing on the pod and add no event.
+    let version = pod.metadata.resource_version.clone();
+    let told = story(&s, &name).await.len();
+    for _ in 0..5 {
+        assert!(s.call(&runner).await.contains("owner: team-shop"));
+    }
+    let pod = s.pods.get(&name).await.unwrap();
+    assert_eq!(
+        pod.metadata.resource_version, version,
+        "a warm call changed the pod"
+    );
+    assert_eq!(
+        story(&s, &name).await.len(),
+        told,
+        "a warm call made an event"
+    );
+    describe(&s, &name);
+
+    // Shutdown: nobody else uses it, so its owner drains it (traffic off),
+    // deletes it, and takes the finalizer off: the pod leaves the API.
+    s.stop(runner).await;
+    let gone = eventually_async(Duration::from_secs(60), async || {
+        s.pods.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    assert!(gone, "the pod stays in the API");
+    let told = wait_story(
+        &s,
+        &name,
+        &[
+            ("Draining", "runner-ops"),
+            ("Deleted", "runner-ops"),
+            ("TrafficGone", "runner-ops"),
+        ],
+    )
+    .await;
+    assert!(at(&told, "Serving", "runner-ops") < at(&told, "Draining", "runner-ops"));
+    assert!(at(&told, "Draining", "runner-ops") < at(&told, "Deleted", "runner-ops"));
+    let draining = events(&s, &name)
+        .await
+        .into_iter()
+        .find(|e| e.reason.as_deref() == Some("Draining"))
+        .unwrap();
+    assert!(
+        draining
+            .note
+            .unwrap_or_default()
+            .contains("the runner shuts down"),
+        "the Draining event says why"
+    );
+}
+
+/// Two runners use one pod; its owner must replace it (the template
+/// changed) while the other has a call in flight on it: the owner switches
+/// its traffic off and waits, the other's call finishes on the pod, the
+/// other lets go, and only then is the pod deleted.
+#[tokio::test]
+async fn two_runners_one_deletes_while_the_others_call_finishes() {
+    let Some(s) = setup("two", SLOW_FN, &[]).await else {
+        return;
+    };
+    let maps: Api<ConfigMap> = Api::namespaced(s.client.clone(), &s.namespace);
+    let mut map = ConfigMap::default();
+    map.metadata.name = Some("fn-template".to_string());
+    map.data = Some(BTreeMap::from([(
+        "template".to_string(),
+        pod_template(&s.wrapper_image, "one"),
+    )]));
+    maps.create(&PostParams::default(), &map).await.unwrap();
+    let template = ["--function-pod-template", "fn-template"];
+    let a = s.runner("runner-a", &template);
+    let b = s.runner("runner-b", &template);
+    assert!(s.call(&a).await.contains("owner: team-shop"));
+    assert!(s.call(&b).await.contains("owner: team-shop"));
+    let (name, pod) = only_pod(&s).await;
+    let l = labels(&pod);
+    assert_eq!(l["fn.kpt.dev/runner"], "runner-a");
+    assert_eq!(l["operation-type.fn.kpt.dev/runner-a"], "serve");
+    assert_eq!(l["operation-type.fn.kpt.dev/runner-b"], "serve");
+
+    let call = s.call(&b);
+    let change = async {
+        let container = function_container(&name);
+        let running = eventually_async(Duration::from_secs(30), async || {
+            docker(&["top", &container]).is_ok_and(|out| {
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .any(|line| line.trim_end().ends_with(" sleep 3"))
+            })
+        })
+        .await;
+        assert!(running, "no call of B ran in {name}");
+        map.data = Some(BTreeMap::from([(
+            "template".to_string(),
+            pod_template(&s.wrapper_image, "two"),
+        )]));
+        maps.replace("fn-template", &PostParams::default(), &map)
+            .await
+            .unwrap();
+    };
+    let (output, ()) = tokio::join!(call, change);
+    assert!(output.contains("owner: team-shop"), "{output}");
+    assert!(
+        !b.logs().contains("evicting and retrying"),
+        "B's call was cut off: {}",
+        b.logs()
+    );
+    let gone = eventually_async(Duration::from_secs(60), async || {
+        s.pods.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    assert!(gone, "the old pod stays\nA: {}\nB: {}", a.logs(), b.logs());
+    let told = wait_story(
+        &s,
+        &name,
+        &[
+            ("Draining", "runner-a"),
+            ("Released", "runner-b"),
+            ("Deleted", "runner-a"),
+        ],
+    )
+    .await;
+    // A waited for B: B let go after A switched the traffic off, and A
+    // deleted the pod only after that.
+    assert!(at(&told, "Draining", "runner-a") < at(&told, "Released", "runner-b"));
+    assert!(at(&told, "Released", "runner-b") < at(&told, "Deleted", "runner-a"));
+    s.stop(a).await;
+    s.stop(b).await;
+}
+
+/// A SIGKILLed runner leaves its operation and the finalizer on its pod. A
+/// pod deleted then stays Terminating until the operation goes stale (no
+/// refresh for a TTL): then another runner takes the finalizer off. A
+/// runner that starts again under the same id does it at once.
+#[tokio::test]
+async fn a_killed_runners_finalizer_goes_a_ttl_after_it_vanished_or_when_it_restarts() {
+    let Some(s) = setup("killed", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    let ttl = Duration::from_secs(20);
+    let short = ["--pod-ttl", "20s", "--scan-interval", "2s"];
+    let mut a = s.runner("runner-a", &short);
+    assert!(s.call(&a).await.contains("owner: team-shop"));
+    let (name, pod) = only_pod(&s).await;
+    let since: u128 = labels(&pod)["operating.fn.kpt.dev/runner-a"]
+        .parse()
+        .unwrap();
+    a.signal(Signal::SIGKILL);
+    a.wait_exit(Duration::from_secs(30)).await.unwrap();
+    s.pods
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    // The kubelet stops its containers; the finalizer holds the object.
+    let stopped = eventually_async(Duration::from_secs(60), async || {
+        docker(&[
+            "ps",
+            "-q",
+            "--filter",
+            &format!("label=io.kubernetes.pod.name={name}"),
+            "--filter",
+            "label=io.kubernetes.container.name=function",
+        ])
+        .is_ok_and(|out| out.stdout.is_empty())
+    })
+    .await;
+    assert!(stopped, "the deleted pod's container still runs");
+    let held = s.pods.get_opt(&name).await.unwrap().unwrap();
+    assert!(held.metadata.deletion_timestamp.is_some());
+    assert!(lifecycle::protected(&held), "{:?}", held.metadata);
+
+    let b = s.runner("runner-b", &short);
+    let gone = eventually_async(ttl + Duration::from_secs(40), async || {
+        s.pods.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    let at = lifecycle::now_ns();
+    assert!(gone, "the pod stays Terminating\nB: {}", b.logs());
+    assert!(
+        at >= since + ttl.as_nanos(),
+        "B took the finalizer off while A's operation was live"
+    );
+    s.stop(b).await;
+
+    // Again; this time A comes back under its own id, with a TTL far too
+    // long for staleness to be what frees the pod.
+    let long = ["--pod-ttl", "10m", "--scan-interval", "2s"];
+    let mut a = s.runner("runner-a", &long);
+    assert!(s.call(&a).await.contains("owner: team-shop"));
+    let (name, _) = only_pod(&s).await;
+    a.signal(Signal::SIGKILL);
+    a.wait_exit(Duration::from_secs(30)).await.unwrap();
+    s.pods
+        .delete(&name, &DeleteParams::default())
+        .await
+        .unwrap();
+    let again = s.runner("runner-a", &long);
+    let gone = eventually_async(Duration::from_secs(60), async || {
+        s.pods.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    assert!(
+        gone,
+        "the restarted runner left its pod Terminating\n{}",
+        again.logs()
+    );
+    s.stop(again).await;
+}
