@@ -14,6 +14,8 @@
 //!   number, so images without /etc/passwd work), no new privileges, no
 //!   capabilities, a read-only root filesystem with a tmpfs `/tmp`; memory
 //!   and CPU from the FunctionConfig's `templateOverrides.container.resources`.
+//!   `eval`'s kpt flags ([`ContainerOptions`]) add an environment and
+//!   mounts, or give it the host's network or the caller's user.
 //! - **Reached through a Unix socket**: with no network, the wrapper listens
 //!   on `wrapper.sock` in a host directory (one per pod, under
 //!   `--docker-socket-dir`) mounted into the container; the runner dials
