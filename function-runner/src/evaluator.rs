@@ -222,6 +222,8 @@ pub struct ExecEvaluator {
     index: LiveIndex,
     max_message_bytes: usize,
     pools: Arc<ExecPools>,
+    /// Added to each binary's environment (`eval -e`).
+    env: Vec<(String, String)>,
 }
 
 /// The pre-spawned processes of the binaries the exec evaluator ran, one
@@ -301,7 +303,14 @@ impl ExecEvaluator {
             index: index.into(),
             max_message_bytes,
             pools,
+            env: Vec::new(),
         }
+    }
+
+    /// Binaries get `env` on top of this process's environment.
+    pub fn with_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.env = env;
+        self
     }
 }
 
@@ -323,7 +332,7 @@ impl Evaluator for ExecEvaluator {
             let spec = ExecSpec {
                 program: found.path.into_os_string(),
                 args: Vec::new(),
-                env: Vec::new(),
+                env: self.env.iter().map(|(k, v)| (k.into(), v.into())).collect(),
                 current_dir: None,
             };
             // Run as the wrapper runs an entrypoint, answered alike (past the

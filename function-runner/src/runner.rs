@@ -53,6 +53,10 @@ pub struct RunnerOptions {
     pub kube: Option<KubeSettings>,
     /// The docker backend's settings.
     pub docker: Option<DockerSettings>,
+    /// `eval -e`: added to the environment of the functions that run as
+    /// local processes (binaryExecutor binaries, process pods); the docker
+    /// backend's containers get theirs from `docker`.
+    pub function_env: Vec<(String, String)>,
     /// binaryExecutor functions: processes kept started per binary, unless
     /// its FunctionConfig says (`--prespawn`; 0: spawn per call). `None`:
     /// none even where a FunctionConfig asks ([`ExecPools::off`]).
@@ -185,11 +189,14 @@ impl Runner {
                     Some(path) => FunctionMap::load(path)?,
                     None => FunctionMap::Unset,
                 };
-                Arc::new(ProcessBackend::new(
-                    opts.wrapper_server.clone(),
-                    functions,
-                    opts.max_message_bytes,
-                ))
+                Arc::new(
+                    ProcessBackend::new(
+                        opts.wrapper_server.clone(),
+                        functions,
+                        opts.max_message_bytes,
+                    )
+                    .with_env(opts.function_env.clone()),
+                )
             }
             BackendKind::Kube => {
                 let mut settings = opts
@@ -255,11 +262,14 @@ impl Runner {
         let builtins = Builtins::new(index.clone(), opts.default_builtins);
         let evaluator: Arc<dyn Evaluator> = Arc::new(
             MultiEvaluator::new(vec![
-                Box::new(ExecEvaluator::with_pools(
-                    index.clone(),
-                    opts.max_message_bytes,
-                    exec_pools.clone(),
-                )),
+                Box::new(
+                    ExecEvaluator::with_pools(
+                        index.clone(),
+                        opts.max_message_bytes,
+                        exec_pools.clone(),
+                    )
+                    .with_env(opts.function_env.clone()),
+                ),
                 Box::new(
                     BuiltinEvaluator::new(builtins.clone(), opts.max_message_bytes)
                         .with_metrics(metrics.clone()),

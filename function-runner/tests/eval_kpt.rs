@@ -971,3 +971,143 @@ fn results_dir_with_an_underscore_like_kpt() {
         assert!(d.join("r1/results.yaml").is_file() && d.join("r2/results.yaml").is_file());
     }
 }
+
+/// #28: `-e/--env` gives an `--exec` function its environment, read as
+/// kpt's `docker run` reads the flags (`tests/tests/docker.rs` compares
+/// them with kpt's on a container): pairs, the last value of a key
+/// winning; a bare key from our environment, winning over a pair of the
+/// same key, and unset when we have none. kpt itself refuses `--env` with
+/// `--exec` (its message says so); the rest of the run is kpt's.
+#[test]
+fn env_reaches_an_exec_function() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns = tempfile::tempdir().unwrap();
+    let probe = script(
+        fns.path(),
+        "env.sh",
+        "#!/bin/sh\necho \"A=${A-<unset>} GONE=${KRM_E2E_GONE-<unset>} EMPTY=${EMPTY-<unset>} EQ=${EQ-<unset>} HOME=${HOME-<unset>}\" >&2\nexec cat\n",
+    );
+    let p = pair(&|d| copy_dir(&fixture("basic"), d));
+    let env = [
+        "-e",
+        "A=1",
+        "-e",
+        "A=2",
+        "-e",
+        "KRM_E2E_GONE=x",
+        "-e",
+        "KRM_E2E_GONE",
+        "-e",
+        "EMPTY=",
+        "-e",
+        "EQ=a=b",
+        "-e",
+        "HOME=/elsewhere",
+        "-e",
+        "HOME",
+    ];
+    let args = [&["pkg", "--exec", &probe][..], &env].concat();
+    let (k, o) = both(&kpt, &p, &args, None);
+    assert_eq!(k.code, 1, "{}", k.stderr);
+    assert!(
+        k.stderr
+            .contains("--env can only be used with container functions"),
+        "{}",
+        k.stderr
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let home = std::env::var("HOME").unwrap_or_else(|_| "<unset>".into());
+    assert!(
+        o.stderr
+            .contains(&format!("\"A=2 GONE=<unset> EMPTY= EQ=a=b HOME={home}\"")),
+        "{}",
+        o.stderr
+    );
+    // Without `-e` the function runs as kpt runs it.
+    let (k, o) = both(&kpt, &p, &["pkg", "--exec", &probe], None);
+    assert_same_run(&k, &o, "--exec without -e");
+    assert_same_tree(&p.k, &p.o, "-e");
+}
+
+/// #28: `--mount`, `--network` and `--as-current-user` are for container
+/// functions: with `--exec`, refused as kpt refuses them, before anything
+/// runs (our message leaves out `--env`, which an exec function gets
+/// here). `--network=false` is no network asked; `--network` and
+/// `--as-current-user` take no value but `=BOOL`, so a directory after
+/// them stays the directory.
+#[test]
+fn container_flags_with_exec_refused_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let p = pair(&|d| copy_dir(&fixture("basic"), d));
+    for flags in [
+        &["pkg", "--exec", "cat", "--network"][..],
+        &["pkg", "--exec", "cat", "--network=true"],
+        &["--as-current-user", "pkg", "--exec", "cat"],
+        &[
+            "pkg",
+            "--exec",
+            "cat",
+            "--mount",
+            "type=bind,src=/tmp,dst=/m",
+        ],
+        &["pkg", "--exec", "cat", "--mount", "garbage", "-e", "A=1"],
+    ] {
+        let (k, o) = both(&kpt, &p, flags, None);
+        assert_eq!(
+            (k.code, o.code),
+            (1, 1),
+            "{flags:?}: {}\n{}",
+            k.stderr,
+            o.stderr
+        );
+        for stderr in [&k.stderr, &o.stderr] {
+            assert!(
+                stderr.starts_with("error: --mount, --as-current-user")
+                    && stderr.ends_with(" can only be used with container functions\n"),
+                "{flags:?}: {stderr}"
+            );
+        }
+    }
+    for flags in [
+        &["pkg", "--exec", "cat", "--network=false"][..],
+        &["--as-current-user=false", "pkg", "--exec", "cat"],
+    ] {
+        let (k, o) = both(&kpt, &p, flags, None);
+        assert_same_run(&k, &o, &format!("{flags:?}"));
+    }
+    assert_same_tree(&p.k, &p.o, "container flags with --exec");
+}
+
+/// #28: `render --allow-network` is accepted as kpt accepts it (it gives
+/// image functions the network; `exec:` functions have the host's
+/// anyway), `=false` too.
+#[test]
+fn render_allow_network_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns = tempfile::tempdir().unwrap();
+    let f = functions(fns.path());
+    for flag in [
+        "--allow-network",
+        "--allow-network=true",
+        "--allow-network=false",
+    ] {
+        let p = pair(&|d| {
+            copy_dir(&fixture("basic"), d);
+            kptfile(d, &format!("  mutators:\n  - exec: {}\n", f.annotate));
+        });
+        let (k, o) = both_render(&kpt, &p, &["pkg", "--allow-exec", flag]);
+        assert_eq!(k.code, 0, "{flag}: {}", k.stderr);
+        assert_eq!(
+            (k.code, untimed(&k.stderr)),
+            (o.code, untimed(&o.stderr)),
+            "{flag} (left kpt, right ours)"
+        );
+        assert_same_tree(&p.k, &p.o, flag);
+    }
+}

@@ -35,7 +35,21 @@ enum Kind {
     Cat,
     /// No Entrypoint, no Cmd.
     Empty,
+    /// busybox `sh` running [`PROBE`]: says on stderr what the function
+    /// sees, then `cat`.
+    Probe,
 }
+
+/// The probe's script: its user, some of its environment (`IMG` is the
+/// image's own), whether it has a network interface besides `lo`, and the
+/// mount at `/m` (a file read, one written).
+const PROBE: &str = r#"B=/bin/busybox
+echo "user $($B id -u):$($B id -g)" >&2
+echo "A=${A-<unset>} GONE=${KRM_E2E_GONE-<unset>} EMPTY=${EMPTY-<unset>} HOST=${KRM_E2E_HOST-<unset>} IMG=${IMG-<unset>}" >&2
+if $B grep -q -v -e '^ *lo:' -e '|' /proc/net/dev; then echo "network: yes" >&2; else echo "network: no" >&2; fi
+if [ -d /m ]; then $B cat /m/greeting >&2; $B touch /m/new 2>&1 | $B head -1 >&2; fi
+exec $B cat
+"#;
 
 const BUSYBOX: &str = "/bin/busybox";
 
@@ -123,6 +137,26 @@ impl Setup {
             ),
             Kind::Cat => busybox("ENTRYPOINT [\"/bin/busybox\"]\nCMD [\"cat\"]"),
             Kind::Empty => busybox(""),
+            Kind::Probe => {
+                let probe = tempfile::NamedTempFile::new().unwrap();
+                std::fs::write(probe.path(), PROBE).unwrap();
+                // Readable by the function's user (a temporary file is not).
+                std::fs::set_permissions(
+                    probe.path(),
+                    std::os::unix::fs::PermissionsExt::from_mode(0o644),
+                )
+                .unwrap();
+                build_image_with_files(
+                    &tag,
+                    "FROM scratch\nCOPY busybox /bin/busybox\nCOPY passwd /etc/passwd\nCOPY probe.sh /probe.sh\nENV IMG=from-image\nENTRYPOINT [\"/bin/busybox\", \"sh\", \"/probe.sh\"]",
+                    &[],
+                    &[
+                        ("busybox", Path::new(BUSYBOX)),
+                        ("passwd", passwd.path()),
+                        ("probe.sh", probe.path()),
+                    ],
+                )
+            }
         }
         .unwrap();
         images.insert(kind, tag.clone());
@@ -421,10 +455,17 @@ fn package(dir: &Path) {
 }
 
 fn eval(setup: &Setup, args: &[&str]) -> std::process::Output {
+    run_ours(setup, "eval", args)
+}
+
+/// `function-runner eval|render` on this test's wrapper image and socket
+/// directory (`KRM_E2E_HOST` set in its environment, for `-e`).
+fn run_ours(setup: &Setup, command: &str, args: &[&str]) -> std::process::Output {
     let dir = setup.socket_dir();
     output_within(
         Command::new(bin("function-runner"))
-            .arg("eval")
+            .arg(command)
+            .env("KRM_E2E_HOST", "from-host")
             .args(["--wrapper-server-image", &setup.image(Kind::Wrapper)])
             .args(["--docker-socket-dir", &dir])
             .args(args),
@@ -573,5 +614,310 @@ fn eval_keep_warm_reuses_the_container_until_it_idles_out() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    setup.assert_clean();
+}
+
+/// kpt's lines without what differs by nature: our `[USING]` line and the
+/// durations.
+fn comparable(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|l| !l.starts_with("[USING] "))
+        .map(|l| match l.rfind(" in ") {
+            Some(i) if l.starts_with("[PASS] ") || l.starts_with("[FAIL] ") => {
+                format!("{} in <t>", &l[..i])
+            }
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `kpt fn eval|render DIR ARGS` on the local images, with
+/// `KRM_E2E_HOST` as ours has it.
+fn run_kpt(kpt: &Path, command: &str, dir: &Path, args: &[&str]) -> std::process::Output {
+    output_within(
+        Command::new(kpt)
+            .args(["fn", command, dir.to_str().unwrap()])
+            .env("KRM_E2E_HOST", "from-host")
+            .args(["--image-pull-policy", "never"])
+            .args(args),
+        None,
+        Duration::from_secs(120),
+    )
+    .unwrap()
+}
+
+/// #28: kpt's `-e`, `--mount`, `--network` and `--as-current-user` on one
+/// image, run by kpt's `docker run` and by the docker backend: the
+/// function sees the same environment (pairs, the last value winning; bare
+/// keys from the caller's environment, winning over pairs and unsetting
+/// when it has none, the image's own value too), user, network and mounts,
+/// and the runs print the same lines.
+#[test]
+fn eval_env_mounts_network_and_user_like_kpt() {
+    let Some(setup) = Setup::new() else { return };
+    let Some(kpt) = prerequisite(e2e_tests::require_kpt()) else {
+        return;
+    };
+    let image = setup.image(Kind::Probe);
+    let work = tempfile::tempdir().unwrap();
+    let shared = work.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::write(shared.join("greeting"), "hello from the host\n").unwrap();
+    // Writable by the function's user, for `rw=true`.
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let bind = format!("type=bind,src={},dst=/m", shared.display());
+    let bind_rw = format!("{bind},rw=true");
+    let me = format!("user {}:{}", nix::unistd::getuid(), nix::unistd::getgid());
+    let env = [
+        "-e",
+        "A=1",
+        "-e",
+        "A=2",
+        "-e",
+        "KRM_E2E_GONE=x",
+        "-e",
+        "KRM_E2E_GONE",
+        "-e",
+        "EMPTY=",
+        "-e",
+        "KRM_E2E_HOST",
+        "-e",
+        "IMG",
+    ];
+    let cases: [(&[&str], &[&str]); 7] = [
+        (
+            &[],
+            &[
+                "user 65534:65534",
+                "A=<unset> GONE=<unset> EMPTY=<unset> HOST=<unset> IMG=from-image",
+                "network: no",
+            ],
+        ),
+        (
+            &env,
+            &["A=2 GONE=<unset> EMPTY= HOST=from-host IMG=<unset>"],
+        ),
+        (&["--as-current-user"], &[&me, "network: no"]),
+        (&["--network"], &["user 65534:65534", "network: yes"]),
+        (
+            &["--mount", &bind],
+            &["hello from the host", "Read-only file system"],
+        ),
+        (&["--mount", &bind_rw], &["hello from the host"]),
+        (&["--mount", "type=tmpfs,dst=/m,rw=true"], &["No such file"]),
+    ];
+    for (flags, seen) in cases {
+        let (theirs, ours) = (work.path().join("kpt"), work.path().join("ours"));
+        let _ = std::fs::remove_dir_all(&theirs);
+        let _ = std::fs::remove_dir_all(&ours);
+        package(&theirs);
+        package(&ours);
+        let args = [&["--image", &image, "--truncate-output=false"][..], flags].concat();
+        let k = run_kpt(&kpt, "eval", &theirs, &args);
+        let o = eval(&setup, &[&[ours.to_str().unwrap()][..], &args].concat());
+        assert!(
+            k.status.success(),
+            "kpt {flags:?}: {}",
+            String::from_utf8_lossy(&k.stderr)
+        );
+        assert_eq!(
+            comparable(&k.stderr),
+            comparable(&o.stderr),
+            "{flags:?} (left kpt, right ours)"
+        );
+        assert_eq!(o.status.code(), Some(0), "{flags:?}");
+        let stderr = comparable(&o.stderr);
+        for line in seen {
+            assert!(stderr.contains(line), "{flags:?}: {line:?} in {stderr}");
+        }
+        assert_eq!(read_tree(&theirs), read_tree(&ours), "{flags:?}");
+    }
+    setup.assert_clean();
+}
+
+/// #28: bad `-e` and `--mount` values fail as with kpt (exit 1, nothing
+/// written) and in docker's words: its CLI's are ours before anything
+/// runs; its engine's come from the engine as the container is made.
+#[test]
+fn eval_bad_env_and_mount_values_fail_like_kpt() {
+    let Some(setup) = Setup::new() else { return };
+    let Some(kpt) = prerequisite(e2e_tests::require_kpt()) else {
+        return;
+    };
+    let image = setup.image(Kind::Probe);
+    let work = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], Option<&str>); 6] = [
+        (
+            &["-e", "=x"],
+            Some(r#"invalid argument "=x" for "-e, --env" flag: invalid environment variable: =x"#),
+        ),
+        (
+            &["--mount", "src=/tmp,dst=/m"],
+            Some(
+                r#"invalid argument "type=,source=/tmp,target=/m,readonly" for "--mount" flag: type is required"#,
+            ),
+        ),
+        (
+            &["--mount", "type=bind,src=/tmp,rw=true"],
+            Some(
+                r#"invalid argument "type=bind,source=/tmp,target=" for "--mount" flag: target is required"#,
+            ),
+        ),
+        (
+            &["--mount", "type=foo,src=/tmp,dst=/m"],
+            Some(r#"invalid mount config for type "foo": mount type unknown"#),
+        ),
+        // The engine's words, as kpt shows them.
+        (
+            &["--mount", "type=bind,src=/krm-e2e-not-there,dst=/m"],
+            None,
+        ),
+        (&["--mount", "type=volume,dst=/m"], None),
+    ];
+    for (flags, says) in cases {
+        let (theirs, ours) = (work.path().join("kpt"), work.path().join("ours"));
+        let _ = std::fs::remove_dir_all(&theirs);
+        let _ = std::fs::remove_dir_all(&ours);
+        package(&theirs);
+        package(&ours);
+        let before = read_tree(&ours);
+        let args = [&["--image", &image][..], flags].concat();
+        let k = run_kpt(&kpt, "eval", &theirs, &args);
+        let o = eval(&setup, &[&[ours.to_str().unwrap()][..], &args].concat());
+        let k_err = String::from_utf8_lossy(&k.stderr).replace("\\\"", "\"");
+        let o_err = String::from_utf8_lossy(&o.stderr);
+        let says = match says {
+            Some(says) => says.to_string(),
+            None => {
+                let from = "Error response from daemon: ";
+                let line = k_err
+                    .lines()
+                    .find_map(|l| Some(l[l.find(from)? + from.len()..].to_string()))
+                    .unwrap_or_else(|| panic!("{flags:?}: no engine error from kpt: {k_err}"));
+                line.trim_end_matches('"').to_string()
+            }
+        };
+        assert_eq!(
+            (k.status.code(), o.status.code()),
+            (Some(1), Some(1)),
+            "{flags:?}: {k_err}\n{o_err}"
+        );
+        assert!(
+            k_err.contains(&says),
+            "{flags:?}: {says:?} in kpt's {k_err}"
+        );
+        assert!(o_err.contains(&says), "{flags:?}: {says:?} in ours {o_err}");
+        assert_eq!(read_tree(&ours), before, "{flags:?}: nothing written");
+    }
+    setup.assert_clean();
+}
+
+/// #28: a kept-warm container serves only a later run that asks the same
+/// environment, mounts, network and user (they are in its fingerprint):
+/// a run asking other ones gets a container of its own.
+#[test]
+fn eval_keep_warm_reuses_only_a_container_of_the_same_options() {
+    let Some(setup) = Setup::new() else { return };
+    let work = tempfile::tempdir().unwrap();
+    package(work.path());
+    let pkg = work.path().to_str().unwrap();
+    let image = setup.image(Kind::Probe);
+    let run = |flags: &[&str]| {
+        let base = [
+            pkg,
+            "--image",
+            &image,
+            "--keep-warm",
+            "15s",
+            "--truncate-output=false",
+        ];
+        let out = eval(&setup, &[&base[..], flags].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{flags:?}: {stderr}");
+        stderr
+    };
+    assert!(run(&["-e", "A=1"]).contains("A=1 "));
+    assert_eq!(setup.containers().len(), 1);
+    assert!(
+        run(&["-e", "A=2"]).contains("A=2 "),
+        "not the A=1 container"
+    );
+    assert_eq!(setup.containers().len(), 2);
+    assert!(run(&["-e", "A=2"]).contains("A=2 "));
+    assert_eq!(setup.containers().len(), 2, "the same options: reused");
+    assert!(run(&["-e", "A=2", "--network"]).contains("network: yes"));
+    assert_eq!(setup.containers().len(), 3);
+    let me = format!("user {}:{}", nix::unistd::getuid(), nix::unistd::getgid());
+    if me != "user 65534:65534" {
+        assert!(run(&["-e", "A=2", "--as-current-user"]).contains(&me));
+        assert_eq!(setup.containers().len(), 4);
+    }
+    let tmpfs = run(&["-e", "A=2", "--mount", "type=tmpfs,dst=/m,rw=true"]);
+    assert!(tmpfs.contains("/m/greeting"), "{tmpfs}");
+    let kept = setup.containers().len();
+    assert!(kept >= 4, "{kept}");
+    // Unused, they go by themselves; a later run sweeps their volumes.
+    let gone = eventually_blocking(Duration::from_secs(60), || setup.containers().is_empty());
+    assert!(gone, "{:?}", setup.containers());
+    let out = eval(&setup, &[pkg, "--image", &image]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    setup.assert_clean();
+}
+
+/// #28: `render --allow-network` gives the pipeline's image functions the
+/// host's network, as kpt's does; without it they have none.
+#[test]
+fn render_allow_network_like_kpt() {
+    let Some(setup) = Setup::new() else { return };
+    let Some(kpt) = prerequisite(e2e_tests::require_kpt()) else {
+        return;
+    };
+    let image = setup.image(Kind::Probe);
+    let work = tempfile::tempdir().unwrap();
+    for (flags, network) in [(&[][..], "no"), (&["--allow-network"][..], "yes")] {
+        let (theirs, ours) = (work.path().join("kpt"), work.path().join("ours"));
+        for dir in [&theirs, &ours] {
+            let _ = std::fs::remove_dir_all(dir);
+            package(dir);
+            std::fs::write(
+                dir.join("Kptfile"),
+                format!("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n  - image: {image}\n"),
+            )
+            .unwrap();
+        }
+        let args = [&["--truncate-output=false"][..], flags].concat();
+        let k = run_kpt(&kpt, "render", &theirs, &args);
+        let o = run_ours(
+            &setup,
+            "render",
+            &[&[ours.to_str().unwrap()][..], &args].concat(),
+        );
+        assert!(
+            k.status.success(),
+            "kpt {flags:?}: {}",
+            String::from_utf8_lossy(&k.stderr)
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (k_err, o_err) = (comparable(&k.stderr), comparable(&o.stderr));
+        // The package's name is its directory's.
+        assert_eq!(
+            k_err.replace("\"kpt\"", "\"pkg\""),
+            o_err.replace("\"ours\"", "\"pkg\""),
+            "{flags:?} (left kpt, right ours)"
+        );
+        assert!(o_err.contains(&format!("network: {network}")), "{o_err}");
+        assert_eq!(read_tree(&theirs), read_tree(&ours), "{flags:?}");
+    }
     setup.assert_clean();
 }

@@ -455,6 +455,53 @@ async fn eval_image_runs_a_process_pod_like_eval_exec() {
     );
 }
 
+/// #28: `eval -e` reaches an image function run as a local process: a
+/// process pod's (through its wrapper, whose environment it inherits) and
+/// a binaryExecutor's. `--mount`, `--network` and `--as-current-user` do
+/// not apply there, and the run says so once.
+#[tokio::test]
+async fn eval_env_reaches_process_functions() {
+    let fx = Fixture::new();
+    let body = "echo \"A=${A-<unset>} B=${B-<unset>}\" >&2; exec cat";
+    write_script(&fx.dir.path().join("pods/env-fn"), body);
+    let script = fx.dir.path().join("env-bin");
+    write_script(&script, body);
+    let fns = fx.functions(&format!(
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: env-bin\nspec:\n  image: example.com/fns/env-bin\n  binaryExecutor:\n    tags: [v1]\n    path: {}\n",
+        script.display()
+    ));
+    let pkg = fx.dir.path().join("pkg");
+    std::fs::create_dir(&pkg).unwrap();
+    std::fs::write(
+        pkg.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+    )
+    .unwrap();
+    for image in ["example.com/fns/env-fn:v1", "example.com/fns/env-bin:v1"] {
+        let out = output_within(
+            std::process::Command::new(bin("function-runner"))
+                .args(["eval", pkg.to_str().unwrap(), "--image", image])
+                .args(["--process-functions", &fx.pods()])
+                .args(["--functions", fns.to_str().unwrap()])
+                .args(["-e", "A=1", "-e", "A=two words", "-e", "B="])
+                .args(["--network", "--mount", "type=tmpfs,dst=/m"]),
+            None,
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{image}: {stderr}");
+        assert!(stderr.contains("\"A=two words B=\""), "{image}: {stderr}");
+        assert_eq!(
+            stderr
+                .matches("[USING] --mount and --network are for Docker containers: not applied")
+                .count(),
+            1,
+            "{image}: {stderr}"
+        );
+    }
+}
+
 /// #11 item 1: unknown image names, however many, share one label value,
 /// and clients that never read /metrics cannot pile up answers.
 #[tokio::test]

@@ -14,6 +14,8 @@
 //!   number, so images without /etc/passwd work), no new privileges, no
 //!   capabilities, a read-only root filesystem with a tmpfs `/tmp`; memory
 //!   and CPU from the FunctionConfig's `templateOverrides.container.resources`.
+//!   `eval`'s kpt flags ([`ContainerOptions`]) add an environment and
+//!   mounts, or give it the host's network or the caller's user.
 //! - **Reached through a Unix socket**: with no network, the wrapper listens
 //!   on `wrapper.sock` in a host directory (one per pod, under
 //!   `--docker-socket-dir`) mounted into the container; the runner dials
@@ -65,6 +67,9 @@ use engine::{
     create_container, engine, image_command, label_filter, list_containers, locked_down, log_tail,
     oom_killed, remove_container, remove_volume, start_container, volume_mount, wait_exit,
 };
+use options::{container_env, user_mounts};
+pub use options::{ContainerOptions, StorageMount};
+
 use host::{
     fingerprint, instance_id, is_instance_name, lock_file, make_socket_dir, private_dir, unix_now,
 };
@@ -72,6 +77,7 @@ use resources::Resources;
 
 mod engine;
 mod host;
+mod options;
 mod resources;
 
 /// Marks everything this backend creates.
@@ -124,6 +130,9 @@ pub struct DockerSettings {
     /// `eval --keep-warm`: pods outlive the runner, reusable, for this long
     /// after their last call.
     pub keep_warm: Option<Duration>,
+    /// `eval`'s `-e`, `--mount`, `--network`, `--as-current-user` and
+    /// `render --allow-network`: none by default.
+    pub container: ContainerOptions,
 }
 
 impl Default for DockerSettings {
@@ -133,6 +142,7 @@ impl Default for DockerSettings {
             socket_dir: Self::default_socket_dir(),
             max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
             keep_warm: None,
+            container: ContainerOptions::default(),
         }
     }
 }
@@ -527,6 +537,9 @@ impl DockerBackend {
                     &wrapper_image_id,
                     &wrapper_args.join("\0"),
                     &format!("{resources:?}"),
+                    // Another environment, mount, network or user makes
+                    // another container.
+                    &format!("{:?}", inner.settings.container),
                 ]))
             }
             None => None,
@@ -586,16 +599,22 @@ impl DockerBackend {
             typ: Some(MountType::BIND),
             ..Default::default()
         });
+        let asked = &inner.settings.container;
+        mounts.extend(user_mounts(asked).map_err(|reason| failed(StartError::Mount(reason)))?);
+        // A mount of the user's at /tmp takes the place of ours.
+        let tmpfs = (!asked.mounts.iter().any(|m| m.targets("/tmp")))
+            .then(|| HashMap::from([("/tmp".to_string(), TMPFS.to_string())]));
+        let env = container_env(&resources.env, &asked.env);
         let config = ContainerCreateBody {
             image: Some(spec.image.clone()),
             entrypoint: Some(vec![format!("{TOOLS_DIR}/wrapper-server")]),
             cmd: Some(wrapper_args),
-            env: (!resources.env.is_empty()).then(|| resources.env.clone()),
-            user: Some(FUNCTION_USER.into()),
+            env: (!env.is_empty()).then_some(env),
+            user: Some(asked.user.clone().unwrap_or_else(|| FUNCTION_USER.into())),
             labels: Some(labels),
-            network_disabled: Some(true),
+            network_disabled: Some(!asked.network),
             host_config: Some(HostConfig {
-                tmpfs: Some(HashMap::from([("/tmp".to_string(), TMPFS.to_string())])),
+                tmpfs,
                 mounts: Some(mounts),
                 memory: resources.memory,
                 memory_swap: resources.memory,
@@ -613,6 +632,9 @@ impl DockerBackend {
                     ])),
                 }),
                 init: Some(false),
+                // kpt's `--network host`; the wrapper still listens on its
+                // socket only.
+                network_mode: Some(if asked.network { "host" } else { "none" }.into()),
                 ..locked_down()
             }),
             ..Default::default()
@@ -1035,6 +1057,8 @@ pub enum StartError {
     Died(String),
     #[error("resources: {0}")]
     Resources(String),
+    #[error("--mount: {0}")]
+    Mount(String),
     #[error("timed out")]
     Timeout,
 }

@@ -168,6 +168,8 @@ pub struct ProcessBackend {
     wrapper: PathBuf,
     functions: FunctionMap,
     max_message_bytes: usize,
+    /// Added to each wrapper's environment, which its function inherits.
+    env: Vec<(String, String)>,
     events: OnceLock<mpsc::UnboundedSender<PodEvent>>,
     pods: Arc<Mutex<HashMap<PodId, oneshot::Sender<oneshot::Sender<()>>>>>,
     next_id: AtomicU64,
@@ -179,10 +181,18 @@ impl ProcessBackend {
             wrapper,
             functions,
             max_message_bytes,
+            env: Vec::new(),
             events: OnceLock::new(),
             pods: Arc::default(),
             next_id: AtomicU64::new(1),
         }
+    }
+
+    /// Functions get `env` on top of this process's environment (`eval
+    /// -e`): it is the wrappers', which their functions inherit.
+    pub fn with_env(mut self, env: Vec<(String, String)>) -> Self {
+        self.env = env;
+        self
     }
 
     /// `wrapper-server` next to the running executable (where cargo and the
@@ -228,6 +238,7 @@ impl Backend for ProcessBackend {
         let id = PodId(super::pod_name(&spec.image, &format!("p{n}")));
         let wrapper = self.wrapper.clone();
         let max = self.max_message_bytes;
+        let env = self.env.clone();
         let events = self.events.get().cloned();
         let pods = self.pods.clone();
         Box::pin(async move {
@@ -267,6 +278,7 @@ impl Backend for ProcessBackend {
             .args(spec.prespawn_args())
             .arg("--")
             .args(&entrypoint)
+            .envs(env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

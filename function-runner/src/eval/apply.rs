@@ -77,7 +77,8 @@ pub(crate) async fn apply(
             running_line(stderr, name, input.len(), report)?;
             let started = Instant::now();
             let ran = match function {
-                Function::Exec(cmd) => run_exec(cmd, list, max_output_bytes).await,
+                // `render` has no `-e`.
+                Function::Exec(cmd) => run_exec(cmd, list, max_output_bytes, &[]).await,
                 Function::Image { image, evaluator } => {
                     run_image(image, list, evaluator.as_ref()).await
                 }

@@ -94,15 +94,17 @@ pub(super) async fn run_exec(
     cmd: &str,
     input: Bytes,
     max_output_bytes: usize,
+    env: &[(String, String)],
 ) -> Result<Ran, Error> {
     let argv = shlex_split(cmd).map_err(|e| Error::BadExec {
         command: cmd.to_owned(),
         reason: e,
     })?;
-    let spec = ExecSpec::from_argv(argv).ok_or_else(|| Error::BadExec {
+    let mut spec = ExecSpec::from_argv(argv).ok_or_else(|| Error::BadExec {
         command: cmd.to_owned(),
         reason: "it is empty",
     })?;
+    spec.env = env.iter().map(|(k, v)| (k.into(), v.into())).collect();
     let limits = Limits {
         max_stdout_bytes: max_output_bytes,
         max_stderr_bytes: 16 << 20,

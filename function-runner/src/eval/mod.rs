@@ -46,6 +46,7 @@
 //! [`package`]: krm_yaml::package
 
 mod apply;
+mod env;
 mod exec;
 mod input;
 mod output;
@@ -68,6 +69,7 @@ pub(crate) use apply::{apply, StepReport};
 // `StepReport::outcome`), but reachable here as before the split.
 #[allow(unused_imports)]
 pub(crate) use apply::Outcome;
+pub use env::FunctionEnv;
 pub use exec::shlex_split;
 pub(crate) use input::{doc_error, function_config, krm_problem, set_all};
 pub(crate) use output::clear_annotations;
@@ -173,6 +175,9 @@ pub struct EvalOptions {
     pub selector: Selector,
     /// kpt's `--exclude-*` flags.
     pub exclusion: Selector,
+    /// `-e/--env`: added to an `--exec` function's environment (an image
+    /// function's comes from its evaluator; a built-in has none).
+    pub env: Vec<(String, String)>,
 }
 
 impl EvalOptions {
@@ -187,6 +192,7 @@ impl EvalOptions {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             selector: Selector::default(),
             exclusion: Selector::default(),
+            env: Vec::new(),
         }
     }
 }
@@ -340,7 +346,7 @@ pub async fn run(
         return Err(e);
     }
     let ran = match &opts.function {
-        Function::Exec(cmd) => run_exec(cmd, list, opts.max_output_bytes).await,
+        Function::Exec(cmd) => run_exec(cmd, list, opts.max_output_bytes, &opts.env).await,
         Function::Image { image, evaluator } => run_image(image, list, evaluator.as_ref()).await,
         Function::Builtin { builtin, .. } => run_builtin(builtin, &list, opts.max_output_bytes),
     };

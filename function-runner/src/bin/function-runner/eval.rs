@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use function_runner::backend::docker::{DockerSettings, DEFAULT_WRAPPER_IMAGE};
+use function_runner::backend::docker::{
+    ContainerOptions, DockerSettings, StorageMount, DEFAULT_WRAPPER_IMAGE,
+};
 use function_runner::builtin::{kpt_image_name, Builtins};
 use function_runner::cache::CacheSettings;
 use function_runner::config::DEFAULT_IMAGE_PREFIX;
@@ -60,6 +62,22 @@ pub struct EvalArgs {
     /// and the process backend pulls nothing.
     #[arg(long, default_value = "IfNotPresent", value_name = "POLICY")]
     pub image_pull_policy: String,
+    // kpt's flags for the function's environment and container (#28).
+    /// Set KEY in the function's environment, to VALUE or to this
+    /// process's value (repeatable); exec, process and container functions
+    /// alike.
+    #[arg(short = 'e', long = "env", value_name = "KEY[=VALUE]")]
+    pub env: Vec<String>,
+    /// docker: mount into the function's container (repeatable):
+    /// `type=bind|volume|tmpfs,src=SRC,dst=DST`, read-only unless `rw=true`.
+    #[arg(long = "mount", value_name = "type=TYPE,src=SRC,dst=DST[,rw=true]")]
+    pub mounts: Vec<String>,
+    /// docker: the function's container gets the host's network (else none).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub network: bool,
+    /// docker: the function runs as this process's uid:gid (else nobody).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    pub as_current_user: bool,
     /// Function arguments `key=value` (a ConfigMap named `function-input`).
     #[arg(last = true, value_name = "KEY=VALUE")]
     pub fn_args: Vec<String>,
@@ -196,6 +214,7 @@ async fn run_inner(
         max_output_bytes: args.max_output_bytes,
         selector,
         exclusion,
+        env: eval::FunctionEnv::parse(&args.env)?.process_env(),
         ..EvalOptions::new(source, function)
     };
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
@@ -249,6 +268,84 @@ pub(crate) struct EvalPodArgs {
     /// run built-in.
     #[arg(long)]
     pub(crate) no_default_builtins: bool,
+    /// Not a flag: set by the command from its own.
+    #[arg(skip)]
+    pub(crate) function: FunctionPrivileges,
+}
+
+/// What a command asks for the functions it runs beyond their image:
+/// eval's `-e`, `--mount`, `--network` and `--as-current-user`, render's
+/// `--allow-network`.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FunctionPrivileges {
+    /// Added to the environment of functions run as local processes.
+    pub(crate) env: Vec<(String, String)>,
+    /// The docker backend's container options.
+    pub(crate) container: ContainerOptions,
+    /// The flags given that only a container applies, named in the note
+    /// when the function runs otherwise.
+    pub(crate) docker_only: Vec<&'static str>,
+}
+
+impl FunctionPrivileges {
+    /// eval's flags, checked as kpt and its `docker run` check them, in
+    /// their words.
+    fn from_eval(args: &EvalArgs) -> Result<Self, eval::Error> {
+        let docker_only: Vec<&'static str> = [
+            ("--mount", !args.mounts.is_empty()),
+            ("--network", args.network),
+            ("--as-current-user", args.as_current_user),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect();
+        if args.exec.is_some() && !docker_only.is_empty() {
+            // kpt refuses `--env` with `--exec` too (its message names it);
+            // here an exec function gets its environment.
+            return Err(eval::Error::Input(
+                "--mount, --as-current-user and --network can only be used with container functions"
+                    .into(),
+            ));
+        }
+        let env = eval::FunctionEnv::parse(&args.env)?;
+        let mounts = args
+            .mounts
+            .iter()
+            .map(|m| {
+                let mount = StorageMount::parse(m);
+                mount.check().map(|()| mount)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(eval::Error::Input)?;
+        // kpt's `user.Current()`: the real ids, not the effective ones.
+        let user = args.as_current_user.then(|| {
+            format!(
+                "{}:{}",
+                rustix::process::getuid().as_raw(),
+                rustix::process::getgid().as_raw()
+            )
+        });
+        Ok(FunctionPrivileges {
+            env: env.process_env(),
+            container: ContainerOptions {
+                env: env.container_env(),
+                mounts,
+                network: args.network,
+                user,
+            },
+            docker_only,
+        })
+    }
+
+    /// Said when the function runs other than in a container.
+    fn not_applied(&self) -> Option<String> {
+        let flags = match self.docker_only.as_slice() {
+            [] => return None,
+            [flag] => return Some(format!("{flag} is for Docker containers: not applied")),
+            [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        };
+        Some(format!("{flags} are for Docker containers: not applied"))
+    }
 }
 
 impl EvalPodArgs {
@@ -344,7 +441,15 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     if let Err(err) = krm_fn::exec::become_subreaper() {
         tracing::debug!(%err, "not a child subreaper");
     }
-    let EvalCommand { args, pods } = cmd;
+    let EvalCommand { args, mut pods } = cmd;
+    // Checked before anything runs (kpt: before it runs `docker run`).
+    pods.function = match FunctionPrivileges::from_eval(&args) {
+        Ok(privileges) => privileges,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return Ok(ExitCode::from(1));
+        }
+    };
     // A built-in function needs no runner: nothing is started for it.
     if let Some(image) = args
         .exec
@@ -353,7 +458,12 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         .flatten()
     {
         match pods.builtins().resolve(image, "") {
-            Ok(Some(builtin)) => return run_args(args, None, Some(builtin)).await,
+            Ok(Some(builtin)) => {
+                if let Some(note) = pods.function.not_applied() {
+                    eprintln!("[USING] {note}");
+                }
+                return run_args(args, None, Some(builtin)).await;
+            }
             Ok(None) => {}
             Err(err) => {
                 eprintln!("error: {err}");
@@ -397,6 +507,9 @@ where
     if pods.keep_warm.is_some() && backend != BackendKind::Docker {
         eprintln!("[USING] --keep-warm is for Docker containers: not kept");
     }
+    if let (true, Some(note)) = (backend != BackendKind::Docker, pods.function.not_applied()) {
+        eprintln!("[USING] {note}");
+    }
     let runner = Runner::start(RunnerOptions {
         functions: pods.functions,
         pod_cache_config: None,
@@ -416,7 +529,9 @@ where
                 .unwrap_or_else(DockerSettings::default_socket_dir),
             max_message_bytes: max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
             keep_warm: pods.keep_warm,
+            container: pods.function.container,
         }),
+        function_env: pods.function.env,
         wrapper_server: pods.wrapper_server.unwrap_or_else(
             function_runner::backend::process::ProcessBackend::default_wrapper_path,
         ),

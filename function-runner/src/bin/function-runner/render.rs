@@ -39,6 +39,9 @@ pub(crate) struct RenderCommand {
     /// and the process backend pulls nothing.
     #[arg(long, default_value = "IfNotPresent", value_name = "POLICY")]
     image_pull_policy: String,
+    /// docker: image functions get the host's network (else none).
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
+    allow_network: bool,
     #[command(flatten)]
     pods: EvalPodArgs,
 }
@@ -55,8 +58,13 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
         max_output_bytes,
         results_dir,
         image_pull_policy,
-        pods,
+        allow_network,
+        mut pods,
     } = cmd;
+    if allow_network {
+        pods.function.container.network = true;
+        pods.function.docker_only.push("--allow-network");
+    }
     if let Err(err) = eval::ImagePullPolicy::parse(&image_pull_policy) {
         eprintln!("error: {err}");
         return Ok(ExitCode::from(1));

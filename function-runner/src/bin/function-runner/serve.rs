@@ -239,7 +239,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(DockerSettings::default_socket_dir),
             max_message_bytes: args.max_request_body_size,
             keep_warm: None,
+            // Porch's functions get no more than their FunctionConfig says.
+            container: Default::default(),
         }),
+        function_env: Vec::new(),
         prespawn: Some(args.prespawn),
         registries: registry_settings(&args),
         cluster_configs: (args.backend == BackendKind::Kube && args.watch_function_configs).then(
