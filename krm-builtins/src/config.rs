@@ -62,7 +62,7 @@ pub fn config_map_data(config: &Node) -> Result<Vec<(String, String)>, String> {
 /// `#[serde(rename_all = "camelCase")]` and `#[serde(default)]` as the Go
 /// struct's yaml tags say). `Err` is the decoder's message.
 pub fn decode<T: DeserializeOwned>(config: &Node) -> Result<T, String> {
-    let value = krm_yaml::value::to_value(config);
+    let value = krm_yaml::value::to_value(config).map_err(|e| e.to_string())?;
     serde_yaml_ng::from_value(value).map_err(|e| e.to_string())
 }
 
