@@ -130,8 +130,25 @@ pub(crate) fn yaml_int(text: &str, integral_floats: bool) -> Option<i64> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
-    use super::yaml_int;
+    use super::{decode, yaml_int};
+
+    #[test]
+    fn a_config_decodes_through_its_aliases_and_refuses_cycles() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Config {
+            a: Vec<String>,
+            b: Vec<String>,
+        }
+        let doc = |t: &str| krm_yaml::parse::parse(t).unwrap().remove(0);
+        // PyYAML writes a list two fields share once, anchored.
+        let config: Config = decode(&doc("a: &id001 [x, y]\nb: *id001\n")).unwrap();
+        assert_eq!(config.b, ["x", "y"]);
+        assert_eq!(config.a, config.b);
+        let err = decode::<Config>(&doc("a: &r [*r]\nb: []\n")).unwrap_err();
+        assert_eq!(err, "yaml: anchor 'r' value contains itself");
+    }
 
     #[test]
     fn go_ints_read_as_yaml_reads_them_and_overflow_is_no_number() {
