@@ -27,7 +27,15 @@ pub(super) fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>),
         ));
     }
     if let Err(e) = krm_fn::results::parse_output(stdout) {
-        return Err(Error::BadOutput(e.to_string()));
+        // Its limits on aliases name no anchor ("repetition limit
+        // exceeded", "recursion limit exceeded"): yaml.v3's message, when
+        // that is what failed, says more.
+        let text = std::str::from_utf8(stdout).unwrap_or_default();
+        let list = read_stream(text).ok().and_then(|mut d| d.pop());
+        return Err(match list.map(|l| results_of(&l.node)) {
+            Some(Err(alias)) => alias,
+            _ => Error::BadOutput(e.to_string()),
+        });
     }
     let text =
         std::str::from_utf8(stdout).map_err(|_| Error::BadOutput("not UTF-8 text".into()))?;
@@ -38,16 +46,7 @@ pub(super) fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>),
     let Some(mut list) = docs.pop().map(|d| d.node) else {
         return Err(Error::BadOutput("the ResourceList has no items".into()));
     };
-    // Aliases in `results` may name anchors anywhere before them (PyYAML
-    // anchors a dict two results share in the first, aliases it in the
-    // second).
-    let results = match kyaml::field(&list, "results") {
-        Some(r) => parse_results(
-            &yaml::value::to_value_in(&list, r)
-                .map_err(|e| Error::BadOutput(format!("results: {e}")))?,
-        ),
-        None => Vec::new(),
-    };
+    let results = results_of(&list)?;
     // Each item will be a document of its own (a file, or one of `-o
     // unwrap`'s documents, or read by a later function apart from the
     // others): an alias to an anchor in another item, or elsewhere in the
@@ -78,6 +77,19 @@ pub(super) fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>),
         }
     };
     Ok((items, results))
+}
+
+/// The results of the ResourceList `list`. Their aliases may name
+/// anchors anywhere before them (PyYAML anchors a dict two results share
+/// in the first, aliases it in the second).
+fn results_of(list: &Node) -> Result<Vec<KptResult>, Error> {
+    Ok(match kyaml::field(list, "results") {
+        Some(r) => parse_results(
+            &yaml::value::to_value_in(list, r)
+                .map_err(|e| Error::BadOutput(format!("results: {e}")))?,
+        ),
+        None => Vec::new(),
+    })
 }
 
 pub(super) enum Processed {

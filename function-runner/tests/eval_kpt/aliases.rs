@@ -302,7 +302,7 @@ fn an_alias_the_order_sync_moves_first_is_expanded() {
 /// Aliases that would expand past yaml.v3's budget (a list of ten lists of
 /// ten ..., nine deep, that PyYAML writes in a few lines): a clear error,
 /// quickly, nothing written. kpt writes the alias into a file of its own
-/// (items), or panics (results).
+/// (items), or panics (results); so it does on a result holding itself.
 #[test]
 fn excessive_aliasing_is_a_clear_error() {
     let Some(_kpt) = prerequisites() else {
@@ -345,9 +345,30 @@ fn excessive_aliasing_is_a_clear_error() {
         None,
     );
     assert_eq!(o.code, 1, "{}", o.stderr);
-    // Refused when the output is first checked as a ResourceList.
     assert!(
-        o.stderr.contains("error: function output: cannot parse stdout as a ResourceList: repetition limit exceeded"),
+        o.stderr.contains(
+            "error: function output: results: yaml: document contains excessive aliasing\n"
+        ),
+        "{}",
+        o.stderr
+    );
+    // A result that holds itself (kpt panics).
+    let cycle = python(
+        fns.path(),
+        "cycle.py",
+        "r = {'message': 'm'}\nr['field'] = {'path': 'a', 'currentValue': r}\nrl['results'] = [r]",
+    );
+    let o = run(
+        Path::new(ours()),
+        &p.o,
+        &["eval", "pkg", "--exec", &cycle],
+        None,
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "error: function output: results: yaml: anchor 'id001' value contains itself\n"
+        ),
         "{}",
         o.stderr
     );
