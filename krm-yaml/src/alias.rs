@@ -312,7 +312,7 @@ fn comment_to_key(key: &mut Node, value: &mut Node) {
     }
 }
 
-fn has_alias(root: &Node) -> bool {
+pub(crate) fn has_alias(root: &Node) -> bool {
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
         if n.kind == Kind::Alias {

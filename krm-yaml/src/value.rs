@@ -18,6 +18,13 @@ pub fn to_value(node: &Node) -> Result<Value, AliasError> {
 /// `root`. Aliases are followed under yaml.v3's budget ([`crate::alias`]),
 /// so an alias bomb is an error, as is an alias inside what it names.
 pub fn to_value_in(root: &Node, node: &Node) -> Result<Value, AliasError> {
+    // Without an alias in `node`, no anchor needs finding in `root` (a
+    // ResourceList's items are nearly all of it).
+    let root = if crate::alias::has_alias(node) {
+        root
+    } else {
+        node
+    };
     Follow::new(root).fold(node, |n, content| match n.kind {
         Kind::Document => content.into_iter().next().unwrap_or(Value::Null),
         Kind::Mapping => {
