@@ -33,8 +33,8 @@ pub enum AliasError {
     Excessive,
 }
 
-/// The anchor an alias node names (its `alias`; built nodes may set only
-/// the value, as yaml.v3's parser also does).
+/// The anchor an alias node names: its `alias`, else its value (where
+/// yaml.v3 keeps the name, and built nodes may set only that).
 fn alias_name(n: &Node) -> &str {
     if n.alias.is_empty() {
         &n.value
@@ -44,7 +44,7 @@ fn alias_name(n: &Node) -> &str {
 }
 
 /// Where each alias of a tree points, found in one walk in document order.
-pub struct Anchors<'a> {
+pub(crate) struct Anchors<'a> {
     targets: HashMap<*const Node, &'a Node>,
     /// Nodes walked: the whole tree.
     nodes: u64,
@@ -53,7 +53,7 @@ pub struct Anchors<'a> {
 }
 
 impl<'a> Anchors<'a> {
-    pub fn new(root: &'a Node) -> Anchors<'a> {
+    pub(crate) fn new(root: &'a Node) -> Anchors<'a> {
         Anchors::walk(root, &HashMap::new())
     }
 
@@ -88,7 +88,7 @@ impl<'a> Anchors<'a> {
     }
 
     /// The node `alias` (an alias node of the tree) stands for.
-    pub fn target(&self, alias: &Node) -> Result<&'a Node, AliasError> {
+    pub(crate) fn target(&self, alias: &Node) -> Result<&'a Node, AliasError> {
         self.targets
             .get(&(alias as *const Node))
             .copied()
@@ -96,7 +96,7 @@ impl<'a> Anchors<'a> {
     }
 
     /// Whether the tree holds any alias.
-    pub fn has_aliases(&self) -> bool {
+    pub(crate) fn has_aliases(&self) -> bool {
         self.aliases > 0
     }
 }
@@ -108,7 +108,7 @@ impl<'a> Anchors<'a> {
 /// proportional to the text: a small document can grow a hundredfold, a
 /// large one barely.
 #[derive(Debug, Default)]
-pub struct Budget {
+pub(crate) struct Budget {
     decoded: u64,
     aliased: u64,
 }
@@ -118,7 +118,7 @@ impl Budget {
     const HIGH: u64 = 4_000_000;
 
     /// Counts one node, `aliased` when reached through an alias.
-    pub fn count(&mut self, aliased: bool) -> Result<(), AliasError> {
+    pub(crate) fn count(&mut self, aliased: bool) -> Result<(), AliasError> {
         self.decoded += 1;
         if aliased {
             self.aliased += 1;
@@ -272,15 +272,6 @@ impl<'a> Follow<'a> {
             ..Node::default()
         })
     }
-}
-
-/// `node` with the aliases in it expanded (anchors within `node`), or
-/// `node` itself when it holds none.
-pub fn expanded(node: &Node) -> Result<std::borrow::Cow<'_, Node>, AliasError> {
-    if !has_alias(node) {
-        return Ok(std::borrow::Cow::Borrowed(node));
-    }
-    Follow::new(node).expand(node).map(std::borrow::Cow::Owned)
 }
 
 /// [`Expansions::misplaced`], applied to `part`.
