@@ -9,6 +9,9 @@
 #![allow(clippy::unwrap_used)]
 
 mod common;
+// #28 items 2 and 3 (its own file: this one is long enough).
+#[path = "eval_kpt/aliases.rs"]
+mod aliases;
 
 use common::{copy_dir, fixture, run_in, script, tree, Run};
 

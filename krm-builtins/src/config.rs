@@ -62,7 +62,7 @@ pub fn config_map_data(config: &Node) -> Result<Vec<(String, String)>, String> {
 /// `#[serde(rename_all = "camelCase")]` and `#[serde(default)]` as the Go
 /// struct's yaml tags say). `Err` is the decoder's message.
 pub fn decode<T: DeserializeOwned>(config: &Node) -> Result<T, String> {
-    let value = krm_yaml::value::to_value(config);
+    let value = krm_yaml::value::to_value(config).map_err(|e| e.to_string())?;
     serde_yaml_ng::from_value(value).map_err(|e| e.to_string())
 }
 
@@ -130,8 +130,25 @@ pub(crate) fn yaml_int(text: &str, integral_floats: bool) -> Option<i64> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
-    use super::yaml_int;
+    use super::{decode, yaml_int};
+
+    #[test]
+    fn a_config_decodes_through_its_aliases_and_refuses_cycles() {
+        #[derive(serde::Deserialize, Debug, PartialEq)]
+        struct Config {
+            a: Vec<String>,
+            b: Vec<String>,
+        }
+        let doc = |t: &str| krm_yaml::parse::parse(t).unwrap().remove(0);
+        // PyYAML writes a list two fields share once, anchored.
+        let config: Config = decode(&doc("a: &id001 [x, y]\nb: *id001\n")).unwrap();
+        assert_eq!(config.b, ["x", "y"]);
+        assert_eq!(config.a, config.b);
+        let err = decode::<Config>(&doc("a: &r [*r]\nb: []\n")).unwrap_err();
+        assert_eq!(err, "yaml: anchor 'r' value contains itself");
+    }
 
     #[test]
     fn go_ints_read_as_yaml_reads_them_and_overflow_is_no_number() {

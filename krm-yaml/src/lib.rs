@@ -7,12 +7,17 @@
 //!   ([`parse`]), and written back as yaml.v3's encoder writes it
 //!   ([`emit`]). It mirrors `yaml.v3`'s `Node` field for field, so kyaml's
 //!   algorithms (comment copying, field-order sync) translate one to one.
+//! - [`alias`]: what an alias stands for (the tree keeps only its anchor's
+//!   name), followed under yaml.v3's budget, for reading data
+//!   ([`value`]) and for writing parts of one document as documents of
+//!   their own.
 //! - [`package`]: a package directory (or a stream of documents) read into
 //!   resources and written back as kpt writes it, and the kyaml operations
 //!   kpt applies to a resource in between ([`package::kyaml`]).
 
 #![forbid(unsafe_code)]
 
+pub mod alias;
 pub mod emit;
 pub mod node;
 pub mod package;

@@ -4,30 +4,53 @@
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::{Kind, Node};
+use crate::alias::{AliasError, Follow};
+use crate::{Kind, Node};
 
 /// A node's data: tags decide the types, as yaml.v3 decodes into Go
-/// values (aliases are followed no further than `null`).
-pub fn to_value(node: &Node) -> Value {
-    match node.kind {
-        Kind::Document => node.content.first().map(to_value).unwrap_or(Value::Null),
-        Kind::Mapping => Value::Mapping(
-            node.content
-                .chunks_exact(2)
-                .map(|kv| (to_value(&kv[0]), to_value(&kv[1])))
-                .collect::<Mapping>(),
-        ),
-        Kind::Sequence => Value::Sequence(node.content.iter().map(to_value).collect()),
+/// values; aliases are followed within `node` (see [`to_value_in`]).
+pub fn to_value(node: &Node) -> Result<Value, AliasError> {
+    to_value_in(node, node)
+}
+
+/// The data of `node`, a node of the tree `root` (a results list inside
+/// a ResourceList): its aliases may name anchors anywhere before them in
+/// `root`. Aliases are followed under yaml.v3's budget ([`crate::alias`]),
+/// so an alias bomb is an error, as is an alias inside what it names.
+pub fn to_value_in(root: &Node, node: &Node) -> Result<Value, AliasError> {
+    // Without an alias in `node`, no anchor needs finding in `root` (a
+    // ResourceList's items are nearly all of it).
+    let root = if crate::alias::has_alias(node) {
+        root
+    } else {
+        node
+    };
+    Follow::new(root).fold(node, |n, content| match n.kind {
+        Kind::Document => content.into_iter().next().unwrap_or(Value::Null),
+        Kind::Mapping => {
+            let mut map = Mapping::with_capacity(content.len() / 2);
+            let mut content = content.into_iter();
+            while let (Some(k), Some(v)) = (content.next(), content.next()) {
+                map.insert(k, v);
+            }
+            Value::Mapping(map)
+        }
+        Kind::Sequence => Value::Sequence(content),
+        // Never given (aliases are followed); no data.
         Kind::Alias => Value::Null,
-        Kind::Scalar => match node.tag.as_str() {
-            "!!null" => Value::Null,
-            "!!bool" => Value::Bool(matches!(node.value.as_str(), "true" | "True" | "TRUE")),
-            "!!int" | "!!float" => serde_yaml_ng::from_str::<Value>(&node.value)
-                .ok()
-                .filter(Value::is_number)
-                .unwrap_or_else(|| Value::String(node.value.to_string())),
-            _ => Value::String(node.value.to_string()),
-        },
+        Kind::Scalar => scalar(n),
+    })
+}
+
+fn scalar(node: &Node) -> Value {
+    match node.tag.as_str() {
+        "!!null" => Value::Null,
+        "!!bool" => Value::Bool(matches!(node.value.as_str(), "true" | "True" | "TRUE")),
+        "!!int" | "!!float" => serde_yaml_ng::from_str::<Value>(&node.value)
+            .ok()
+            .filter(Value::is_number)
+            .unwrap_or_else(|| Value::String(node.value.to_string())),
+        _ => Value::String(node.value.to_string()),
     }
 }
 

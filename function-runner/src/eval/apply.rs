@@ -15,6 +15,7 @@ use super::results::{
     fail_line, kpt_duration, parse_results, print_results, print_stderr, KptResult,
 };
 use super::{Error, Function};
+use krm_yaml::alias::expand_misplaced;
 use krm_yaml::package::{self, annotations as ann, go_quote, kyaml, PackageError};
 use krm_yaml::{self as yaml, Kind, Node};
 
@@ -163,6 +164,12 @@ pub(crate) async fn apply(
         {
             kyaml::copy_comments(from, &mut item);
             kyaml::sync_order(from, &mut item);
+            // The sync may put an alias before its anchor (PyYAML writes
+            // fields sorted): its document would not parse.
+            if let Err(e) = expand_misplaced(&mut item) {
+                fail_line(stderr, name, started)?;
+                return Err(Error::BadOutput(e.to_string()));
+            }
         }
         let found = PathAnns::read(&kyaml::annotations(&item));
         let cur = match found.reconcile(&originals) {
@@ -293,7 +300,7 @@ fn run_builtin_tree(
     };
     let outcome = crate::builtin::run_with_stack(builtin, &mut rl, &krm_builtins::Context::new());
     crate::builtin::retag(&mut rl.items);
-    let results = builtin_results(&rl.results);
+    let results = builtin_results(&rl.results)?;
     let mut log = std::mem::take(&mut rl.log);
     match outcome {
         Ok(()) => Ok(Some((
@@ -327,9 +334,9 @@ fn run_builtin_tree(
 }
 
 /// A built-in's results as kpt reads them from a container's output.
-fn builtin_results(results: &[krm_builtins::FnResult]) -> Vec<KptResult> {
+fn builtin_results(results: &[krm_builtins::FnResult]) -> Result<Vec<KptResult>, Error> {
     if results.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
     let node = Node::sequence(
         results
@@ -337,5 +344,7 @@ fn builtin_results(results: &[krm_builtins::FnResult]) -> Vec<KptResult> {
             .map(krm_builtins::FnResult::to_node)
             .collect(),
     );
-    parse_results(&yaml::value::to_value(&node))
+    yaml::value::to_value(&node)
+        .map(|v| parse_results(&v))
+        .map_err(|e| Error::BadOutput(format!("results: {e}")))
 }

@@ -38,8 +38,12 @@
 //! exists (kpt runs it first); lists are matched by position when comments
 //! are copied back (kyaml matches the lists a Kubernetes schema marks as
 //! merge-by-key, such as `containers`, by key: the two differ only where a
-//! function reorders such a list); `--exec` runs the command with
-//! `krm_fn::exec` directly rather than through
+//! function reorders such a list); YAML aliases in the output are
+//! followed (`krm_yaml::alias`): results sharing a dict each keep it (kpt
+//! fails on a shared `resourceRef`), and an alias whose anchor is in
+//! another item, or that the field-order sync moves before its anchor, is
+//! expanded so each written document parses (kpt writes it as it is);
+//! `--exec` runs the command with `krm_fn::exec` directly rather than through
 //! [`crate::evaluator::ExecEvaluator`], whose gRPC-status mapping would lose
 //! the exit code, results and stderr that kpt's `[FAIL]` block shows.
 //!

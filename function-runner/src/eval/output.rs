@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use super::input::{krm_problem, read_stream, set_all, wrap_and_encode, wrapped_list, Input};
 use super::results::{parse_results, KptResult};
 use super::{Error, Output};
+use krm_yaml::alias::{expand_misplaced, Expansions};
 use krm_yaml::package::{self, annotations as ann, kyaml, PackageError, Placed, Progress};
 use krm_yaml::{self as yaml, Kind, Node};
 
@@ -26,7 +27,15 @@ pub(super) fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>),
         ));
     }
     if let Err(e) = krm_fn::results::parse_output(stdout) {
-        return Err(Error::BadOutput(e.to_string()));
+        // Its limits on aliases name no anchor ("repetition limit
+        // exceeded", "recursion limit exceeded"): yaml.v3's message, when
+        // that is what failed, says more.
+        let text = std::str::from_utf8(stdout).unwrap_or_default();
+        let list = read_stream(text).ok().and_then(|mut d| d.pop());
+        return Err(match list.map(|l| results_of(&l.node)) {
+            Some(Err(alias)) => alias,
+            _ => Error::BadOutput(e.to_string()),
+        });
     }
     let text =
         std::str::from_utf8(stdout).map_err(|_| Error::BadOutput("not UTF-8 text".into()))?;
@@ -37,16 +46,28 @@ pub(super) fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>),
     let Some(mut list) = docs.pop().map(|d| d.node) else {
         return Err(Error::BadOutput("the ResourceList has no items".into()));
     };
-    let results = kyaml::field(&list, "results")
-        .map(|r| parse_results(&yaml::value::to_value(r)))
-        .unwrap_or_default();
+    let results = results_of(&list)?;
+    // Each item will be a document of its own (a file, or one of `-o
+    // unwrap`'s documents, or read by a later function apart from the
+    // others): an alias to an anchor in another item, or elsewhere in the
+    // list, is replaced by what it stands for. kpt writes it as it is,
+    // naming an anchor its file does not hold.
+    let expansions = match kyaml::field(&list, "items") {
+        Some(seq) if seq.kind == Kind::Sequence => Expansions::find(&list, &seq.content)
+            .map_err(|e| Error::BadOutput(format!("items: {e}")))?,
+        _ => Expansions::default(),
+    };
     let root = kyaml::content_mut(&mut list);
     let Some(i) = kyaml::field_index(root, "items") else {
         return Err(Error::BadOutput("the ResourceList has no items".into()));
     };
     let items = std::mem::take(&mut root.content[i + 1]);
     let items = match items.kind {
-        Kind::Sequence => items.content,
+        Kind::Sequence => {
+            let mut items = items.content;
+            expansions.apply(&mut items);
+            items
+        }
         _ if items.tag == kyaml::NULL_TAG => Vec::new(),
         k => {
             return Err(Error::BadOutput(format!(
@@ -56,6 +77,19 @@ pub(super) fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>),
         }
     };
     Ok((items, results))
+}
+
+/// The results of the ResourceList `list`. Their aliases may name
+/// anchors anywhere before them (PyYAML anchors a dict two results share
+/// in the first, aliases it in the second).
+fn results_of(list: &Node) -> Result<Vec<KptResult>, Error> {
+    Ok(match kyaml::field(list, "results") {
+        Some(r) => parse_results(
+            &yaml::value::to_value_in(list, r)
+                .map_err(|e| Error::BadOutput(format!("results: {e}")))?,
+        ),
+        None => Vec::new(),
+    })
 }
 
 pub(super) enum Processed {
@@ -196,6 +230,9 @@ pub(super) fn process_items(
         {
             kyaml::copy_comments(from, &mut item);
             kyaml::sync_order(from, &mut item);
+            // The sync may put an alias before its anchor (PyYAML writes
+            // fields sorted): the file would not parse.
+            expand_misplaced(&mut item).map_err(|e| Error::BadOutput(e.to_string()))?;
             kyaml::clear_annotation(&mut item, ann::ID);
             kyaml::clear_annotation(&mut item, ann::LEGACY_ID);
         }
@@ -331,7 +368,7 @@ pub(super) fn unwrap_text(text: &str) -> Result<String, Error> {
         if path.ends_with(".json") {
             let mut item = item.clone();
             clear_annotations(&mut item, ann::is_kpt);
-            return Ok(package::file_content("x.json", &[(&item, false)]));
+            return Ok(package::file_content("x.json", &[(&item, false)])?);
         }
     }
     let mut docs = Vec::with_capacity(items.len());

@@ -26,6 +26,7 @@
 //!
 //! [`kyaml`] holds the operations kpt applies to a resource in between.
 
+mod json;
 pub mod kyaml;
 
 use std::borrow::Cow;
@@ -37,6 +38,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::{self as yaml, Kind, Node};
+pub use json::to_json;
 pub use kyaml::Meta;
 
 /// The annotations kpt adds to items and removes again.
@@ -679,101 +681,21 @@ pub fn documents_text(docs: &[(&Node, bool)]) -> String {
 }
 
 /// A file's content from its resources: documents joined by `---`, or
-/// indented JSON with sorted keys for a `.json` file with one resource.
-pub fn file_content(path: &str, docs: &[(&Node, bool)]) -> String {
+/// indented JSON with sorted keys for a `.json` file with one resource
+/// (which fails only on aliases that cannot be followed).
+pub fn file_content(path: &str, docs: &[(&Node, bool)]) -> Result<String, PackageError> {
     if docs.len() == 1
         && path
             .rsplit('/')
             .next()
             .is_some_and(|n| glob_match(b"*.json", n.as_bytes()))
     {
-        let value = to_json(kyaml::content(docs[0].0));
-        let mut s = serde_json::to_string_pretty(&value).unwrap_or_default();
-        s.push('\n');
-        // Go's encoding/json escapes these.
-        if s.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-            s = s
-                .replace('<', "\\u003c")
-                .replace('>', "\\u003e")
-                .replace('&', "\\u0026")
-                .replace('\u{2028}', "\\u2028")
-                .replace('\u{2029}', "\\u2029");
-        }
-        return s;
+        return json::text(kyaml::content(docs[0].0)).map_err(|e| PackageError::File {
+            path: path.to_owned(),
+            message: e.to_string(),
+        });
     }
-    documents_text(docs)
-}
-
-/// A node as JSON, the way kyaml's `RNode.MarshalJSON` goes through Go
-/// values (mappings become objects with sorted keys).
-pub fn to_json(node: &Node) -> serde_json::Value {
-    use serde_json::Value as J;
-    match node.kind {
-        Kind::Document => node.content.first().map(to_json).unwrap_or(J::Null),
-        Kind::Mapping => J::Object(
-            node.content
-                .chunks_exact(2)
-                .map(|kv| (kv[0].value.to_string(), to_json(&kv[1])))
-                .collect(),
-        ),
-        Kind::Sequence => J::Array(node.content.iter().map(to_json).collect()),
-        Kind::Alias => J::Null,
-        Kind::Scalar => match node.tag.as_str() {
-            "!!null" => J::Null,
-            "!!bool" => J::Bool(matches!(node.value.as_str(), "true" | "True" | "TRUE")),
-            "!!int" => go_int(&node.value)
-                .or_else(|| node.value.parse::<f64>().ok().and_then(go_float))
-                .unwrap_or_else(|| J::String(node.value.to_string())),
-            "!!float" => float_value(&node.value)
-                .and_then(go_float)
-                .unwrap_or_else(|| J::String(node.value.to_string())),
-            _ => J::String(node.value.to_string()),
-        },
-    }
-}
-
-/// An integer as yaml.v3 reads one (`0x`, `0o`, `0b` and a leading `0`
-/// for octal, `_` between digits, past `i64` as `u64`), for JSON.
-fn go_int(s: &str) -> Option<serde_json::Value> {
-    let t = s.replace('_', "");
-    let (neg, digits) = match t.strip_prefix('-') {
-        Some(d) => (true, d),
-        None => (false, t.strip_prefix('+').unwrap_or(&t)),
-    };
-    let (radix, digits) = if let Some(d) = digits.strip_prefix("0x") {
-        (16, d)
-    } else if let Some(d) = digits.strip_prefix("0o") {
-        (8, d)
-    } else if let Some(d) = digits.strip_prefix("0b") {
-        (2, d)
-    } else if digits.len() > 1 && digits.starts_with('0') {
-        (8, &digits[1..])
-    } else {
-        (10, digits)
-    };
-    let magnitude = u64::from_str_radix(digits, radix).ok()?;
-    if !neg {
-        return Some(magnitude.into());
-    }
-    0i64.checked_sub_unsigned(magnitude).map(Into::into)
-}
-
-/// A float as yaml.v3 reads one (`.inf` and `.nan` have no JSON form).
-fn float_value(s: &str) -> Option<f64> {
-    s.replace('_', "")
-        .parse::<f64>()
-        .ok()
-        .filter(|f| f.is_finite())
-}
-
-/// A float as Go's encoding/json writes it: whole numbers below 1e21
-/// without a fraction (`1`, `1000`), others as Rust's shortest form.
-fn go_float(f: f64) -> Option<serde_json::Value> {
-    if f.fract() == 0.0 && f.abs() < 1e21 && f.abs() < 9.2e18 {
-        #[allow(clippy::cast_possible_truncation)]
-        return Some((f as i64).into());
-    }
-    serde_json::Number::from_f64(f).map(serde_json::Value::Number)
+    Ok(documents_text(docs))
 }
 
 /// Writes `content` to `target` through a temporary file in the same
@@ -855,7 +777,13 @@ pub fn write_package(
     for (n, (path, mut docs)) in by_path.into_iter().enumerate() {
         docs.sort_by_key(|d| (d.0.is_some(), d.0, d.1));
         let nodes: Vec<(&Node, bool)> = docs.iter().map(|d| (&d.2, d.3)).collect();
-        let content = file_content(&path, &nodes);
+        let content = match file_content(&path, &nodes) {
+            Ok(c) => c,
+            Err(e) => {
+                unstage(&staged);
+                return Err(e);
+            }
+        };
         let target = root.join(&path);
         let staging = match fs::read(&target) {
             Ok(old) if old == content.as_bytes() => {
@@ -1054,7 +982,7 @@ mod tests {
     fn json_files_as_kpt_writes_them() {
         let doc = read_documents("{\"kind\": \"ConfigMap\", \"apiVersion\": \"v1\", \"metadata\": {\"name\": \"j\", \"annotations\": {\"z\": \"1\", \"a\": \"<&>\"}}, \"data\": {\"b\": 1, \"a\": [1, 2.50, true, null]}}\n").unwrap();
         assert_eq!(
-            file_content("x/j.json", &[(&doc[0].node, false)]),
+            file_content("x/j.json", &[(&doc[0].node, false)]).unwrap(),
             "{\n  \"apiVersion\": \"v1\",\n  \"data\": {\n    \"a\": [\n      1,\n      2.5,\n      true,\n      null\n    ],\n    \"b\": 1\n  },\n  \"kind\": \"ConfigMap\",\n  \"metadata\": {\n    \"annotations\": {\n      \"a\": \"\\u003c\\u0026\\u003e\",\n      \"z\": \"1\"\n    },\n    \"name\": \"j\"\n  }\n}\n"
         );
         // Numbers as Go's encoding/json writes what yaml.v3 read (as kpt
@@ -1063,12 +991,25 @@ mod tests {
             read_documents("a: [12345678901234567890, 1.0, 1e3, 0x1F, 0o17, 0755, -3, 2.5]\n")
                 .unwrap();
         assert_eq!(
-            file_content("n.json", &[(&nums[0].node, false)]),
+            file_content("n.json", &[(&nums[0].node, false)]).unwrap(),
             "{\n  \"a\": [\n    12345678901234567890,\n    1,\n    1000,\n    31,\n    15,\n    493,\n    -3,\n    2.5\n  ]\n}\n"
+        );
+        // An alias is what it names, as Go values have it.
+        let shared = read_documents("a: &x {k: v}\nb: *x\n").unwrap();
+        assert_eq!(
+            file_content("s.json", &[(&shared[0].node, false)]).unwrap(),
+            "{\n  \"a\": {\n    \"k\": \"v\"\n  },\n  \"b\": {\n    \"k\": \"v\"\n  }\n}\n"
+        );
+        let cycle = read_documents("a: &x [*x]\n").unwrap();
+        assert_eq!(
+            file_content("c.json", &[(&cycle[0].node, false)])
+                .unwrap_err()
+                .to_string(),
+            "c.json: yaml: anchor 'x' value contains itself"
         );
         let two = read_documents("a: 1\n---\nb: 2\n").unwrap();
         assert_eq!(
-            file_content("two.json", &[(&two[0].node, false), (&two[1].node, false)]),
+            file_content("two.json", &[(&two[0].node, false), (&two[1].node, false)]).unwrap(),
             "a: 1\n---\nb: 2\n"
         );
     }
