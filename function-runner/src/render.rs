@@ -83,8 +83,9 @@ pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result
             go_quote(&opts.dir.display().to_string())
         )));
     }
-    // kpt refuses a Kptfile it cannot decode strictly, or whose functions
-    // name both or neither of image and exec: every one is checked before
+    // kpt refuses a Kptfile it cannot decode strictly, or whose pipeline
+    // its `Validate` refuses (a function with both or neither of image and
+    // exec, a bad image name or configPath): every one is checked before
     // any function runs, so a bad one changes nothing.
     check_kptfiles(&root)?;
     let name = root
