@@ -8,10 +8,13 @@
 //! `image` and `exec`, a well-formed image, not both `configMap` and
 //! `configPath`, and a `configPath` that is a KRM resource of the package.
 //! The messages are kpt's, whole (kpt prints them as they are, not after
-//! `error: `).
+//! `error: `). Written back by `eval --save` ([`save`]) as kpt writes it:
+//! through its Go types, so the file comes out as yaml.v3 marshals them.
 
+mod save;
 mod validate;
 
+pub use save::{save, FnType, NewFunction};
 pub use validate::valid_image_name;
 
 use std::path::Path;
@@ -19,7 +22,8 @@ use std::path::Path;
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
-/// What a field holds, as the Go type kpt decodes it into.
+/// What a field holds, as the Go type kpt decodes it into. Every field is
+/// `omitempty` but those marked otherwise.
 #[derive(Clone, Copy)]
 enum Ty {
     Str,

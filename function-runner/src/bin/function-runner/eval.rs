@@ -60,6 +60,14 @@ pub struct EvalArgs {
     /// and the process backend pulls nothing.
     #[arg(long, default_value = "IfNotPresent", value_name = "POLICY")]
     pub image_pull_policy: String,
+    /// After a run that passes, add the function (its image or command,
+    /// arguments or `--fn-config`, `--match-*`/`--exclude-*`) to the
+    /// package's Kptfile pipeline, as kpt does; needs `--type`.
+    #[arg(short = 's', long)]
+    pub save: bool,
+    /// `mutator` or `validator`: the pipeline list `--save` adds to.
+    #[arg(short = 't', long = "type", value_name = "mutator|validator")]
+    pub fn_type: Option<String>,
     /// Function arguments `key=value` (a ConfigMap named `function-input`).
     #[arg(last = true, value_name = "KEY=VALUE")]
     pub fn_args: Vec<String>,
@@ -210,6 +218,13 @@ pub(crate) struct EvalCommand {
     args: EvalArgs,
     #[command(flatten)]
     pods: EvalPodArgs,
+}
+
+impl EvalCommand {
+    /// The run's arguments (`--save` reads them).
+    pub(crate) fn args(&self) -> &EvalArgs {
+        &self.args
+    }
 }
 
 /// How `eval --image` (and `render`'s `image:` functions) run the image:
