@@ -15,7 +15,10 @@
 //! sees, as kpt's do ([`crate::select`]: the step runs on the selection and
 //! its output is merged back; `[RUNNING]` then says `on N resource(s)`).
 //! `results_dir` gets kpt's `results.yaml`: every function run, in order,
-//! written whether the render passed or failed.
+//! written whether the render passed or failed. With `output` (kpt's `-o`)
+//! the rendered resources go to stdout (a ResourceList with kpt's path
+//! annotations, or unwrapped) or to a new directory, and the package is
+//! left as it is.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -47,6 +50,10 @@ pub struct RenderOptions {
     pub max_output_bytes: usize,
     /// Where kpt's `results.yaml` goes (`--results-dir`).
     pub results_dir: Option<PathBuf>,
+    /// kpt's `-o`: the rendered resources to stdout (a ResourceList, or
+    /// unwrapped) or to a new directory, the package left as it is;
+    /// `None` writes the package.
+    pub output: Option<eval::Output>,
 }
 
 /// A package's pipeline step.
@@ -68,11 +75,22 @@ enum StepConfig {
     Map(Vec<(String, String)>),
 }
 
-/// Renders the package; kpt's lines go to `stderr`. Returns the exit code
-/// (1 when a function failed; its `[FAIL]` block is printed); an error is
-/// to be printed as `error: {err}`.
-pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result<u8, Error> {
-    // kpt makes the results directory first of all.
+/// Renders the package; kpt's lines go to `stderr`, `-o stdout|unwrap`'s
+/// resources to `stdout`. Returns the exit code (1 when a function failed;
+/// its `[FAIL]` block is printed); an error is to be printed as
+/// `error: {err}`.
+pub async fn run(
+    opts: RenderOptions,
+    stdout: &mut (dyn Write + Send),
+    stderr: &mut (dyn Write + Send),
+) -> Result<u8, Error> {
+    // kpt refuses an `-o` directory that exists first of all, then makes
+    // the results directory.
+    if let Some(eval::Output::Dir(dir)) = &opts.output {
+        if dir.exists() {
+            return Err(Error::OutputExists(dir.display().to_string()));
+        }
+    }
     if let Some(dir) = &opts.results_dir {
         eval::prepare_results_dir(dir)?;
     }
@@ -110,14 +128,55 @@ pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result
             };
         }
     };
-    write_back(&root, resources, &state.files_read, stderr)?;
-    writeln!(
-        stderr,
-        "Successfully executed {} function(s) in {} package(s).",
-        state.functions, state.packages
-    )?;
-    state.save_results(stderr)?;
+    match &opts.output {
+        None | Some(eval::Output::InPlace) => {
+            write_back(&root, resources, &state.files_read, stderr)?;
+            writeln!(
+                stderr,
+                "Successfully executed {} function(s) in {} package(s).",
+                state.functions, state.packages
+            )?;
+            state.save_results(stderr)?;
+        }
+        // kpt saves the results before it writes the output.
+        Some(output) => {
+            let text = output_text(&root, resources)?;
+            state.save_results(stderr)?;
+            eval::write_output_text(&text, output, stdout, stderr)?;
+        }
+    }
     Ok(0)
+}
+
+/// The rendered resources as kpt writes them for `-o` (its
+/// `adjustRelPath`, then kyaml's `ByteWriter` keeping the reader's
+/// annotations): each path made relative to the root package (a new
+/// resource's default path first), in both path annotations, and the
+/// package-path annotation removed.
+fn output_text(root: &Path, resources: Vec<Node>) -> Result<String, Error> {
+    let mut items = Vec::with_capacity(resources.len());
+    for mut item in resources {
+        let pkg = kyaml::annotation(&item, ann::PACKAGE_PATH)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.to_path_buf());
+        let rel_pkg = match pkg.strip_prefix(root) {
+            Ok(r) if !r.as_os_str().is_empty() => r.to_string_lossy().into_owned(),
+            _ => ".".to_owned(),
+        };
+        let path = kyaml::annotation(&item, ann::PATH)
+            .or_else(|| kyaml::annotation(&item, ann::LEGACY_PATH))
+            .map(str::to_owned)
+            .unwrap_or_else(|| package::default_path(&kyaml::meta(&item)));
+        // Go's `filepath.Join(subpackage, filepath.Clean(path))`.
+        let rel = package::clean_path(&format!("{rel_pkg}/{path}"));
+        for key in [ann::PATH, ann::LEGACY_PATH] {
+            kyaml::set_annotation(&mut item, key, &rel)
+                .map_err(|e| Error::BadOutput(e.to_string()))?;
+        }
+        kyaml::clear_annotation(&mut item, ann::PACKAGE_PATH);
+        items.push(item);
+    }
+    Ok(eval::resource_list_text(&mut items))
 }
 
 /// [`crate::kptfile::check`] on the Kptfile of `dir` and of every

@@ -39,6 +39,11 @@ pub(crate) struct RenderCommand {
     /// and the process backend pulls nothing.
     #[arg(long, default_value = "IfNotPresent", value_name = "POLICY")]
     image_pull_policy: String,
+    /// Where the rendered resources go instead of back into DIR: `stdout`
+    /// (a ResourceList), `unwrap` (YAML documents) or a new directory;
+    /// the package is left as it is.
+    #[arg(short = 'o', long, value_name = "stdout|unwrap|DIR")]
+    output: Option<String>,
     #[command(flatten)]
     pods: EvalPodArgs,
 }
@@ -55,11 +60,23 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
         max_output_bytes,
         results_dir,
         image_pull_policy,
+        output,
         pods,
     } = cmd;
     if let Err(err) = eval::ImagePullPolicy::parse(&image_pull_policy) {
         eprintln!("error: {err}");
         return Ok(ExitCode::from(1));
+    }
+    // `-o DIR` must not exist, as kpt checks first of all.
+    let output = output.as_deref().map(eval::Output::parse);
+    if let Some(eval::Output::Dir(out)) = &output {
+        if out.exists() {
+            eprintln!(
+                "error: {}",
+                eval::Error::OutputExists(out.display().to_string())
+            );
+            return Ok(ExitCode::from(1));
+        }
     }
     // A Kptfile kpt refuses stops the run before a runner is started (a
     // results directory in the way first, as kpt checks it first).
@@ -95,8 +112,10 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
                 truncate_output,
                 max_output_bytes,
                 results_dir,
+                output,
             };
-            match render::run(opts, &mut stderr).await {
+            let mut stdout = std::io::stdout();
+            match render::run(opts, &mut stdout, &mut stderr).await {
                 Ok(code) => ExitCode::from(code),
                 Err(err) => {
                     let _ = match err {
