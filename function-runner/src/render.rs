@@ -339,25 +339,27 @@ impl State<'_> {
         if selecting && !validator {
             select::set_ids(&mut input).map_err(|e| Error::Input(e.to_string()))?;
         }
+        // kpt reads the config from its file, as written; a mutator's is
+        // then the package's resource from that file as it is now (the
+        // last one whose path is written the same way), if there is one.
+        let from_file = |p: &str| -> Result<Node, Error> {
+            // Go's `filepath.Join` cleans: `a/..` needs no `a`.
+            let path = dir.join(package::clean_path(p));
+            let text = std::fs::read_to_string(&path)
+                .map_err(|_| Error::MissingFnConfig(path.display().to_string()))?;
+            let doc = package::read_documents(&text)
+                .map_err(|e| Error::BadFnConfig(path.display().to_string(), e.to_string()))?
+                .into_iter()
+                .next()
+                .ok_or_else(|| {
+                    Error::BadFnConfig(path.display().to_string(), "it is empty".into())
+                })?;
+            Ok(doc.node)
+        };
         let fn_config = match &step.fn_config {
             StepConfig::None => None,
             StepConfig::Map(data) => Some(config_map(data)?),
-            // kpt reads a validator's config from its file, as written.
-            StepConfig::Path(p) if validator => {
-                let path = dir.join(p);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|_| Error::MissingFnConfig(path.display().to_string()))?;
-                let doc = package::read_documents(&text)
-                    .map_err(|e| Error::BadFnConfig(path.display().to_string(), e.to_string()))?
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| {
-                        Error::BadFnConfig(path.display().to_string(), "it is empty".into())
-                    })?;
-                Some(doc.node)
-            }
-            // A mutator's is the package's resource from that file as it is
-            // now (the last one with that path).
+            StepConfig::Path(p) if validator => Some(from_file(p)?),
             StepConfig::Path(p) => {
                 let found = input.iter().rev().find(|r| {
                     kyaml::annotation(r, ann::PACKAGE_PATH) == Some(pkg_path.as_str())
@@ -365,14 +367,7 @@ impl State<'_> {
                 });
                 match found {
                     Some(r) => Some(r.clone()),
-                    None => {
-                        return Err(Error::Input(format!(
-                            "{}: configPath {} names no resource of the package",
-                            step.name,
-                            go_quote(p)
-                        ))
-                        .into())
-                    }
+                    None => Some(from_file(p)?),
                 }
             }
         };
