@@ -15,7 +15,10 @@
 //! sees, as kpt's do ([`crate::select`]: the step runs on the selection and
 //! its output is merged back; `[RUNNING]` then says `on N resource(s)`).
 //! `results_dir` gets kpt's `results.yaml`: every function run, in order,
-//! written whether the render passed or failed.
+//! written whether the render passed or failed. With `output` (kpt's `-o`)
+//! the rendered resources go to stdout (a ResourceList with kpt's path
+//! annotations, or unwrapped) or to a new directory, and the package is
+//! left as it is.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -47,6 +50,10 @@ pub struct RenderOptions {
     pub max_output_bytes: usize,
     /// Where kpt's `results.yaml` goes (`--results-dir`).
     pub results_dir: Option<PathBuf>,
+    /// kpt's `-o`: the rendered resources to stdout (a ResourceList, or
+    /// unwrapped) or to a new directory, the package left as it is;
+    /// `None` writes the package.
+    pub output: Option<eval::Output>,
 }
 
 /// A package's pipeline step.
@@ -68,11 +75,22 @@ enum StepConfig {
     Map(Vec<(String, String)>),
 }
 
-/// Renders the package; kpt's lines go to `stderr`. Returns the exit code
-/// (1 when a function failed; its `[FAIL]` block is printed); an error is
-/// to be printed as `error: {err}`.
-pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result<u8, Error> {
-    // kpt makes the results directory first of all.
+/// Renders the package; kpt's lines go to `stderr`, `-o stdout|unwrap`'s
+/// resources to `stdout`. Returns the exit code (1 when a function failed;
+/// its `[FAIL]` block is printed); an error is to be printed as
+/// `error: {err}`.
+pub async fn run(
+    opts: RenderOptions,
+    stdout: &mut (dyn Write + Send),
+    stderr: &mut (dyn Write + Send),
+) -> Result<u8, Error> {
+    // kpt refuses an `-o` directory that exists first of all, then makes
+    // the results directory.
+    if let Some(eval::Output::Dir(dir)) = &opts.output {
+        if dir.exists() {
+            return Err(Error::OutputExists(dir.display().to_string()));
+        }
+    }
     if let Some(dir) = &opts.results_dir {
         eval::prepare_results_dir(dir)?;
     }
@@ -83,8 +101,9 @@ pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result
             go_quote(&opts.dir.display().to_string())
         )));
     }
-    // kpt refuses a Kptfile it cannot decode strictly, or whose functions
-    // name both or neither of image and exec: every one is checked before
+    // kpt refuses a Kptfile it cannot decode strictly, or whose pipeline
+    // its `Validate` refuses (a function with both or neither of image and
+    // exec, a bad image name or configPath): every one is checked before
     // any function runs, so a bad one changes nothing.
     check_kptfiles(&root)?;
     let name = root
@@ -109,14 +128,55 @@ pub async fn run(opts: RenderOptions, stderr: &mut (dyn Write + Send)) -> Result
             };
         }
     };
-    write_back(&root, resources, &state.files_read, stderr)?;
-    writeln!(
-        stderr,
-        "Successfully executed {} function(s) in {} package(s).",
-        state.functions, state.packages
-    )?;
-    state.save_results(stderr)?;
+    match &opts.output {
+        None | Some(eval::Output::InPlace) => {
+            write_back(&root, resources, &state.files_read, stderr)?;
+            writeln!(
+                stderr,
+                "Successfully executed {} function(s) in {} package(s).",
+                state.functions, state.packages
+            )?;
+            state.save_results(stderr)?;
+        }
+        // kpt saves the results before it writes the output.
+        Some(output) => {
+            let text = output_text(&root, resources)?;
+            state.save_results(stderr)?;
+            eval::write_output_text(&text, output, stdout, stderr)?;
+        }
+    }
     Ok(0)
+}
+
+/// The rendered resources as kpt writes them for `-o` (its
+/// `adjustRelPath`, then kyaml's `ByteWriter` keeping the reader's
+/// annotations): each path made relative to the root package (a new
+/// resource's default path first), in both path annotations, and the
+/// package-path annotation removed.
+fn output_text(root: &Path, resources: Vec<Node>) -> Result<String, Error> {
+    let mut items = Vec::with_capacity(resources.len());
+    for mut item in resources {
+        let pkg = kyaml::annotation(&item, ann::PACKAGE_PATH)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root.to_path_buf());
+        let rel_pkg = match pkg.strip_prefix(root) {
+            Ok(r) if !r.as_os_str().is_empty() => r.to_string_lossy().into_owned(),
+            _ => ".".to_owned(),
+        };
+        let path = kyaml::annotation(&item, ann::PATH)
+            .or_else(|| kyaml::annotation(&item, ann::LEGACY_PATH))
+            .map(str::to_owned)
+            .unwrap_or_else(|| package::default_path(&kyaml::meta(&item)));
+        // Go's `filepath.Join(subpackage, filepath.Clean(path))`.
+        let rel = package::clean_path(&format!("{rel_pkg}/{path}"));
+        for key in [ann::PATH, ann::LEGACY_PATH] {
+            kyaml::set_annotation(&mut item, key, &rel)
+                .map_err(|e| Error::BadOutput(e.to_string()))?;
+        }
+        kyaml::clear_annotation(&mut item, ann::PACKAGE_PATH);
+        items.push(item);
+    }
+    Ok(eval::resource_list_text(&mut items))
 }
 
 /// [`crate::kptfile::check`] on the Kptfile of `dir` and of every
@@ -279,25 +339,27 @@ impl State<'_> {
         if selecting && !validator {
             select::set_ids(&mut input).map_err(|e| Error::Input(e.to_string()))?;
         }
+        // kpt reads the config from its file, as written; a mutator's is
+        // then the package's resource from that file as it is now (the
+        // last one whose path is written the same way), if there is one.
+        let from_file = |p: &str| -> Result<Node, Error> {
+            // Go's `filepath.Join` cleans: `a/..` needs no `a`.
+            let path = dir.join(package::clean_path(p));
+            let text = std::fs::read_to_string(&path)
+                .map_err(|_| Error::MissingFnConfig(path.display().to_string()))?;
+            let doc = package::read_documents(&text)
+                .map_err(|e| Error::BadFnConfig(path.display().to_string(), e.to_string()))?
+                .into_iter()
+                .next()
+                .ok_or_else(|| {
+                    Error::BadFnConfig(path.display().to_string(), "it is empty".into())
+                })?;
+            Ok(doc.node)
+        };
         let fn_config = match &step.fn_config {
             StepConfig::None => None,
             StepConfig::Map(data) => Some(config_map(data)?),
-            // kpt reads a validator's config from its file, as written.
-            StepConfig::Path(p) if validator => {
-                let path = dir.join(p);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|_| Error::MissingFnConfig(path.display().to_string()))?;
-                let doc = package::read_documents(&text)
-                    .map_err(|e| Error::BadFnConfig(path.display().to_string(), e.to_string()))?
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| {
-                        Error::BadFnConfig(path.display().to_string(), "it is empty".into())
-                    })?;
-                Some(doc.node)
-            }
-            // A mutator's is the package's resource from that file as it is
-            // now (the last one with that path).
+            StepConfig::Path(p) if validator => Some(from_file(p)?),
             StepConfig::Path(p) => {
                 let found = input.iter().rev().find(|r| {
                     kyaml::annotation(r, ann::PACKAGE_PATH) == Some(pkg_path.as_str())
@@ -305,14 +367,7 @@ impl State<'_> {
                 });
                 match found {
                     Some(r) => Some(r.clone()),
-                    None => {
-                        return Err(Error::Input(format!(
-                            "{}: configPath {} names no resource of the package",
-                            step.name,
-                            go_quote(p)
-                        ))
-                        .into())
-                    }
+                    None => Some(from_file(p)?),
                 }
             }
         };

@@ -58,6 +58,7 @@ mod results;
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;
+mod text_output;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -79,6 +80,7 @@ pub(crate) use input::{doc_error, function_config, krm_problem, set_all};
 pub(crate) use output::clear_annotations;
 pub use results::{kpt_duration, parse_results, prepare_results_dir, KptResult};
 pub(crate) use results::{results_list_yaml, FnRecord};
+pub(crate) use text_output::{resource_list_text, write_output_text};
 
 use exec::{run_builtin, run_exec, run_image};
 use input::{assemble, check_krm, read_dir_input, read_stream_input, select_input};

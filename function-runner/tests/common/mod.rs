@@ -2,6 +2,8 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod kpt;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

@@ -78,6 +78,14 @@ pub struct EvalArgs {
     /// docker: the function runs as this process's uid:gid (else nobody).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     pub as_current_user: bool,
+    /// After a run that passes, add the function (its image or command,
+    /// arguments or `--fn-config`, `--match-*`/`--exclude-*`) to the
+    /// package's Kptfile pipeline, as kpt does; needs `--type`.
+    #[arg(short = 's', long)]
+    pub save: bool,
+    /// `mutator` or `validator`: the pipeline list `--save` adds to.
+    #[arg(short = 't', long = "type", value_name = "mutator|validator")]
+    pub fn_type: Option<String>,
     /// Function arguments `key=value` (a ConfigMap named `function-input`).
     #[arg(last = true, value_name = "KEY=VALUE")]
     pub fn_args: Vec<String>,
@@ -229,6 +237,13 @@ pub(crate) struct EvalCommand {
     args: EvalArgs,
     #[command(flatten)]
     pods: EvalPodArgs,
+}
+
+impl EvalCommand {
+    /// The run's arguments (`--save` reads them).
+    pub(crate) fn args(&self) -> &EvalArgs {
+        &self.args
+    }
 }
 
 /// How `eval --image` (and `render`'s `image:` functions) run the image:

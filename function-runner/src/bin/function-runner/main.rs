@@ -5,6 +5,7 @@
 
 mod eval;
 mod render;
+mod save;
 mod serve;
 
 use std::io::IsTerminal;
@@ -77,7 +78,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
-            Command::Eval(cmd) => eval::run(*cmd).await,
+            Command::Eval(cmd) => save::eval(*cmd).await,
             Command::Render(cmd) => render::run(*cmd).await,
             Command::Crd => {
                 print!("{}", function_runner::config::crd::crd_yaml()?);

@@ -42,6 +42,11 @@ pub(crate) struct RenderCommand {
     /// docker: image functions get the host's network (else none).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true", value_name = "BOOL")]
     allow_network: bool,
+    /// Where the rendered resources go instead of back into DIR: `stdout`
+    /// (a ResourceList), `unwrap` (YAML documents) or a new directory;
+    /// the package is left as it is.
+    #[arg(short = 'o', long, value_name = "stdout|unwrap|DIR")]
+    output: Option<String>,
     #[command(flatten)]
     pods: EvalPodArgs,
 }
@@ -59,6 +64,7 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
         results_dir,
         image_pull_policy,
         allow_network,
+        output,
         mut pods,
     } = cmd;
     if allow_network {
@@ -68,6 +74,17 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
     if let Err(err) = eval::ImagePullPolicy::parse(&image_pull_policy) {
         eprintln!("error: {err}");
         return Ok(ExitCode::from(1));
+    }
+    // `-o DIR` must not exist, as kpt checks first of all.
+    let output = output.as_deref().map(eval::Output::parse);
+    if let Some(eval::Output::Dir(out)) = &output {
+        if out.exists() {
+            eprintln!(
+                "error: {}",
+                eval::Error::OutputExists(out.display().to_string())
+            );
+            return Ok(ExitCode::from(1));
+        }
     }
     // A Kptfile kpt refuses stops the run before a runner is started (a
     // results directory in the way first, as kpt checks it first).
@@ -103,8 +120,10 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
                 truncate_output,
                 max_output_bytes,
                 results_dir,
+                output,
             };
-            match render::run(opts, &mut stderr).await {
+            let mut stdout = std::io::stdout();
+            match render::run(opts, &mut stdout, &mut stderr).await {
                 Ok(code) => ExitCode::from(code),
                 Err(err) => {
                     let _ = match err {

@@ -1,27 +1,46 @@
-//! A Kptfile checked as kpt 1.0.0-beta.56 checks it before it renders: the
-//! schema version (`checkKptfileVersion`), then a strict decode into its
-//! `v1.KptFile` type (yaml.v3 with `KnownFields`: every unknown field and
-//! every value of the wrong kind is an error, each with its line), then
-//! each pipeline function names exactly one of `image` and `exec`. The
-//! messages are kpt's, whole (kpt prints them as they are, not after
-//! `error: `).
+//! A Kptfile as kpt 1.0.0-beta.56 reads, checks and writes it.
+//!
+//! Read (kpt's `ReadKptfile`): the schema version (`checkKptfileVersion`),
+//! then a strict decode into its `v1.KptFile` type (yaml.v3 with
+//! `KnownFields`: every unknown field, repeated key and value of the wrong
+//! kind is an error, each with its line). Checked before render (its
+//! `Validate`, [`validate`]): each pipeline function names exactly one of
+//! `image` and `exec`, a well-formed image, not both `configMap` and
+//! `configPath`, and a `configPath` that is a KRM resource of the package.
+//! The messages are kpt's, whole (kpt prints them as they are, not after
+//! `error: `). Written back by `eval --save` ([`save`]) as kpt writes it:
+//! through its Go types, so the file comes out as yaml.v3 marshals them.
+
+mod save;
+mod validate;
+
+pub use save::{save, FnType, NewFunction};
+pub use validate::valid_image_name;
 
 use std::path::Path;
 
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
-/// What a field holds, as the Go type kpt decodes it into.
+/// What a field holds, as the Go type kpt decodes it into. Every field is
+/// `omitempty` but those marked otherwise.
 #[derive(Clone, Copy)]
 enum Ty {
     Str,
+    /// A string without `omitempty`: written even when empty.
+    StrAlways,
     StrList,
     StrMap,
+    /// A pointer to a struct: omitted when nil (absent or null), written
+    /// (maybe as `{}`) otherwise.
     Obj(&'static Schema),
+    /// A struct value: omitted when all its fields are empty.
+    Struct(&'static Schema),
     List(&'static Schema),
 }
 
-/// A Go struct: its name in yaml.v3's messages and its fields.
+/// A Go struct: its name in yaml.v3's messages and its fields, in the
+/// struct's order (the order yaml.v3 writes them in).
 struct Schema {
     name: &'static str,
     fields: &'static [(&'static str, Ty)],
@@ -63,7 +82,7 @@ const UPSTREAM_LOCK: Schema = Schema {
 };
 const READINESS_GATE: Schema = Schema {
     name: "v1.ReadinessGate",
-    fields: &[("conditionType", Ty::Str)],
+    fields: &[("conditionType", Ty::StrAlways)],
 };
 const PACKAGE_INFO: Schema = Schema {
     name: "v1.PackageInfo",
@@ -121,8 +140,8 @@ const INVENTORY: Schema = Schema {
 const CONDITION: Schema = Schema {
     name: "v1.Condition",
     fields: &[
-        ("type", Ty::Str),
-        ("status", Ty::Str),
+        ("type", Ty::StrAlways),
+        ("status", Ty::StrAlways),
         ("reason", Ty::Str),
         ("message", Ty::Str),
     ],
@@ -136,7 +155,7 @@ const KPTFILE: Schema = Schema {
     fields: &[
         ("apiVersion", Ty::Str),
         ("kind", Ty::Str),
-        ("metadata", Ty::Obj(&OBJECT_META)),
+        ("metadata", Ty::Struct(&OBJECT_META)),
         ("upstream", Ty::Obj(&UPSTREAM)),
         ("upstreamLock", Ty::Obj(&UPSTREAM_LOCK)),
         ("info", Ty::Obj(&PACKAGE_INFO)),
@@ -146,9 +165,18 @@ const KPTFILE: Schema = Schema {
     ],
 };
 
-/// Checks the Kptfile of the package at `dir` (absolute, as kpt names it),
-/// `node` being its first document. `Err`: kpt's message, whole.
+/// Checks the Kptfile of the package at `dir` (absolute, as kpt names it)
+/// as render does, `node` being its first document: [`read`], then
+/// [`validate`]. `Err`: kpt's message, whole.
 pub fn check(dir: &Path, node: &Node) -> Result<(), String> {
+    read(dir, node)?;
+    validate(dir, node)
+}
+
+/// kpt's `ReadKptfile` on the Kptfile of `dir` whose first document is
+/// `node`: its schema version, then the strict decode. `Err`: kpt's
+/// message, whole.
+pub fn read(dir: &Path, node: &Node) -> Result<(), String> {
     let root = kyaml::content(node);
     let at = format!("Kptfile at {}", go_quoted(&dir.display().to_string()));
     let api_version = kyaml::value_of(kyaml::field(root, "apiVersion"));
@@ -181,20 +209,18 @@ pub fn check(dir: &Path, node: &Node) -> Result<(), String> {
             errors.join("\n  ")
         ));
     }
-    let pipeline = kyaml::field(root, "pipeline");
+    Ok(())
+}
+
+/// kpt's `KptFile.Validate` on a Kptfile that [`read`] accepted: each
+/// pipeline function, mutators first, as [`validate::function`] checks
+/// it. `Err`: kpt's message, whole.
+pub fn validate(dir: &Path, node: &Node) -> Result<(), String> {
+    let pipeline = kyaml::field(node, "pipeline");
     for list in ["mutators", "validators"] {
         let functions = pipeline.and_then(|p| kyaml::field(p, list));
         for (i, f) in functions.map_or(&[][..], |l| &l.content).iter().enumerate() {
-            let set = |k: &str| !kyaml::value_of(kyaml::field(f, k)).is_empty();
-            let reason = match (set("image"), set("exec")) {
-                (true, true) => "must not specify both `image` and `exec` at the same time",
-                // kpt's own spelling.
-                (false, false) => "must specify a functon (`image` or `exec`) to execute",
-                _ => continue,
-            };
-            return Err(format!(
-                "Kptfile is invalid:\nField: `pipeline.{list}[{i}]`\nReason: {reason}\n "
-            ));
+            validate::function(dir, f, list, i)?;
         }
     }
     Ok(())
@@ -211,8 +237,13 @@ fn decode(node: &Node, ty: Ty, errors: &mut Vec<String>) {
     if node.kind == Kind::Alias || (node.kind == Kind::Scalar && node.tag == kyaml::NULL_TAG) {
         return;
     }
+    // yaml.v3 refuses a mapping with a repeated key before it looks at
+    // what the mapping goes into, and then decodes nothing in it.
+    if node.kind == Kind::Mapping && repeated_keys(node, errors) {
+        return;
+    }
     match ty {
-        Ty::Str => {
+        Ty::Str | Ty::StrAlways => {
             if node.kind != Kind::Scalar {
                 errors.push(cannot(node, "string"));
             }
@@ -230,7 +261,7 @@ fn decode(node: &Node, ty: Ty, errors: &mut Vec<String>) {
             }
             _ => errors.push(cannot(node, "map[string]string")),
         },
-        Ty::Obj(schema) => match node.kind {
+        Ty::Obj(schema) | Ty::Struct(schema) => match node.kind {
             Kind::Mapping => {
                 for kv in node.content.chunks_exact(2) {
                     let (key, value) = (&kv[0], &kv[1]);
@@ -253,6 +284,27 @@ fn decode(node: &Node, ty: Ty, errors: &mut Vec<String>) {
             _ => errors.push(cannot(node, &format!("[]{}", schema.name))),
         },
     }
+}
+
+/// yaml.v3's check for repeated keys in a mapping (a key node of the same
+/// kind and value as an earlier one): whether there are any, each
+/// repetition of each key reported.
+fn repeated_keys(node: &Node, errors: &mut Vec<String>) -> bool {
+    let before = errors.len();
+    let keys: Vec<&Node> = node.content.iter().step_by(2).collect();
+    for (i, a) in keys.iter().enumerate() {
+        for b in &keys[i + 1..] {
+            if a.kind == b.kind && a.value == b.value {
+                errors.push(format!(
+                    "line {}: mapping key {} already defined at line {}",
+                    b.line,
+                    go_quoted(&b.value),
+                    a.line
+                ));
+            }
+        }
+    }
+    errors.len() > before
 }
 
 /// yaml.v3's `terror`: `line N: cannot unmarshal !!str `value` into T`
