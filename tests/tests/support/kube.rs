@@ -228,6 +228,21 @@ impl Setup {
     /// `serve --backend kube` in the test's namespace, dialling pod IPs
     /// (this host cannot resolve cluster DNS names).
     pub fn runner(&self, id: &str, extra: &[&str]) -> Wrapper {
+        self.runner_with(id, extra, None)
+    }
+
+    /// [`Setup::runner`] with the client credentials of `kubeconfig` (an
+    /// identity of its own, under RBAC) instead of the test's.
+    pub fn runner_as(&self, kubeconfig: &std::path::Path, id: &str, extra: &[&str]) -> Wrapper {
+        self.runner_with(id, extra, Some(kubeconfig))
+    }
+
+    fn runner_with(
+        &self,
+        id: &str,
+        extra: &[&str],
+        kubeconfig: Option<&std::path::Path>,
+    ) -> Wrapper {
         let mut args = vec![
             "--metrics-port",
             "0",
@@ -247,7 +262,16 @@ impl Setup {
             id,
         ];
         args.extend_from_slice(extra);
-        Wrapper::start_runner(&args).unwrap()
+        match kubeconfig {
+            None => Wrapper::start_runner(&args).unwrap(),
+            Some(kubeconfig) => {
+                let mut cmd = Command::new(e2e_tests::bin("function-runner"));
+                cmd.args(["serve", "--host", "127.0.0.1", "--port", "0"])
+                    .args(&args)
+                    .env("KUBECONFIG", kubeconfig);
+                Wrapper::spawn(cmd, "function-runner serving").unwrap()
+            }
+        }
     }
 
     /// One EvaluateFunction through `runner`; the output ResourceList.
