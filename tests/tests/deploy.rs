@@ -6,9 +6,9 @@
 //! The manifests are applied as written except for names and a few
 //! test-only patches (see [`patch_for_this_cluster`]): their namespaces and
 //! images become the test's own, so parallel tests and leftovers never
-//! collide. The dev cluster authorizes everything (AlwaysAllow), so the RBAC
-//! objects are applied and accepted but not enforced here: this test does
-//! not prove the Roles suffice.
+//! collide. The runner here acts with the test's (admin) kubeconfig, so the
+//! RBAC objects are applied and accepted but not exercised: `rbac.rs` runs
+//! the runner as its ServiceAccount under enforced RBAC with these Roles.
 
 #![allow(clippy::unwrap_used)]
 

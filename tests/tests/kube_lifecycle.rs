@@ -15,7 +15,7 @@ use e2e_tests::{docker, eventually_async};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
-use support::{function_container, pod_template, setup, EXAMPLE_FN_DOCKERFILE};
+use support::{function_container, pod_template, setup, wait_call_running, EXAMPLE_FN_DOCKERFILE};
 
 fn annotation(pod: &Pod, key: &str) -> String {
     pod.metadata.annotations.as_ref().unwrap()[key].clone()
@@ -260,18 +260,10 @@ async fn a_pod_deleted_mid_call_costs_no_call() {
     let calls: Vec<_> = (0..3).map(|_| s.call(&runner)).collect();
     let delete = async {
         // Once a call runs in the pod (its `sleep` is there), delete it.
-        // The process itself: the wrapper's and the shell's command lines
-        // hold "sleep 3" too, but end in "exec cat".
-        let container = function_container(&victim);
-        let running = eventually_async(Duration::from_secs(30), async || {
-            docker(&["top", &container]).is_ok_and(|out| {
-                String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .any(|line| line.trim_end().ends_with(" sleep 3"))
-            })
-        })
-        .await;
-        assert!(running, "no call ran in {victim}");
+        assert!(
+            wait_call_running(&victim, " sleep 3").await,
+            "no call ran in {victim}"
+        );
         let now = DeleteParams {
             grace_period_seconds: Some(0),
             ..DeleteParams::default()

@@ -20,7 +20,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
 use nix::sys::signal::Signal;
-use support::{function_container, pod_template, setup, Setup, EXAMPLE_FN_DOCKERFILE};
+use support::{pod_template, setup, wait_call_running, Setup, EXAMPLE_FN_DOCKERFILE};
 
 /// A function that takes three seconds: long enough to act on its pod
 /// while a call runs. Its output is its input.
@@ -169,10 +169,7 @@ async fn a_pods_life_is_told_on_the_pod_in_operations_gate_finalizer_and_events(
     // Shutdown: nobody else uses it, so its owner drains it (traffic off),
     // deletes it, and takes the finalizer off: the pod leaves the API.
     s.stop(runner).await;
-    let gone = eventually_async(Duration::from_secs(60), async || {
-        s.pods.get_opt(&name).await.unwrap().is_none()
-    })
-    .await;
+    let gone = s.wait_absent(&name, Duration::from_secs(60)).await;
     assert!(gone, "the pod stays in the API");
     let told = wait_story(
         &s,
@@ -230,16 +227,10 @@ async fn two_runners_one_deletes_while_the_others_call_finishes() {
 
     let call = s.call(&b);
     let change = async {
-        let container = function_container(&name);
-        let running = eventually_async(Duration::from_secs(30), async || {
-            docker(&["top", &container]).is_ok_and(|out| {
-                String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .any(|line| line.trim_end().ends_with(" sleep 3"))
-            })
-        })
-        .await;
-        assert!(running, "no call of B ran in {name}");
+        assert!(
+            wait_call_running(&name, " sleep 3").await,
+            "no call of B ran in {name}"
+        );
         map.data = Some(BTreeMap::from([(
             "template".to_string(),
             pod_template(&s.wrapper_image, "two"),
@@ -255,10 +246,7 @@ async fn two_runners_one_deletes_while_the_others_call_finishes() {
         "B's call was cut off: {}",
         b.logs()
     );
-    let gone = eventually_async(Duration::from_secs(60), async || {
-        s.pods.get_opt(&name).await.unwrap().is_none()
-    })
-    .await;
+    let gone = s.wait_absent(&name, Duration::from_secs(60)).await;
     assert!(gone, "the old pod stays\nA: {}\nB: {}", a.logs(), b.logs());
     let told = wait_story(
         &s,
@@ -320,10 +308,7 @@ async fn a_killed_runners_finalizer_goes_a_ttl_after_it_vanished_or_when_it_rest
     assert!(lifecycle::protected(&held), "{:?}", held.metadata);
 
     let b = s.runner("runner-b", &short);
-    let gone = eventually_async(ttl + Duration::from_secs(40), async || {
-        s.pods.get_opt(&name).await.unwrap().is_none()
-    })
-    .await;
+    let gone = s.wait_absent(&name, ttl + Duration::from_secs(40)).await;
     let at = lifecycle::now_ns();
     assert!(gone, "the pod stays Terminating\nB: {}", b.logs());
     assert!(
@@ -345,10 +330,7 @@ async fn a_killed_runners_finalizer_goes_a_ttl_after_it_vanished_or_when_it_rest
         .await
         .unwrap();
     let again = s.runner("runner-a", &long);
-    let gone = eventually_async(Duration::from_secs(60), async || {
-        s.pods.get_opt(&name).await.unwrap().is_none()
-    })
-    .await;
+    let gone = s.wait_absent(&name, Duration::from_secs(60)).await;
     assert!(
         gone,
         "the restarted runner left its pod Terminating\n{}",

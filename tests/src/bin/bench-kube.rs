@@ -183,8 +183,16 @@ async fn run(
         });
         plain.push(plain_pod(client, namespace, wrapper_image, i, milestones).await?);
     }
+    // The pods' ends: the runner lets go of each at shutdown (drain,
+    // delete, finalizer), which completes before it exits.
+    let from = SystemTime::now();
     runner.signal(nix::sys::signal::Signal::SIGTERM);
     runner.wait_exit(Duration::from_secs(60)).await?;
+    phases.push(Phase {
+        name: format!("shutdown, {} pods", images.len()),
+        from,
+        to: SystemTime::now(),
+    });
 
     println!("| | n | p50 | min | max |\n|---|---|---|---|---|");
     for (name, samples) in [("cold call", &mut cold), ("warm call", &mut warm)] {

@@ -301,6 +301,15 @@ impl Setup {
             .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
     }
 
+    /// Waits (at most `within`) until the pod `name` has left the API
+    /// (finalizers and all); whether it did.
+    pub async fn wait_absent(&self, name: &str, within: Duration) -> bool {
+        e2e_tests::eventually_async(within, async || {
+            self.pods.get_opt(name).await.unwrap().is_none()
+        })
+        .await
+    }
+
     pub async fn stop(&self, mut runner: Wrapper) {
         runner.signal(Signal::SIGTERM);
         let status = runner.wait_exit(Duration::from_secs(60)).await.unwrap();
@@ -331,4 +340,20 @@ pub fn pod_template(wrapper_image: &str, generation: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  labels: {{generation: {generation}}}\nspec:\n  restartPolicy: Never\n  securityContext: {{runAsNonRoot: true, runAsUser: 65532}}\n  initContainers:\n  - name: copy-wrapper-server\n    image: {wrapper_image}\n    imagePullPolicy: IfNotPresent\n    command: [/wrapper-server, install, /wrapper-server-tools]\n    volumeMounts: [{{name: tools, mountPath: /wrapper-server-tools}}]\n  containers:\n  - name: function\n    image: replaced\n    imagePullPolicy: IfNotPresent\n    command: [/wrapper-server-tools/wrapper-server]\n    readinessProbe:\n      periodSeconds: 1\n      exec: {{command: [/wrapper-server-tools/grpc-health-probe, -addr, 'localhost:9446']}}\n    volumeMounts: [{{name: tools, mountPath: /wrapper-server-tools}}]\n  volumes: [{{name: tools, emptyDir: {{}}}}]\n"
     )
+}
+
+/// Waits until a call runs in pod `pod`'s function container: one of its
+/// processes' command lines ends in `needle` (for the slow test function,
+/// ` sleep 3`: the wrapper's and the shell's command lines hold it too, but
+/// end in `exec cat`). Whether it did within 30 s.
+pub async fn wait_call_running(pod: &str, needle: &str) -> bool {
+    let container = function_container(pod);
+    e2e_tests::eventually_async(Duration::from_secs(30), async || {
+        docker(&["top", &container]).is_ok_and(|out| {
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|line| line.trim_end().ends_with(needle))
+        })
+    })
+    .await
 }
