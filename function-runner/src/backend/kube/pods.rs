@@ -373,7 +373,12 @@ impl KubeBackend {
         );
         let (store, writer) = reflector::store();
         let (tick, changed) = watch::channel(0u64);
-        let scan_interval = settings.scan_interval.max(Duration::from_secs(1));
+        // The sweep also refreshes this runner's operations, which others
+        // count stale after a TTL: it runs at least every tenth of it.
+        let scan_interval = settings
+            .scan_interval
+            .min(settings.ttl / 10)
+            .max(Duration::from_secs(1));
         let runner = label_value(&settings.owner);
         let inner = Arc::new(Inner {
             runner,
@@ -516,7 +521,15 @@ impl Inner {
             Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
                 let name = pod.metadata.name.clone().unwrap_or_default();
                 if let Some(reason) = terminated(&pod) {
-                    if !self.report_failed(&name, pod.metadata.uid.as_deref(), &reason)
+                    let reported = self.report_failed(&name, pod.metadata.uid.as_deref(), &reason);
+                    if reported {
+                        self.lifecycle.emit(
+                            &pod,
+                            Phase::Failed,
+                            format!("runner {} saw it fail: {reason}", self.runner),
+                        );
+                    }
+                    if !reported
                         && self.mine(&pod)
                         && !self.held().claimed.contains(&name)
                         && pod.metadata.deletion_timestamp.is_none()

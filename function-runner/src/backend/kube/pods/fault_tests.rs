@@ -906,3 +906,29 @@ async fn warm_hand_out_rate_kube_beside_a_backend_without_reuse_hook() {
         api.log()
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_handed_out_pod_whose_container_dies_is_reported_and_told_in_a_warning() {
+    let mut h = harness(Vec::new()).await;
+    let name = start_ready(&mut h, IMAGE, "uid-1").await;
+    let mut pod = ready(&h.api.pod(&name).expect("in the store"));
+    pod["status"]["containerStatuses"] = json!([{
+        "name": "function", "image": IMAGE, "imageID": "", "ready": false,
+        "restartCount": 0,
+        "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}},
+    }]);
+    h.api.apply_pod("MODIFIED", pod);
+    let event = tokio::time::timeout(FINISH_WITHIN, h.events.recv())
+        .await
+        .expect("a pod event");
+    assert!(
+        matches!(&event, Some(PodEvent::Failed { reason, .. }) if reason.contains("OOMKilled")),
+        "{event:?}"
+    );
+    h.api.quiet().await;
+    assert!(
+        h.api.event_reasons().iter().any(|r| r == "Failed"),
+        "{:?}",
+        h.api.event_reasons()
+    );
+}
