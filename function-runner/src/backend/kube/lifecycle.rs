@@ -192,6 +192,14 @@ pub fn operation_labels(runner: &str, op: Option<OpType>) -> Map<String, Value> 
     labels
 }
 
+/// The metadata of a merge patch that declares `runner`'s operation `op`
+/// (or withdraws it: `None`).
+pub fn declaring(runner: &str, op: Option<OpType>) -> Map<String, Value> {
+    let mut meta = Map::new();
+    meta.insert("labels".into(), operation_labels(runner, op).into());
+    meta
+}
+
 /// What [`patch_meta`] and [`set_gate`] did.
 #[derive(Debug)]
 pub enum Outcome {

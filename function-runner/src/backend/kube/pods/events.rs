@@ -1,0 +1,215 @@
+//! What this runner does with the pod watch's events (failures, deletes,
+//! drains by others, relists, template changes) and on each sweep (expired
+//! pods nobody holds, operation refreshes, finalizers left behind).
+
+use super::*;
+
+impl Inner {
+    pub(super) fn on_pod_event(&self, event: Result<watcher::Event<Pod>, watcher::Error>) {
+        match event {
+            Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
+                let name = pod.metadata.name.clone().unwrap_or_default();
+                if let Some(reason) = terminated(&pod) {
+                    let reported = self.report_failed(&name, pod.metadata.uid.as_deref(), &reason);
+                    if reported {
+                        self.lifecycle.emit(
+                            &pod,
+                            Phase::Failed,
+                            format!("runner {} saw it fail: {reason}", self.runner),
+                        );
+                    }
+                    if !reported
+                        && self.mine(&pod)
+                        && !self.held().claimed.contains(&name)
+                        && pod.metadata.deletion_timestamp.is_none()
+                    {
+                        // A pod of this runner that nobody holds (left by
+                        // an earlier run) ended: nobody else deletes it.
+                        self.spawn_delete(
+                            name,
+                            Exactly::Uid(pod.metadata.uid.clone().unwrap_or_default()),
+                        );
+                    }
+                } else if let Some(why) = self.taken_away(&pod) {
+                    // Its calls here still run to their end on it (a pod
+                    // being deleted answers what it has, then drains); no
+                    // new one goes to it.
+                    self.report_taken(&name, pod.metadata.uid.as_deref(), &why);
+                }
+                self.unprotect_if_due(&pod);
+            }
+            Ok(watcher::Event::Delete(pod)) => {
+                if let Some(uid) = &pod.metadata.uid {
+                    self.held().deleting.remove(uid);
+                }
+                self.report_failed(
+                    pod.metadata.name.as_deref().unwrap_or_default(),
+                    pod.metadata.uid.as_deref(),
+                    "was deleted",
+                );
+            }
+            // A relist after the watch broke (410 Gone included): a pod
+            // deleted meanwhile produced no Delete event, it is just absent
+            // from the new list.
+            Ok(watcher::Event::InitDone) => {
+                *self
+                    .watch_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = None;
+                self.report_missing();
+            }
+            Ok(_) => {}
+            // The watcher restarts itself, with backoff.
+            Err(err) => {
+                tracing::warn!(%err, "pod watch");
+                *self
+                    .watch_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(err.to_string());
+            }
+        }
+    }
+
+    /// Reports a handed-out pod's end to the cache; whether it was one. A
+    /// `uid` other than the handed-out pod's is an older pod of that name:
+    /// its end says nothing of this one.
+    pub(super) fn report_failed(&self, name: &str, uid: Option<&str>, reason: &str) -> bool {
+        let was_ready = {
+            let mut held = self.held();
+            let same = match (uid, held.uids.get(name)) {
+                (Some(seen), Some(held)) => seen == held,
+                _ => true,
+            };
+            let was_ready = same && held.ready.remove(name);
+            if was_ready {
+                held.known.remove(name);
+            }
+            was_ready
+        };
+        if was_ready {
+            tracing::warn!(pod = %name, %reason, "pod failed");
+            if let Some(events) = self.events.get() {
+                let _ = events.send(PodEvent::Failed {
+                    id: PodId(name.to_string()),
+                    reason: reason.to_string(),
+                });
+            }
+        }
+        was_ready
+    }
+
+    /// Reports every handed-out pod that the store no longer has.
+    pub(super) fn report_missing(&self) {
+        let held: Vec<(String, Option<String>)> = {
+            let held = self.held();
+            held.ready
+                .iter()
+                .map(|name| (name.clone(), held.uids.get(name).cloned()))
+                .collect()
+        };
+        for (name, uid) in held {
+            let present = self
+                .store
+                .get(&self.key(&name))
+                .is_some_and(|p| uid.is_none() || p.metadata.uid == uid);
+            if !present {
+                self.report_failed(&name, None, "was deleted while the watch was down");
+            }
+        }
+    }
+
+    /// Tells the cache that the pod `name` is of an old template: it takes
+    /// no new call and goes once idle (the cache decides when).
+    pub(super) fn report_stale(&self, name: String, why: Retire) {
+        if let Some(events) = self.events.get() {
+            let _ = events.send(PodEvent::Stale {
+                id: PodId(name),
+                why,
+            });
+        }
+    }
+
+    /// The template changed: handed-out pods of another version take no
+    /// new call and go once idle (the cache decides when).
+    pub(super) fn retire_other_versions(&self, template: &Template) {
+        let names: Vec<String> = self.held().ready.iter().cloned().collect();
+        for name in names {
+            let Some(pod) = self.store.get(&self.key(&name)) else {
+                continue;
+            };
+            let version = pod
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(TEMPLATE_VERSION_ANNOTATION));
+            if version != Some(&template.version) {
+                tracing::info!(pod = %name, "the pod template changed: replacing the pod once idle");
+                self.report_stale(name, Retire::TemplateChanged);
+            }
+        }
+    }
+
+    /// Deletes, from the store's view, the pods nobody here holds that are
+    /// due: this runner's own once expired or ended, another's once a TTL
+    /// past its reclaim-after (its owner is gone).
+    ///
+    /// Also the lifecycle's clock: this runner's operations on the pods it
+    /// holds are refreshed (every tenth of the TTL), and deleted pods whose
+    /// runners' operations went stale lose their finalizer.
+    pub(super) fn sweep(&self) {
+        let now = now_secs();
+        let grace = self.settings.ttl.as_secs();
+        let (claimed, refresh) = {
+            let held = self.held();
+            let due = lifecycle::now_ns().saturating_sub(self.stale().as_nanos() / 10);
+            let refresh: Vec<(String, String)> = held
+                .ready
+                .iter()
+                .filter(|name| held.declared.get(*name).is_some_and(|at| *at <= due))
+                .filter(|name| !held.operating.contains(*name))
+                .filter_map(|name| Some((name.clone(), held.uids.get(name)?.clone())))
+                .collect();
+            (held.claimed.clone(), refresh)
+        };
+        for (name, uid) in refresh {
+            self.held().operating.insert(name.clone());
+            let this = self.detached();
+            let seen = self.store.get(&self.key(&name)).map(|p| (*p).clone());
+            tokio::spawn(async move {
+                this.refresh(&name, &uid, seen).await;
+                this.held().operating.remove(&name);
+            });
+        }
+        for pod in self.store.state() {
+            let Some(name) = pod.metadata.name.clone() else {
+                continue;
+            };
+            self.unprotect_if_due(&pod);
+            if claimed.contains(&name) || pod.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let expiry = reclaim_after(&pod).unwrap_or(0);
+            let due = if self.mine(&pod) {
+                expiry <= now || ended(&pod).is_some()
+            } else {
+                expiry.saturating_add(grace) <= now
+            };
+            // Never a pod another live runner has in rotation.
+            if due && self.serving_elsewhere(&pod).is_none() {
+                let why = if self.mine(&pod) {
+                    "idle past its TTL, nobody holds it"
+                } else {
+                    "its owner is gone (no reuse for a TTL past its reclaim-after)"
+                };
+                tracing::info!(pod = %name, owner = owner_of(&pod).unwrap_or(""), why, "deleting a pod nobody holds");
+                self.lifecycle.emit(
+                    &pod,
+                    Phase::Deleted,
+                    format!("runner {} deletes it: {why}", self.runner),
+                );
+                let version = pod.metadata.resource_version.clone().unwrap_or_default();
+                self.spawn_delete(name, Exactly::Version(version));
+            }
+        }
+    }
+}
