@@ -178,8 +178,12 @@ fn decided_code(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
             CacheError::PodStart { .. } | CacheError::ActorGone => None,
         };
     }
-    if let Some(BackendError::UnknownImage { .. }) = err.downcast_ref::<BackendError>() {
-        return Some(Code::NotFound);
+    match err.downcast_ref::<BackendError>() {
+        Some(BackendError::UnknownImage { .. }) => return Some(Code::NotFound),
+        // The runner cannot start pods now (and says NOT_SERVING): another
+        // replica, or a later try, may.
+        Some(BackendError::Refused { .. }) => return Some(Code::Unavailable),
+        _ => {}
     }
     None
 }

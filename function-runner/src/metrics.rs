@@ -61,6 +61,10 @@ pub struct RunnerMetrics {
     pods: Family<StateLabel, Gauge>,
     pod_stops: Family<ReasonLabel, Counter>,
     builtin_evaluations: Family<BuiltinLabels, Counter>,
+    /// 1 while the backend can start pods, 0 while it cannot.
+    backend_ready: Gauge,
+    /// What `backend_ready` shows, read at scrape time.
+    backend_readiness: std::sync::OnceLock<tokio::sync::watch::Receiver<bool>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -130,7 +134,16 @@ impl RunnerMetrics {
             "EvaluateFunction calls answered by a built-in function, by function and outcome (gRPC code)",
             builtin_evaluations.clone(),
         );
+        let backend_ready = Gauge::default();
+        backend_ready.set(1);
+        registry.register(
+            "backend_ready",
+            "1 while the backend can start pods, 0 while it cannot (the kube backend: the API server refuses the runner a right it needs to list or start its pods; the runner's health is NOT_SERVING meanwhile)",
+            backend_ready.clone(),
+        );
         Self {
+            backend_ready,
+            backend_readiness: Default::default(),
             registry,
             labeled: Default::default(),
             evaluations,
@@ -194,8 +207,16 @@ impl RunnerMetrics {
         true
     }
 
+    /// `backend_ready` shows what `ready` says.
+    pub fn follow_backend_ready(&self, ready: tokio::sync::watch::Receiver<bool>) {
+        let _ = self.backend_readiness.set(ready);
+    }
+
     /// The metrics text, with the cache's current figures.
     pub async fn render(&self, cache: Option<&PodCache>) -> String {
+        if let Some(ready) = self.backend_readiness.get() {
+            self.backend_ready.set(i64::from(*ready.borrow()));
+        }
         if let Some(cache) = cache {
             let snap = cache.snapshot().await;
             // Counters only move forward: set them to the actor's totals.
@@ -289,5 +310,9 @@ impl Backend for MeteredBackend {
 
     fn close(&self) -> futures::future::BoxFuture<'static, ()> {
         self.inner.close()
+    }
+
+    fn ready(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        self.inner.ready()
     }
 }

@@ -2,12 +2,14 @@
 //! backend → pod cache; exec, built-in and pod evaluators in a fixed chain. Used by
 //! `serve` and by `eval --image`.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::docker::{DockerBackend, DockerSettings, DockerSetupError};
 use crate::backend::kube::entrypoint::Entrypoints;
+use crate::backend::kube::owner;
 use crate::backend::kube::pods::{KubeBackend, KubeSettings};
 use crate::backend::kube::registry::{RegistryError, RegistrySettings};
 use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
@@ -121,6 +123,8 @@ pub struct Runner {
     pub builtins: Builtins,
     /// Keeps the cluster's FunctionConfigs watched while the runner lives.
     _config_watch: Option<ConfigWatch>,
+    /// Warms the images that FunctionConfig changes add (`--warm-up-pod-cache`).
+    _live_warming: Option<WarmOnChange>,
     /// The backend, closed after the pods are stopped.
     backend: Arc<dyn Backend>,
     /// The exec evaluator's pre-spawned processes.
@@ -218,6 +222,25 @@ impl Runner {
                 settings.pull_secret = opts.registries.pull_secret();
                 let entrypoints = Entrypoints::with_settings(&opts.registries)?;
                 let client = kube_client().await.map_err(RunnerError::Kube)?;
+                if let Some(pod) = &settings.runner_pod {
+                    match owner::find(&client, &settings.runner_namespace, pod).await {
+                        Ok(Some(deployment)) => {
+                            tracing::info!(
+                                deployment = %deployment.name,
+                                owner_reference = deployment.reference_from(&settings.namespace).is_some(),
+                                "function pods belong to the runner's Deployment: they go when it is deleted"
+                            );
+                            settings.deployment = Some(deployment);
+                        }
+                        Ok(None) => tracing::info!(
+                            pod = %pod,
+                            "the runner is not run by a Deployment: its function pods go when it stops"
+                        ),
+                        Err(err) => tracing::warn!(
+                            "{err}: function pods will not go with the runner's Deployment"
+                        ),
+                    }
+                }
                 Arc::new(KubeBackend::new(client, settings, entrypoints))
             }
             BackendKind::Docker => {
@@ -227,6 +250,9 @@ impl Runner {
             }
         };
         let closer = backend.clone();
+        if let Some(ready) = backend.ready() {
+            metrics.follow_backend_ready(ready);
+        }
         let backend = Arc::new(MeteredBackend::new(backend, metrics.clone()));
         let cache = PodCache::spawn(backend, opts.cache);
         // --- FunctionConfigs in the cluster (kube mode): they join the directory's, and the
@@ -240,24 +266,21 @@ impl Runner {
             None => None,
         };
         // --- end of the cluster's FunctionConfigs
-        if opts.warm_up {
-            let index = index.current();
-            let images: Vec<(String, PodRequestSettings)> = index
-                .warm_images()
-                .into_iter()
-                .map(|image| {
-                    let settings = index
-                        .pod_settings_for(&image, "")
-                        .map(|m| PodRequestSettings::from(&m))
-                        .unwrap_or_default();
-                    (image, settings)
-                })
-                .collect();
+        let live_warming = if opts.warm_up {
+            let current = index.current();
+            let images = warm_list(&current, &HashSet::new());
             if !images.is_empty() {
                 tracing::info!(count = images.len(), "warming the pod cache");
                 cache.warm(images).await;
             }
-        }
+            // FunctionConfigs applied later (or whose tags change) warm as the ones read
+            // at start did; only the cluster's change while the runner runs.
+            config_watch
+                .is_some()
+                .then(|| WarmOnChange::spawn(cache.clone(), index.clone(), &current))
+        } else {
+            None
+        };
         let exec_pools = Arc::new(opts.prespawn.map_or_else(ExecPools::off, ExecPools::new));
         let builtins = Builtins::new(index.clone(), opts.default_builtins);
         let evaluator: Arc<dyn Evaluator> = Arc::new(
@@ -290,9 +313,16 @@ impl Runner {
             index,
             builtins,
             _config_watch: config_watch,
+            _live_warming: live_warming,
             backend: closer,
             exec_pools,
         })
+    }
+
+    /// Whether the backend can start pods, where it can tell (the kube
+    /// backend: whether the API server grants the rights it needs).
+    pub fn ready(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        self.backend.ready()
     }
 
     /// Stops every pod this runner owns.
@@ -310,5 +340,152 @@ impl Runner {
         {
             tracing::warn!("the backend did not close within {grace:?}");
         }
+    }
+}
+
+/// The images of `index` to warm, with their pod settings, but those in `done`.
+fn warm_list(index: &ImageIndex, done: &HashSet<String>) -> Vec<(String, PodRequestSettings)> {
+    index
+        .warm_images()
+        .into_iter()
+        .filter(|image| !done.contains(image))
+        .map(|image| {
+            let settings = index
+                .pod_settings_for(&image, "")
+                .map(|m| PodRequestSettings::from(&m))
+                .unwrap_or_default();
+            (image, settings)
+        })
+        .collect()
+}
+
+/// Warms each image a new index adds to the warm list (a FunctionConfig applied, or new
+/// podExecutor tags), once: an image already warm, or warmed and since expired by its TTL,
+/// is not started again by an unrelated change. Stops with the runner (dropped) or once no
+/// index can change any more.
+struct WarmOnChange(tokio::task::JoinHandle<()>);
+
+impl WarmOnChange {
+    fn spawn(cache: PodCache, mut index: LiveIndex, first: &ImageIndex) -> Self {
+        let mut warmed: HashSet<String> = first.warm_images().into_iter().collect();
+        WarmOnChange(tokio::spawn(async move {
+            while index.changed().await {
+                let current = index.current();
+                let images = warm_list(&current, &warmed);
+                // A tag dropped and added again later warms again.
+                warmed = current.warm_images().into_iter().collect();
+                if images.is_empty() {
+                    continue;
+                }
+                tracing::info!(
+                    count = images.len(),
+                    images = ?images.iter().map(|(image, _)| image.as_str()).collect::<Vec<_>>(),
+                    "warming the pods of changed FunctionConfigs"
+                );
+                cache.warm(images).await;
+            }
+        }))
+    }
+}
+
+impl Drop for WarmOnChange {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::backend::{BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
+    use crate::config::test_support::config;
+    use futures::future::BoxFuture;
+    use tokio::sync::mpsc;
+
+    /// Reports the image of every start; its pods need no endpoint (nothing calls them).
+    struct Starts(mpsc::UnboundedSender<String>);
+
+    impl Backend for Starts {
+        fn name(&self) -> &'static str {
+            "starts"
+        }
+
+        fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
+            let _ = self.0.send(spec.image.clone());
+            Box::pin(async move {
+                Ok(ReadyPod {
+                    id: PodId(spec.image),
+                    endpoint: "http://127.0.0.1:1".into(),
+                })
+            })
+        }
+
+        fn stop(&self, _: PodId, _: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
+            Box::pin(async { Ok(()) })
+        }
+
+        fn set_events(&self, _: mpsc::UnboundedSender<PodEvent>) {}
+    }
+
+    fn index_of(specs: &[(&str, &str)]) -> Arc<ImageIndex> {
+        let configs: Vec<_> = specs
+            .iter()
+            .map(|(name, spec)| config(name, spec))
+            .collect();
+        let (index, errors) = ImageIndex::build(&configs, "example.com/fns");
+        assert!(errors.is_empty(), "{errors:?}");
+        Arc::new(index)
+    }
+
+    async fn next(starts: &mut mpsc::UnboundedReceiver<String>) -> Option<String> {
+        tokio::time::timeout(Duration::from_secs(10), starts.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// #31 item 3: a FunctionConfig applied or given new tags while the runner runs gets its
+    /// pods warmed; images already warmed are not started again by an unrelated change.
+    #[tokio::test]
+    async fn a_changed_index_warms_only_the_images_it_adds() {
+        let (tx, mut starts) = mpsc::unbounded_channel();
+        let cache = PodCache::spawn(Arc::new(Starts(tx)), CacheSettings::default());
+        let first = index_of(&[("a", "image: a\npodExecutor:\n  tags: [v1]\n")]);
+        let (publisher, live) = LiveIndex::new(first.clone());
+        let warming = WarmOnChange::spawn(cache.clone(), live, &first);
+
+        publisher.publish(index_of(&[
+            ("a", "image: a\npodExecutor:\n  tags: [v1, v2]\n"),
+            ("b", "image: b\npodExecutor:\n  tags: [v1]\n"),
+        ]));
+        let mut started = vec![next(&mut starts).await, next(&mut starts).await];
+        started.sort();
+        assert_eq!(
+            started,
+            [
+                Some("example.com/fns/a:v2".to_string()),
+                Some("example.com/fns/b:v1".to_string())
+            ]
+        );
+        // A change that adds no image starts nothing (a:v1 was warm from the start).
+        publisher.publish(index_of(&[
+            ("a", "image: a\npodExecutor:\n  tags: [v1, v2]\n"),
+            ("b", "image: b\npodExecutor:\n  tags: [v1]\n"),
+            (
+                "c",
+                "image: c\nbinaryExecutor:\n  tags: [v1]\n  path: /bin/true\n",
+            ),
+        ]));
+        publisher.publish(index_of(&[(
+            "a",
+            "image: a\npodExecutor:\n  tags: [v1, v3]\n",
+        )]));
+        assert_eq!(
+            next(&mut starts).await.as_deref(),
+            Some("example.com/fns/a:v3")
+        );
+        drop(warming);
+        cache.shutdown().await;
     }
 }

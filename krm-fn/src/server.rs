@@ -25,6 +25,38 @@ pub mod guard;
 /// evaluator.
 pub const HEALTH_SERVICES: [&str; 2] = ["", proto::EVALUATOR_SERVICE];
 
+/// Sets health from `readiness` as it changes, until `draining`.
+async fn follow_readiness(
+    mut readiness: tokio::sync::watch::Receiver<bool>,
+    health: HealthReporter,
+    draining: CancellationToken,
+) {
+    loop {
+        let ready = *readiness.borrow_and_update();
+        let status = if ready {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        for name in HEALTH_SERVICES {
+            health.set_service_status(name, status).await;
+        }
+        // A drain that began while the status was set is not undone.
+        if draining.is_cancelled() {
+            for name in HEALTH_SERVICES {
+                health
+                    .set_service_status(name, ServingStatus::NotServing)
+                    .await;
+            }
+            return;
+        }
+        tokio::select! {
+            changed = readiness.changed() => if changed.is_err() { return },
+            () = draining.cancelled() => return,
+        }
+    }
+}
+
 /// Default for `--shutdown-grace`: under Kubernetes' default termination
 /// grace period (30 s), leaving the runner time to stop its pods after.
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(20);
@@ -42,7 +74,7 @@ const CLOSE_WAIT: Duration = Duration::from_millis(500);
 const MAX_PENDING_ACCEPT_RESETS: usize = 1024;
 
 /// How a server is bounded.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// Largest gRPC message, both directions.
     pub max_message_bytes: usize,
@@ -58,6 +90,10 @@ pub struct ServeOptions {
     /// From the shutdown signal until every connection is closed: calls
     /// still running when it ends are cancelled.
     pub shutdown_grace: Duration,
+    /// Whether the server can do its job now, if something tells (the
+    /// runner: whether its backend can start pods): health follows it,
+    /// SERVING while true, NOT_SERVING while false, until the drain.
+    pub readiness: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// Where a server accepts connections: a TCP port, or a Unix socket (the
@@ -122,10 +158,22 @@ where
     S::Future: Send + 'static,
 {
     let health = HealthReporter::new();
+    let ready = options.readiness.as_ref().is_none_or(|r| *r.borrow());
     for name in HEALTH_SERVICES {
-        health
-            .set_service_status(name, ServingStatus::Serving)
-            .await;
+        let status = if ready {
+            ServingStatus::Serving
+        } else {
+            ServingStatus::NotServing
+        };
+        health.set_service_status(name, status).await;
+    }
+    let draining = CancellationToken::new();
+    if let Some(readiness) = options.readiness.clone() {
+        tokio::spawn(follow_readiness(
+            readiness,
+            health.clone(),
+            draining.clone(),
+        ));
     }
     let health_service = tonic_health::pb::health_server::HealthServer::new(
         tonic_health::server::HealthService::from_health_reporter(health.clone()),
@@ -135,6 +183,8 @@ where
         let close_all = close_all.clone();
         async move {
             shutdown.await;
+            // Readiness no longer moves health: the drain holds it down.
+            draining.cancel();
             let grace = options.shutdown_grace;
             let close_at = tokio::time::Instant::now() + grace;
             for name in HEALTH_SERVICES {

@@ -13,44 +13,16 @@
 #[path = "support/kube.rs"]
 mod support;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
-use e2e_tests::{eventually_async, prerequisite, require_kubeconfig};
+use e2e_tests::{eventually_async, health_status, prerequisite};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{ListParams, PostParams};
 use kube::Api;
 use nix::sys::signal::Signal;
-use support::{setup, EXAMPLE_FN_DOCKERFILE};
-
-/// The runner's identity, as `deploy/rbac.yaml` binds it.
-const IDENTITY: &str = "system:serviceaccount:porch-system:porch-fn-runner";
-
-/// The identity's kubeconfig, which `kube-cluster` writes beside the
-/// admin's when `KAS_USERS` names it.
-fn require_runner_kubeconfig() -> anyhow::Result<PathBuf> {
-    let admin = require_kubeconfig()?;
-    let dir = admin.parent().context("KUBECONFIG has no directory")?;
-    let name: String = IDENTITY
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let path = dir.join(format!("kubeconfig.{name}"));
-    anyhow::ensure!(
-        path.is_file(),
-        "no {}: the cluster was not started with KAS_AUTHORIZATION=RBAC and KAS_USERS={IDENTITY}=... (see .ci/run)",
-        path.display()
-    );
-    Ok(path)
-}
+use proto::pb::EvaluateFunctionRequest;
+use support::{require_runner_kubeconfig, setup, EXAMPLE_FN_DOCKERFILE};
 
 #[tokio::test]
 async fn a_pods_whole_life_needs_no_right_beyond_deploy_rbac() {
@@ -60,36 +32,9 @@ async fn a_pods_whole_life_needs_no_right_beyond_deploy_rbac() {
     let Some(s) = setup("rbac", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
         return;
     };
-    // The Roles and RoleBindings as written, in the test's namespace (both
+    // setup() granted deploy/rbac.yaml's Roles in the test's namespace (both
     // the pods' and the runner's own); their subject stays the identity.
-    let manifests =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/rbac.yaml"))
-            .unwrap();
-    let roles: Api<Role> = Api::namespaced(s.client.clone(), &s.namespace);
-    let bindings: Api<RoleBinding> = Api::namespaced(s.client.clone(), &s.namespace);
-    let mut applied = 0;
-    for doc in manifests.split("\n---\n") {
-        let value: serde_json::Value = serde_yaml_ng::from_str(doc).unwrap();
-        match value["kind"].as_str() {
-            Some("Role") => {
-                let mut role: Role = serde_json::from_value(value).unwrap();
-                role.metadata.namespace = Some(s.namespace.clone());
-                roles.create(&PostParams::default(), &role).await.unwrap();
-                applied += 1;
-            }
-            Some("RoleBinding") => {
-                let mut binding: RoleBinding = serde_json::from_value(value).unwrap();
-                binding.metadata.namespace = Some(s.namespace.clone());
-                bindings
-                    .create(&PostParams::default(), &binding)
-                    .await
-                    .unwrap();
-                applied += 1;
-            }
-            _ => {}
-        }
-    }
-    assert!(applied >= 4, "the Roles and their bindings: {applied}");
+    assert_eq!(s.runner_kubeconfig.as_deref(), Some(kubeconfig.as_path()));
 
     // Enforced: what no Role grants is refused to the identity.
     let as_runner = kube::Client::try_from(
@@ -108,7 +53,7 @@ async fn a_pods_whole_life_needs_no_right_beyond_deploy_rbac() {
         "RBAC is not enforced: {refused:?}"
     );
 
-    let runner = s.runner_as(&kubeconfig, "runner-rbac", &[]);
+    let runner = s.runner("runner-rbac", &[]);
     for attempt in ["cold", "warm"] {
         let out = s.call(&runner).await;
         assert!(
@@ -154,4 +99,104 @@ async fn a_pods_whole_life_needs_no_right_beyond_deploy_rbac() {
     for denied in ["code: 403", "forbidden", "Forbidden"] {
         assert!(!logs.contains(denied), "a request was refused: {logs}");
     }
+}
+
+/// #31 item 1: a runner whose rights to start pods are taken away says so in
+/// its health (NOT_SERVING: readiness sends calls elsewhere), its calls get
+/// UNAVAILABLE naming the refused right, the log says it once in one line,
+/// and it comes back by itself once the RoleBinding is back.
+#[tokio::test]
+async fn health_says_not_serving_while_rbac_refuses_pods_and_comes_back() {
+    let Some(_) = prerequisite(require_runner_kubeconfig()) else {
+        return;
+    };
+    let Some(s) = setup("denied", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    let runner = s.runner("runner-denied", &[]);
+    let endpoint = runner.endpoint();
+    const SERVING: i32 = 1;
+    const NOT_SERVING: i32 = 2;
+    assert_eq!(health_status(&endpoint, "").await.unwrap(), SERVING);
+
+    let bindings: Api<RoleBinding> = Api::namespaced(s.client.clone(), &s.namespace);
+    let binding = bindings.get("porch-function-executor").await.unwrap();
+    bindings
+        .delete("porch-function-executor", &Default::default())
+        .await
+        .unwrap();
+    let call = async || {
+        let mut fns = runner.client().await.unwrap();
+        let mut request = tonic::Request::new(EvaluateFunctionRequest {
+            resource_list: support::resource_list().into(),
+            image: s.fn_image.clone(),
+            tag: String::new(),
+        });
+        request.set_timeout(Duration::from_secs(90));
+        fns.evaluate_function(request).await
+    };
+    // The authorizer sees the binding gone within moments.
+    let mut last = None;
+    let refused = eventually_async(Duration::from_secs(30), async || {
+        last = Some(call().await);
+        matches!(&last, Some(Err(status)) if status.code() == tonic::Code::Unavailable)
+    })
+    .await;
+    assert!(refused, "{last:?}\n{}", runner.logs());
+    let Some(Err(status)) = last else {
+        unreachable!()
+    };
+    assert!(
+        status.message().contains("cannot create resource \"pods\""),
+        "the refused right is named: {status:?}"
+    );
+    assert_eq!(health_status(&endpoint, "").await.unwrap(), NOT_SERVING);
+    assert_eq!(
+        health_status(&endpoint, proto::EVALUATOR_SERVICE)
+            .await
+            .unwrap(),
+        NOT_SERVING
+    );
+    // More calls: still one line in the log, and never the client's dump
+    // of the API's Status.
+    for _ in 0..3 {
+        assert!(call().await.is_err());
+    }
+    let logs = runner.logs();
+    assert_eq!(
+        logs.matches("the API server refuses the runner:").count(),
+        1,
+        "{logs}"
+    );
+    assert!(
+        !logs.contains("ErrorResponse") && !logs.contains("Status {"),
+        "{logs}"
+    );
+
+    // The binding back: SERVING again without a call, and calls work.
+    let again = RoleBinding {
+        metadata: kube::api::ObjectMeta {
+            name: binding.metadata.name.clone(),
+            ..Default::default()
+        },
+        role_ref: binding.role_ref.clone(),
+        subjects: binding.subjects.clone(),
+    };
+    bindings
+        .create(&PostParams::default(), &again)
+        .await
+        .unwrap();
+    let back = eventually_async(Duration::from_secs(60), async || {
+        health_status(&endpoint, "").await.ok() == Some(SERVING)
+    })
+    .await;
+    assert!(back, "{}", runner.logs());
+    assert!(
+        runner.logs().contains("health SERVING"),
+        "{}",
+        runner.logs()
+    );
+    let out = s.call(&runner).await;
+    assert!(out.contains("owner: team-shop"), "{out}");
+    s.stop(runner).await;
 }

@@ -119,6 +119,7 @@ impl Wrapper {
             max_streams_per_connection: MAX_STREAMS_PER_CONNECTION,
             stream_window: Some(STREAM_WINDOW),
             shutdown_grace: self.shutdown_grace,
+            readiness: None,
         };
         krm_fn::server::serve_evaluator(listener, evaluator, drain, options, shutdown).await
     }

@@ -141,11 +141,14 @@ pub enum Retire {
     GivenUp,
     /// The runner shuts down.
     Shutdown,
+    /// The runner's Deployment is deleted: every pod of it goes, whichever
+    /// replica uses it.
+    Uninstalled,
 }
 
 impl StopReason {
     /// For logs, metrics and events: `idle_ttl`, `template_changed`,
-    /// `taken_away`, `start_given_up`, `shutdown`, `failed`.
+    /// `taken_away`, `start_given_up`, `shutdown`, `uninstalled`, `failed`.
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Idle(Retire::Expired) => "idle_ttl",
@@ -153,6 +156,7 @@ impl StopReason {
             StopReason::Idle(Retire::TakenAway) => "taken_away",
             StopReason::Idle(Retire::GivenUp) => "start_given_up",
             StopReason::Idle(Retire::Shutdown) => "shutdown",
+            StopReason::Idle(Retire::Uninstalled) => "uninstalled",
             StopReason::Broken => "failed",
         }
     }
@@ -167,6 +171,7 @@ impl StopReason {
             StopReason::Idle(Retire::TakenAway) => "another actor drains or deletes it",
             StopReason::Idle(Retire::GivenUp) => "its start was given up",
             StopReason::Idle(Retire::Shutdown) => "the runner shuts down",
+            StopReason::Idle(Retire::Uninstalled) => "the runner's Deployment is deleted",
             StopReason::Broken => "it failed or could not be reached",
         }
     }
@@ -224,6 +229,11 @@ pub enum BackendError {
         #[source]
         source: Cause,
     },
+    /// The backend may not start pods at all (the API server refuses the
+    /// runner a right it needs): not this function's fault, and the
+    /// runner's health says so meanwhile.
+    #[error("pod for {image:?} cannot start: {detail}")]
+    Refused { image: String, detail: String },
 }
 
 /// The side effects of pod management. Object safe so that `serve` can pick
@@ -256,6 +266,12 @@ pub trait Backend: Send + Sync + 'static {
     /// what it made besides pods.
     fn close(&self) -> BoxFuture<'static, ()> {
         Box::pin(async {})
+    }
+
+    /// Whether the backend can start pods at all (false: the runner's health
+    /// says NOT_SERVING), for a backend that can tell; `None`: always.
+    fn ready(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
+        None
     }
 }
 

@@ -921,7 +921,12 @@ impl Actor {
             return;
         };
         self.ctx.counters.pod_start_failures += 1;
-        tracing::warn!(image, %error, "starting a pod failed");
+        if matches!(error, BackendError::Refused { .. }) {
+            // The backend logged the refusal once, when it began.
+            tracing::debug!(image, %error, "starting a pod failed");
+        } else {
+            tracing::warn!(image, %error, "starting a pod failed");
+        }
         if let Some(Pod {
             slot: Slot::Starting { waiters, .. },
             ..

@@ -61,7 +61,8 @@ impl FunctionConfig {
     /// `(field, message)` pairs; empty when valid. Checks: `spec.image` set and without tag
     /// or digest; prefixes without whitespace or `@`; every present executor has a non-empty
     /// list of valid tags; `binaryExecutor.path` non-empty; `podExecutor.maxParallelExecutions`
-    /// at least 1; `goExecutor.id` non-empty when present; env entries have a name.
+    /// at least 1; `goExecutor.id` non-empty when present; env entries have a name; at least
+    /// one executor.
     pub fn validate(&self) -> Vec<(String, String)> {
         let mut problems: Vec<(String, String)> = Vec::new();
         let spec = &self.spec;
@@ -78,6 +79,18 @@ impl FunctionConfig {
                     format!("invalid registry prefix \"{prefix}\""),
                 ));
             }
+        }
+        // A misspelt executor (`podExecuter:`) is dropped by the API server's pruning or
+        // by deserialisation: what is left configures nothing and must not pass as applied.
+        if spec.binary_executor.is_none()
+            && spec.pod_executor.is_none()
+            && spec.go_executor.is_none()
+        {
+            problems.push((
+                "spec".into(),
+                "no executor set: one of binaryExecutor, podExecutor or goExecutor is needed"
+                    .into(),
+            ));
         }
         if let Some(binary) = &spec.binary_executor {
             check_tags("binaryExecutor", &binary.tags, &mut problems);

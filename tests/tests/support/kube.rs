@@ -4,15 +4,18 @@
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use anyhow::Context;
 use e2e_tests::{
     build_image, docker, eventually_blocking, output_within, prerequisite, remove_images,
     require_kubeconfig, require_registry, start_registry, Registry, Wrapper,
 };
 use function_runner::config::crd::CRD_NAME;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
@@ -55,6 +58,96 @@ pub async fn call(runner: &Wrapper, image: &str) -> String {
         .unwrap_or_else(|status| panic!("call: {status:?}\n{}", runner.logs()))
         .into_inner();
     String::from_utf8_lossy(&resp.resource_list).into_owned()
+}
+
+/// The runner's identity, as `deploy/rbac.yaml` binds it.
+pub const RUNNER_IDENTITY: &str = "system:serviceaccount:porch-system:porch-fn-runner";
+
+/// The runner identity's kubeconfig, which `kube-cluster` writes beside the
+/// admin's when `KAS_USERS` names it.
+pub fn require_runner_kubeconfig() -> anyhow::Result<PathBuf> {
+    let admin = require_kubeconfig()?;
+    let dir = admin.parent().context("KUBECONFIG has no directory")?;
+    let name: String = RUNNER_IDENTITY
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let path = dir.join(format!("kubeconfig.{name}"));
+    anyhow::ensure!(
+        path.is_file(),
+        "no {}: the cluster was not started with KAS_AUTHORIZATION=RBAC and KAS_USERS={RUNNER_IDENTITY}=... (see .ci/run)",
+        path.display()
+    );
+    Ok(path)
+}
+
+/// The credentials the tests' runners act with: the runner identity's where
+/// the cluster has it (a right missing from `deploy/rbac.yaml` then fails
+/// the test, as it would fail in production); in CI it must. Elsewhere the
+/// admin's, said once per test.
+pub fn runner_kubeconfig() -> Option<PathBuf> {
+    match require_runner_kubeconfig() {
+        Ok(path) => Some(path),
+        Err(why) if e2e_tests::in_ci() => {
+            panic!("{why:#} (CI is set: the runners must act as their ServiceAccount)")
+        }
+        Err(why) => {
+            eprintln!("NOTE: {why:#}: the runner acts as the admin, RBAC untested");
+            None
+        }
+    }
+}
+
+/// `deploy/rbac.yaml`'s Roles and RoleBindings, as written but in
+/// `namespace` (both the pods' and the runner's own): their subject stays
+/// the runner identity. How many objects that made.
+pub async fn grant_runner_roles(client: &Client, namespace: &str) -> usize {
+    let manifests =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/rbac.yaml"))
+            .unwrap();
+    let roles: Api<Role> = Api::namespaced(client.clone(), namespace);
+    let bindings: Api<RoleBinding> = Api::namespaced(client.clone(), namespace);
+    let mut applied = 0;
+    for doc in manifests.split("\n---\n") {
+        let value: serde_json::Value = serde_yaml_ng::from_str(doc).unwrap();
+        match value["kind"].as_str() {
+            Some("Role") => {
+                let mut role: Role = serde_json::from_value(value).unwrap();
+                role.metadata.namespace = Some(namespace.to_string());
+                roles.create(&PostParams::default(), &role).await.unwrap();
+                applied += 1;
+            }
+            Some("RoleBinding") => {
+                let mut binding: RoleBinding = serde_json::from_value(value).unwrap();
+                binding.metadata.namespace = Some(namespace.to_string());
+                bindings
+                    .create(&PostParams::default(), &binding)
+                    .await
+                    .unwrap();
+                applied += 1;
+            }
+            _ => {}
+        }
+    }
+    applied
+}
+
+/// `function-runner serve ARGS` on loopback, with `kubeconfig`'s
+/// credentials if given (else the test's).
+pub fn start_runner_as(args: &[&str], kubeconfig: Option<&Path>) -> Wrapper {
+    let mut cmd = Command::new(e2e_tests::bin("function-runner"));
+    cmd.args(["serve", "--host", "127.0.0.1", "--port", "0"])
+        .args(args);
+    if let Some(kubeconfig) = kubeconfig {
+        cmd.env("KUBECONFIG", kubeconfig);
+    }
+    Wrapper::spawn(cmd, "function-runner serving").unwrap()
 }
 
 /// A client for the cluster, bounded.
@@ -183,6 +276,8 @@ pub struct Setup {
     pub registry_addr: String,
     pub pods: Api<Pod>,
     pub services: Api<Service>,
+    /// What the runners act as ([`runner_kubeconfig`]).
+    pub runner_kubeconfig: Option<PathBuf>,
     _cleanup: Cleanup,
     _registry: Registry,
 }
@@ -211,7 +306,12 @@ pub async fn setup(name: &str, fn_dockerfile: &str, binaries: &[&str]) -> Option
     build_image(&fn_image, fn_dockerfile, binaries).unwrap();
     docker(&["push", "-q", &fn_image]).unwrap();
     create_namespace(&client, &namespace).await;
+    let runner_kubeconfig = runner_kubeconfig();
+    if runner_kubeconfig.is_some() {
+        grant_runner_roles(&client, &namespace).await;
+    }
     Some(Setup {
+        runner_kubeconfig,
         pods: Api::namespaced(client.clone(), &namespace),
         services: Api::namespaced(client.clone(), &namespace),
         client,
@@ -227,8 +327,10 @@ pub async fn setup(name: &str, fn_dockerfile: &str, binaries: &[&str]) -> Option
 impl Setup {
     /// `serve --backend kube` in the test's namespace, dialling pod IPs
     /// (this host cannot resolve cluster DNS names).
+    /// It acts as the runner identity under `deploy/rbac.yaml`'s Roles
+    /// where the cluster has it.
     pub fn runner(&self, id: &str, extra: &[&str]) -> Wrapper {
-        self.runner_with(id, extra, None)
+        self.runner_with(id, extra, self.runner_kubeconfig.as_deref())
     }
 
     /// [`Setup::runner`] with the client credentials of `kubeconfig` (an
@@ -262,16 +364,7 @@ impl Setup {
             id,
         ];
         args.extend_from_slice(extra);
-        match kubeconfig {
-            None => Wrapper::start_runner(&args).unwrap(),
-            Some(kubeconfig) => {
-                let mut cmd = Command::new(e2e_tests::bin("function-runner"));
-                cmd.args(["serve", "--host", "127.0.0.1", "--port", "0"])
-                    .args(&args)
-                    .env("KUBECONFIG", kubeconfig);
-                Wrapper::spawn(cmd, "function-runner serving").unwrap()
-            }
-        }
+        start_runner_as(&args, kubeconfig)
     }
 
     /// One EvaluateFunction through `runner`; the output ResourceList.

@@ -44,6 +44,15 @@ pub enum EntrypointError {
         #[source]
         source: oci_client::errors::OciDistributionError,
     },
+    /// The registry answers that it has no such image (manifest or
+    /// repository unknown): the call asked for a function that does not
+    /// exist, NOT_FOUND.
+    #[error("image {image:?} is not in its registry: {}", chain(source))]
+    NotInRegistry {
+        image: String,
+        #[source]
+        source: oci_client::errors::OciDistributionError,
+    },
     #[error("credentials for image {image:?}: {source}")]
     Credentials {
         image: String,
@@ -58,6 +67,23 @@ pub enum EntrypointError {
     },
     #[error("image {image:?} has neither Entrypoint nor Cmd: nothing to run as the function")]
     Empty { image: String },
+}
+
+/// Whether the registry says the image does not exist: `MANIFEST_UNKNOWN`
+/// or `NAME_UNKNOWN` (the distribution spec's codes for a tag or repository
+/// it has not), or a bare 404.
+fn not_in_registry(err: &oci_client::errors::OciDistributionError) -> bool {
+    use oci_client::errors::{OciDistributionError as E, OciErrorCode};
+    match err {
+        E::ImageManifestNotFoundError(_) | E::ServerError { code: 404, .. } => true,
+        E::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
+            matches!(
+                e.code,
+                OciErrorCode::ManifestUnknown | OciErrorCode::NameUnknown
+            )
+        }),
+        _ => false,
+    }
 }
 
 /// What to do about the usual registry errors, after their message.
@@ -167,9 +193,18 @@ impl Entrypoints {
         let (_, _digest, config) = client
             .pull_manifest_and_config(&reference, &auth)
             .await
-            .map_err(|source| EntrypointError::Registry {
-                image: image.to_string(),
-                source,
+            .map_err(|source| {
+                if not_in_registry(&source) {
+                    EntrypointError::NotInRegistry {
+                        image: image.to_string(),
+                        source,
+                    }
+                } else {
+                    EntrypointError::Registry {
+                        image: image.to_string(),
+                        source,
+                    }
+                }
             })?;
         let argv = argv_of(image, &config)?;
         self.by_reference

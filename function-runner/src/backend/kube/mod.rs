@@ -4,11 +4,13 @@
 //! images from private registries are read, and pulled, with credentials
 //! and a CA ([`registry`]).
 
+pub mod access;
 pub mod backoff;
 pub mod entrypoint;
 #[cfg(test)]
 mod fake_api;
 pub mod lifecycle;
+pub mod owner;
 pub mod pods;
 pub mod registry;
 pub mod source;

@@ -49,9 +49,11 @@ use kube::runtime::watcher;
 use kube::{Api, Client};
 use tokio::sync::{mpsc, watch};
 
+use super::access::{one_line, Access, RECHECK};
 use super::backoff::with_backoff;
-use super::entrypoint::Entrypoints;
+use super::entrypoint::{EntrypointError, Entrypoints};
 use super::lifecycle::{self, Events, OpType, Outcome, Phase};
+use super::owner::{OwnerDeployment, DEPLOYMENT_LABEL};
 use super::registry::{self, PullSecret};
 use super::source::{self, TemplateChoice};
 use super::template::{label_value, FunctionPod, Template};
@@ -88,6 +90,9 @@ pub struct KubeSettings {
     pub namespace: String,
     /// `WRAPPER_SERVER_IMAGE`: the init container's image.
     pub wrapper_image: String,
+    /// Where `wrapper_image` was set (`--wrapper-server-image`, env
+    /// `WRAPPER_SERVER_IMAGE`), named when pods cannot pull it.
+    pub wrapper_image_source: String,
     pub max_message_bytes: usize,
     pub dial: Dial,
     /// This runner, as a label value: its pods carry it.
@@ -105,16 +110,23 @@ pub struct KubeSettings {
     /// A pull Secret that pods of images outside the default registry
     /// reference (private registries), made from the registry auth file.
     pub pull_secret: Option<PullSecret>,
+    /// The runner's own pod (`POD_NAME`), in `runner_namespace`: its
+    /// Deployment owns the function pods ([`super::owner`]).
+    pub runner_pod: Option<String>,
+    /// That Deployment, found at start.
+    pub deployment: Option<OwnerDeployment>,
 }
 
 pub struct KubeBackend {
     inner: Arc<Inner>,
     watch: tokio::task::AbortHandle,
+    recheck: tokio::task::AbortHandle,
 }
 
 impl Drop for KubeBackend {
     fn drop(&mut self) {
         self.watch.abort();
+        self.recheck.abort();
     }
 }
 
@@ -137,6 +149,9 @@ struct Inner {
     runner: String,
     /// Events on the pods, published in the background.
     lifecycle: Events,
+    /// The rights the API server refuses now: the backend's readiness.
+    access: Access,
+    client: Client,
 }
 
 /// What this runner holds, by pod name.
@@ -179,7 +194,7 @@ enum StartError {
     Template(String),
     #[error("{0}")]
     Build(#[from] super::template::TemplateError),
-    #[error("{verb} {kind} {name}: {source}")]
+    #[error("{verb} {kind} {name}: {}", one_line(source))]
     Api {
         verb: &'static str,
         kind: &'static str,
@@ -197,7 +212,7 @@ enum StartError {
     },
     #[error("service {name} keeps belonging to another pod")]
     ServiceTaken { name: String },
-    #[error("{verb} pod {name}: {source}")]
+    #[error("{verb} pod {name}: {}", one_line(source))]
     Lifecycle {
         verb: &'static str,
         name: String,
@@ -247,7 +262,7 @@ impl KubeBackend {
         let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), &settings.namespace);
         let lifecycle = Events::spawn(client.clone(), &label_value(&settings.owner));
         let template = source::spawn(
-            client,
+            client.clone(),
             settings.template.clone(),
             &settings.runner_namespace,
             &settings.namespace,
@@ -275,6 +290,8 @@ impl KubeBackend {
             held: Arc::new(Mutex::new(Held::default())),
             events: OnceLock::new(),
             watch_error: Mutex::new(None),
+            access: Access::default(),
+            client: client.clone(),
         });
         // Every function pod of the namespace, whichever runner made it: a
         // start may use another runner's pod of the same name.
@@ -313,9 +330,19 @@ impl KubeBackend {
                 }
             }
         });
+        // Refused rights are asked about again until granted.
+        let weak = Arc::downgrade(&inner);
+        let recheck = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(RECHECK).await;
+                let Some(inner) = weak.upgrade() else { return };
+                inner.access.recheck(&client).await;
+            }
+        });
         Self {
             inner,
             watch: task.abort_handle(),
+            recheck: recheck.abort_handle(),
         }
     }
 }
@@ -385,6 +412,72 @@ fn name_key(parts: &[&str]) -> String {
 }
 
 impl Inner {
+    /// What a failed start tells the caller: a right the API server refuses
+    /// (noted: the backend's readiness goes), an image its registry does not
+    /// have (NOT_FOUND, as any unknown function), or the failure itself.
+    fn start_error(&self, image: String, source: Cause) -> BackendError {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&*source);
+        while let Some(err) = cause {
+            if let Some(api) = err.downcast_ref::<kube::Error>() {
+                if self.access.note(api) {
+                    return BackendError::Refused {
+                        image,
+                        detail: format!(
+                            "the API server refuses the runner: {source}; the runner reports \
+                             NOT_SERVING until it may (deploy/rbac.yaml)"
+                        ),
+                    };
+                }
+            }
+            if let Some(EntrypointError::NotInRegistry { .. }) = err.downcast_ref() {
+                return BackendError::UnknownImage {
+                    image,
+                    reason: err.to_string(),
+                };
+            }
+            cause = err.source();
+        }
+        BackendError::StartFailed { image, source }
+    }
+
+    /// Why `pod` cannot start if its init container cannot pull its image:
+    /// every function pod needs that image (the wrapper), so the message
+    /// names it and where it was set rather than only the kubelet's words.
+    fn wrapper_unpullable(&self, pod: &Pod) -> Option<String> {
+        let init = pod.spec.as_ref()?.init_containers.as_ref()?.first()?;
+        let image = init.image.as_deref()?;
+        let state = pod
+            .status
+            .as_ref()?
+            .init_container_statuses
+            .as_ref()?
+            .iter()
+            .find(|s| s.name == init.name)?
+            .state
+            .as_ref()?;
+        let waiting = state.waiting.as_ref()?;
+        let reason = waiting.reason.as_deref()?;
+        if !matches!(
+            reason,
+            "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName"
+        ) {
+            return None;
+        }
+        let origin = if image == self.settings.wrapper_image {
+            format!(
+                "the wrapper image, from {}",
+                self.settings.wrapper_image_source
+            )
+        } else {
+            "the function pod template's own init image".to_string()
+        };
+        Some(format!(
+            "cannot pull the image {image:?} of its init container {} ({origin}): {reason}: {}",
+            init.name,
+            waiting.message.as_deref().unwrap_or("")
+        ))
+    }
+
     fn held(&self) -> MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -485,6 +578,7 @@ impl Inner {
                 owner: settings.owner.clone(),
                 reclaim_after,
                 pull_secret: pull_secret.clone(),
+                deployment: settings.deployment.clone(),
             };
             match self
                 .start_named(&function_pod, &template, spec, progress)
@@ -793,7 +887,7 @@ impl Inner {
                 if let Some(reason) = ended(&pod) {
                     return Err(StartError::Ended {
                         name: name.to_string(),
-                        reason,
+                        reason: self.wrapper_unpullable(&pod).unwrap_or(reason),
                     });
                 }
                 if is_ready(&pod) && pod_ip(&pod).is_some() {
@@ -974,10 +1068,7 @@ impl Backend for KubeBackend {
                 Ok(Ok(found)) => found,
                 Ok(Err(source)) => {
                     failed(&inner, &progress);
-                    return Err(BackendError::StartFailed {
-                        image: spec.image,
-                        source,
-                    });
+                    return Err(inner.start_error(spec.image, source));
                 }
                 Err(_) => {
                     failed(&inner, &progress);
@@ -1000,6 +1091,11 @@ impl Backend for KubeBackend {
                     });
                 }
             };
+            if progress.created.is_some() {
+                // A whole start (create, Service, gate, operation) went
+                // through: whatever was refused is granted again.
+                inner.access.all_granted();
+            }
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             {
                 let mut held = inner.held();
@@ -1131,12 +1227,26 @@ impl Backend for KubeBackend {
         self.inner.reused(&id.0, ttl);
     }
 
-    /// Every pod stopped: the last events go out before the runner exits.
+    /// Every pod stopped: if the runner's Deployment is gone, every pod of
+    /// it goes too; the last events go out before the runner exits.
     fn close(&self) -> BoxFuture<'static, ()> {
-        let events = self.inner.lifecycle.clone();
-        Box::pin(async move { events.flush(Duration::from_secs(5)).await })
+        let inner = self.inner.clone();
+        Box::pin(async move {
+            if let Some(deployment) = &inner.settings.deployment {
+                if deployment.gone(&inner.client).await {
+                    inner.uninstall(deployment).await;
+                }
+            }
+            inner.lifecycle.flush(Duration::from_secs(5)).await
+        })
+    }
+
+    /// False while the API server refuses a right that starting pods needs.
+    fn ready(&self) -> Option<watch::Receiver<bool>> {
+        Some(self.inner.access.ready())
     }
 }
+
 fn is_not_found(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == 404)
 }

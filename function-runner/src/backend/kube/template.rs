@@ -294,6 +294,9 @@ pub struct FunctionPod {
     pub reclaim_after: u64,
     /// A pull Secret the pod references (private registries).
     pub pull_secret: Option<String>,
+    /// The Deployment that runs the runner, if one does: labelled, and the
+    /// owner where Kubernetes allows ([`super::owner`]).
+    pub deployment: Option<super::owner::OwnerDeployment>,
 }
 
 impl FunctionPod {
@@ -304,6 +307,12 @@ impl FunctionPod {
             (POD_LABEL.to_string(), self.name.clone()),
             (OWNER_LABEL.to_string(), label_value(&self.owner)),
         ]);
+        if let Some(deployment) = &self.deployment {
+            labels.insert(
+                super::owner::DEPLOYMENT_LABEL.to_string(),
+                label_value(&deployment.uid),
+            );
+        }
         labels
     }
 
@@ -320,6 +329,15 @@ impl FunctionPod {
         meta.generate_name = None;
         meta.namespace = Some(self.namespace.clone());
         meta.labels = Some(self.labels(meta.labels.as_ref()));
+        if let Some(reference) = self
+            .deployment
+            .as_ref()
+            .and_then(|d| d.reference_from(&self.namespace))
+        {
+            meta.owner_references
+                .get_or_insert_with(Vec::new)
+                .push(reference);
+        }
         let annotations = meta.annotations.get_or_insert_with(BTreeMap::new);
         annotations.insert(
             RECLAIM_AFTER_ANNOTATION.to_string(),

@@ -211,6 +211,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         kube: Some(KubeSettings {
             namespace: args.pod_namespace.clone(),
             wrapper_image: args.wrapper_server_image.clone().unwrap_or_default(),
+            // clap prefers the flag to the variable.
+            wrapper_image_source: if std::env::args()
+                .any(|a| a == "--wrapper-server-image" || a.starts_with("--wrapper-server-image="))
+            {
+                "--wrapper-server-image".into()
+            } else {
+                "env WRAPPER_SERVER_IMAGE".into()
+            },
             max_message_bytes: args.max_request_body_size,
             dial: args.kube_dial,
             owner: args.runner_id.clone(),
@@ -226,6 +234,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .unwrap_or_else(runner_namespace),
             // Made by the runner, from the registry settings.
             pull_secret: None,
+            // The downward API's, as deploy/function-runner.yaml sets it
+            // (HOSTNAME is the node's under hostNetwork).
+            runner_pod: std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()),
+            // Found by the runner from its pod.
+            deployment: None,
         }),
         docker: Some(DockerSettings {
             wrapper_image: args
@@ -315,6 +328,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         max_streams_per_connection: function_runner::server::MAX_STREAMS_PER_CONNECTION,
         stream_window: None,
         shutdown_grace: args.shutdown_grace,
+        readiness: runner.ready(),
     };
     let served = serve(listener, service, options, shutdown).await;
     tracing::info!("stopping pods");

@@ -163,7 +163,10 @@ fn invalid_objects_are_rejected_naming_their_fields() {
     let (_, message) = rejected(&c, "relative");
     assert!(message.starts_with("spec.binaryExecutor.path: the relative path \"bin/c\" needs the runner's --functions directory"), "{message}");
     let (_, message) = rejected(&c, "empty");
-    assert_eq!(message, "spec.image: must be set");
+    assert_eq!(
+        message,
+        "spec.image: must be set; spec: no executor set: one of binaryExecutor, podExecutor or goExecutor is needed"
+    );
 
     // With a --functions directory, a relative path is resolved against it.
     let mut c = Combiner::new(

@@ -288,14 +288,23 @@ fn semantic_errors_name_the_field() {
         spec_errors("image: fn\npodExecutor:\n  tags: [v1]\n  templateOverrides:\n    initContainer:\n      env: [{value: x}]\n"),
         vec!["spec.podExecutor.templateOverrides.initContainer.env[0].name: must be a non-empty string"]
     );
-    // A missing spec is a missing image.
+    // A missing spec is a missing image, and no executor.
     let report = parse_str(
         "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata: {name: n}\n",
         "f.yaml",
     );
     assert_eq!(
         error_strings(&report),
-        vec!["f.yaml (document 1): spec.image: must be set"]
+        vec![
+            "f.yaml (document 1): spec.image: must be set",
+            "f.yaml (document 1): spec: no executor set: one of binaryExecutor, podExecutor or goExecutor is needed"
+        ]
+    );
+    // #31 item 4: a misspelt executor is dropped (the API server prunes it,
+    // serde ignores it): what is left configures nothing.
+    assert_eq!(
+        spec_errors("image: fn\npodExecuter:\n  tags: [v1]\n"),
+        vec!["spec: no executor set: one of binaryExecutor, podExecutor or goExecutor is needed"]
     );
 }
 

@@ -52,6 +52,9 @@ impl Inner {
             // deleted meanwhile produced no Delete event, it is just absent
             // from the new list.
             Ok(watcher::Event::InitDone) => {
+                self.access.granted(|right| {
+                    right.resource == "pods" && matches!(right.verb.as_str(), "list" | "watch")
+                });
                 *self
                     .watch_error
                     .lock()
@@ -61,11 +64,22 @@ impl Inner {
             Ok(_) => {}
             // The watcher restarts itself, with backoff.
             Err(err) => {
-                tracing::warn!(%err, "pod watch");
+                let api = match &err {
+                    watcher::Error::InitialListFailed(api)
+                    | watcher::Error::WatchStartFailed(api)
+                    | watcher::Error::WatchFailed(api) => Some(api),
+                    _ => None,
+                };
+                // A refusal is logged once, by the access state, not on
+                // every retry.
+                if !api.is_some_and(|api| self.access.note(api)) {
+                    tracing::warn!(%err, "pod watch");
+                }
+                let said = api.map_or_else(|| err.to_string(), one_line);
                 *self
                     .watch_error
                     .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = Some(err.to_string());
+                    .unwrap_or_else(PoisonError::into_inner) = Some(said);
             }
         }
     }

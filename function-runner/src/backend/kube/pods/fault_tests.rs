@@ -45,6 +45,7 @@ async fn harness(pods: Vec<Value>) -> Harness {
     let settings = KubeSettings {
         namespace: NS.to_string(),
         wrapper_image: "wrapper-server:test".to_string(),
+        wrapper_image_source: "--wrapper-server-image".into(),
         max_message_bytes: 6_291_456,
         dial: Dial::PodIp,
         owner: OWNER.to_string(),
@@ -53,6 +54,8 @@ async fn harness(pods: Vec<Value>) -> Harness {
         template: TemplateChoice::Default,
         runner_namespace: "runner".to_string(),
         pull_secret: None,
+        runner_pod: None,
+        deployment: None,
     };
     let entrypoints =
         Entrypoints::with_known([(IMAGE, &["/fn"][..]), (OTHER_IMAGE, &["/other-fn"][..])]);
@@ -437,7 +440,7 @@ async fn a_5xx_on_the_pod_create_fails_the_start_naming_the_pod_and_the_status()
     for part in [
         format!("creating pod {name}"),
         "etcdserver: request timed out".to_string(),
-        "code: 500".to_string(),
+        "(InternalError 500)".to_string(),
     ] {
         assert!(message.contains(&part), "{part:?} not in {message:?}");
     }
@@ -487,7 +490,7 @@ async fn a_5xx_on_the_service_create_deletes_the_pod_it_created() {
     for part in [
         format!("creating service {name}"),
         "admission webhook failed".to_string(),
-        "code: 500".to_string(),
+        "(InternalError 500)".to_string(),
     ] {
         assert!(message.contains(&part), "{part:?} not in {message:?}");
     }
@@ -931,4 +934,54 @@ async fn a_handed_out_pod_whose_container_dies_is_reported_and_told_in_a_warning
         "{:?}",
         h.api.event_reasons()
     );
+}
+
+/// #31 item 1: a create refused by RBAC fails the start as a refusal (the
+/// caller gets UNAVAILABLE, not this function's failure), turns the
+/// backend's readiness off, and a SelfSubjectAccessReview that says the
+/// right is back turns it on again, with no call needed.
+#[tokio::test(start_paused = true)]
+async fn a_refused_create_turns_readiness_off_until_a_review_says_it_is_granted() {
+    let mut h = harness(Vec::new()).await;
+    let ready = h.backend.ready().expect("the kube backend tells");
+    assert!(*ready.borrow());
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    create.fail(
+        403,
+        "Forbidden",
+        &format!("pods is forbidden: User \"system:serviceaccount:porch-system:porch-fn-runner\" cannot create resource \"pods\" in API group \"\" in the namespace \"{NS}\""),
+    );
+    let err = finish(start, "the start").await.expect_err("refused");
+    let message = err.to_string();
+    assert!(matches!(err, BackendError::Refused { .. }), "{message}");
+    assert!(
+        message.contains("cannot create resource \"pods\"") && message.contains("(Forbidden 403)"),
+        "{message}"
+    );
+    assert!(!message.contains("ErrorResponse"), "{message}");
+    assert!(!*ready.borrow());
+
+    const REVIEWS: &str = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews";
+    // Still refused: the review says so, readiness stays off.
+    let review = h.api.expect("POST", REVIEWS).await;
+    let attributes = review.body["spec"]["resourceAttributes"].clone();
+    assert_eq!(attributes["verb"], "create");
+    assert_eq!(attributes["resource"], "pods");
+    assert_eq!(attributes["namespace"], NS);
+    let mut answer = review.body.clone();
+    answer["status"] = serde_json::json!({"allowed": false});
+    review.answer(201, answer);
+    let review = h.api.expect("POST", REVIEWS).await;
+    assert!(!*ready.borrow());
+    let mut answer = review.body.clone();
+    answer["status"] = serde_json::json!({"allowed": true});
+    review.answer(201, answer);
+    let mut changed = ready.clone();
+    tokio::time::timeout(Duration::from_secs(1), changed.wait_for(|r| *r))
+        .await
+        .expect("ready again")
+        .unwrap();
+    // Nothing more is asked once granted.
+    h.api.quiet().await;
 }

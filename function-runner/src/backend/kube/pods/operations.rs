@@ -130,6 +130,50 @@ impl Detached {
 }
 
 impl Inner {
+    /// The runner's Deployment is gone: every function pod of it goes, not
+    /// only this runner's (the others' runners are stopping too, and no
+    /// runner of it is left to delete them later). Each is drained first, so
+    /// the calls other replicas still run on it end; one already being
+    /// deleted (by the garbage collector, when it owns the pod) only loses
+    /// its finalizer once out of rotation.
+    pub(super) async fn uninstall(&self, deployment: &OwnerDeployment) {
+        let uid = label_value(&deployment.uid);
+        let ours: Vec<Arc<Pod>> = self
+            .store
+            .state()
+            .into_iter()
+            .filter(|pod| {
+                pod.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(DEPLOYMENT_LABEL))
+                    == Some(&uid)
+            })
+            .collect();
+        if ours.is_empty() {
+            return;
+        }
+        tracing::info!(
+            deployment = %deployment.name,
+            pods = ours.len(),
+            "the runner's Deployment is deleted: deleting its function pods"
+        );
+        let reason = StopReason::Idle(Retire::Uninstalled);
+        futures::future::join_all(ours.into_iter().map(|pod| async move {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            if pod.metadata.deletion_timestamp.is_some() {
+                self.detached()
+                    .unprotect(&name, &uid, Some((*pod).clone()))
+                    .await;
+            } else {
+                self.drain_and_delete(&name, &uid, (*pod).clone(), reason)
+                    .await;
+            }
+        }))
+        .await;
+    }
+
     /// How long an operation of a runner that stopped refreshing it still
     /// counts: a runner refreshes its operations every tenth of this.
     pub(super) fn stale(&self) -> Duration {
@@ -227,7 +271,10 @@ impl Inner {
         reason: StopReason,
     ) {
         let why = reason.describe();
-        let must_go = reason == StopReason::Idle(Retire::TemplateChanged);
+        let must_go = matches!(
+            reason,
+            StopReason::Idle(Retire::TemplateChanged | Retire::Uninstalled)
+        );
         let this = self.detached();
         let declare = |op: OpType| {
             move |pod: &Pod| {

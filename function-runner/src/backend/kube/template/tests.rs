@@ -12,6 +12,7 @@ fn fixture() -> FunctionPod {
         owner: "function-runner-5d8f/abc".to_string(),
         reclaim_after: 1_800_000_000,
         pull_secret: None,
+        deployment: None,
     }
 }
 
@@ -414,4 +415,30 @@ fn a_function_configs_prespawn_goes_to_the_wrapper() {
             "--verbose"
         ]
     );
+}
+
+/// #31 item 5: a pod of a runner run by a Deployment is labelled with it and,
+/// in the Deployment's namespace only, owned by it.
+#[test]
+fn a_deployments_pods_carry_its_label_and_where_allowed_its_owner_reference() {
+    let deployment = crate::backend::kube::owner::OwnerDeployment {
+        namespace: "porch-system".into(),
+        name: "function-runner".into(),
+        uid: "0b5c9f5e-1c1e-4d7a-9a47-9f1f3c7d2e11".into(),
+    };
+    let mut fp = fixture();
+    fp.deployment = Some(deployment.clone());
+    let across = inline_pod(&fp);
+    assert_eq!(
+        across.metadata.labels.as_ref().unwrap()[crate::backend::kube::owner::DEPLOYMENT_LABEL],
+        deployment.uid
+    );
+    assert!(across.metadata.owner_references.is_none());
+    fp.namespace = "porch-system".into();
+    let same = inline_pod(&fp);
+    let owners = same.metadata.owner_references.unwrap();
+    assert_eq!(owners.len(), 1);
+    assert_eq!(owners[0].uid, deployment.uid);
+    assert_eq!(owners[0].kind, "Deployment");
+    assert!(inline_pod(&fixture()).metadata.owner_references.is_none());
 }
