@@ -259,7 +259,8 @@ impl Watch {
                 Ok(Err(kube::Error::Api(status))) if status.code == 404 => {}
                 Ok(Err(err)) => {
                     self.write_failed(&format!(
-                        "writing the status of FunctionConfig {key}: {err}"
+                        "writing the status of FunctionConfig {key}: {}",
+                        crate::backend::kube::access::one_line(&err)
                     ));
                     failed = true;
                 }
@@ -308,6 +309,7 @@ fn explain(err: &watcher::Error, scope: &str) -> String {
         watcher::Error::WatchError(status) => Some(status.code),
         _ => None,
     };
+    let err = crate::backend::kube::access::watch_one_line(err);
     match code {
         Some(404) => {
             format!("{err} (is the FunctionConfig CRD installed? deploy/functionconfig-crd.yaml)")
@@ -317,7 +319,7 @@ fn explain(err: &watcher::Error, scope: &str) -> String {
             crd::CRD_NAME,
             crd::CRD_NAME
         ),
-        _ => err.to_string(),
+        _ => err,
     }
 }
 

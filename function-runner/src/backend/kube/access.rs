@@ -280,6 +280,21 @@ pub fn one_line(err: &kube::Error) -> String {
     }
 }
 
+/// A watch's error in one line, as [`one_line`] has an API error.
+pub fn watch_one_line(err: &kube::runtime::watcher::Error) -> String {
+    use kube::runtime::watcher::Error as E;
+    match err {
+        E::InitialListFailed(api) => format!("listing: {}", one_line(api)),
+        E::WatchStartFailed(api) => format!("starting the watch: {}", one_line(api)),
+        E::WatchFailed(api) => format!("watching: {}", one_line(api)),
+        E::WatchError(status) => format!(
+            "the watch ended: {}",
+            one_line(&kube::Error::Api(status.clone()))
+        ),
+        err => err.to_string(),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -360,5 +375,9 @@ mod tests {
         let line = one_line(&api_error(403, CREATE_PODS));
         assert_eq!(line, format!("{CREATE_PODS} (Forbidden 403)"));
         assert!(!api_error(403, CREATE_PODS).to_string().eq(&line));
+        let listed = watch_one_line(&kube::runtime::watcher::Error::InitialListFailed(
+            api_error(404, "404 page not found"),
+        ));
+        assert_eq!(listed, "listing: 404 page not found (Forbidden 404)");
     }
 }

@@ -990,7 +990,7 @@ impl Inner {
                     }
                 }
                 Err(err) if is_not_found(&err) => {}
-                Err(err) => tracing::warn!(pod = %name, %err, "extending the pod's reclaim-after"),
+                Err(err) => tracing::warn!(pod = %name, err = %one_line(&err), "extending the pod's reclaim-after"),
             }
         });
     }
@@ -1034,7 +1034,7 @@ async fn delete_pod(pods: &Api<Pod>, name: &str, exactly: Exactly) -> bool {
             false
         }
         Err(err) => {
-            tracing::warn!(pod = name, %err, "deleting pod");
+            tracing::warn!(pod = name, err = %one_line(&err), "deleting pod");
             true
         }
     }

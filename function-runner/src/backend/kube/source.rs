@@ -216,6 +216,7 @@ fn apply<K: Clone>(
             };
         }
         Err(err) => {
+            let err = super::access::watch_one_line(&err);
             tracing::warn!(%err, kind, "watching the function pod template");
             // Without the flag the template is optional: a runner that may
             // not read PodTemplates (no RBAC for them) uses the built-in

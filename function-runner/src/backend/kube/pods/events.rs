@@ -72,10 +72,10 @@ impl Inner {
                 };
                 // A refusal is logged once, by the access state, not on
                 // every retry.
+                let said = super::super::access::watch_one_line(&err);
                 if !api.is_some_and(|api| self.access.note(api)) {
-                    tracing::warn!(%err, "pod watch");
+                    tracing::warn!(err = %said, "pod watch");
                 }
-                let said = api.map_or_else(|| err.to_string(), one_line);
                 *self
                     .watch_error
                     .lock()

@@ -981,7 +981,7 @@ async fn a_refused_create_turns_readiness_off_until_a_review_says_it_is_granted(
     tokio::time::timeout(Duration::from_secs(1), changed.wait_for(|r| *r))
         .await
         .expect("ready again")
-        .unwrap();
+        .expect("the backend is there");
     // Nothing more is asked once granted.
     h.api.quiet().await;
 }

@@ -99,7 +99,7 @@ impl Detached {
             Ok(Outcome::Refused(why)) => {
                 tracing::warn!(pod = %name, %why, "withdrawing this runner's operation")
             }
-            Err(err) => tracing::warn!(pod = %name, %err, "withdrawing this runner's operation"),
+            Err(err) => tracing::warn!(pod = %name, err = %one_line(&err), "withdrawing this runner's operation"),
         }
     }
 
@@ -124,7 +124,7 @@ impl Detached {
                 self.held().declared.insert(name.to_string(), now);
             }
             Ok(Outcome::Gone | Outcome::Refused(_)) => {}
-            Err(err) => tracing::warn!(pod = %name, %err, "refreshing this runner's operation"),
+            Err(err) => tracing::warn!(pod = %name, err = %one_line(&err), "refreshing this runner's operation"),
         }
     }
 }
@@ -303,7 +303,7 @@ impl Inner {
                 return;
             }
             Err(err) => {
-                tracing::warn!(pod = %name, %err, "declaring the drain of the pod; it stays");
+                tracing::warn!(pod = %name, err = %one_line(&err), "declaring the drain of the pod; it stays");
                 return;
             }
         };
@@ -325,7 +325,7 @@ impl Inner {
                 Ok(Outcome::Refused(err)) => {
                     tracing::warn!(pod = %name, %err, "switching the pod's traffic off")
                 }
-                Err(err) => tracing::warn!(pod = %name, %err, "switching the pod's traffic off"),
+                Err(err) => tracing::warn!(pod = %name, err = %one_line(&err), "switching the pod's traffic off"),
             }
         }
         // Other runners take it out of rotation once their calls on it are
@@ -349,7 +349,7 @@ impl Inner {
                 return;
             }
             Err(err) => {
-                tracing::warn!(pod = %name, %err, "declaring the delete of the pod; it stays");
+                tracing::warn!(pod = %name, err = %one_line(&err), "declaring the delete of the pod; it stays");
                 return;
             }
         };
