@@ -209,6 +209,29 @@ pub async fn evaluator_client(
         .max_encoding_message_size(max_message))
 }
 
+/// `GET path` over HTTP/1.1 from `addr` (host:port), the whole answer
+/// (status line, headers, body), within 30 s.
+pub async fn http_get(addr: &str, path: &str) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let get = async {
+        let mut conn = tokio::net::TcpStream::connect(addr).await?;
+        conn.write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await?;
+        let mut text = String::new();
+        conn.read_to_string(&mut text).await?;
+        Ok(text)
+    };
+    tokio::time::timeout(Duration::from_secs(30), get)
+        .await
+        .unwrap_or_else(|_| {
+            Err(std::io::Error::other(format!(
+                "GET {addr}{path}: no answer in 30 s"
+            )))
+        })
+}
+
 /// The health status the server reports for `service`.
 pub async fn health_status(endpoint: &str, service: &str) -> anyhow::Result<i32> {
     let channel = tonic::transport::Endpoint::from_shared(endpoint.to_string())?

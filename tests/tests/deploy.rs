@@ -6,9 +6,15 @@
 //! The manifests are applied as written except for names and a few
 //! test-only patches (see [`patch_for_this_cluster`]): their namespaces and
 //! images become the test's own, so parallel tests and leftovers never
-//! collide. The runner here acts with the test's (admin) kubeconfig, so the
-//! RBAC objects are applied and accepted but not exercised: `rbac.rs` runs
-//! the runner as its ServiceAccount under enforced RBAC with these Roles.
+//! collide. The runner acts as its ServiceAccount's identity under enforced
+//! RBAC where the cluster has it (as `.ci/run` starts it), so the Roles and
+//! RoleBindings are exercised as written (their subject keeps the identity's
+//! namespace, `porch-system`).
+//!
+//! Then the operator's day two: the metrics are scraped as Prometheus would
+//! (the pod's scrape annotations, and the Service's `metrics` port), and
+//! deleting the Deployment takes its function pods and their Services with
+//! it.
 
 #![allow(clippy::unwrap_used)]
 
@@ -24,17 +30,18 @@ use e2e_tests::{
     require_kubeconfig, require_registry, start_registry,
 };
 use function_runner::backend::kube::pods::is_ready;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use kube::api::{
-    ApiResource, DynamicObject, GroupVersionKind, ListParams, LogParams, Patch, PatchParams,
-    PostParams,
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, LogParams, Patch,
+    PatchParams, PostParams,
 };
 use kube::discovery::Scope;
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
 use serde_yaml_ng::Value;
 use support::{
-    cluster, resource_list, wait_crd_established, wrapper_dockerfile, Cleanup,
+    cluster, resource_list, runner_kubeconfig, wait_crd_established, wrapper_dockerfile, Cleanup,
     EXAMPLE_FN_DOCKERFILE,
 };
 
@@ -117,6 +124,8 @@ struct ClusterPatch<'a> {
     wrapper_image: &'a str,
     /// The runner's gRPC port on the host.
     port: u16,
+    /// Its metrics port on the host.
+    metrics_port: u16,
     registry: &'a str,
     runner_id: &'a str,
     kubeconfig_secret: &'a str,
@@ -126,8 +135,17 @@ struct ClusterPatch<'a> {
 /// manifest has what an operator would swap (the two images) and the probes
 /// the README describes.
 fn patch_for_this_cluster(deployment: &mut Value, p: &ClusterPatch<'_>) {
-    let spec = &mut deployment["spec"]["template"]["spec"];
     let port = p.port.to_string();
+    let metrics_port = p.metrics_port.to_string();
+    {
+        // Prometheus' pod discovery finds the metrics by these.
+        let annotations = &mut deployment["spec"]["template"]["metadata"]["annotations"];
+        assert_eq!(annotations["prometheus.io/scrape"].as_str(), Some("true"));
+        assert_eq!(annotations["prometheus.io/path"].as_str(), Some("/metrics"));
+        assert_eq!(annotations["prometheus.io/port"].as_str(), Some("9464"));
+        annotations["prometheus.io/port"] = metrics_port.clone().into();
+    }
+    let spec = &mut deployment["spec"]["template"]["spec"];
     {
         let container = &mut spec["containers"][0];
         assert_eq!(container["name"].as_str(), Some("function-runner"));
@@ -151,21 +169,31 @@ fn patch_for_this_cluster(deployment: &mut Value, p: &ClusterPatch<'_>) {
             "[{{name: kubeconfig, mountPath: {KUBECONFIG_DIR}, readOnly: true}}]"
         ))
         .unwrap();
-        for probe in ["readinessProbe", "livenessProbe"] {
-            let command = &mut container[probe]["exec"]["command"];
-            let expected: Value =
-                serde_yaml_ng::from_str("[/health-probe, -addr, 'localhost:9445']").unwrap();
-            assert_eq!(*command, expected, "{probe}");
-            command[2] = format!("localhost:{port}").into();
-        }
-        // hostNetwork (below): the port is the host's, so a free one, and no
-        // metrics port that could collide with another process's.
-        container["ports"] =
-            serde_yaml_ng::from_str(&format!("[{{name: grpc, containerPort: {port}}}]")).unwrap();
+        let command = &mut container["readinessProbe"]["exec"]["command"];
+        let expected: Value =
+            serde_yaml_ng::from_str("[/health-probe, -addr, 'localhost:9445']").unwrap();
+        assert_eq!(*command, expected, "readinessProbe");
+        command[2] = format!("localhost:{port}").into();
+        // Liveness is the port answering (a restart fixes no RBAC); by the
+        // port's name, so it follows the port below.
+        assert_eq!(
+            container["livenessProbe"]["tcpSocket"]["port"].as_str(),
+            Some("grpc")
+        );
+        // hostNetwork (below): the ports are the host's, so free ones.
+        let expected: Value = serde_yaml_ng::from_str(
+            "[{name: grpc, containerPort: 9445}, {name: metrics, containerPort: 9464}]",
+        )
+        .unwrap();
+        assert_eq!(container["ports"], expected);
+        container["ports"] = serde_yaml_ng::from_str(&format!(
+            "[{{name: grpc, containerPort: {port}}}, {{name: metrics, containerPort: {metrics_port}}}]"
+        ))
+        .unwrap();
         let args = container["args"].as_sequence_mut().unwrap();
         for arg in [
             format!("--port={port}"),
-            "--metrics-port=0".to_string(),
+            format!("--metrics-port={metrics_port}"),
             // The test's registry speaks plain HTTP.
             format!("--insecure-registries={}", p.registry),
             // With hostNetwork HOSTNAME is the node's name, not the pod's.
@@ -179,10 +207,10 @@ fn patch_for_this_cluster(deployment: &mut Value, p: &ClusterPatch<'_>) {
     // bridge cannot reach. ClusterFirstWithHostNet keeps the cluster DNS the
     // pod would have without hostNetwork.
     spec["hostNetwork"] = true.into();
-    // Cleanup deletes the pods, and the ReplicaSet makes a new one until the
-    // namespace's deletion reaches it: that one must go at once too, not
-    // after the manifest's drain time.
-    spec["terminationGracePeriodSeconds"] = 1.into();
+    // Time for the runner to delete its function pods when the Deployment
+    // is deleted (seconds here: no call runs), short enough that a pod the
+    // ReplicaSet makes while Cleanup deletes the namespace goes soon too.
+    spec["terminationGracePeriodSeconds"] = 15.into();
     spec["dnsPolicy"] = "ClusterFirstWithHostNet".into();
     // Readable by the runner's non-root user: mode 0444 (292).
     spec["volumes"] = serde_yaml_ng::from_str(&format!(
@@ -267,6 +295,19 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
         .iter()
         .flat_map(|file| documents(file, &system, &functions))
         .collect();
+    // The runner's credentials: its ServiceAccount's identity, which the
+    // RoleBindings name as written (porch-system's, not the test's).
+    let identity = runner_kubeconfig();
+    if identity.is_some() {
+        for doc in docs
+            .iter_mut()
+            .filter(|d| str_at(d, "kind") == "RoleBinding")
+        {
+            for subject in doc["subjects"].as_sequence_mut().unwrap() {
+                subject["namespace"] = "porch-system".into();
+            }
+        }
+    }
     let kinds: Vec<(String, String)> = docs
         .iter()
         .map(|d| {
@@ -301,7 +342,7 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
     secret.metadata.name = Some("runner-kubeconfig".to_string());
     secret.string_data = Some(BTreeMap::from([(
         "kubeconfig".to_string(),
-        std::fs::read_to_string(&kubeconfig).unwrap(),
+        std::fs::read_to_string(identity.as_deref().unwrap_or(&kubeconfig)).unwrap(),
     )]));
     secrets
         .create(&PostParams::default(), &secret)
@@ -331,11 +372,15 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
     .unwrap();
     apply(&client, &config, false).await.unwrap();
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let free_port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let port = free_port();
+    let metrics_port = free_port();
     for mut doc in rest {
         if str_at(&doc, "kind") == "Deployment" {
             patch_for_this_cluster(
@@ -344,6 +389,7 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
                     runner_image: &runner_image,
                     wrapper_image: &wrapper_image,
                     port,
+                    metrics_port,
                     registry: &registry_addr,
                     runner_id: &runner_id,
                     kubeconfig_secret: "runner-kubeconfig",
@@ -453,4 +499,107 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
     })
     .await;
     assert!(applied, "the FunctionConfig's status: {last:?}");
+
+    // #31 item 6: scraped as Prometheus finds it: the pod's annotations
+    // name the port and path on the pod's address; and through the
+    // Service's `metrics` port.
+    let runner_pod = runner_pods
+        .list(&ListParams::default().labels("app=function-runner"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(is_ready)
+        .unwrap();
+    let annotations = runner_pod.metadata.annotations.clone().unwrap_or_default();
+    let pod_ip = runner_pod.status.as_ref().unwrap().pod_ip.clone().unwrap();
+    let scraped = e2e_tests::http_get(
+        &format!("{pod_ip}:{}", annotations["prometheus.io/port"]),
+        &annotations["prometheus.io/path"],
+    )
+    .await
+    .unwrap();
+    assert!(
+        scraped.contains("function_runner_backend_ready 1"),
+        "{scraped}"
+    );
+    assert!(
+        scraped.contains("function_runner_pod_starts_total{outcome=\"ok\"} 1"),
+        "{scraped}"
+    );
+    let service = services.get("function-runner").await.unwrap();
+    let metrics = service
+        .spec
+        .and_then(|s| s.ports)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|p| p.name.as_deref() == Some("metrics"))
+        .expect("a port named metrics");
+    assert_eq!(metrics.port, 9464);
+    let mut via_service = Err(std::io::Error::other("not tried"));
+    let reached = eventually_async(Duration::from_secs(60), async || {
+        via_service = e2e_tests::http_get(&format!("{cluster_ip}:9464"), "/metrics").await;
+        via_service
+            .as_ref()
+            .is_ok_and(|text| text.contains("function_runner_backend_ready"))
+    })
+    .await;
+    assert!(reached, "through the Service: {via_service:?}");
+
+    // #31 item 5: uninstalling, the Deployment deleted as `kubectl delete`
+    // does (in the background), takes its function pods and their Services
+    // with it: the runner, told to stop, finds its Deployment gone.
+    let deployment_uid = deployments_uid(&client, &system).await;
+    let labels = pods[0].metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.get("fn.kpt.dev/runner-deployment"),
+        Some(&deployment_uid),
+        "the function pod names the runner's Deployment"
+    );
+    let report = runner_report(&runner_pods).await;
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &system);
+    deployments
+        .delete("function-runner", &DeleteParams::background())
+        .await
+        .unwrap();
+    let function_services: Api<Service> = Api::namespaced(client.clone(), &functions);
+    let mut left = String::new();
+    let cleared = eventually_async(Duration::from_secs(120), async || {
+        let pods = function_pods
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
+        let services = function_services
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items;
+        left = format!(
+            "pods {:?}, services {:?}",
+            pods.iter().map(|p| &p.metadata.name).collect::<Vec<_>>(),
+            services
+                .iter()
+                .map(|s| &s.metadata.name)
+                .collect::<Vec<_>>()
+        );
+        pods.is_empty() && services.is_empty()
+    })
+    .await;
+    assert!(
+        cleared,
+        "left after the Deployment went: {left}\nthe runner before:\n{report}"
+    );
+}
+
+/// The uid of the runner's Deployment.
+async fn deployments_uid(client: &Client, namespace: &str) -> String {
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    deployments
+        .get("function-runner")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap()
 }

@@ -27,7 +27,10 @@ use kube::api::{
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
 use serde_json::{json, Value};
-use support::{cluster, wait_crd_established, Cleanup};
+use support::{
+    cluster, grant_runner_roles, runner_kubeconfig, setup, start_runner_as, wait_crd_established,
+    Cleanup, EXAMPLE_FN_DOCKERFILE,
+};
 
 /// Creates the test's namespace; deleted when the returned guard drops.
 async fn namespace(client: &Client, suffix: &str) -> (String, Cleanup) {
@@ -231,6 +234,10 @@ async fn a_kube_runner_applies_functionconfigs_live_and_reports_them_in_their_st
     let client = cluster().await;
     install_crd(&client).await;
     let (ns, _cleanup) = namespace(&client, "fnconfig").await;
+    let kubeconfig = runner_kubeconfig();
+    if kubeconfig.is_some() {
+        grant_runner_roles(&client, &ns).await;
+    }
     let api = functionconfigs(&client, &ns);
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.sh");
@@ -256,7 +263,7 @@ async fn a_kube_runner_applies_functionconfigs_live_and_reports_them_in_their_st
         "--insecure-registries",
         "127.0.0.1:9",
     ];
-    let runner = Wrapper::start_runner(&args).unwrap();
+    let runner = start_runner_as(&args, kubeconfig.as_deref());
     let binary = |path: &Path| json!({"image": image, "binaryExecutor": {"tags": ["v1"], "path": path.to_str().unwrap()}});
 
     // Created: applied, status says so; the status is written after the
@@ -318,6 +325,21 @@ async fn a_kube_runner_applies_functionconfigs_live_and_reports_them_in_their_st
     assert!(bad.data["status"]
         .get("functionRunnerObservedGeneration")
         .is_none());
+    // #31 item 4: a misspelt executor (the schema prunes it) leaves one
+    // that configures nothing: Invalid, not Applied.
+    api.create(
+        &PostParams::default(),
+        &functionconfig(
+            "misspelt",
+            json!({"image": "third-fn", "podExecuter": {"tags": ["v1"]}}),
+        ),
+    )
+    .await
+    .unwrap();
+    wait_status(&api, "misspelt", "Invalid", |s, _| {
+        rejected(s, "Invalid", "spec: no executor set")
+    })
+    .await;
     wait_status(&api, "dup", "Conflict", |s, _| {
         rejected(
             s,
@@ -347,7 +369,7 @@ async fn a_kube_runner_applies_functionconfigs_live_and_reports_them_in_their_st
             .collect()
     };
     let before = versions(api.list(&Default::default()).await.unwrap().items);
-    let second = Wrapper::start_runner(&args).unwrap();
+    let second = start_runner_as(&args, kubeconfig.as_deref());
     assert!(
         second
             .logs()
@@ -383,4 +405,48 @@ async fn a_kube_runner_applies_functionconfigs_live_and_reports_them_in_their_st
     assert!(runner
         .logs()
         .contains(&format!("FunctionConfig {ns}/dup deleted")));
+}
+
+/// #31 item 3: with `--warm-up-pod-cache`, a FunctionConfig applied while
+/// the runner runs gets its pod warmed as one read at start does: Ready
+/// before any call.
+#[tokio::test]
+async fn a_functionconfig_applied_live_warms_its_pod() {
+    let Some(s) = setup("livewarm", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    install_crd(&s.client).await;
+    let runner = s.runner("runner-livewarm", &["--warm-up-pod-cache=true"]);
+    assert!(s.live_pods().await.is_empty());
+    let api = functionconfigs(&s.client, &s.namespace);
+    let (repository, tag) = s.fn_image.rsplit_once(':').unwrap();
+    api.create(
+        &PostParams::default(),
+        &functionconfig(
+            "live",
+            json!({"image": repository, "podExecutor": {"tags": [tag]}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let warm = eventually_async(Duration::from_secs(90), async || {
+        s.live_pods()
+            .await
+            .values()
+            .any(function_runner::backend::kube::pods::is_ready)
+    })
+    .await;
+    assert!(warm, "no warm pod\n{}", runner.logs());
+    assert!(
+        runner
+            .logs()
+            .contains("warming the pods of changed FunctionConfigs"),
+        "{}",
+        runner.logs()
+    );
+    // The call takes the warm pod: no second one.
+    let out = s.call(&runner).await;
+    assert!(out.contains("owner: team-shop"), "{out}");
+    assert_eq!(s.live_pods().await.len(), 1);
+    s.stop(runner).await;
 }

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use e2e_tests::{
-    build_image, docker, evaluator_client, eventually_async, prerequisite, remove_images,
-    require_docker, require_kubeconfig, require_registry, require_root, start_private_registry,
-    Wrapper,
+    build_image, docker, evaluator_client, eventually_async, health_status, prerequisite,
+    remove_images, require_docker, require_kubeconfig, require_registry, require_root,
+    start_private_registry, Wrapper,
 };
 use function_runner::backend::kube::lifecycle;
 use function_runner::backend::kube::pods::is_ready;
@@ -28,7 +28,8 @@ use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
 use support::{
-    call, cluster, create_namespace, setup, wrapper_dockerfile, Cleanup, EXAMPLE_FN_DOCKERFILE,
+    call, cluster, create_namespace, grant_runner_roles, runner_kubeconfig, setup, start_runner_as,
+    wrapper_dockerfile, Cleanup, EXAMPLE_FN_DOCKERFILE,
 };
 
 fn pod_ready(pod: Option<&Pod>) -> bool {
@@ -283,28 +284,34 @@ async fn private_images_are_read_and_pulled_with_the_auth_file_and_the_ca() {
     remove_images(std::slice::from_ref(&fn_image));
     assert!(docker(&["image", "inspect", &fn_image]).is_err());
     create_namespace(&client, &namespace).await;
+    let kubeconfig = runner_kubeconfig();
+    if kubeconfig.is_some() {
+        grant_runner_roles(&client, &namespace).await;
+    }
 
-    let mut runner = Wrapper::start_runner(&[
-        "--metrics-port",
-        "0",
-        "--backend",
-        "kube",
-        "--pod-namespace",
-        &namespace,
-        "--kube-dial",
-        "pod-ip",
-        "--wrapper-server-image",
-        &wrapper_image,
-        "--runner-id",
-        &format!("e2e-{id}-private"),
-        "--enable-private-registries",
-        "--registry-auth-secret-path",
-        &private.auth_file.to_string_lossy(),
-        "--enable-private-registries-tls",
-        "--tls-secret-path",
-        &private.tls_dir.to_string_lossy(),
-    ])
-    .unwrap();
+    let mut runner = start_runner_as(
+        &[
+            "--metrics-port",
+            "0",
+            "--backend",
+            "kube",
+            "--pod-namespace",
+            &namespace,
+            "--kube-dial",
+            "pod-ip",
+            "--wrapper-server-image",
+            &wrapper_image,
+            "--runner-id",
+            &format!("e2e-{id}-private"),
+            "--enable-private-registries",
+            "--registry-auth-secret-path",
+            &private.auth_file.to_string_lossy(),
+            "--enable-private-registries-tls",
+            "--tls-secret-path",
+            &private.tls_dir.to_string_lossy(),
+        ],
+        kubeconfig.as_deref(),
+    );
     let out = call(&runner, &fn_image).await;
     assert!(out.contains("owner: team-shop"), "{out}");
 
@@ -379,4 +386,68 @@ async fn the_pull_secret_is_created_then_updated_only_when_the_file_changes() {
         err.contains("image pull Secret taken exists with type \"Opaque\""),
         "{err}"
     );
+}
+
+/// #31 items 1 and 2: a function whose pods cannot start is that function's
+/// failure, not the runner's. An image its registry does not have answers
+/// NOT_FOUND; a wrapper image no pod can pull fails the call as soon as the
+/// kubelet says so, naming the image and where it was set. The runner stays
+/// SERVING through both.
+#[tokio::test]
+async fn a_missing_image_is_not_found_and_an_unpullable_wrapper_is_named_with_its_source() {
+    let Some(s) = setup("unstartable", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    const SERVING: i32 = 1;
+    let call = async |runner: &Wrapper, image: &str| {
+        let mut fns = runner.client().await.unwrap();
+        let mut request = tonic::Request::new(EvaluateFunctionRequest {
+            resource_list: support::resource_list().into(),
+            image: image.to_string(),
+            tag: String::new(),
+        });
+        request.set_timeout(Duration::from_secs(100));
+        fns.evaluate_function(request).await
+    };
+
+    let runner = s.runner("runner-missing", &[]);
+    let missing = format!("{}/fns/no-such-fn:v1", s.registry_addr);
+    let status = call(&runner, &missing).await.expect_err("no such image");
+    assert_eq!(status.code(), tonic::Code::NotFound, "{status:?}");
+    assert!(
+        status.message().contains("no-such-fn") && status.message().contains("not in its registry"),
+        "{status:?}"
+    );
+    assert_eq!(
+        health_status(&runner.endpoint(), "").await.unwrap(),
+        SERVING
+    );
+    assert!(s.live_pods().await.is_empty(), "no pod for a missing image");
+    s.stop(runner).await;
+
+    // The wrapper image from the environment, as deploy/ sets it.
+    let wrapper = "localhost/krm-test/no-such-wrapper:1";
+    let runner = s.runner_env(
+        "runner-badwrapper",
+        // Longer than the call: an error is the kubelet's answer, not a timeout.
+        &["--pod-ready-timeout", "300s"],
+        &[("WRAPPER_SERVER_IMAGE", wrapper)],
+    );
+    let status = call(&runner, &s.fn_image).await.expect_err("no wrapper");
+    let message = status.message();
+    assert_ne!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+    for part in [wrapper, "env WRAPPER_SERVER_IMAGE", "init container"] {
+        assert!(message.contains(part), "{part:?} not in {status:?}");
+    }
+    assert_eq!(
+        health_status(&runner.endpoint(), "").await.unwrap(),
+        SERVING
+    );
+    s.stop(runner).await;
+    // The pod that could not start is deleted.
+    let cleared = eventually_async(Duration::from_secs(60), async || {
+        s.live_pods().await.is_empty()
+    })
+    .await;
+    assert!(cleared, "{:?}", s.live_pods().await.keys());
 }

@@ -73,13 +73,7 @@ impl Fixture {
     /// `/metrics`, or the error of a connection the endpoint turned away
     /// (when its connections are all taken, it closes new ones at once).
     async fn try_metrics(&self) -> std::io::Result<String> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut conn = tokio::net::TcpStream::connect(("127.0.0.1", self.metrics_port)).await?;
-        conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-            .await?;
-        let mut text = String::new();
-        conn.read_to_string(&mut text).await?;
-        Ok(text)
+        e2e_tests::http_get(&format!("127.0.0.1:{}", self.metrics_port), "/metrics").await
     }
 }
 

@@ -477,14 +477,9 @@ async fn metrics_endpoint_counts_calls_by_outcome() {
 }
 
 async fn http_get(addr: std::net::SocketAddr) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
-    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    e2e_tests::http_get(&addr.to_string(), "/metrics")
         .await
-        .unwrap();
-    let mut text = String::new();
-    conn.read_to_string(&mut text).await.unwrap();
-    text
+        .unwrap()
 }
 
 #[tokio::test]

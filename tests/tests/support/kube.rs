@@ -141,9 +141,15 @@ pub async fn grant_runner_roles(client: &Client, namespace: &str) -> usize {
 /// `function-runner serve ARGS` on loopback, with `kubeconfig`'s
 /// credentials if given (else the test's).
 pub fn start_runner_as(args: &[&str], kubeconfig: Option<&Path>) -> Wrapper {
+    start_runner_env(args, kubeconfig, &[])
+}
+
+/// [`start_runner_as`] with `env` added to the runner's environment.
+pub fn start_runner_env(args: &[&str], kubeconfig: Option<&Path>, env: &[(&str, &str)]) -> Wrapper {
     let mut cmd = Command::new(e2e_tests::bin("function-runner"));
     cmd.args(["serve", "--host", "127.0.0.1", "--port", "0"])
-        .args(args);
+        .args(args)
+        .envs(env.iter().copied());
     if let Some(kubeconfig) = kubeconfig {
         cmd.env("KUBECONFIG", kubeconfig);
     }
@@ -330,13 +336,19 @@ impl Setup {
     /// It acts as the runner identity under `deploy/rbac.yaml`'s Roles
     /// where the cluster has it.
     pub fn runner(&self, id: &str, extra: &[&str]) -> Wrapper {
-        self.runner_with(id, extra, self.runner_kubeconfig.as_deref())
+        self.runner_with(id, extra, self.runner_kubeconfig.as_deref(), &[])
+    }
+
+    /// [`Setup::runner`] with `env` added to its environment; with
+    /// `WRAPPER_SERVER_IMAGE` there, without the flag that would override it.
+    pub fn runner_env(&self, id: &str, extra: &[&str], env: &[(&str, &str)]) -> Wrapper {
+        self.runner_with(id, extra, self.runner_kubeconfig.as_deref(), env)
     }
 
     /// [`Setup::runner`] with the client credentials of `kubeconfig` (an
     /// identity of its own, under RBAC) instead of the test's.
     pub fn runner_as(&self, kubeconfig: &std::path::Path, id: &str, extra: &[&str]) -> Wrapper {
-        self.runner_with(id, extra, Some(kubeconfig))
+        self.runner_with(id, extra, Some(kubeconfig), &[])
     }
 
     fn runner_with(
@@ -344,6 +356,7 @@ impl Setup {
         id: &str,
         extra: &[&str],
         kubeconfig: Option<&std::path::Path>,
+        env: &[(&str, &str)],
     ) -> Wrapper {
         let mut args = vec![
             "--metrics-port",
@@ -356,15 +369,16 @@ impl Setup {
             &self.namespace,
             "--kube-dial",
             "pod-ip",
-            "--wrapper-server-image",
-            &self.wrapper_image,
             "--insecure-registries",
             &self.registry_addr,
             "--runner-id",
             id,
         ];
+        if !env.iter().any(|(name, _)| *name == "WRAPPER_SERVER_IMAGE") {
+            args.extend(["--wrapper-server-image", &self.wrapper_image]);
+        }
         args.extend_from_slice(extra);
-        start_runner_as(&args, kubeconfig)
+        start_runner_env(&args, kubeconfig, env)
     }
 
     /// One EvaluateFunction through `runner`; the output ResourceList.

@@ -459,7 +459,7 @@ impl Inner {
         let reason = waiting.reason.as_deref()?;
         if !matches!(
             reason,
-            "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName"
+            "ErrImagePull" | "ImagePullBackOff" | "ErrImageNeverPull" | "InvalidImageName"
         ) {
             return None;
         }
@@ -990,7 +990,9 @@ impl Inner {
                     }
                 }
                 Err(err) if is_not_found(&err) => {}
-                Err(err) => tracing::warn!(pod = %name, err = %one_line(&err), "extending the pod's reclaim-after"),
+                Err(err) => {
+                    tracing::warn!(pod = %name, err = %one_line(&err), "extending the pod's reclaim-after")
+                }
             }
         });
     }

@@ -99,7 +99,9 @@ impl Detached {
             Ok(Outcome::Refused(why)) => {
                 tracing::warn!(pod = %name, %why, "withdrawing this runner's operation")
             }
-            Err(err) => tracing::warn!(pod = %name, err = %one_line(&err), "withdrawing this runner's operation"),
+            Err(err) => {
+                tracing::warn!(pod = %name, err = %one_line(&err), "withdrawing this runner's operation")
+            }
         }
     }
 
@@ -124,7 +126,9 @@ impl Detached {
                 self.held().declared.insert(name.to_string(), now);
             }
             Ok(Outcome::Gone | Outcome::Refused(_)) => {}
-            Err(err) => tracing::warn!(pod = %name, err = %one_line(&err), "refreshing this runner's operation"),
+            Err(err) => {
+                tracing::warn!(pod = %name, err = %one_line(&err), "refreshing this runner's operation")
+            }
         }
     }
 }
@@ -325,7 +329,9 @@ impl Inner {
                 Ok(Outcome::Refused(err)) => {
                     tracing::warn!(pod = %name, %err, "switching the pod's traffic off")
                 }
-                Err(err) => tracing::warn!(pod = %name, err = %one_line(&err), "switching the pod's traffic off"),
+                Err(err) => {
+                    tracing::warn!(pod = %name, err = %one_line(&err), "switching the pod's traffic off")
+                }
             }
         }
         // Other runners take it out of rotation once their calls on it are

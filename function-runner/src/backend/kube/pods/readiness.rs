@@ -96,6 +96,7 @@ pub(super) fn terminated(pod: &Pod) -> Option<String> {
             reason,
             "ErrImagePull"
                 | "ImagePullBackOff"
+                | "ErrImageNeverPull"
                 | "InvalidImageName"
                 | "CreateContainerConfigError"
                 | "CreateContainerError"
