@@ -556,6 +556,26 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
         Some(&deployment_uid),
         "the function pod names the runner's Deployment"
     );
+    // And one left by a replica of it that is gone (killed, replaced):
+    // not this runner's, nobody's in rotation, and no runner of the
+    // Deployment left to delete it later.
+    let mut orphan = pods[0].clone();
+    let orphan_name = format!("{}-orphan", orphan.metadata.name.clone().unwrap());
+    let mut orphan_labels = labels.clone();
+    orphan_labels.insert("fn.kpt.dev/runner".into(), "gone-replica".into());
+    orphan_labels.insert("fn.kpt.dev/pod".into(), orphan_name.clone());
+    orphan.metadata = kube::api::ObjectMeta {
+        name: Some(orphan_name),
+        labels: Some(orphan_labels),
+        annotations: orphan.metadata.annotations.clone(),
+        finalizers: orphan.metadata.finalizers.clone(),
+        ..Default::default()
+    };
+    orphan.status = None;
+    function_pods
+        .create(&PostParams::default(), &orphan)
+        .await
+        .unwrap();
     let report = runner_report(&runner_pods).await;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), &system);
     deployments

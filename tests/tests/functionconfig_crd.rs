@@ -373,7 +373,7 @@ async fn a_kube_runner_applies_functionconfigs_live_and_reports_them_in_their_st
     assert!(
         second
             .logs()
-            .contains("FunctionConfigs read from the cluster count=3"),
+            .contains("FunctionConfigs read from the cluster count=4"),
         "{}",
         second.logs()
     );
