@@ -15,6 +15,7 @@ use std::time::Duration;
 use e2e_tests::{docker, eventually_async, output_within};
 use function_runner::backend::kube::lifecycle::{self, SERVING_GATE, TRAFFIC_FINALIZER};
 use function_runner::backend::kube::pods::is_ready;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, PostParams};
@@ -337,4 +338,103 @@ async fn a_killed_runners_finalizer_goes_a_ttl_after_it_vanished_or_when_it_rest
         again.logs()
     );
     s.stop(again).await;
+}
+
+/// #31 item 5: a runner run by a Deployment of its function pods' own
+/// namespace makes them owned by that Deployment (found from the runner's
+/// pod, `POD_NAME`, through its ReplicaSet, with the Roles of
+/// `deploy/rbac.yaml`): deleting the Deployment, Kubernetes' garbage
+/// collector deletes them and their Services, and the runner lets go of
+/// them (their finalizer included).
+#[tokio::test]
+async fn function_pods_in_the_deployments_namespace_are_owned_by_it_and_go_with_it() {
+    let Some(s) = setup("owned", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    // A Deployment whose pod stands for the runner's own: the runner runs
+    // here, told that pod's name as the downward API would tell it.
+    let deployments: Api<Deployment> = Api::namespaced(s.client.clone(), &s.namespace);
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "function-runner"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "stand-in"}},
+            "template": {
+                "metadata": {"labels": {"app": "stand-in"}},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{
+                        "name": "sleep",
+                        "image": "localhost/krm-kube/busybox:1.35.0",
+                        "imagePullPolicy": "Never",
+                        "command": ["sleep", "3600"],
+                    }],
+                },
+            },
+        },
+    }))
+    .unwrap();
+    let uid = deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    let mut stand_in = None;
+    let found = eventually_async(Duration::from_secs(60), async || {
+        stand_in = s
+            .pods
+            .list(&ListParams::default().labels("app=stand-in"))
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find_map(|p| p.metadata.name);
+        stand_in.is_some()
+    })
+    .await;
+    assert!(found, "the Deployment made no pod");
+    let stand_in = stand_in.unwrap();
+
+    let runner = s.runner_env("runner-owned", &[], &[("POD_NAME", &stand_in)]);
+    assert!(
+        runner
+            .logs()
+            .contains("function pods belong to the runner's Deployment"),
+        "{}",
+        runner.logs()
+    );
+    let out = s.call(&runner).await;
+    assert!(out.contains("owner: team-shop"), "{out}");
+    let (name, pod) = s
+        .live_pods()
+        .await
+        .into_iter()
+        .find(|(_, p)| labels(p).contains_key("fn.kpt.dev/runner"))
+        .expect("the function pod");
+    assert_eq!(labels(&pod)["fn.kpt.dev/runner-deployment"], uid);
+    let owners = pod.metadata.owner_references.clone().unwrap_or_default();
+    assert!(
+        owners
+            .iter()
+            .any(|o| o.kind == "Deployment" && o.uid == uid && o.name == "function-runner"),
+        "{owners:?}"
+    );
+
+    deployments
+        .delete("function-runner", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert!(
+        s.wait_absent(&name, Duration::from_secs(90)).await,
+        "the function pod stays\n{}",
+        runner.logs()
+    );
+    let service_gone = eventually_async(Duration::from_secs(60), async || {
+        s.services.get_opt(&name).await.unwrap().is_none()
+    })
+    .await;
+    assert!(service_gone, "its Service stays");
+    s.stop(runner).await;
 }
