@@ -316,3 +316,30 @@ impl Backend for MeteredBackend {
         self.inner.ready()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// #31 item 1: the backend's readiness is in the metrics, read at each
+    /// scrape; 1 when the backend cannot tell.
+    #[tokio::test]
+    async fn backend_ready_follows_the_backends_readiness() {
+        let metrics = RunnerMetrics::new();
+        assert!(metrics
+            .render(None)
+            .await
+            .contains("function_runner_backend_ready 1"));
+        let (ready, readiness) = tokio::sync::watch::channel(false);
+        metrics.follow_backend_ready(readiness);
+        assert!(metrics
+            .render(None)
+            .await
+            .contains("function_runner_backend_ready 0"));
+        ready.send_replace(true);
+        assert!(metrics
+            .render(None)
+            .await
+            .contains("function_runner_backend_ready 1"));
+    }
+}
