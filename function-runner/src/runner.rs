@@ -334,11 +334,15 @@ impl Runner {
         {
             tracing::warn!("pods did not all stop within {grace:?}");
         }
-        if tokio::time::timeout(grace, self.backend.close())
+        // The kube backend may delete an uninstalled Deployment's pods
+        // (UNINSTALL_WITHIN), then sends its last events (5 s).
+        let close_within =
+            grace.max(crate::backend::kube::pods::UNINSTALL_WITHIN + Duration::from_secs(6));
+        if tokio::time::timeout(close_within, self.backend.close())
             .await
             .is_err()
         {
-            tracing::warn!("the backend did not close within {grace:?}");
+            tracing::warn!("the backend did not close within {close_within:?}");
         }
     }
 }

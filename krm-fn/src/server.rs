@@ -168,6 +168,8 @@ where
         health.set_service_status(name, status).await;
     }
     let draining = CancellationToken::new();
+    // However serving ends, readiness stops being followed.
+    let _stop_following = draining.clone().drop_guard();
     if let Some(readiness) = options.readiness.clone() {
         tokio::spawn(follow_readiness(
             readiness,

@@ -556,14 +556,27 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
         Some(&deployment_uid),
         "the function pod names the runner's Deployment"
     );
-    // And one left by a replica of it that is gone (killed, replaced):
-    // not this runner's, nobody's in rotation, and no runner of the
-    // Deployment left to delete it later.
+    // And one left by a replica of it that was killed: not this runner's,
+    // still in that replica's rotation as far as its labels say (its serve
+    // operation not stale for a TTL yet), and no runner of the Deployment
+    // left to delete it later.
     let mut orphan = pods[0].clone();
     let orphan_name = format!("{}-orphan", orphan.metadata.name.clone().unwrap());
     let mut orphan_labels = labels.clone();
     orphan_labels.insert("fn.kpt.dev/runner".into(), "gone-replica".into());
     orphan_labels.insert("fn.kpt.dev/pod".into(), orphan_name.clone());
+    let now_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    orphan_labels.insert(
+        "operating.fn.kpt.dev/gone-replica".into(),
+        now_ns.to_string(),
+    );
+    orphan_labels.insert(
+        "operation-type.fn.kpt.dev/gone-replica".into(),
+        "serve".into(),
+    );
     orphan.metadata = kube::api::ObjectMeta {
         name: Some(orphan_name),
         labels: Some(orphan_labels),

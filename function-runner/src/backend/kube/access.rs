@@ -12,6 +12,7 @@
 //! no call coming (its readiness keeps calls away).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -88,7 +89,12 @@ impl Refusal {
                 user: String::new(),
                 message: status.message.clone(),
             }),
-            403 => {
+            // RBAC's (or another authorizer's) refusal names the user and
+            // what was refused. Other 403s are not about the runner's
+            // rights: a quota exceeded, an admission webhook or Pod Security
+            // denying one function's pod, a namespace being deleted. Those
+            // fail that start, not the runner.
+            403 if status.message.contains("User \"") && status.message.contains("\" cannot ") => {
                 let message = &status.message;
                 let quoted = |after: &str| {
                     let start = message.find(after)? + after.len();
@@ -127,6 +133,8 @@ impl Refusal {
 pub struct Access {
     refused: Mutex<BTreeMap<Right, Refusal>>,
     ready: watch::Sender<bool>,
+    /// A review failed since the last time every right was granted.
+    review_failed: AtomicBool,
 }
 
 impl Default for Access {
@@ -134,6 +142,7 @@ impl Default for Access {
         Access {
             refused: Mutex::new(BTreeMap::new()),
             ready: watch::channel(true).0,
+            review_failed: AtomicBool::new(false),
         }
     }
 }
@@ -189,14 +198,26 @@ impl Access {
         });
         if refused.is_empty() && before > 0 {
             tracing::info!("every right the runner needs is granted: health SERVING");
+            self.review_failed.store(false, Ordering::Relaxed);
             self.ready.send_replace(true);
         }
     }
 
-    /// Every refused right counts no more (something that needs them all
-    /// just worked).
-    pub fn all_granted(&self) {
-        self.granted(|_| true);
+    /// What a pod start that created its pod in `namespace` did: create the
+    /// pod and its Service, patch the pod and its status, read Endpoints.
+    /// Those rights count as granted again.
+    pub fn start_went_through(&self, namespace: &str) {
+        self.granted(|right| {
+            right == &Right::authentication()
+                || (right.namespace == namespace
+                    && right.group.is_empty()
+                    && matches!(
+                        (right.verb.as_str(), right.resource.as_str()),
+                        ("create", "pods" | "services")
+                            | ("patch", "pods" | "pods/status")
+                            | ("get" | "list" | "watch", "endpoints")
+                    ))
+        });
     }
 
     /// The rights refused now.
@@ -228,8 +249,10 @@ impl Access {
                 });
                 match reviews.create(&PostParams::default(), &review).await {
                     Err(kube::Error::Api(status)) if status.code == 401 => {}
-                    Err(err) => tracing::debug!(%err, "asking whether the credentials work again"),
-                    Ok(_) => back.push(right),
+                    // Any other answer from the API server is the
+                    // credentials accepted.
+                    Ok(_) | Err(kube::Error::Api(_)) => back.push(right),
+                    Err(err) => self.review_failed(&err),
                 }
                 continue;
             }
@@ -239,12 +262,24 @@ impl Access {
             {
                 Ok(answer) if answer.status.as_ref().is_some_and(|s| s.allowed) => back.push(right),
                 Ok(_) => {}
-                Err(err) => {
-                    tracing::debug!(%err, %right, "asking whether a right is granted again")
-                }
+                Err(err) => self.review_failed(&err),
             }
         }
         self.granted(|right| back.contains(right));
+    }
+
+    /// A review that could not be made: said once per refusal, since then
+    /// only a pod start that goes through turns the runner SERVING again.
+    fn review_failed(&self, err: &kube::Error) {
+        if !self.review_failed.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                err = %one_line(err),
+                "cannot ask the API server whether the refused right is back (a \
+                 SelfSubjectAccessReview, which Kubernetes lets every authenticated user create \
+                 unless system:basic-user is unbound): the runner turns SERVING again once a pod \
+                 start goes through"
+            );
+        }
     }
 }
 
@@ -344,6 +379,15 @@ mod tests {
         assert_eq!(events.right.namespace, "");
         assert_eq!(events.right.to_string(), "create events.events.k8s.io");
         assert!(Refusal::of(&api_error(401, "Unauthorized")).is_some());
+        // Forbidden by something else than the runner's rights.
+        for other in [
+            "pods \"f-1\" is forbidden: exceeded quota: q, requested: pods=1, used: pods=1, limited: pods=1",
+            "pods \"f-1\" is forbidden: violates PodSecurity \"restricted:latest\": privileged",
+            "admission webhook \"deny.example.com\" denied the request: no",
+            "pods \"f-1\" is forbidden: unable to create new content in namespace n because it is being terminated",
+        ] {
+            assert!(Refusal::of(&api_error(403, other)).is_none(), "{other}");
+        }
         assert!(Refusal::of(&api_error(409, "conflict")).is_none());
         assert!(Refusal::of(&api_error(404, "not found")).is_none());
     }

@@ -53,19 +53,36 @@ impl OwnerDeployment {
         })
     }
 
-    /// Whether the Deployment is gone or going: absent, replaced by another
-    /// of its name, or being deleted. An error answers no (an API server that
-    /// does not answer is no reason to delete everything).
-    pub async fn gone(&self, client: &Client) -> bool {
+    /// Whether the Deployment is gone or going: absent, or being deleted.
+    /// Another of its name counts as this one gone unless it now runs this
+    /// runner (`runner_pod`): one applied again after a delete that
+    /// orphaned the ReplicaSet adopts it, and its runners keep the pods. An
+    /// error answers no (an API server that does not answer is no reason to
+    /// delete everything).
+    pub async fn gone(&self, client: &Client, runner_pod: Option<&str>) -> bool {
         let deployments: Api<Deployment> = Api::namespaced(client.clone(), &self.namespace);
-        match deployments.get_opt(&self.name).await {
-            Ok(None) => true,
-            Ok(Some(found)) => {
-                found.metadata.uid.as_deref() != Some(self.uid.as_str())
-                    || found.metadata.deletion_timestamp.is_some()
-            }
+        let said = |err: &dyn std::fmt::Display| {
+            tracing::warn!(deployment = %self.name, %err, "reading the runner's Deployment: its function pods are not deleted with it");
+        };
+        let found = match deployments.get_opt(&self.name).await {
+            Ok(found) => found,
             Err(err) => {
-                tracing::warn!(deployment = %self.name, err = %super::access::one_line(&err), "reading the runner's Deployment: its function pods are not deleted with it");
+                said(&super::access::one_line(&err));
+                return false;
+            }
+        };
+        let Some(found) = found else { return true };
+        if found.metadata.deletion_timestamp.is_some() {
+            return true;
+        }
+        if found.metadata.uid.as_deref() == Some(self.uid.as_str()) {
+            return false;
+        }
+        let Some(pod) = runner_pod else { return true };
+        match find(client, &self.namespace, pod).await {
+            Ok(now) => now.is_none_or(|now| now.uid != found.metadata.uid.unwrap_or_default()),
+            Err(err) => {
+                said(&err);
                 false
             }
         }

@@ -70,6 +70,10 @@ mod events;
 mod operations;
 mod readiness;
 
+/// How long the runner takes at most, when it stops with its Deployment
+/// gone, to delete that Deployment's function pods.
+pub const UNINSTALL_WITHIN: Duration = Duration::from_secs(20);
+
 /// Slots tried per start before giving up: more than any function's pod
 /// limit plus the pods of other runners it might collide with.
 const MAX_SLOTS: u32 = 64;
@@ -1096,7 +1100,7 @@ impl Backend for KubeBackend {
             if progress.created.is_some() {
                 // A whole start (create, Service, gate, operation) went
                 // through: whatever was refused is granted again.
-                inner.access.all_granted();
+                inner.access.start_went_through(&inner.settings.namespace);
             }
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             {
@@ -1235,8 +1239,17 @@ impl Backend for KubeBackend {
         let inner = self.inner.clone();
         Box::pin(async move {
             if let Some(deployment) = &inner.settings.deployment {
-                if deployment.gone(&inner.client).await {
-                    inner.uninstall(deployment).await;
+                let gone = deployment
+                    .gone(&inner.client, inner.settings.runner_pod.as_deref())
+                    .await;
+                if gone
+                    && tokio::time::timeout(UNINSTALL_WITHIN, inner.uninstall(deployment))
+                        .await
+                        .is_err()
+                {
+                    tracing::warn!(
+                        "the Deployment's function pods were not all deleted within {UNINSTALL_WITHIN:?}"
+                    );
                 }
             }
             inner.lifecycle.flush(Duration::from_secs(5)).await

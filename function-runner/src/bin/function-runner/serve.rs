@@ -212,9 +212,10 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             namespace: args.pod_namespace.clone(),
             wrapper_image: args.wrapper_server_image.clone().unwrap_or_default(),
             // clap prefers the flag to the variable.
-            wrapper_image_source: if std::env::args()
-                .any(|a| a == "--wrapper-server-image" || a.starts_with("--wrapper-server-image="))
-            {
+            wrapper_image_source: if std::env::args_os().any(|a| {
+                let a = a.as_encoded_bytes();
+                a == b"--wrapper-server-image" || a.starts_with(b"--wrapper-server-image=")
+            }) {
                 "--wrapper-server-image".into()
             } else {
                 "env WRAPPER_SERVER_IMAGE".into()

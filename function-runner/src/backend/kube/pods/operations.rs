@@ -133,6 +133,10 @@ impl Detached {
     }
 }
 
+/// How long an uninstall waits for the calls other runners still run on a
+/// pod before it deletes the pod (their wrapper drains them then).
+const UNINSTALL_DRAIN: Duration = Duration::from_secs(10);
+
 impl Inner {
     /// The runner's Deployment is gone: every function pod of it goes, not
     /// only this runner's (the others' runners are stopping too, and no
@@ -279,11 +283,16 @@ impl Inner {
             reason,
             StopReason::Idle(Retire::TemplateChanged | Retire::Uninstalled)
         );
+        // Uninstalled: every runner of the Deployment is going (one killed
+        // earlier may still look live for a TTL), and none is left to
+        // delete the pod later: it goes after a short wait for the calls
+        // still on it, whoever declares them.
+        let force = reason == StopReason::Idle(Retire::Uninstalled);
         let this = self.detached();
         let declare = |op: OpType| {
             move |pod: &Pod| {
                 if let Some(other) = serving_elsewhere(pod, &self.runner, self.stale()) {
-                    if !must_go || op == OpType::Delete {
+                    if !force && (!must_go || op == OpType::Delete) {
                         return Err(format!("runner {other} uses it"));
                     }
                 }
@@ -336,12 +345,13 @@ impl Inner {
         }
         // Other runners take it out of rotation once their calls on it are
         // done; one that died stops counting a TTL after its last refresh.
-        let drained = tokio::time::timeout(
-            self.stale() + Duration::from_secs(1),
-            self.wait_unserved(name, uid),
-        )
-        .await;
-        if drained.is_err() {
+        let wait = if force {
+            UNINSTALL_DRAIN
+        } else {
+            self.stale() + Duration::from_secs(1)
+        };
+        let drained = tokio::time::timeout(wait, self.wait_unserved(name, uid)).await;
+        if drained.is_err() && !force {
             tracing::warn!(pod = %name, "other runners still declare calls on the pod a TTL on; deleting it");
         }
         let pod = match lifecycle::patch_meta(&self.pods, name, uid, None, declare(OpType::Delete))
