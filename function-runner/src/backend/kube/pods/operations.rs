@@ -27,6 +27,13 @@ pub(super) fn serving_elsewhere(pod: &Pod, runner: &str, stale: Duration) -> Opt
 }
 
 impl Detached {
+    /// The same, counting every other runner's operation as stale: for an
+    /// uninstall, where they are all going.
+    pub(super) fn forced(mut self) -> Self {
+        self.stale = Duration::ZERO;
+        self
+    }
+
     pub(super) fn held(&self) -> MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -172,6 +179,7 @@ impl Inner {
             let uid = pod.metadata.uid.clone().unwrap_or_default();
             if pod.metadata.deletion_timestamp.is_some() {
                 self.detached()
+                    .forced()
                     .unprotect(&name, &uid, Some((*pod).clone()))
                     .await;
             } else {
@@ -382,6 +390,9 @@ impl Inner {
             Phase::Deleted,
             format!("runner {} deleted it: {why}", self.runner),
         );
+        // Uninstalled: the finalizer goes whoever still declares the pod
+        // (no runner of the Deployment is left to take it off later).
+        let this = if force { this.forced() } else { this };
         this.unprotect(name, uid, None).await;
     }
 
