@@ -102,6 +102,18 @@ impl Pool {
     /// Starts filling a pool of `size` processes of `spec` (at least one).
     /// Must be called inside a tokio runtime.
     pub fn new(spec: ExecSpec, size: usize) -> Pool {
+        Self::new_after(spec, size, std::future::ready(()))
+    }
+
+    /// [`Pool::new`], but no process starts before `gate` resolves (the
+    /// wrapper behind a Unix socket waits until the runner has made the
+    /// socket's directory its own: a function started earlier could write
+    /// into it). Takes find none waiting meanwhile and spawn their own.
+    pub fn new_after(
+        spec: ExecSpec,
+        size: usize,
+        gate: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> Pool {
         let inner = Arc::new(Inner {
             size: size.max(1),
             waiting: Mutex::default(),
@@ -112,7 +124,13 @@ impl Pool {
             count: AtomicUsize::new(0),
             deaths: AtomicU64::new(0),
         });
-        tokio::spawn(fill(inner.clone(), spec));
+        let filler = inner.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = gate => fill(filler, spec).await,
+                () = filler.closed.cancelled() => {}
+            }
+        });
         Pool { inner }
     }
 

@@ -38,7 +38,21 @@ enum Kind {
     /// busybox `sh` running [`PROBE`]: says on stderr what the function
     /// sees, then `cat`.
     Probe,
+    /// busybox `sh` running [`HOSTILE`]: tries to write on the host through
+    /// its socket directory, then `cat`.
+    Hostile,
 }
+
+/// A function that tries to leave something on the host through the
+/// socket directory mounted at `/krm-fn`: a big file and a directory nobody
+/// but root could remove. Says on stderr what it managed.
+const HOSTILE: &str = r#"B=/bin/busybox
+W=""
+$B dd if=/dev/zero of=/krm-fn/big bs=1024 count=1024 2>/dev/null && W="$W file"
+$B mkdir -m 555 /krm-fn/locked 2>/dev/null && W="$W dir"
+echo "wrote:${W:- nothing}" >&2
+exec $B cat
+"#;
 
 /// The probe's script: its user, some of its environment (`IMG` is the
 /// image's own), whether it has a network interface besides `lo`, and the
@@ -137,9 +151,10 @@ impl Setup {
             ),
             Kind::Cat => busybox("ENTRYPOINT [\"/bin/busybox\"]\nCMD [\"cat\"]"),
             Kind::Empty => busybox(""),
-            Kind::Probe => {
+            Kind::Probe | Kind::Hostile => {
                 let probe = tempfile::NamedTempFile::new().unwrap();
-                std::fs::write(probe.path(), PROBE).unwrap();
+                let script = if kind == Kind::Probe { PROBE } else { HOSTILE };
+                std::fs::write(probe.path(), script).unwrap();
                 // Readable by the function's user (a temporary file is not).
                 std::fs::set_permissions(
                     probe.path(),
@@ -443,6 +458,80 @@ async fn function_config_resources_limit_the_container() {
     assert!(inspect(c, "{{.Config.Env}}").contains("GREETING=hello"));
     stop(runner).await;
     setup.assert_clean();
+}
+
+/// Everything under `dir` that is not a directory or a socket, and every
+/// directory deeper than a pod's (`<instance>/<pod>`).
+fn left_on_host(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) {
+    use std::os::unix::fs::FileTypeExt;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            if depth >= 2 {
+                found.push(path.clone());
+            }
+            left_on_host(&path, depth + 1, found);
+        } else if !kind.is_socket() {
+            found.push(path);
+        }
+    }
+}
+
+/// #30 item 1 and the PIDs limit: a function container gets no host
+/// directory it can write to (its socket directory is the runner's once
+/// the socket is there; pre-spawned processes start only then), and a
+/// PIDs limit (the default, or its FunctionConfig's).
+#[tokio::test]
+async fn a_function_writes_nothing_on_the_host_and_has_a_pids_limit() {
+    let Some(setup) = Setup::new() else { return };
+    let functions = tempfile::tempdir().unwrap();
+    let image = setup.image(Kind::Hostile);
+    let (name, tag) = image.rsplit_once(':').unwrap();
+    // Pre-spawned: the function's processes start before any call, as
+    // early as the wrapper lets them.
+    std::fs::write(
+        functions.path().join("hostile.yaml"),
+        format!(
+            "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: hostile\nspec:\n  image: {name}\n  podExecutor:\n    tags: [\"{tag}\"]\n    prespawn: 2\n    pidsLimit: 128\n"
+        ),
+    )
+    .unwrap();
+    let runner = setup.runner(&["--functions", functions.path().to_str().unwrap()]);
+    let mut client = runner.client().await.unwrap();
+    for _ in 0..3 {
+        let resp = client
+            .evaluate_function(request(&image))
+            .await
+            .unwrap()
+            .into_inner();
+        let log = String::from_utf8_lossy(&resp.log);
+        assert!(
+            !log.contains("wrote: file") && !log.contains(" dir"),
+            "{log}"
+        );
+    }
+    // The function without a FunctionConfig: the default limit.
+    client
+        .evaluate_function(request(&setup.image(Kind::Cat)))
+        .await
+        .unwrap();
+    let mut found = Vec::new();
+    left_on_host(setup.sockets.path(), 0, &mut found);
+    assert!(
+        found.is_empty(),
+        "the functions left on the host: {found:?}"
+    );
+    let mut limits: Vec<String> = setup
+        .containers()
+        .iter()
+        .map(|c| inspect(c, "{{.HostConfig.PidsLimit}}"))
+        .collect();
+    limits.sort();
+    assert_eq!(limits, ["1024", "128"]);
+    stop(runner).await;
+    setup.assert_clean();
+    assert_eq!(std::fs::read_dir(setup.sockets.path()).unwrap().count(), 0);
 }
 
 fn package(dir: &Path) {

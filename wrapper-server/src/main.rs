@@ -218,6 +218,26 @@ fn init_logging(format: LogFormat) {
     }
 }
 
+/// How long pre-spawned processes wait for the socket's directory to be
+/// taken back (a runner that does not take it back: they start then).
+const SOCKET_DIR_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Resolves once this process may no longer write in `dir`, or after
+/// [`SOCKET_DIR_WAIT`] (said in the log).
+async fn until_not_writable(dir: std::path::PathBuf) {
+    let deadline = tokio::time::Instant::now() + SOCKET_DIR_WAIT;
+    while rustix::fs::access(&dir, rustix::fs::Access::WRITE_OK).is_ok() {
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(
+                dir = %dir.display(),
+                "the socket's directory is still writable: pre-spawned function processes start anyway"
+            );
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// Listens on the Unix socket `path`: a socket file left by an earlier run
 /// (a container restarted on the same directory) is replaced, anything else
 /// there is an error; the socket is made connectable by every user.
@@ -347,9 +367,18 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "wrapper-server serving"
         );
         let prespawn = (args.prespawn > 0).then(|| {
-            let pool = Arc::new(krm_fn::prespawn::Pool::new(
+            // Behind a Unix socket (the runner's docker backend), the
+            // socket's directory is on the host, writable until the runner
+            // takes it back: no function runs before then.
+            let gate: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+                match args.unix_socket.as_ref().and_then(|p| p.parent()) {
+                    Some(dir) => Box::pin(until_not_writable(dir.to_path_buf())),
+                    None => Box::pin(std::future::ready(())),
+                };
+            let pool = Arc::new(krm_fn::prespawn::Pool::new_after(
                 config.entrypoint.clone(),
                 args.prespawn,
+                gate,
             ));
             metrics.watch_prespawn(pool.clone());
             pool

@@ -71,7 +71,8 @@ use options::{container_env, user_mounts};
 pub use options::{ContainerOptions, StorageMount};
 
 use host::{
-    fingerprint, instance_id, is_instance_name, lock_file, make_socket_dir, private_dir, unix_now,
+    fingerprint, instance_id, is_instance_name, lock_file, lock_socket_dir, make_socket_dir,
+    private_dir, unix_now,
 };
 use resources::Resources;
 
@@ -103,6 +104,11 @@ const SOCKET_NAME: &str = "wrapper.sock";
 const FUNCTION_USER: &str = "65534:65534";
 /// A function's scratch space on the read-only root filesystem.
 const TMPFS: &str = "size=256m,mode=1777";
+
+/// Processes and threads a function container may have at once unless its
+/// FunctionConfig says (`podExecutor.pidsLimit`): a fork bomb stays in its
+/// container. The wrapper's runtime threads count too.
+pub const DEFAULT_PIDS_LIMIT: u32 = 1024;
 /// Unix socket paths hold at most 107 bytes; under the socket directory
 /// come `/<instance>/<pod number>/wrapper.sock` (pod numbers up to 20 digits).
 const MAX_SOCKET_PATH: usize = 107;
@@ -618,6 +624,7 @@ impl DockerBackend {
                 mounts: Some(mounts),
                 memory: resources.memory,
                 memory_swap: resources.memory,
+                pids_limit: Some(i64::from(spec.pids_limit.unwrap_or(DEFAULT_PIDS_LIMIT))),
                 memory_reservation: resources.memory_reservation,
                 nano_cpus: resources.nano_cpus,
                 cpu_shares: resources.cpu_shares,
@@ -703,6 +710,10 @@ impl DockerBackend {
                 }
             }
             drop(output);
+            lock_socket_dir(&socket_dir).map_err(|source| StartError::SocketDir {
+                path: socket_dir.clone(),
+                source,
+            })?;
             set_phase("waiting for its health to say SERVING");
             super::process::wait_serving(&endpoint)
                 .await

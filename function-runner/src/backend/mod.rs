@@ -91,6 +91,9 @@ pub struct PodSpec {
     /// podExecutor `prespawn`: the wrapper's `--prespawn` (unset: its
     /// default).
     pub prespawn: Option<u32>,
+    /// podExecutor `pidsLimit`: most processes and threads in the pod's
+    /// container (the docker backend; unset: its default).
+    pub pids_limit: Option<u32>,
 }
 
 impl PodSpec {
@@ -112,6 +115,7 @@ impl PodSpec {
             ttl: Duration::from_secs(30 * 60),
             overrides: None,
             prespawn: None,
+            pids_limit: None,
         }
     }
 }

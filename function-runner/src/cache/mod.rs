@@ -121,6 +121,8 @@ pub struct PodRequestSettings {
     pub template_overrides: Option<Arc<crate::config::TemplateOverrides>>,
     /// podExecutor `prespawn`, handed to the backend with each start.
     pub prespawn: Option<u32>,
+    /// podExecutor `pidsLimit`, handed to the backend with each start.
+    pub pids_limit: Option<u32>,
 }
 
 impl From<&crate::config::PodMatch> for PodRequestSettings {
@@ -133,6 +135,7 @@ impl From<&crate::config::PodMatch> for PodRequestSettings {
             max_queue_length: m.preferred_max_queue_length.map(|n| n as usize),
             template_overrides: m.template_overrides.clone(),
             prespawn: m.prespawn,
+            pids_limit: m.pids_limit,
         }
     }
 }
@@ -507,6 +510,7 @@ impl Ctx {
             ttl,
             overrides: overrides.template_overrides.clone(),
             prespawn: overrides.prespawn,
+            pids_limit: overrides.pids_limit,
         };
         let backstop = self.settings.ready_timeout.saturating_add(START_GRACE);
         let report = StartReport {

@@ -167,6 +167,8 @@ pub struct PodMatch {
     pub template_overrides: Option<Arc<TemplateOverrides>>,
     /// podExecutor `prespawn`, passed to the pod's wrapper.
     pub prespawn: Option<u32>,
+    /// podExecutor `pidsLimit` (the docker backend's containers).
+    pub pids_limit: Option<u32>,
     /// `namespace/name` of the FunctionConfig.
     pub config_name: String,
 }
@@ -196,6 +198,7 @@ struct PodTarget {
     preferred_max_queue_length: Option<u32>,
     template_overrides: Option<Arc<TemplateOverrides>>,
     prespawn: Option<u32>,
+    pids_limit: Option<u32>,
     config_name: Arc<str>,
 }
 
@@ -306,6 +309,7 @@ impl ImageIndex {
                         preferred_max_queue_length: e.preferred_max_queue_length,
                         template_overrides: e.template_overrides.clone().map(Arc::new),
                         prespawn: e.prespawn,
+                        pids_limit: e.pids_limit,
                         config_name: Arc::clone(&config_name),
                     }),
                 )
@@ -421,6 +425,7 @@ impl ImageIndex {
                 preferred_max_queue_length: t.preferred_max_queue_length,
                 template_overrides: t.template_overrides.clone(),
                 prespawn: t.prespawn,
+                pids_limit: t.pids_limit,
                 config_name: t.config_name.to_string(),
             }))
     }

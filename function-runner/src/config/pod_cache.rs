@@ -143,6 +143,7 @@ fn to_config(
                 max_parallel_executions: entry.max_parallel_pods_per_function,
                 preferred_max_queue_length: entry.max_waitlist_length,
                 prespawn: None,
+                pids_limit: None,
                 template_overrides: entry.resources.map(|resources| TemplateOverrides {
                     container: Some(ContainerOverrides {
                         resources: Some(resources),

@@ -9,6 +9,10 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use super::DocLocation;
 
+/// The least `podExecutor.pidsLimit`: the wrapper's runtime threads and a
+/// function's processes must fit.
+pub const MIN_PIDS_LIMIT: u32 = 64;
+
 /// `null` (or an absent field) becomes the type's default, as Kubernetes treats them.
 fn null_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
@@ -103,6 +107,12 @@ impl FunctionConfig {
         }
         if let Some(pod) = &spec.pod_executor {
             check_tags("podExecutor", &pod.tags, &mut problems);
+            if pod.pids_limit.is_some_and(|n| n < MIN_PIDS_LIMIT) {
+                problems.push((
+                    "spec.podExecutor.pidsLimit".into(),
+                    format!("must be at least {MIN_PIDS_LIMIT} (the wrapper's own threads count)"),
+                ));
+            }
             if pod.max_parallel_executions == Some(0) {
                 problems.push((
                     "spec.podExecutor.maxParallelExecutions".into(),
@@ -264,6 +274,12 @@ pub struct PodExecutor {
     /// unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prespawn: Option<u32>,
+    /// Most processes and threads in each pod's container (the docker
+    /// backend's PIDs limit, so that a fork bomb stays in its container);
+    /// the backend's default (1024) when unset. Kubernetes pods get theirs
+    /// from the kubelet (`podPidsLimit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids_limit: Option<u32>,
 }
 
 /// Customisations of the function pod template.

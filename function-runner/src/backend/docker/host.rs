@@ -33,12 +33,23 @@ pub(super) fn private_dir(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// A pod's socket directory: writable by the function's user (65534), whom
-/// the parent directory (this user's alone) keeps everyone else out for.
+/// A pod's socket directory: writable by the function's user (65534) until
+/// its wrapper has made the socket there ([`lock_socket_dir`]); the parent
+/// directory (this user's alone) keeps everyone else out.
 pub(super) fn make_socket_dir(path: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777))
+}
+
+/// Takes the socket directory back once the socket is there: the function
+/// container writes nothing more on the host (connecting needs only the
+/// socket, which the wrapper made connectable). The wrapper runs no function
+/// before this (its pre-spawned processes wait until the directory is not
+/// writable), and calls come after.
+pub(super) fn lock_socket_dir(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
 }
 
 /// Opens the directory `path` and takes an exclusive `flock` on it without

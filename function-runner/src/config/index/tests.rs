@@ -122,6 +122,7 @@ fn pod_settings() {
                 ..TemplateOverrides::default()
             })),
             prespawn: Some(2),
+            pids_limit: None,
             config_name: "porch-fn-system/set-namespace".to_string(),
         }
     );
@@ -140,6 +141,7 @@ fn pod_settings() {
             preferred_max_queue_length: None,
             template_overrides: None,
             prespawn: None,
+            pids_limit: None,
             config_name: "porch-fn-system/bare".to_string(),
         })
     );
