@@ -350,3 +350,60 @@ fn many_files_report_progress_only_when_slow() {
     );
     assert_eq!(tree(&pkg), before);
 }
+
+#[test]
+fn a_resource_through_a_symlink_out_of_the_package_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("pkg");
+    let outside = tmp.path().join("outside");
+    fs::create_dir_all(&pkg).unwrap();
+    fs::create_dir(&outside).unwrap();
+    fs::write(
+        pkg.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: old\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../outside", pkg.join("sub")).unwrap();
+    // The package's resource changed, and one at `sub/evil.yaml` (both
+    // annotations, as a function that keeps kpt's would write them).
+    let evil = script(
+        tmp.path(),
+        "evil.sh",
+        r#"#!/bin/sh
+cat >/dev/null
+cat <<'YAML'
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: cm
+    annotations:
+      config.kubernetes.io/path: cm.yaml
+      internal.config.kubernetes.io/path: cm.yaml
+  data:
+    a: new
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: evil
+    annotations:
+      config.kubernetes.io/path: sub/evil.yaml
+      internal.config.kubernetes.io/path: sub/evil.yaml
+YAML
+"#,
+    );
+    let before = tree(&pkg);
+    let r = eval(tmp.path(), &["pkg", "--exec", &evil], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "sub/evil.yaml: not written: it would leave the package through the symlink sub -> ../outside"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    assert_eq!(tree(&pkg), before, "nothing written in the package either");
+}

@@ -174,7 +174,8 @@ pub fn save(dir: &Path, f: &NewFunction, ty: FnType) -> String {
         Ok(c) => c,
         Err(e) => return format!("function is not added to Kptfile: {e}\n"),
     };
-    match package::write_atomic(&path, content.as_bytes()) {
+    // In the package: a Kptfile that is a symlink out of it is not written.
+    match package::write_in_package(dir, "Kptfile", content.as_bytes()) {
         Ok(()) => message,
         Err(e) => format!("function is not added to Kptfile: {e}\n"),
     }

@@ -23,6 +23,11 @@
 //!   written as indented JSON with sorted keys. Every file is written to a
 //!   temporary file in its directory and renamed over the old one, so a
 //!   crash leaves each file whole, old or new.
+//! - Confinement (unlike kpt): every path written or deleted is resolved
+//!   beneath the package root, symlinks followed; one that leaves the
+//!   package (a symlinked directory, or a symlinked file, to a place
+//!   outside) is refused and nothing is written. Symlinks that stay in the
+//!   package are written through, as kpt writes through them.
 //!
 //! [`kyaml`] holds the operations kpt applies to a resource in between.
 
@@ -105,6 +110,23 @@ pub enum PackageError {
     BadIndex { path: String, value: String },
     #[error("package paths may not be absolute paths")]
     Absolute(String),
+    /// A path of the package that leads out of it through a symlink (a
+    /// directory on its way, or the file itself): nothing is written (or
+    /// deleted) outside the package.
+    #[error(
+        "{path}: not {verb}: it would leave the package through the symlink {link} -> {}",
+        target.display()
+    )]
+    Escapes {
+        /// The path, relative to the package.
+        path: String,
+        /// `written` or `deleted`.
+        verb: &'static str,
+        /// The symlink, relative to the package.
+        link: String,
+        /// What the symlink says.
+        target: PathBuf,
+    },
     /// kyaml's `MalformedYAMLError`, after the file's path.
     #[error("{path}: MalformedYAMLError: {message}")]
     Malformed { path: String, message: String },
@@ -700,48 +722,281 @@ pub fn file_content(path: &str, docs: &[(&Node, bool)]) -> Result<String, Packag
 
 /// Writes `content` to `target` through a temporary file in the same
 /// directory and a rename, so the file is whole, old or new, whatever
-/// happens; an existing file's permissions are kept.
+/// happens; an existing file's mode and owner are kept, from the start.
+/// A symlink is written through: the link stays, the file
+/// it names is replaced. The path is taken as it is: a file of a package
+/// goes through [`write_in_package`], which keeps it in the package.
 pub fn write_atomic(target: &Path, content: &[u8]) -> Result<(), PackageError> {
-    let (tmp, target) = write_temp(target, content)?;
+    let target = match fs::symlink_metadata(target) {
+        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(target).map_err(io_err(target))?,
+        _ => target.to_path_buf(),
+    };
+    let tmp = write_temp(&target, content)?;
     fs::rename(&tmp, &target).map_err(|e| {
         let _ = fs::remove_file(&tmp);
         io_err(&target)(e)
     })
 }
 
-/// The first half of [`write_atomic`]: `content` in a temporary file beside
-/// the file `target` names (through a symlink: the link stays, its target
-/// is replaced). Returns the temporary file and the file to rename it to.
-fn write_temp(target: &Path, content: &[u8]) -> Result<(PathBuf, PathBuf), PackageError> {
-    let target = match fs::symlink_metadata(target) {
-        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(target).map_err(io_err(target))?,
-        _ => target.to_path_buf(),
+/// [`write_atomic`] for the file `rel` (relative, `/`-separated) of the
+/// package at `root`, confined to it as [`write_package`] confines its
+/// files: a path that leaves the package through a symlink is refused
+/// ([`PackageError::Escapes`]), nothing written.
+pub fn write_in_package(root: &Path, rel: &str, content: &[u8]) -> Result<(), PackageError> {
+    let root = canonical_root(root)?;
+    let Some(planned) = plan(&root, rel, content)? else {
+        return Ok(());
     };
-    if target.is_dir() {
+    let mut created = Vec::new();
+    let staged = stage(&planned, content, &mut created);
+    let result = staged.and_then(|(tmp, target)| {
+        fs::rename(&tmp, &target).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            io_err(&target)(e)
+        })
+    });
+    if result.is_err() {
+        remove_dirs(&created);
+    }
+    result
+}
+
+/// The package root every written path must resolve beneath.
+fn canonical_root(root: &Path) -> Result<PathBuf, PackageError> {
+    fs::canonicalize(root).map_err(io_err(root))
+}
+
+/// Where a file of a package is: the deepest directory of its path that
+/// exists (canonical, so beneath the canonical root), the directories
+/// below it that do not exist yet, and the file's name in the last one.
+/// For a symlinked file that is followed, the file it names.
+#[derive(Debug)]
+struct Resolved {
+    dir: PathBuf,
+    missing: Vec<String>,
+    name: std::ffi::OsString,
+}
+
+impl Resolved {
+    fn path(&self) -> PathBuf {
+        let mut p = self.dir.clone();
+        p.extend(&self.missing);
+        p.push(&self.name);
+        p
+    }
+}
+
+/// Resolves the file `rel` of the package at `root` (canonical): every
+/// symlink on the way (a directory; the file itself when `follow_file`) is
+/// followed and must lead to a place beneath the root, or the path is
+/// refused with [`PackageError::Escapes`] (`verb` says what was not done).
+/// `..` components and absolute paths are refused too. A symlink to a place
+/// in the package is fine: kpt writes through them.
+fn resolve(
+    root: &Path,
+    rel: &str,
+    verb: &'static str,
+    follow_file: bool,
+) -> Result<Resolved, PackageError> {
+    if rel.starts_with('/') {
+        return Err(PackageError::Absolute(rel.to_owned()));
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in rel.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => return Err(PackageError::OutsidePackage(rel.to_owned())),
+            s => parts.push(s),
+        }
+    }
+    let Some(name) = parts.pop() else {
+        return Err(PackageError::File {
+            path: rel.to_owned(),
+            message: "path cannot be a directory".into(),
+        });
+    };
+    // Follows the symlink `link` (the path's first `upto` components).
+    let follow = |link: &Path, upto: usize| -> Result<PathBuf, PackageError> {
+        let target = fs::canonicalize(link).map_err(io_err(link))?;
+        if target.starts_with(root) {
+            return Ok(target);
+        }
+        Err(PackageError::Escapes {
+            path: rel.to_owned(),
+            verb,
+            link: parts
+                .iter()
+                .copied()
+                .chain(std::iter::once(name))
+                .take(upto)
+                .collect::<Vec<_>>()
+                .join("/"),
+            target: fs::read_link(link).unwrap_or(target),
+        })
+    };
+    let mut dir = root.to_path_buf();
+    let mut missing: Vec<String> = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        if !missing.is_empty() {
+            missing.push((*part).to_owned());
+            continue;
+        }
+        let p = dir.join(part);
+        match fs::symlink_metadata(&p) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => missing.push((*part).to_owned()),
+            Err(e) => return Err(io_err(&p)(e)),
+            Ok(m) if m.file_type().is_symlink() => dir = follow(&p, i + 1)?,
+            Ok(_) => dir = p,
+        }
+    }
+    let mut resolved = Resolved {
+        dir,
+        missing,
+        name: name.into(),
+    };
+    if follow_file && resolved.missing.is_empty() {
+        let p = resolved.dir.join(name);
+        if fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
+            let target = follow(&p, parts.len() + 1)?;
+            if let (Some(dir), Some(name)) = (target.parent(), target.file_name()) {
+                resolved.name = name.to_owned();
+                resolved.dir = dir.to_path_buf();
+            }
+        }
+    }
+    Ok(resolved)
+}
+
+/// Where the file `rel` of the package at `root` (canonical) is written
+/// with `content`, or `None` if it already holds it (nothing to write).
+/// A file whose path leaves the package is refused, unless it already
+/// holds that content (a symlink to a file outside the package that the
+/// function left alone: not written, so not refused).
+fn plan(root: &Path, rel: &str, content: &[u8]) -> Result<Option<Resolved>, PackageError> {
+    let unchanged = |path: &Path| fs::read(path).is_ok_and(|old| old == content);
+    match resolve(root, rel, "written", true) {
+        Ok(r) if r.missing.is_empty() && unchanged(&r.path()) => Ok(None),
+        Ok(r) => Ok(Some(r)),
+        Err(e @ PackageError::Escapes { .. }) if !unchanged(&root.join(rel)) => Err(e),
+        Err(PackageError::Escapes { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates the directories `r` is missing (each recorded in `created`, none
+/// through a symlink) and writes `content` to a temporary file beside the
+/// file. Returns the temporary file and the file to rename it to.
+fn stage(
+    r: &Resolved,
+    content: &[u8],
+    created: &mut Vec<PathBuf>,
+) -> Result<(PathBuf, PathBuf), PackageError> {
+    let mut dir = r.dir.clone();
+    for m in &r.missing {
+        dir.push(m);
+        match fs::create_dir(&dir) {
+            Ok(()) => created.push(dir.clone()),
+            // Made for another file of this write: a directory, not a
+            // symlink (which could lead anywhere).
+            Err(e)
+                if e.kind() == io::ErrorKind::AlreadyExists
+                    && fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) => {}
+            Err(e) => return Err(io_err(&dir)(e)),
+        }
+    }
+    let target = dir.join(&r.name);
+    let tmp = write_temp(&target, content)?;
+    Ok((tmp, target))
+}
+
+/// Removes the directories a failed write created (empty ones: the
+/// deepest first).
+fn remove_dirs(created: &[PathBuf]) {
+    for d in created.iter().rev() {
+        let _ = fs::remove_dir(d);
+    }
+}
+
+/// The first half of [`write_atomic`]: `content` in a new temporary file
+/// beside `target` (the file itself, symlinks resolved). The temporary
+/// file is created with `O_CREAT | O_EXCL | O_NOFOLLOW`, so whatever is
+/// already at its name (a symlink above all) is never written through (the
+/// next name is tried), and with an existing target's mode (less the umask;
+/// then exactly) and owner (when this process may give it: root, or a group
+/// of its own) before any content is in it. Returns the temporary file.
+fn write_temp(target: &Path, content: &[u8]) -> Result<PathBuf, PackageError> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let old = fs::symlink_metadata(target).ok();
+    if old.as_ref().is_some_and(fs::Metadata::is_dir) {
         return Err(PackageError::File {
             path: target.display().to_string(),
             message: "path cannot be a directory".into(),
         });
     }
+    let old = old.filter(fs::Metadata::is_file);
+    let mode = old.as_ref().map(|m| m.mode() & 0o7777);
     let dir = target.parent().unwrap_or(Path::new("."));
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(content)?;
-        if let Ok(meta) = fs::metadata(&target) {
-            f.set_permissions(meta.permissions())?;
+    let pid = std::process::id();
+    let mut attempt = 0u32;
+    let (tmp, mut f) = loop {
+        let tmp = match attempt {
+            0 => dir.join(format!(".{name}.{pid}.tmp")),
+            n => dir.join(format!(".{name}.{pid}.{n}.tmp")),
+        };
+        let opened = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits().cast_signed())
+            .mode(mode.unwrap_or(0o666) & 0o777)
+            .open(&tmp);
+        match opened {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 100 => attempt += 1,
+            // Not ours to remove.
+            Err(e) => return Err(io_err(target)(e)),
         }
+    };
+    let result = (|| {
+        if let (Some(old), Some(mode)) = (&old, mode) {
+            copy_owner(&f, old)?;
+            if f.metadata()?.mode() & 0o7777 != mode {
+                f.set_permissions(fs::Permissions::from_mode(mode))?;
+            }
+        }
+        f.write_all(content)?;
         f.sync_all()
     })();
     if let Err(e) = result {
+        drop(f);
         let _ = fs::remove_file(&tmp);
-        return Err(io_err(&target)(e));
+        return Err(io_err(target)(e));
     }
-    Ok((tmp, target))
+    Ok(tmp)
+}
+
+/// Gives `f` the owner and group of `old` where they differ: both as root;
+/// otherwise the group alone if it is one of this process's (a user cannot
+/// give a file away: the owner stays this process's).
+fn copy_owner(f: &fs::File, old: &fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::{fchown, MetadataExt};
+    let new = f.metadata()?;
+    let uid = (new.uid() != old.uid()).then_some(old.uid());
+    let gid = (new.gid() != old.gid()).then_some(old.gid());
+    if uid.is_none() && gid.is_none() {
+        return Ok(());
+    }
+    let denied = |r: io::Result<()>| match r {
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(false),
+        r => r.map(|()| true),
+    };
+    if denied(fchown(f, uid, gid))? || uid.is_none() || gid.is_none() {
+        return Ok(());
+    }
+    denied(fchown(f, None, gid)).map(|_| ())
 }
 
 /// Writes resources to `root` as kpt does: one file per path, documents in
@@ -751,6 +1006,16 @@ fn write_temp(target: &Path, content: &[u8]) -> Result<(PathBuf, PathBuf), Packa
 /// they renamed into place, so an error (a path that is a directory, a
 /// full disk) leaves the package as it was. Returns the paths written (or
 /// unchanged).
+///
+/// Every path is confined to the package: each symlink on it (a directory
+/// on the way, or the file itself) must lead to a place beneath `root`, as
+/// `openat2`'s `RESOLVE_BENEATH` would have it (an absolute symlink to a
+/// place in the package is fine too). A file whose path leaves the package
+/// ([`PackageError::Escapes`], naming it) refuses the whole write before
+/// anything is created, unless it already holds its content (then nothing
+/// is written to it, as for any unchanged file). A symlinked file in the
+/// package is written through, as kpt does: the link stays, the file it
+/// names is replaced.
 pub fn write_package(
     root: &Path,
     items: Vec<Placed>,
@@ -765,53 +1030,44 @@ pub fn write_package(
             .or_default()
             .push((p.index, seq, p.node, p.wide));
     }
+    let root = canonical_root(root)?;
     let mut report = WriteReport::default();
     let mut paths = HashSet::with_capacity(by_path.len());
     let total = by_path.len();
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let unstage = |staged: &[(PathBuf, PathBuf)]| {
-        for (tmp, _) in staged {
-            let _ = fs::remove_file(tmp);
-        }
-    };
+    // Every file's content and where it goes first: nothing is created
+    // until every path is known to stay in the package.
+    let mut planned: Vec<(Resolved, String)> = Vec::new();
     for (n, (path, mut docs)) in by_path.into_iter().enumerate() {
         docs.sort_by_key(|d| (d.0.is_some(), d.0, d.1));
         let nodes: Vec<(&Node, bool)> = docs.iter().map(|d| (&d.2, d.3)).collect();
-        let content = match file_content(&path, &nodes) {
-            Ok(c) => c,
-            Err(e) => {
-                unstage(&staged);
-                return Err(e);
-            }
-        };
-        let target = root.join(&path);
-        let staging = match fs::read(&target) {
-            Ok(old) if old == content.as_bytes() => {
-                report.unchanged += 1;
-                Ok(None)
-            }
-            _ => target
-                .parent()
-                .map_or(Ok(()), |parent| {
-                    fs::create_dir_all(parent).map_err(io_err(parent))
-                })
-                .and_then(|()| write_temp(&target, content.as_bytes()))
-                .map(Some),
-        };
-        match staging {
-            Ok(Some(pair)) => staged.push(pair),
-            Ok(None) => {}
-            Err(e) => {
-                unstage(&staged);
-                return Err(e);
-            }
+        let content = file_content(&path, &nodes)?;
+        match plan(&root, &path, content.as_bytes())? {
+            Some(r) => planned.push((r, content)),
+            None => report.unchanged += 1,
         }
         paths.insert(path);
         progress.tick(|| format!("writing package: {} of {total} files", n + 1));
     }
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::with_capacity(planned.len());
+    let mut created = Vec::new();
+    let unstage = |staged: &[(PathBuf, PathBuf)], created: &[PathBuf]| {
+        for (tmp, _) in staged {
+            let _ = fs::remove_file(tmp);
+        }
+        remove_dirs(created);
+    };
+    for (r, content) in &planned {
+        match stage(r, content.as_bytes(), &mut created) {
+            Ok(pair) => staged.push(pair),
+            Err(e) => {
+                unstage(&staged, &created);
+                return Err(e);
+            }
+        }
+    }
     for (i, (tmp, target)) in staged.iter().enumerate() {
         if let Err(e) = fs::rename(tmp, target) {
-            unstage(&staged[i..]);
+            unstage(&staged[i..], &[]);
             return Err(io_err(target)(e));
         }
         report.written += 1;
@@ -820,18 +1076,28 @@ pub fn write_package(
     Ok((report, paths))
 }
 
-/// Deletes the files of `read` that are not in `kept` (relative paths).
+/// Deletes the files of `read` that are not in `kept` (relative paths). A
+/// symlinked file is deleted itself (the link, not what it names), and a
+/// path that leaves the package through a symlinked directory is refused
+/// ([`PackageError::Escapes`]) before anything is deleted.
 pub fn delete_gone(
     root: &Path,
     read: &[String],
     kept: &HashSet<String>,
 ) -> Result<usize, PackageError> {
-    let mut n = 0;
+    let root = canonical_root(root)?;
+    let mut gone = Vec::new();
     for path in read {
         if kept.contains(path) {
             continue;
         }
-        let target = root.join(path);
+        let r = resolve(&root, path, "deleted", false)?;
+        if r.missing.is_empty() {
+            gone.push(r.path());
+        }
+    }
+    let mut n = 0;
+    for target in gone {
         match fs::remove_file(&target) {
             Ok(()) => n += 1,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -1070,6 +1336,269 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, vec!["a.yaml", "link.yaml", "zdir"]);
+    }
+
+    /// Items for [`write_package`]: (path, text).
+    fn items(list: &[(&str, &str)]) -> Vec<Placed> {
+        list.iter()
+            .map(|(path, text)| Placed {
+                path: (*path).into(),
+                index: None,
+                node: read_documents(text).unwrap().remove(0).node,
+                wide: false,
+            })
+            .collect()
+    }
+
+    /// Every entry under `dir` (symlinks not followed): path, and the
+    /// file's text, the link's target or `<dir>`.
+    fn listing(dir: &Path) -> BTreeMap<String, String> {
+        fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+            for e in fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                let rel = p.strip_prefix(root).unwrap().display().to_string();
+                let m = fs::symlink_metadata(&p).unwrap();
+                if m.file_type().is_symlink() {
+                    let t = fs::read_link(&p).unwrap().display().to_string();
+                    out.insert(rel, format!("-> {t}"));
+                } else if m.is_dir() {
+                    out.insert(rel, "<dir>".into());
+                    walk(root, &p, out);
+                } else {
+                    out.insert(rel, fs::read_to_string(&p).unwrap());
+                }
+            }
+        }
+        let mut out = BTreeMap::new();
+        walk(dir, dir, &mut out);
+        out
+    }
+
+    /// A package `pkg` with `a.yaml` and a directory `real`, and an empty
+    /// directory `outside` beside it.
+    fn package_and_outside() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let pkg = tmp.path().join("pkg");
+        let outside = tmp.path().join("outside");
+        fs::create_dir_all(pkg.join("real")).unwrap();
+        fs::create_dir(&outside).unwrap();
+        fs::write(pkg.join("a.yaml"), "a: old\n").unwrap();
+        (tmp, pkg, outside)
+    }
+
+    #[test]
+    fn writes_through_a_symlinked_directory_out_of_the_package_are_refused() {
+        use std::os::unix::fs::symlink;
+        let (_tmp, pkg, outside) = package_and_outside();
+        symlink("../outside", pkg.join("sub")).unwrap();
+        symlink(&outside, pkg.join("abs")).unwrap();
+        let before = listing(&pkg);
+        let refused = |path: &str, link: &str| {
+            let err = write_package(
+                &pkg,
+                items(&[
+                    ("a.yaml", "a: changed\n"),
+                    ("new/dir/x.yaml", "x: 1\n"),
+                    (path, "evil: 1\n"),
+                ]),
+                &mut Progress::new(None),
+            )
+            .unwrap_err();
+            assert!(matches!(err, PackageError::Escapes { .. }), "{err}");
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "{path}: not written: it would leave the package through the symlink {link}"
+                )
+            );
+            // Nothing written: not outside, not in the package (no file
+            // changed, no directory or temporary file made).
+            assert_eq!(listing(&outside), BTreeMap::new());
+            assert_eq!(listing(&pkg), before);
+        };
+        refused("sub/evil.yaml", "sub -> ../outside");
+        refused("sub/deeper/evil.yaml", "sub -> ../outside");
+        refused("abs/evil.yaml", &format!("abs -> {}", outside.display()));
+        // One package file is enough for `write_in_package` too.
+        let err = write_in_package(&pkg, "sub/Kptfile", b"k: 1\n").unwrap_err();
+        assert!(
+            err.to_string().starts_with("sub/Kptfile: not written: "),
+            "{err}"
+        );
+        assert_eq!(listing(&outside), BTreeMap::new());
+        // `..` and absolute paths are refused as they are.
+        assert!(matches!(
+            write_in_package(&pkg, "real/../../outside/x.yaml", b"x\n"),
+            Err(PackageError::OutsidePackage(_))
+        ));
+        assert!(matches!(
+            write_in_package(&pkg, "/x.yaml", b"x\n"),
+            Err(PackageError::Absolute(_))
+        ));
+        assert_eq!(listing(&outside), BTreeMap::new());
+        assert_eq!(listing(&pkg), before);
+        // A delete through the symlink is refused before anything goes.
+        fs::write(outside.join("gone.yaml"), "g: 1\n").unwrap();
+        let err = delete_gone(
+            &pkg,
+            &["a.yaml".into(), "sub/gone.yaml".into()],
+            &HashSet::new(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "sub/gone.yaml: not deleted: it would leave the package through the symlink sub -> ../outside"
+        );
+        assert_eq!(listing(&pkg), before);
+        assert_eq!(
+            fs::read_to_string(outside.join("gone.yaml")).unwrap(),
+            "g: 1\n"
+        );
+    }
+
+    #[test]
+    fn symlinks_in_the_package_are_written_through() {
+        use std::os::unix::fs::symlink;
+        let (_tmp, pkg, outside) = package_and_outside();
+        // A directory link, relative and absolute, and a file link, all to
+        // places in the package.
+        symlink("real", pkg.join("alias")).unwrap();
+        symlink(pkg.join("real"), pkg.join("abs-alias")).unwrap();
+        symlink("a.yaml", pkg.join("link.yaml")).unwrap();
+        let (report, _) = write_package(
+            &pkg,
+            items(&[
+                ("alias/x.yaml", "x: 1\n"),
+                ("abs-alias/new/y.yaml", "y: 1\n"),
+                ("link.yaml", "a: via link\n"),
+            ]),
+            &mut Progress::new(None),
+        )
+        .unwrap();
+        assert_eq!(report.written, 3);
+        let expected: BTreeMap<String, String> = [
+            ("a.yaml", "a: via link\n"),
+            ("abs-alias", &format!("-> {}", pkg.join("real").display())),
+            ("alias", "-> real"),
+            ("link.yaml", "-> a.yaml"),
+            ("real", "<dir>"),
+            ("real/new", "<dir>"),
+            ("real/new/y.yaml", "y: 1\n"),
+            ("real/x.yaml", "x: 1\n"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(listing(&pkg), expected);
+        // A delete removes the link, not the file it names.
+        let n = delete_gone(&pkg, &["link.yaml".into()], &HashSet::new()).unwrap();
+        assert_eq!(n, 1);
+        assert!(!pkg.join("link.yaml").exists());
+        assert_eq!(
+            fs::read_to_string(pkg.join("a.yaml")).unwrap(),
+            "a: via link\n"
+        );
+        assert_eq!(listing(&outside), BTreeMap::new());
+    }
+
+    #[test]
+    fn a_symlinked_file_out_of_the_package_is_refused_once_it_changes() {
+        use std::os::unix::fs::symlink;
+        let (_tmp, pkg, outside) = package_and_outside();
+        fs::write(outside.join("o.yaml"), "o: 1\n").unwrap();
+        symlink("../outside/o.yaml", pkg.join("out.yaml")).unwrap();
+        let before = listing(&pkg);
+        let err = write_package(
+            &pkg,
+            items(&[("a.yaml", "a: changed\n"), ("out.yaml", "o: 2\n")]),
+            &mut Progress::new(None),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "out.yaml: not written: it would leave the package through the symlink out.yaml -> ../outside/o.yaml"
+        );
+        assert_eq!(listing(&pkg), before);
+        assert_eq!(
+            fs::read_to_string(outside.join("o.yaml")).unwrap(),
+            "o: 1\n"
+        );
+        // Left as it was (a shared file the function did not change): not
+        // written, so not refused.
+        let (report, _) = write_package(
+            &pkg,
+            items(&[("a.yaml", "a: changed\n"), ("out.yaml", "o: 1\n")]),
+            &mut Progress::new(None),
+        )
+        .unwrap();
+        assert_eq!((report.written, report.unchanged), (1, 1));
+        assert_eq!(
+            fs::read_to_string(pkg.join("a.yaml")).unwrap(),
+            "a: changed\n"
+        );
+        assert!(write_in_package(&pkg, "out.yaml", b"o: 3\n").is_err());
+        assert_eq!(
+            fs::read_to_string(outside.join("o.yaml")).unwrap(),
+            "o: 1\n"
+        );
+    }
+
+    #[test]
+    fn temporary_files_are_new_files_with_the_targets_mode_and_owner() {
+        use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+        let (_tmp, pkg, outside) = package_and_outside();
+        let a = pkg.join("a.yaml");
+        // Whatever is at a temporary file's name is not written through
+        // (nor replaced, nor renamed over the file): a dangling symlink out
+        // of the package, a symlink to a file outside, a file.
+        let pid = std::process::id();
+        symlink(
+            "../outside/stolen.yaml",
+            pkg.join(format!(".a.yaml.{pid}.tmp")),
+        )
+        .unwrap();
+        fs::write(outside.join("kept.yaml"), "kept\n").unwrap();
+        symlink(
+            outside.join("kept.yaml"),
+            pkg.join(format!(".a.yaml.{pid}.1.tmp")),
+        )
+        .unwrap();
+        fs::write(pkg.join(format!(".a.yaml.{pid}.2.tmp")), "mine\n").unwrap();
+        fs::set_permissions(&a, fs::Permissions::from_mode(0o604)).unwrap();
+        let root = rustix::process::geteuid().is_root();
+        if root {
+            std::os::unix::fs::chown(&a, Some(1234), Some(5678)).unwrap();
+        }
+        write_atomic(&a, b"a: new\n").unwrap();
+        let m = fs::symlink_metadata(&a).unwrap();
+        assert!(m.is_file());
+        assert_eq!(fs::read_to_string(&a).unwrap(), "a: new\n");
+        // 0o604 is more than the umask (022 or 077) lets a new file have.
+        assert_eq!(m.mode() & 0o7777, 0o604);
+        if root {
+            assert_eq!((m.uid(), m.gid()), (1234, 5678));
+        }
+        assert_eq!(
+            listing(&outside),
+            BTreeMap::from([("kept.yaml".to_owned(), "kept\n".to_owned())])
+        );
+        assert_eq!(
+            fs::read_to_string(pkg.join(format!(".a.yaml.{pid}.2.tmp"))).unwrap(),
+            "mine\n"
+        );
+        assert!(fs::symlink_metadata(pkg.join(format!(".a.yaml.{pid}.tmp")))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        // The temporary file has the mode before it is renamed into place.
+        fs::set_permissions(&a, fs::Permissions::from_mode(0o600)).unwrap();
+        let tmp = write_temp(&a, b"secret\n").unwrap();
+        assert_eq!(fs::metadata(&tmp).unwrap().mode() & 0o7777, 0o600);
+        assert_eq!(
+            tmp.file_name().unwrap().to_string_lossy(),
+            format!(".a.yaml.{pid}.3.tmp")
+        );
+        fs::remove_file(tmp).unwrap();
     }
 
     #[test]
