@@ -116,6 +116,7 @@ podExecutor:
   maxParallelExecutions: 3
   preferredMaxQueueLength: 5
   prespawn: 2
+  pidsLimit: 256
   templateOverrides:
     serviceAccountName: fn-sa
     securityContext: {runAsNonRoot: true}
