@@ -175,6 +175,7 @@ fn decided_code(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
     if let Some(err) = err.downcast_ref::<CacheError>() {
         return match err {
             CacheError::ShuttingDown => Some(Code::Unavailable),
+            CacheError::Full { .. } => Some(Code::ResourceExhausted),
             CacheError::PodStart { .. } | CacheError::ActorGone => None,
         };
     }

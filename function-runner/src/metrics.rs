@@ -315,6 +315,10 @@ impl Backend for MeteredBackend {
     fn ready(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
         self.inner.ready()
     }
+
+    fn pod_key(&self, image: &str) -> Option<String> {
+        self.inner.pod_key(image)
+    }
 }
 
 #[cfg(test)]

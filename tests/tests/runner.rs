@@ -885,3 +885,76 @@ async fn the_catalogs_functions_run_built_in() {
     // No process function of that name: the process backend's NOT_FOUND.
     assert_eq!(err.code(), Code::NotFound, "{err:?}");
 }
+
+/// #30 item 2: a caller naming one function under many prefixes gets one
+/// process pod (pods are keyed by what they run), and `--max-pods` bounds
+/// the pods of all functions: past it the least recently used idle one
+/// goes, and with every pod busy a call gets RESOURCE_EXHAUSTED naming the
+/// flag.
+#[tokio::test]
+async fn one_function_under_many_names_is_one_pod_and_max_pods_bounds_them_all() {
+    let fx = Fixture::new();
+    let pods = fx.dir.path().join("pods");
+    // Slow functions hold their pod busy while the next call comes.
+    for name in ["slow-a", "slow-b", "slow-c"] {
+        write_script(&pods.join(name), "sleep 3; cat");
+    }
+    let runner = fx.start(&["--max-pods", "2"]);
+    let mut client = runner.client().await.unwrap();
+    for n in 1..=30 {
+        client
+            .evaluate_function(request(&format!("r{n}.example.com/fns/example-fn:v1")))
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        wrapper_pids(runner.child.id()).len(),
+        1,
+        "one pod for one function under 30 names"
+    );
+
+    // At the limit: example-fn's idle pod makes room for slow-a; then
+    // slow-a and slow-b busy, slow-c finds no room.
+    let busy = |image: &'static str| {
+        let mut client = client.clone();
+        tokio::spawn(async move { client.evaluate_function(request(image)).await })
+    };
+    let a = busy("slow-a:v1");
+    let b = busy("slow-b:v1");
+    // The second of them to arrive made room.
+    let made_room = eventually(Duration::from_secs(10), || {
+        runner.logs().contains("to make room (--max-pods)")
+    })
+    .await;
+    assert!(made_room, "{}", runner.logs());
+    let mut refused = None;
+    let full = eventually_async(Duration::from_secs(20), async || {
+        refused = client.evaluate_function(request("slow-c:v1")).await.err();
+        refused
+            .as_ref()
+            .is_some_and(|s| s.code() == tonic::Code::ResourceExhausted)
+    })
+    .await;
+    assert!(full, "{refused:?}\n{}", runner.logs());
+    assert!(
+        refused.unwrap().message().contains("--max-pods"),
+        "the flag is named"
+    );
+    a.await.unwrap().unwrap();
+    b.await.unwrap().unwrap();
+    assert_eq!(
+        wrapper_pids(runner.child.id()).len(),
+        2,
+        "never more than --max-pods"
+    );
+    // Idle again: the next function takes the least recently used one's place.
+    client
+        .evaluate_function(request("slow-c:v1"))
+        .await
+        .unwrap();
+    let two = eventually(Duration::from_secs(10), || {
+        wrapper_pids(runner.child.id()).len() == 2
+    })
+    .await;
+    assert!(two, "{:?}", wrapper_pids(runner.child.id()));
+}

@@ -148,11 +148,15 @@ pub enum Retire {
     /// The runner's Deployment is deleted: every pod of it goes, whichever
     /// replica uses it.
     Uninstalled,
+    /// It was the least recently used idle pod when another function
+    /// needed room under `--max-pods`.
+    MakingRoom,
 }
 
 impl StopReason {
     /// For logs, metrics and events: `idle_ttl`, `template_changed`,
-    /// `taken_away`, `start_given_up`, `shutdown`, `uninstalled`, `failed`.
+    /// `taken_away`, `start_given_up`, `shutdown`, `uninstalled`,
+    /// `max_pods`, `failed`.
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Idle(Retire::Expired) => "idle_ttl",
@@ -161,6 +165,7 @@ impl StopReason {
             StopReason::Idle(Retire::GivenUp) => "start_given_up",
             StopReason::Idle(Retire::Shutdown) => "shutdown",
             StopReason::Idle(Retire::Uninstalled) => "uninstalled",
+            StopReason::Idle(Retire::MakingRoom) => "max_pods",
             StopReason::Broken => "failed",
         }
     }
@@ -176,6 +181,9 @@ impl StopReason {
             StopReason::Idle(Retire::GivenUp) => "its start was given up",
             StopReason::Idle(Retire::Shutdown) => "the runner shuts down",
             StopReason::Idle(Retire::Uninstalled) => "the runner's Deployment is deleted",
+            StopReason::Idle(Retire::MakingRoom) => {
+                "idle the longest when another function needed room (--max-pods)"
+            }
             StopReason::Broken => "it failed or could not be reached",
         }
     }
@@ -270,6 +278,14 @@ pub trait Backend: Send + Sync + 'static {
     /// what it made besides pods.
     fn close(&self) -> BoxFuture<'static, ()> {
         Box::pin(async {})
+    }
+
+    /// The image whose pods serve `image`, where the backend runs several
+    /// names alike (the process backend: what its function map runs for
+    /// them); `None`: `image` itself. The cache keeps one set of pods per
+    /// key, and starts them for the key.
+    fn pod_key(&self, _image: &str) -> Option<String> {
+        None
     }
 
     /// Whether the backend can start pods at all (false: the runner's health

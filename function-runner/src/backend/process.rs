@@ -117,6 +117,26 @@ impl FunctionMap {
         }
     }
 
+    /// The map's own name for what serves `image` (the executable's file
+    /// name, or the YAML key that matched): an image reference that
+    /// resolves to the same entrypoint. Images that differ only where the
+    /// map does not look (`r1/echo-fn`, `r2/echo-fn`) share it, and so one
+    /// pod.
+    pub fn canonical(&self, image: &str) -> Option<String> {
+        let parts = ImageParts::parse(image);
+        match self {
+            FunctionMap::Dir(dir) => parts
+                .dir_candidates()
+                .into_iter()
+                .find(|name| is_executable(&dir.join(name))),
+            FunctionMap::File(map) => parts
+                .file_candidates(image)
+                .into_iter()
+                .find(|key| map.contains_key(key)),
+            FunctionMap::Unset => None,
+        }
+    }
+
     /// Whether no map was given at all.
     pub fn is_unset(&self) -> bool {
         matches!(self, FunctionMap::Unset)
@@ -225,6 +245,12 @@ impl ProcessBackend {
 impl Backend for ProcessBackend {
     fn name(&self) -> &'static str {
         "process"
+    }
+
+    /// What the map runs for it: a caller naming one function under many
+    /// prefixes gets one pod, not one each.
+    fn pod_key(&self, image: &str) -> Option<String> {
+        self.functions.canonical(image)
     }
 
     fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>) {

@@ -30,6 +30,9 @@ pub(super) enum Slot {
         shared: Arc<PodShared>,
         in_flight: usize,
         expiry: Instant,
+        /// The last hand-out (or the start): which idle pod goes first
+        /// when `--max-pods` wants room.
+        last_used: Instant,
     },
 }
 
@@ -71,12 +74,14 @@ impl Pod {
             shared,
             in_flight,
             expiry,
+            last_used,
         } = &mut self.slot
         else {
             return false;
         };
         *in_flight += 1;
         *expiry = (*expiry).max(deadline(now, ttl));
+        *last_used = now;
         if let Err(undelivered) = reply.send(Ok(PodLease::new(Arc::clone(shared)))) {
             if let Ok(lease) = undelivered {
                 lease.disarm();

@@ -93,7 +93,15 @@ pub struct CacheSettings {
     pub max_parallel_pods_per_function: usize,
     /// Preferred most callers per pod before another pod is started (Porch: 2).
     pub max_waitlist_length: usize,
+    /// Most pods of all functions together, starting ones included
+    /// (`--max-pods`): past it, idle pods are stopped least recently used
+    /// first to make room; with none idle, the call is refused.
+    pub max_pods: usize,
 }
+
+/// `--max-pods`' default: far more functions than a pipeline calls, few
+/// enough that callers naming new images cannot exhaust the machine.
+pub const DEFAULT_MAX_PODS: usize = 100;
 
 impl Default for CacheSettings {
     fn default() -> Self {
@@ -103,6 +111,7 @@ impl Default for CacheSettings {
             ready_timeout: Duration::from_secs(60),
             max_parallel_pods_per_function: 1,
             max_waitlist_length: 2,
+            max_pods: DEFAULT_MAX_PODS,
         }
     }
 }
@@ -154,6 +163,11 @@ pub enum CacheError {
     /// [`PodCache::shutdown`] was called.
     #[error("the pod cache is shutting down")]
     ShuttingDown,
+    /// `--max-pods` pods exist and none is idle: no room for another.
+    #[error(
+        "no pod for {image}: all {max} pods the runner may have (--max-pods) are busy with calls"
+    )]
+    Full { image: String, max: usize },
     /// The cache task ended (it panicked); nothing can be served.
     #[error("the pod cache task is gone")]
     ActorGone,
@@ -703,6 +717,10 @@ impl Actor {
             let _ = reply.send(Err(CacheError::ShuttingDown));
             return;
         }
+        let image = match self.ctx.backend.pod_key(&image) {
+            Some(key) => key.into_boxed_str(),
+            None => image,
+        };
         let settings = &self.ctx.settings;
         let queue = overrides
             .max_queue_length
@@ -744,6 +762,21 @@ impl Actor {
                 }
             }
             Choice::Start => {
+                let image = Arc::clone(&entry.image);
+                if !self.make_room(&image) {
+                    let _ = reply.send(Err(CacheError::Full {
+                        image: image.to_string(),
+                        max: self.ctx.settings.max_pods,
+                    }));
+                    if self.images.get(&image).is_some_and(|e| e.pods.is_empty()) {
+                        self.images.remove(&image);
+                    }
+                    return;
+                }
+                let entry = self
+                    .images
+                    .entry(Arc::clone(&image))
+                    .or_insert_with(|| ImageEntry::new(image));
                 self.ctx.counters.misses += 1;
                 let serial = self.ctx.spawn_start(&entry.image, ttl, &overrides);
                 entry.pods.push(Pod {
@@ -760,6 +793,17 @@ impl Actor {
 
     fn warm(&mut self, image: &str, overrides: &PodRequestSettings) {
         if self.ctx.shutting_down {
+            return;
+        }
+        let key = self.ctx.backend.pod_key(image);
+        let image = key.as_deref().unwrap_or(image);
+        let has_pods = self.images.get(image).is_some_and(|e| !e.pods.is_empty());
+        if !has_pods && !self.has_room() {
+            tracing::warn!(
+                image,
+                max_pods = self.ctx.settings.max_pods,
+                "not warmed: as many pods as --max-pods allows"
+            );
             return;
         }
         let ttl = self.ctx.ttl(overrides);
@@ -909,6 +953,7 @@ impl Actor {
             shared,
             in_flight: 0,
             expiry: deadline(now, ttl),
+            last_used: now,
         };
         for waiter in waiters {
             if !waiter.is_closed() {
@@ -1005,6 +1050,52 @@ impl Actor {
         false
     }
 
+    /// Whether one more pod fits under `max_pods`.
+    fn has_room(&self) -> bool {
+        let pods: usize = self.images.values().map(|e| e.pods.len()).sum();
+        pods < self.ctx.settings.max_pods
+    }
+
+    /// Room for one more pod under `max_pods`: at the limit, the least
+    /// recently used idle pod is stopped. False when every pod is busy (a
+    /// call in flight, or starting).
+    fn make_room(&mut self, for_image: &str) -> bool {
+        if self.has_room() {
+            return true;
+        }
+        let victim = self
+            .images
+            .iter()
+            .flat_map(|(image, entry)| {
+                entry.pods.iter().filter_map(move |pod| match &pod.slot {
+                    Slot::Ready {
+                        shared,
+                        in_flight: 0,
+                        last_used,
+                        ..
+                    } if pod.retiring.is_none() => {
+                        Some((*last_used, Arc::clone(image), shared.id.clone()))
+                    }
+                    _ => None,
+                })
+            })
+            .min_by_key(|(last_used, _, _)| *last_used);
+        let Some((_, image, id)) = victim else {
+            return false;
+        };
+        if let Some(entry) = self.images.get_mut(&image) {
+            entry.pods.retain(|pod| pod.id() != Some(&id));
+            if entry.pods.is_empty() {
+                self.images.remove(&image);
+            }
+        }
+        tracing::info!(image = %image, pod = %id, for_image, max_pods = self.ctx.settings.max_pods, "stopping the least recently used idle pod to make room (--max-pods)");
+        self.ctx.counters.gc_deletions += 1;
+        self.ctx
+            .spawn_stop(id, StopReason::Idle(Retire::MakingRoom));
+        true
+    }
+
     /// Deletes idle pods whose TTL passed; never one with a lease out.
     fn collect_garbage(&mut self) {
         let now = Instant::now();
@@ -1015,6 +1106,7 @@ impl Actor {
                     shared,
                     in_flight: 0,
                     expiry,
+                    ..
                 } if *expiry <= now => {
                     tracing::info!(image = %image, pod = %shared.id, "deleting an expired pod");
                     ctx.counters.gc_deletions += 1;

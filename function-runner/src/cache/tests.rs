@@ -908,3 +908,50 @@ async fn warm_lease_throughput() {
         f64::from(total) / elapsed.as_secs_f64()
     );
 }
+
+/// #30 item 2: `max_pods` bounds the pods of all functions together: at
+/// the limit the least recently used idle pod makes room; with none idle a
+/// call is refused (RESOURCE_EXHAUSTED, naming `--max-pods`), and no pod
+/// starts.
+#[tokio::test(start_paused = true)]
+async fn max_pods_stops_the_least_recently_used_idle_pod_and_refuses_when_all_are_busy() {
+    let fake = Fake::auto();
+    let settings = CacheSettings {
+        max_pods: 2,
+        ..CacheSettings::default()
+    };
+    let cache = cache(&fake, settings);
+    let a = get(&cache, "example.com/a:v1", defaults()).await;
+    let a_id = a.pod_id().clone();
+    drop(a);
+    settle().await;
+    let b = get(&cache, "example.com/b:v1", defaults()).await;
+    let b_id = b.pod_id().clone();
+    drop(b);
+    settle().await;
+    // a was used first, and again after b: b is the least recently used.
+    drop(get(&cache, "example.com/a:v1", defaults()).await);
+    settle().await;
+    let c = get(&cache, "example.com/c:v1", defaults()).await;
+    settle().await;
+    assert_eq!(fake.stops(), vec![b_id.clone()], "b made room");
+    assert_ne!(c.pod_id(), &a_id);
+    // Both pods busy: no room.
+    let a = get(&cache, "example.com/a:v1", defaults()).await;
+    let err = cache
+        .get("example.com/d:v1", defaults())
+        .await
+        .expect_err("no room");
+    assert!(matches!(err, CacheError::Full { max: 2, .. }), "{err}");
+    assert!(err.to_string().contains("--max-pods"), "{err}");
+    assert_eq!(fake.starts().len(), 3, "no pod started for d");
+    assert!(cache.snapshot().await.image("example.com/d:v1").is_none());
+    // Warming does not make room either.
+    cache
+        .warm(vec![("example.com/e:v1".to_string(), defaults())])
+        .await;
+    settle().await;
+    assert_eq!(fake.starts().len(), 3);
+    drop((a, c));
+    cache.shutdown().await;
+}

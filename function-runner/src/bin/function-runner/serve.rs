@@ -58,6 +58,11 @@ pub(crate) struct ServeArgs {
     /// (FunctionConfig preferredMaxQueueLength overrides).
     #[arg(long, default_value_t = 2)]
     max_waitlist_length: usize,
+    /// Most pods of all functions together, starting ones included: past
+    /// it, idle pods are stopped least recently used first; with none idle,
+    /// a call that needs another pod gets RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = function_runner::cache::DEFAULT_MAX_PODS, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    max_pods: usize,
     /// Maximum gRPC message size in bytes, both directions.
     #[arg(long, default_value_t = proto::DEFAULT_MAX_MESSAGE_BYTES)]
     max_request_body_size: usize,
@@ -199,6 +204,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             ready_timeout: args.pod_ready_timeout,
             max_parallel_pods_per_function: args.max_parallel_pods_per_function,
             max_waitlist_length: args.max_waitlist_length,
+            max_pods: args.max_pods,
         },
         warm_up: args.warm_up_pod_cache,
         max_message_bytes: args.max_request_body_size,
