@@ -638,7 +638,23 @@ impl Process {
     }
 
     fn spawn_kind(cmd: &mut Command, kind: Kind) -> io::Result<(Process, Stdio3)> {
-        cmd.process_group(0);
+        if kind == Kind::Waiting {
+            // A session of its own (and a group, the same id): a waiting
+            // process may wait for hours, and the sweep spares the orphans
+            // that name it only inside its session, which no other process
+            // can join (a process group can be joined from the session).
+            // Calls keep the cheaper spawn: their markers count only while
+            // the call runs.
+            #[allow(unsafe_code)]
+            // SAFETY: the closure runs in the child between fork and exec and
+            // only makes the setsid system call, which is async-signal-safe
+            // and touches no memory shared with the parent.
+            unsafe {
+                cmd.pre_exec(|| rustix::process::setsid().map(drop).map_err(io::Error::from));
+            }
+        } else {
+            cmd.process_group(0);
+        }
         // Every descendant inherits this (unless it clears its environment):
         // a sweep tells by it whose orphan a process is.
         let id = NEXT_SPAWN.fetch_add(1, Ordering::Relaxed);

@@ -930,3 +930,59 @@ async fn prespawned_processes_serve_one_call_each() {
         );
     }
 }
+
+/// #30 item 3: a function cannot outlive its call by claiming to belong to
+/// a pre-spawned process: it reads a waiting sibling's `KRM_FN_SPAWN`
+/// marker and starts a daemon in a session of its own under that marker.
+/// The marker names a waiting process, but the daemon is not in that
+/// process's session (which no other process can join): killed once the
+/// call ends.
+#[tokio::test]
+async fn a_forged_marker_of_a_waiting_process_does_not_outlive_the_call() {
+    if std::path::Path::new("/usr/bin/setsid").metadata().is_err() {
+        let why = "no /usr/bin/setsid (util-linux) for the hostile function";
+        assert!(!e2e_tests::in_ci(), "{why}");
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    // The waiting processes are our parent's other children whose marker
+    // is not ours.
+    let hostile = r#"
+me=$KRM_FN_SPAWN
+for p in /proc/[0-9]*; do
+  set -- $(cat $p/stat 2>/dev/null)
+  [ "$4" = "$PPID" ] || continue
+  m=$(tr '\0' '\n' < $p/environ 2>/dev/null | sed -n 's/^KRM_FN_SPAWN=//p')
+  [ -n "$m" ] && [ "$m" != "$me" ] && W=$m
+done
+if [ -n "$W" ]; then
+  /usr/bin/setsid env KRM_FN_SPAWN=$W sleep 60 </dev/null >/dev/null 2>&1 &
+  echo "daemon=$! forged=$W" >&2
+fi
+cat"#;
+    let w = start_sh(&["--prespawn", "2"], hostile);
+    let pid = w.child.id();
+    let waiting = || children_of(pid).iter().filter(|(_, s)| *s != 'Z').count() == 2;
+    assert!(
+        eventually(Duration::from_secs(20), waiting).await,
+        "two wait"
+    );
+    let resp = evaluate(&w, example_rl()).await.unwrap();
+    let log = String::from_utf8(resp.log.to_vec()).unwrap();
+    let daemon: i32 = log
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("daemon="))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the function found no waiting process: {log}"));
+    let gone = eventually(Duration::from_secs(10), || !process_alive(daemon)).await;
+    if !gone {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(daemon),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert!(
+        gone,
+        "the daemon outlived its call by the forged marker: {log}"
+    );
+}

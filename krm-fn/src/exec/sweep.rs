@@ -30,10 +30,12 @@ pub(super) fn sweep(all: bool) -> Vec<i32> {
         let children = children();
         let _gate = SPAWN_GATE.write().unwrap_or_else(PoisonError::into_inner);
         let registry = lock_registry();
-        let live_calls: std::collections::HashSet<u64> = registry
-            .values()
-            .filter(|e| matches!(e.kind, Kind::Call | Kind::Waiting))
-            .map(|e| e.id)
+        // Spawn id → what it is now, and (a waiting one) its pid, which is
+        // also its session's id.
+        let live: std::collections::HashMap<u64, (Kind, i32)> = registry
+            .iter()
+            .filter(|(_, e)| matches!(e.kind, Kind::Call | Kind::Waiting))
+            .map(|(&pid, e)| (e.id, (e.kind, pid)))
             .collect();
         let oldest_call = children
             .iter()
@@ -47,9 +49,20 @@ pub(super) fn sweep(all: bool) -> Vec<i32> {
                 reap(child.pid);
                 continue;
             }
+            // The marker is the process's to rewrite, so it is only a hint:
+            // naming a running call, it spares the orphan for as long as
+            // that call runs (which kills its group and sweeps when done);
+            // naming a waiting process, which may wait for hours, it counts
+            // only from within that process's own session, which no other
+            // process can join.
             let orphaned = all
                 || match marker(child.pid) {
-                    Some((owner, id)) => owner != me || !live_calls.contains(&id),
+                    Some((owner, id)) if owner == me => match live.get(&id) {
+                        Some((Kind::Call, _)) => false,
+                        Some((_, waiting)) => child.session != *waiting,
+                        None => true,
+                    },
+                    Some(_) => true,
                     None => child.start < oldest_call,
                 };
             if orphaned && kill_if_same(child) {
@@ -98,6 +111,9 @@ fn marker(pid: i32) -> Option<(u32, u64)> {
 pub(super) struct Child {
     pub(super) pid: i32,
     pub(super) zombie: bool,
+    /// Its session: one it cannot leave for another's (`setsid` makes a new
+    /// one, never joins one).
+    session: i32,
     /// Start time, in clock ticks after boot.
     start: u64,
 }
@@ -186,6 +202,7 @@ fn read_child(pid: i32, parent: u32) -> Option<Child> {
     Some(Child {
         pid,
         zombie: fields.first() == Some(&"Z"),
+        session: fields.get(3)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
     })
 }
