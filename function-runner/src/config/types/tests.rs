@@ -300,6 +300,11 @@ fn semantic_errors_name_the_field() {
             "f.yaml (document 1): spec: no executor set: one of binaryExecutor, podExecutor or goExecutor is needed"
         ]
     );
+    assert_eq!(
+        spec_errors("image: fn\npodExecutor:\n  tags: [v1]\n  pidsLimit: 10\n"),
+        vec!["spec.podExecutor.pidsLimit: must be at least 64 (the wrapper's own threads count)"]
+    );
+    assert!(spec_errors("image: fn\npodExecutor:\n  tags: [v1]\n  pidsLimit: 64\n").is_empty());
     // #31 item 4: a misspelt executor is dropped (the API server prunes it,
     // serde ignores it): what is left configures nothing.
     assert_eq!(
