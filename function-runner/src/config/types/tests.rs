@@ -304,7 +304,18 @@ fn semantic_errors_name_the_field() {
         spec_errors("image: fn\npodExecutor:\n  tags: [v1]\n  pidsLimit: 10\n"),
         vec!["spec.podExecutor.pidsLimit: must be at least 64 (the wrapper's own threads count)"]
     );
-    assert!(spec_errors("image: fn\npodExecutor:\n  tags: [v1]\n  pidsLimit: 64\n").is_empty());
+    let ok = parse_str(
+        &doc(
+            "x",
+            "image: fn\npodExecutor:\n  tags: [v1]\n  pidsLimit: 64\n",
+        ),
+        "f.yaml",
+    );
+    assert!(ok.errors.is_empty());
+    assert_eq!(
+        ok.configs[0].spec.pod_executor.as_ref().unwrap().pids_limit,
+        Some(64)
+    );
     // #31 item 4: a misspelt executor is dropped (the API server prunes it,
     // serde ignores it): what is left configures nothing.
     assert_eq!(
