@@ -313,7 +313,12 @@ fn semantic_errors_name_the_field() {
     );
     assert!(ok.errors.is_empty());
     assert_eq!(
-        ok.configs[0].spec.pod_executor.as_ref().unwrap().pids_limit,
+        ok.configs[0]
+            .spec
+            .pod_executor
+            .as_ref()
+            .expect("a podExecutor")
+            .pids_limit,
         Some(64)
     );
     // #31 item 4: a misspelt executor is dropped (the API server prunes it,
