@@ -125,7 +125,7 @@ impl RunnerMetrics {
         let pod_stops = Family::<ReasonLabel, Counter>::default();
         registry.register(
             "pod_stops",
-            "Pods this runner let go, by why: idle_ttl, template_changed, taken_away (another runner drains it, or it is deleted), start_given_up, shutdown, failed",
+            "Pods this runner let go, by why: idle_ttl, template_changed, taken_away (another runner drains it, or it is deleted), start_given_up, shutdown, uninstalled (the runner's Deployment is deleted), max_pods (idle the longest when another function needed room), failed",
             pod_stops.clone(),
         );
         let builtin_evaluations = Family::<BuiltinLabels, Counter>::default();
@@ -318,6 +318,10 @@ impl Backend for MeteredBackend {
 
     fn pod_key(&self, image: &str) -> Option<String> {
         self.inner.pod_key(image)
+    }
+
+    fn check(&self, image: &str) -> Result<(), BackendError> {
+        self.inner.check(image)
     }
 }
 

@@ -947,7 +947,10 @@ async fn a_forged_marker_of_a_waiting_process_does_not_outlive_the_call() {
     }
     // The waiting processes are our parent's other children whose marker
     // is not ours.
+    // The scan runs once the call's input is in: the process was taken
+    // for the call, and its replacement or sibling waits.
     let hostile = r#"
+input=$(cat)
 me=$KRM_FN_SPAWN
 for p in /proc/[0-9]*; do
   set -- $(cat $p/stat 2>/dev/null)
@@ -959,7 +962,7 @@ if [ -n "$W" ]; then
   /usr/bin/setsid env KRM_FN_SPAWN=$W sleep 60 </dev/null >/dev/null 2>&1 &
   echo "daemon=$! forged=$W" >&2
 fi
-cat"#;
+printf '%s\n' "$input""#;
     let w = start_sh(&["--prespawn", "2"], hostile);
     let pid = w.child.id();
     let waiting = || children_of(pid).iter().filter(|(_, s)| *s != 'Z').count() == 2;

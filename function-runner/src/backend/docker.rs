@@ -546,12 +546,18 @@ impl DockerBackend {
                     // Another environment, mount, network or user makes
                     // another container.
                     &format!("{:?}", inner.settings.container),
+                    // As do another PIDs limit, and a runner that locks
+                    // its socket directories (one kept before did not).
+                    &format!("pids={:?}; socket dir locked", spec.pids_limit),
                 ]))
             }
             None => None,
         };
         if let Some(fp) = &fingerprint {
-            if let Some((name, dir)) = self.find_kept(&spec.image, fp).await {
+            let kept = self.find_kept(&spec.image, fp).await;
+            if let Some((name, dir)) =
+                kept.filter(|(_, dir)| lock_socket_dir(dir, SOCKET_NAME).is_ok())
+            {
                 let id = PodId(name.clone());
                 let endpoint = format!("unix:{}", dir.join(SOCKET_NAME).display());
                 tracing::info!(pod = %id, image = %spec.image, "docker: reusing a kept-warm container");
@@ -710,9 +716,11 @@ impl DockerBackend {
                 }
             }
             drop(output);
-            lock_socket_dir(&socket_dir).map_err(|source| StartError::SocketDir {
-                path: socket_dir.clone(),
-                source,
+            lock_socket_dir(&socket_dir, SOCKET_NAME).map_err(|reason| {
+                StartError::Confinement {
+                    path: socket_dir.clone(),
+                    reason,
+                }
             })?;
             set_phase("waiting for its health to say SERVING");
             super::process::wait_serving(&endpoint)
@@ -1058,6 +1066,8 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the socket directory {}: {reason}", .path.display())]
+    Confinement { path: PathBuf, reason: String },
     #[error("the container's output ended before the wrapper listened")]
     NoAddress,
     #[error("health: {0}")]

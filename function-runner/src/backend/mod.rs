@@ -288,6 +288,13 @@ pub trait Backend: Send + Sync + 'static {
         None
     }
 
+    /// Whether a pod of `image` could start at all, where the backend can
+    /// tell without starting one (the process backend: its function map
+    /// knows the image): the cache asks before it makes room for the pod.
+    fn check(&self, _image: &str) -> Result<(), BackendError> {
+        Ok(())
+    }
+
     /// Whether the backend can start pods at all (false: the runner's health
     /// says NOT_SERVING), for a backend that can tell; `None`: always.
     fn ready(&self) -> Option<tokio::sync::watch::Receiver<bool>> {

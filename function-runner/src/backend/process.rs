@@ -242,6 +242,19 @@ impl ProcessBackend {
     }
 }
 
+/// An image the function map does not know.
+fn unknown(image: String, no_map: bool) -> BackendError {
+    let reason = if no_map {
+        "no function map was given (--process-functions: a directory of executables or a YAML map of image to argv), so the process backend knows no image"
+    } else {
+        "the process backend's function map (--process-functions) has no entry for it"
+    };
+    BackendError::UnknownImage {
+        image,
+        reason: reason.into(),
+    }
+}
+
 impl Backend for ProcessBackend {
     fn name(&self) -> &'static str {
         "process"
@@ -251,6 +264,13 @@ impl Backend for ProcessBackend {
     /// prefixes gets one pod, not one each.
     fn pod_key(&self, image: &str) -> Option<String> {
         self.functions.canonical(image)
+    }
+
+    fn check(&self, image: &str) -> Result<(), BackendError> {
+        match self.functions.canonical(image) {
+            Some(_) => Ok(()),
+            None => Err(unknown(image.to_string(), self.functions.is_unset())),
+        }
     }
 
     fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>) {
@@ -269,15 +289,7 @@ impl Backend for ProcessBackend {
         let pods = self.pods.clone();
         Box::pin(async move {
             let Some(entrypoint) = entrypoint else {
-                let reason = if no_map {
-                    "no function map was given (--process-functions: a directory of executables or a YAML map of image to argv), so the process backend knows no image"
-                } else {
-                    "the process backend's function map (--process-functions) has no entry for it"
-                };
-                return Err(BackendError::UnknownImage {
-                    image: spec.image,
-                    reason: reason.into(),
-                });
+                return Err(unknown(spec.image, no_map));
             };
             // The wrapper refuses to start on an entrypoint that cannot run;
             // checked here too, so that the call's error says why (the

@@ -730,16 +730,42 @@ impl Actor {
             .unwrap_or(settings.max_parallel_pods_per_function)
             .max(1);
         let ttl = self.ctx.ttl(&overrides);
-        let entry = match self.images.get_mut(&*image) {
-            Some(entry) => entry,
-            None => {
-                let key: Arc<str> = Arc::from(image);
-                self.images
-                    .entry(Arc::clone(&key))
-                    .or_insert_with(|| ImageEntry::new(key))
-            }
+        let key: Arc<str> = match self.images.get_key_value(&*image) {
+            Some((key, _)) => Arc::clone(key),
+            None => Arc::from(image),
         };
-        match entry.choose(queue, max_pods) {
+        let choice = self
+            .images
+            .entry(Arc::clone(&key))
+            .or_insert_with(|| ImageEntry::new(Arc::clone(&key)))
+            .choose(queue, max_pods);
+        let choice = match choice {
+            Choice::Start => match self.room_for(&key) {
+                Ok(()) => Choice::Start,
+                // No room for another pod: one of the function's own takes
+                // the call if it has any (a waitlist length is only
+                // preferred); else the call is refused.
+                Err(refused) => {
+                    let joined = self.images.get_mut(&key).map(|e| e.choose(queue, 0));
+                    match joined {
+                        Some(Choice::Join(idx)) => Choice::Join(idx),
+                        _ => {
+                            let _ = reply.send(Err(refused));
+                            if self.images.get(&key).is_some_and(|e| e.pods.is_empty()) {
+                                self.images.remove(&key);
+                            }
+                            return;
+                        }
+                    }
+                }
+            },
+            join => join,
+        };
+        let entry = self
+            .images
+            .entry(Arc::clone(&key))
+            .or_insert_with(|| ImageEntry::new(key));
+        match choice {
             Choice::Join(idx) => {
                 let pod = &mut entry.pods[idx];
                 match &mut pod.slot {
@@ -762,21 +788,6 @@ impl Actor {
                 }
             }
             Choice::Start => {
-                let image = Arc::clone(&entry.image);
-                if !self.make_room(&image) {
-                    let _ = reply.send(Err(CacheError::Full {
-                        image: image.to_string(),
-                        max: self.ctx.settings.max_pods,
-                    }));
-                    if self.images.get(&image).is_some_and(|e| e.pods.is_empty()) {
-                        self.images.remove(&image);
-                    }
-                    return;
-                }
-                let entry = self
-                    .images
-                    .entry(Arc::clone(&image))
-                    .or_insert_with(|| ImageEntry::new(image));
                 self.ctx.counters.misses += 1;
                 let serial = self.ctx.spawn_start(&entry.image, ttl, &overrides);
                 entry.pods.push(Pod {
@@ -1054,6 +1065,26 @@ impl Actor {
     fn has_room(&self) -> bool {
         let pods: usize = self.images.values().map(|e| e.pods.len()).sum();
         pods < self.ctx.settings.max_pods
+    }
+
+    /// Whether a pod of `image` may start: the backend knows the image (a
+    /// name it cannot run costs no other pod its place), and there is room
+    /// under `max_pods`, made if need be.
+    fn room_for(&mut self, image: &Arc<str>) -> Result<(), CacheError> {
+        if let Err(source) = self.ctx.backend.check(image) {
+            return Err(CacheError::PodStart {
+                image: image.to_string(),
+                source,
+            });
+        }
+        if self.make_room(image) {
+            Ok(())
+        } else {
+            Err(CacheError::Full {
+                image: image.to_string(),
+                max: self.ctx.settings.max_pods,
+            })
+        }
     }
 
     /// Room for one more pod under `max_pods`: at the limit, the least

@@ -168,6 +168,18 @@ impl Backend for Fake {
     fn reused(&self, id: &PodId, ttl: Duration) {
         self.lock().reused.push((id.clone(), ttl));
     }
+
+    /// Images under `unknown.example/` are known to fail: as the process
+    /// backend's map says of an image it has no entry for.
+    fn check(&self, image: &str) -> Result<(), BackendError> {
+        if image.starts_with("unknown.example/") {
+            return Err(BackendError::UnknownImage {
+                image: image.to_string(),
+                reason: "not in the map".into(),
+            });
+        }
+        Ok(())
+    }
 }
 
 const IMAGE: &str = "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1";
@@ -952,6 +964,25 @@ async fn max_pods_stops_the_least_recently_used_idle_pod_and_refuses_when_all_ar
         .await;
     settle().await;
     assert_eq!(fake.starts().len(), 3);
-    drop((a, c));
+    // A function with pods of its own queues on them at the limit, though
+    // its waitlists are full and it may have more pods: the length is only
+    // preferred.
+    let more = PodRequestSettings {
+        max_parallel_pods: Some(4),
+        max_queue_length: Some(1),
+        ..defaults()
+    };
+    let queued = get(&cache, "example.com/a:v1", more.clone()).await;
+    assert_eq!(queued.pod_id(), a.pod_id());
+    assert_eq!(fake.starts().len(), 3);
+    drop((a, c, queued));
+    settle().await;
+    // A name the backend knows it cannot run costs no idle pod its place.
+    let err = cache
+        .get("unknown.example/f:v1", defaults())
+        .await
+        .expect_err("unknown");
+    assert!(matches!(err, CacheError::PodStart { .. }), "{err}");
+    assert_eq!(fake.stops().len(), 1, "nothing made room for it");
     cache.shutdown().await;
 }

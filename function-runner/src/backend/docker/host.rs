@@ -47,9 +47,29 @@ pub(super) fn make_socket_dir(path: &Path) -> std::io::Result<()> {
 /// socket, which the wrapper made connectable). The wrapper runs no function
 /// before this (its pre-spawned processes wait until the directory is not
 /// writable), and calls come after.
-pub(super) fn lock_socket_dir(path: &Path) -> std::io::Result<()> {
+///
+/// Then the directory must hold the socket alone: anything else there was
+/// written by the container before the lock (a wrapper image older than
+/// the runner, which starts pre-spawned functions at once), and the pod is
+/// not used.
+pub(super) fn lock_socket_dir(path: &Path, socket: &str) -> Result<(), String> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("taking the socket directory back (mode 0755): {e}"))?;
+    let entries = std::fs::read_dir(path).map_err(|e| format!("reading it: {e}"))?;
+    let mut others: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != socket)
+        .collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    others.sort();
+    Err(format!(
+        "the function container wrote {others:?} there before the runner took it back \
+         (a wrapper image older than the runner starts pre-spawned functions at once): not used"
+    ))
 }
 
 /// Opens the directory `path` and takes an exclusive `flock` on it without

@@ -1,7 +1,7 @@
 //! Quantities and resources, fingerprints, the runner lock and the socket
 //! directory's checks: what needs no Docker engine.
 
-use super::host::{fingerprint, lock_file, private_dir};
+use super::host::{fingerprint, lock_file, lock_socket_dir, make_socket_dir, private_dir};
 use super::resources::{parse_quantity, Resources};
 use crate::config::TemplateOverrides;
 
@@ -105,4 +105,27 @@ fn the_socket_dir_must_be_private() {
     let file = dir.path().join("file");
     std::fs::write(&file, "").unwrap();
     assert!(private_dir(&file).is_err());
+}
+
+/// #30 item 1: a socket directory is taken back (no longer writable by
+/// others) and must then hold the socket alone.
+#[test]
+fn a_socket_directory_is_taken_back_and_must_hold_the_socket_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("1");
+    make_socket_dir(&dir).unwrap();
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o777
+    );
+    let _socket = std::os::unix::net::UnixListener::bind(dir.join("wrapper.sock")).unwrap();
+    lock_socket_dir(&dir, "wrapper.sock").unwrap();
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    std::fs::write(dir.join("big"), b"x").unwrap();
+    let err = lock_socket_dir(&dir, "wrapper.sock").unwrap_err();
+    assert!(err.contains("\"big\"") && err.contains("not used"), "{err}");
 }

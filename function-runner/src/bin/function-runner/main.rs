@@ -97,8 +97,18 @@ fn main() -> ExitCode {
 
 fn init_logging(json: bool, quiet: bool) {
     let default = if quiet { "warn" } else { "info" };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // kube-runtime's watcher warns of every failed list or watch with the
+    // client's dump of the API's Status, on every retry; the runner says
+    // each in one line itself (once per change for a refusal). Unless
+    // RUST_LOG asks for kube_runtime by name.
+    let asked = std::env::var("RUST_LOG").is_ok_and(|v| v.contains("kube_runtime"));
+    if !asked {
+        if let Ok(quiet_watcher) = "kube_runtime::watcher=error".parse() {
+            filter = filter.add_directive(quiet_watcher);
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
