@@ -279,7 +279,6 @@ pub struct PodExecutor {
     /// the backend's default (1024) when unset. Kubernetes pods get theirs
     /// from the kubelet (`podPidsLimit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 64))]
     pub pids_limit: Option<u32>,
 }
 
