@@ -193,7 +193,15 @@ pub struct ProcessBackend {
     events: OnceLock<mpsc::UnboundedSender<PodEvent>>,
     pods: Arc<Mutex<HashMap<PodId, oneshot::Sender<oneshot::Sender<()>>>>>,
     next_id: AtomicU64,
+    /// [`Backend::pod_key`]'s answers by image: the cache asks on every
+    /// call, and a directory map costs stats. Found entries only (a stale
+    /// one costs a start that resolves afresh and fails, saying why);
+    /// emptied when it holds [`MAX_REMEMBERED_KEYS`].
+    keys: Mutex<HashMap<String, String>>,
 }
+
+/// Most images whose pod key the process backend remembers.
+const MAX_REMEMBERED_KEYS: usize = 4096;
 
 impl ProcessBackend {
     pub fn new(wrapper: PathBuf, functions: FunctionMap, max_message_bytes: usize) -> Self {
@@ -205,6 +213,7 @@ impl ProcessBackend {
             events: OnceLock::new(),
             pods: Arc::default(),
             next_id: AtomicU64::new(1),
+            keys: Mutex::default(),
         }
     }
 
@@ -263,7 +272,16 @@ impl Backend for ProcessBackend {
     /// What the map runs for it: a caller naming one function under many
     /// prefixes gets one pod, not one each.
     fn pod_key(&self, image: &str) -> Option<String> {
-        self.functions.canonical(image)
+        let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(key) = keys.get(image) {
+            return Some(key.clone());
+        }
+        let key = self.functions.canonical(image)?;
+        if keys.len() >= MAX_REMEMBERED_KEYS {
+            keys.clear();
+        }
+        keys.insert(image.to_string(), key.clone());
+        Some(key)
     }
 
     fn check(&self, image: &str) -> Result<(), BackendError> {
