@@ -334,10 +334,9 @@ impl Runner {
         {
             tracing::warn!("pods did not all stop within {grace:?}");
         }
-        // The kube backend may delete an uninstalled Deployment's pods
-        // (UNINSTALL_WITHIN), then sends its last events (5 s).
-        let close_within =
-            grace.max(crate::backend::kube::pods::UNINSTALL_WITHIN + Duration::from_secs(6));
+        // The kube backend waits for its deletes under way, may delete an
+        // uninstalled Deployment's pods, then sends its last events.
+        let close_within = grace.max(crate::backend::kube::pods::CLOSE_WITHIN);
         if tokio::time::timeout(close_within, self.backend.close())
             .await
             .is_err()

@@ -74,6 +74,13 @@ mod readiness;
 /// gone, to delete that Deployment's function pods.
 pub const UNINSTALL_WITHIN: Duration = Duration::from_secs(20);
 
+/// How long the backend's close waits for the deletes under way.
+const DELETES_WITHIN: Duration = Duration::from_secs(5);
+
+/// How long the backend's close takes at most: the deletes under way, an
+/// uninstall, the last events (5 s).
+pub const CLOSE_WITHIN: Duration = Duration::from_secs(5 + 20 + 5 + 1);
+
 /// Slots tried per start before giving up: more than any function's pod
 /// limit plus the pods of other runners it might collide with.
 const MAX_SLOTS: u32 = 64;
@@ -156,6 +163,10 @@ struct Inner {
     /// The rights the API server refuses now: the backend's readiness.
     access: Access,
     client: Client,
+    /// Deletes running in the background (a failed start's pod): the
+    /// backend's close waits for them, so a runner told to stop right after
+    /// leaves no such pod behind.
+    deletes: tokio_util::task::TaskTracker,
 }
 
 /// What this runner holds, by pod name.
@@ -296,6 +307,7 @@ impl KubeBackend {
             watch_error: Mutex::new(None),
             access: Access::default(),
             client: client.clone(),
+            deletes: tokio_util::task::TaskTracker::new(),
         });
         // Every function pod of the namespace, whichever runner made it: a
         // start may use another runner's pod of the same name.
@@ -500,7 +512,7 @@ impl Inner {
             self.deleting(uid);
         }
         let pods = self.pods.clone();
-        tokio::spawn(async move {
+        self.deletes.spawn(async move {
             delete_pod(&pods, &name, exactly).await;
         });
     }
@@ -1238,6 +1250,13 @@ impl Backend for KubeBackend {
     fn close(&self) -> BoxFuture<'static, ()> {
         let inner = self.inner.clone();
         Box::pin(async move {
+            inner.deletes.close();
+            if tokio::time::timeout(DELETES_WITHIN, inner.deletes.wait())
+                .await
+                .is_err()
+            {
+                tracing::warn!("pod deletes still under way after {DELETES_WITHIN:?}: left");
+            }
             if let Some(deployment) = &inner.settings.deployment {
                 let gone = deployment
                     .gone(&inner.client, inner.settings.runner_pod.as_deref())
