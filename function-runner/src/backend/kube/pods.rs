@@ -63,10 +63,12 @@ use crate::backend::{
     StopReason,
 };
 
+use failures::{Attempt, StartError, Taken};
 pub use readiness::is_ready;
 use readiness::{ended, lists_address, pod_ip, service_accepts, terminated};
 
 mod events;
+mod failures;
 mod operations;
 mod readiness;
 
@@ -162,7 +164,6 @@ struct Inner {
     lifecycle: Events,
     /// The rights the API server refuses now: the backend's readiness.
     access: Access,
-    client: Client,
     /// Deletes running in the background (a failed start's pod): the
     /// backend's close waits for them, so a runner told to stop right after
     /// leaves no such pod behind.
@@ -200,58 +201,6 @@ struct Held {
     /// Handed-out pods reported to the cache as taken away (drained or
     /// deleted by another actor): reported once.
     taken: HashSet<String>,
-}
-
-/// Why a Kubernetes pod did not start.
-#[derive(Debug, thiserror::Error)]
-enum StartError {
-    #[error("the function pod template: {0}")]
-    Template(String),
-    #[error("{0}")]
-    Build(#[from] super::template::TemplateError),
-    #[error("{verb} {kind} {name}: {}", one_line(source))]
-    Api {
-        verb: &'static str,
-        kind: &'static str,
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("pod {name} {reason}")]
-    Ended { name: String, reason: String },
-    #[error("watching the Endpoints of service {name}: {source}")]
-    Endpoints {
-        name: String,
-        #[source]
-        source: kube::runtime::wait::Error,
-    },
-    #[error("service {name} keeps belonging to another pod")]
-    ServiceTaken { name: String },
-    #[error("{verb} pod {name}: {}", one_line(source))]
-    Lifecycle {
-        verb: &'static str,
-        name: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("all {MAX_SLOTS} pod names of this function are taken by pods that cannot serve")]
-    NoFreeName,
-    #[error("the template watch ended")]
-    TemplateGone,
-}
-
-/// A slot's pod name could not be used: another is tried.
-struct Taken(String);
-
-enum Attempt {
-    Taken(Taken),
-    Failed(Cause),
-}
-
-impl<E: Into<StartError>> From<E> for Attempt {
-    fn from(err: E) -> Self {
-        Attempt::Failed(cause(err.into()))
-    }
 }
 
 /// What a start did, for the cleanup after a failure or a timeout.
@@ -306,7 +255,6 @@ impl KubeBackend {
             events: OnceLock::new(),
             watch_error: Mutex::new(None),
             access: Access::default(),
-            client: client.clone(),
             deletes: tokio_util::task::TaskTracker::new(),
         });
         // Every function pod of the namespace, whichever runner made it: a
@@ -428,72 +376,6 @@ fn name_key(parts: &[&str]) -> String {
 }
 
 impl Inner {
-    /// What a failed start tells the caller: a right the API server refuses
-    /// (noted: the backend's readiness goes), an image its registry does not
-    /// have (NOT_FOUND, as any unknown function), or the failure itself.
-    fn start_error(&self, image: String, source: Cause) -> BackendError {
-        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&*source);
-        while let Some(err) = cause {
-            if let Some(api) = err.downcast_ref::<kube::Error>() {
-                if self.access.note(api) {
-                    return BackendError::Refused {
-                        image,
-                        detail: format!(
-                            "the API server refuses the runner: {source}; the runner reports \
-                             NOT_SERVING until it may (deploy/rbac.yaml)"
-                        ),
-                    };
-                }
-            }
-            if let Some(EntrypointError::NotInRegistry { .. }) = err.downcast_ref() {
-                return BackendError::UnknownImage {
-                    image,
-                    reason: err.to_string(),
-                };
-            }
-            cause = err.source();
-        }
-        BackendError::StartFailed { image, source }
-    }
-
-    /// Why `pod` cannot start if its init container cannot pull its image:
-    /// every function pod needs that image (the wrapper), so the message
-    /// names it and where it was set rather than only the kubelet's words.
-    fn wrapper_unpullable(&self, pod: &Pod) -> Option<String> {
-        let init = pod.spec.as_ref()?.init_containers.as_ref()?.first()?;
-        let image = init.image.as_deref()?;
-        let state = pod
-            .status
-            .as_ref()?
-            .init_container_statuses
-            .as_ref()?
-            .iter()
-            .find(|s| s.name == init.name)?
-            .state
-            .as_ref()?;
-        let waiting = state.waiting.as_ref()?;
-        let reason = waiting.reason.as_deref()?;
-        if !matches!(
-            reason,
-            "ErrImagePull" | "ImagePullBackOff" | "ErrImageNeverPull" | "InvalidImageName"
-        ) {
-            return None;
-        }
-        let origin = if image == self.settings.wrapper_image {
-            format!(
-                "the wrapper image, from {}",
-                self.settings.wrapper_image_source
-            )
-        } else {
-            "the function pod template's own init image".to_string()
-        };
-        Some(format!(
-            "cannot pull the image {image:?} of its init container {} ({origin}): {reason}: {}",
-            init.name,
-            waiting.message.as_deref().unwrap_or("")
-        ))
-    }
-
     fn held(&self) -> MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -1259,7 +1141,10 @@ impl Backend for KubeBackend {
             }
             if let Some(deployment) = &inner.settings.deployment {
                 let gone = deployment
-                    .gone(&inner.client, inner.settings.runner_pod.as_deref())
+                    .gone(
+                        &inner.pods.clone().into_client(),
+                        inner.settings.runner_pod.as_deref(),
+                    )
                     .await;
                 if gone
                     && tokio::time::timeout(UNINSTALL_WITHIN, inner.uninstall(deployment))

@@ -92,15 +92,11 @@ pub(super) fn terminated(pod: &Pod) -> Option<String> {
         // the ready timeout.
         let waiting = state.waiting.as_ref()?;
         let reason = waiting.reason.as_deref()?;
-        matches!(
-            reason,
-            "ErrImagePull"
-                | "ImagePullBackOff"
-                | "ErrImageNeverPull"
-                | "InvalidImageName"
-                | "CreateContainerConfigError"
-                | "CreateContainerError"
-        )
+        (is_pull_failure(reason)
+            || matches!(
+                reason,
+                "CreateContainerConfigError" | "CreateContainerError"
+            ))
         .then(|| {
             format!(
                 "container {} cannot start ({reason}: {})",
@@ -109,4 +105,13 @@ pub(super) fn terminated(pod: &Pod) -> Option<String> {
             )
         })
     })
+}
+
+/// Whether a container waits for an image the kubelet cannot pull (and will
+/// not, by itself).
+pub(super) fn is_pull_failure(reason: &str) -> bool {
+    matches!(
+        reason,
+        "ErrImagePull" | "ImagePullBackOff" | "ErrImageNeverPull" | "InvalidImageName"
+    )
 }
