@@ -65,6 +65,105 @@ pub struct RunnerMetrics {
     backend_ready: Gauge,
     /// What `backend_ready` shows, read at scrape time.
     backend_readiness: std::sync::OnceLock<tokio::sync::watch::Receiver<bool>>,
+    pools: PoolMetrics,
+}
+
+/// The idle pools' figures (podExecutor `idlePods`), kept by the backend
+/// that keeps the pools. Cheap to clone: every clone updates the same
+/// series.
+#[derive(Clone)]
+pub struct PoolMetrics {
+    size: Family<ImageLabel, Gauge>,
+    idle: Family<ImageLabel, Gauge>,
+    claims: Family<ImageLabel, Counter>,
+    misses: Family<ImageLabel, Counter>,
+    replacement_seconds: Histogram,
+}
+
+impl Default for PoolMetrics {
+    /// Series of their own, registered nowhere (tests, and `eval`).
+    fn default() -> Self {
+        PoolMetrics {
+            size: Family::default(),
+            idle: Family::default(),
+            claims: Family::default(),
+            misses: Family::default(),
+            replacement_seconds: Histogram::new(exponential_buckets(0.005, 2.0, 16)),
+        }
+    }
+}
+
+impl PoolMetrics {
+    fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "pool_size",
+            "Idle pods wanted per pooled function (podExecutor idlePods)",
+            self.size.clone(),
+        );
+        registry.register(
+            "pool_idle_pods",
+            "Idle pods per pooled function: started, Ready and unclaimed",
+            self.idle.clone(),
+        );
+        registry.register(
+            "pool_claims",
+            "Pods claimed from a function's idle pool",
+            self.claims.clone(),
+        );
+        registry.register(
+            "pool_misses",
+            "Claims that found the pool empty and waited for its next pod",
+            self.misses.clone(),
+        );
+        registry.register(
+            "pool_replacement_duration_seconds",
+            "Time from a pool pod's start to Ready",
+            self.replacement_seconds.clone(),
+        );
+    }
+
+    fn label(image: &str) -> ImageLabel {
+        ImageLabel {
+            image: image.to_string(),
+        }
+    }
+
+    /// The pool of `image` wants `size` idle pods and has `idle`.
+    pub fn set(&self, image: &str, size: usize, idle: usize) {
+        let label = Self::label(image);
+        self.size.get_or_create(&label).set(size as i64);
+        self.idle.get_or_create(&label).set(idle as i64);
+    }
+
+    /// The pool of `image` went: its series go too.
+    pub fn remove(&self, image: &str) {
+        let label = Self::label(image);
+        self.size.remove(&label);
+        self.idle.remove(&label);
+    }
+
+    /// A claim on the pool of `image`; `missed`: it found none idle.
+    pub fn claimed(&self, image: &str, missed: bool) {
+        let label = Self::label(image);
+        self.claims.get_or_create(&label).inc();
+        if missed {
+            self.misses.get_or_create(&label).inc();
+        }
+    }
+
+    /// A pool pod became Ready this long after its start.
+    pub fn replaced(&self, took: std::time::Duration) {
+        self.replacement_seconds.observe(took.as_secs_f64());
+    }
+
+    /// (claims, misses) of `image`, for tests.
+    pub fn claims_of(&self, image: &str) -> (u64, u64) {
+        let label = Self::label(image);
+        (
+            self.claims.get_or_create(&label).get(),
+            self.misses.get_or_create(&label).get(),
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -125,7 +224,7 @@ impl RunnerMetrics {
         let pod_stops = Family::<ReasonLabel, Counter>::default();
         registry.register(
             "pod_stops",
-            "Pods this runner let go, by why: idle_ttl, template_changed, taken_away (another runner drains it, or it is deleted), start_given_up, shutdown, uninstalled (the runner's Deployment is deleted), max_pods (idle the longest when another function needed room), failed",
+            "Pods this runner let go, by why: idle_ttl, template_changed, taken_away (another runner drains it, or it is deleted), start_given_up, shutdown, uninstalled (the runner's Deployment is deleted), max_pods (idle the longest when another function needed room), single_use (served its one call), pool_shrunk (its idle pool shrank or went), failed",
             pod_stops.clone(),
         );
         let builtin_evaluations = Family::<BuiltinLabels, Counter>::default();
@@ -141,7 +240,10 @@ impl RunnerMetrics {
             "1 while the backend can start pods, 0 while it cannot (the kube backend: the API server refuses the runner a right it needs to list or start its pods; the runner's health is NOT_SERVING meanwhile)",
             backend_ready.clone(),
         );
+        let pools = PoolMetrics::default();
+        pools.register(&mut registry);
         Self {
+            pools,
             backend_ready,
             backend_readiness: Default::default(),
             registry,
@@ -156,6 +258,11 @@ impl RunnerMetrics {
             pod_stops,
             builtin_evaluations,
         }
+    }
+
+    /// The idle pools' series, for the backend that keeps the pools.
+    pub fn pools(&self) -> PoolMetrics {
+        self.pools.clone()
     }
 
     /// A call answered by a built-in function (also counted in
@@ -322,6 +429,10 @@ impl Backend for MeteredBackend {
 
     fn check(&self, image: &str) -> Result<(), BackendError> {
         self.inner.check(image)
+    }
+
+    fn set_pools(&self, pools: Vec<PodSpec>) {
+        self.inner.set_pools(pools)
     }
 }
 

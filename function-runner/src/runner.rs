@@ -12,8 +12,9 @@ use crate::backend::kube::entrypoint::Entrypoints;
 use crate::backend::kube::owner;
 use crate::backend::kube::pods::{KubeBackend, KubeSettings};
 use crate::backend::kube::registry::{RegistryError, RegistrySettings};
+use crate::backend::pool::Pooled;
 use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
-use crate::backend::Backend;
+use crate::backend::{Backend, PodSpec};
 use crate::builtin::{BuiltinEvaluator, Builtins};
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
 use crate::config::cluster::{self, ConfigWatch, WatchSettings};
@@ -125,6 +126,8 @@ pub struct Runner {
     _config_watch: Option<ConfigWatch>,
     /// Warms the images that FunctionConfig changes add (`--warm-up-pod-cache`).
     _live_warming: Option<WarmOnChange>,
+    /// Tells the backend which idle pools the FunctionConfigs want.
+    _pool_sync: PoolSync,
     /// The backend, closed after the pods are stopped.
     backend: Arc<dyn Backend>,
     /// The exec evaluator's pre-spawned processes.
@@ -193,14 +196,13 @@ impl Runner {
                     Some(path) => FunctionMap::load(path)?,
                     None => FunctionMap::Unset,
                 };
-                Arc::new(
-                    ProcessBackend::new(
-                        opts.wrapper_server.clone(),
-                        functions,
-                        opts.max_message_bytes,
-                    )
-                    .with_env(opts.function_env.clone()),
+                let process = ProcessBackend::new(
+                    opts.wrapper_server.clone(),
+                    functions,
+                    opts.max_message_bytes,
                 )
+                .with_env(opts.function_env.clone());
+                Arc::new(Pooled::new(Arc::new(process), metrics.pools()))
             }
             BackendKind::Kube => {
                 let mut settings = opts
@@ -241,12 +243,16 @@ impl Runner {
                         ),
                     }
                 }
-                Arc::new(KubeBackend::new(client, settings, entrypoints))
+                Arc::new(
+                    KubeBackend::new(client, settings, entrypoints)
+                        .with_pool_metrics(metrics.pools()),
+                )
             }
             BackendKind::Docker => {
                 let settings = opts.docker.clone().unwrap_or_default();
                 let docker = crate::backend::docker::connect(DOCKER_CONNECT_TIMEOUT).await?;
-                Arc::new(DockerBackend::new(docker, settings).await?)
+                let docker = DockerBackend::new(docker, settings).await?;
+                Arc::new(Pooled::new(Arc::new(docker), metrics.pools()))
             }
         };
         let closer = backend.clone();
@@ -266,6 +272,14 @@ impl Runner {
             None => None,
         };
         // --- end of the cluster's FunctionConfigs
+        // Idle pools (podExecutor idlePods) are kept whether or not the cache is warmed:
+        // the FunctionConfig asks for them.
+        let pool_sync = PoolSync::spawn(
+            closer.clone(),
+            index.clone(),
+            opts.cache,
+            config_watch.is_some(),
+        );
         let live_warming = if opts.warm_up {
             let current = index.current();
             let images = warm_list(&current, &HashSet::new());
@@ -314,6 +328,7 @@ impl Runner {
             builtins,
             _config_watch: config_watch,
             _live_warming: live_warming,
+            _pool_sync: pool_sync,
             backend: closer,
             exec_pools,
         })
@@ -346,7 +361,8 @@ impl Runner {
     }
 }
 
-/// The images of `index` to warm, with their pod settings, but those in `done`.
+/// The images of `index` to warm, with their pod settings, but those in `done`. Pooled
+/// functions are not: their idle pool is their warmth.
 fn warm_list(index: &ImageIndex, done: &HashSet<String>) -> Vec<(String, PodRequestSettings)> {
     index
         .warm_images()
@@ -359,7 +375,66 @@ fn warm_list(index: &ImageIndex, done: &HashSet<String>) -> Vec<(String, PodRequ
                 .unwrap_or_default();
             (image, settings)
         })
+        .filter(|(_, settings)| settings.idle_pods == 0)
         .collect()
+}
+
+/// The idle pools `index` wants: one per podExecutor tag with `idlePods`.
+fn pool_list(index: &ImageIndex, cache: &CacheSettings) -> Vec<PodSpec> {
+    index
+        .warm_images()
+        .into_iter()
+        .filter_map(|image| index.pod_settings_for(&image, ""))
+        .filter(|m| m.idle_pods > 0)
+        .map(|m| PodSpec {
+            image: m.resolved_image,
+            ready_timeout: cache.ready_timeout,
+            ttl: m.ttl.unwrap_or(cache.default_ttl),
+            overrides: m.template_overrides,
+            prespawn: m.prespawn,
+            pids_limit: m.pids_limit,
+            idle_pods: m.idle_pods,
+            single_use: m.single_use,
+        })
+        .collect()
+}
+
+/// Hands the backend the idle pools of the FunctionConfigs: those read at start, and
+/// again whenever the cluster's change.
+struct PoolSync(Option<tokio::task::JoinHandle<()>>);
+
+impl PoolSync {
+    fn spawn(
+        backend: Arc<dyn Backend>,
+        mut index: LiveIndex,
+        cache: CacheSettings,
+        live: bool,
+    ) -> Self {
+        let first = pool_list(&index.current(), &cache);
+        if !first.is_empty() {
+            tracing::info!(
+                pools = first.len(),
+                "keeping idle pools (podExecutor idlePods)"
+            );
+        }
+        backend.set_pools(first);
+        if !live {
+            return PoolSync(None);
+        }
+        PoolSync(Some(tokio::spawn(async move {
+            while index.changed().await {
+                backend.set_pools(pool_list(&index.current(), &cache));
+            }
+        })))
+    }
+}
+
+impl Drop for PoolSync {
+    fn drop(&mut self) {
+        if let Some(task) = &self.0 {
+            task.abort();
+        }
+    }
 }
 
 /// Warms each image a new index adds to the warm list (a FunctionConfig applied, or new

@@ -10,6 +10,7 @@
 
 pub mod docker;
 pub mod kube;
+pub mod pool;
 pub mod process;
 
 use std::fmt;
@@ -94,6 +95,13 @@ pub struct PodSpec {
     /// podExecutor `pidsLimit`: most processes and threads in the pod's
     /// container (the docker backend; unset: its default).
     pub pids_limit: Option<u32>,
+    /// podExecutor `idlePods`: the backend keeps this many pods of the
+    /// image started and unclaimed, and a start claims one of them
+    /// (0: a start makes a pod of its own).
+    pub idle_pods: u32,
+    /// podExecutor `singleUse`: the pod serves one call and is then
+    /// stopped; no other runner, or later run, may be handed it.
+    pub single_use: bool,
 }
 
 impl PodSpec {
@@ -116,6 +124,8 @@ impl PodSpec {
             overrides: None,
             prespawn: None,
             pids_limit: None,
+            idle_pods: 0,
+            single_use: false,
         }
     }
 }
@@ -151,12 +161,16 @@ pub enum Retire {
     /// It was the least recently used idle pod when another function
     /// needed room under `--max-pods`.
     MakingRoom,
+    /// A single-use pod served its call.
+    Used,
+    /// An idle pool's pod no longer wanted: the pool shrank or went.
+    PoolShrunk,
 }
 
 impl StopReason {
     /// For logs, metrics and events: `idle_ttl`, `template_changed`,
     /// `taken_away`, `start_given_up`, `shutdown`, `uninstalled`,
-    /// `max_pods`, `failed`.
+    /// `max_pods`, `single_use`, `pool_shrunk`, `failed`.
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Idle(Retire::Expired) => "idle_ttl",
@@ -166,6 +180,8 @@ impl StopReason {
             StopReason::Idle(Retire::Shutdown) => "shutdown",
             StopReason::Idle(Retire::Uninstalled) => "uninstalled",
             StopReason::Idle(Retire::MakingRoom) => "max_pods",
+            StopReason::Idle(Retire::Used) => "single_use",
+            StopReason::Idle(Retire::PoolShrunk) => "pool_shrunk",
             StopReason::Broken => "failed",
         }
     }
@@ -183,6 +199,10 @@ impl StopReason {
             StopReason::Idle(Retire::Uninstalled) => "the runner's Deployment is deleted",
             StopReason::Idle(Retire::MakingRoom) => {
                 "idle the longest when another function needed room (--max-pods)"
+            }
+            StopReason::Idle(Retire::Used) => "it served its one call (singleUse)",
+            StopReason::Idle(Retire::PoolShrunk) => {
+                "its idle pool shrank or went (idlePods changed)"
             }
             StopReason::Broken => "it failed or could not be reached",
         }
@@ -300,6 +320,12 @@ pub trait Backend: Send + Sync + 'static {
     fn ready(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
         None
     }
+
+    /// The idle pools wanted now, one per spec (`idle_pods` pods of
+    /// `image` each): the backend makes, resizes or replaces them, and
+    /// removes the pools it keeps that are not listed. Called at start and
+    /// whenever the FunctionConfigs change; must not block.
+    fn set_pools(&self, _pools: Vec<PodSpec>) {}
 }
 
 #[cfg(test)]

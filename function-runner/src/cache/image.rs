@@ -18,6 +18,9 @@ pub(super) struct Pod {
     /// its last lease is back. Not counted against the image's pod limit,
     /// so that its replacement can start meanwhile.
     pub(super) retiring: Option<crate::backend::Retire>,
+    /// podExecutor `singleUse`: the pod serves one call; its first
+    /// hand-out retires it.
+    pub(super) single_use: bool,
 }
 
 pub(super) enum Slot {
@@ -89,7 +92,22 @@ impl Pod {
             *in_flight -= 1;
             return false;
         }
+        if self.single_use {
+            // Used: no other call is ever handed it; stopped once this
+            // one is done.
+            self.retiring.get_or_insert(crate::backend::Retire::Used);
+        }
         true
+    }
+
+    /// A single-use pod no call was handed yet: ready and unused, or
+    /// starting with no caller waiting for it (its caller went away).
+    fn is_fresh(&mut self) -> bool {
+        if !self.single_use || self.retiring.is_some() {
+            return false;
+        }
+        self.prune_waiters();
+        self.load() == 0
     }
 }
 
@@ -162,6 +180,22 @@ impl ImageEntry {
             Some((_, _, idx)) => Choice::Join(idx),
             None => Choice::Start,
         }
+    }
+
+    /// A single-use call's choice: a fresh pod (ready ones first), else a
+    /// new one. Never a pod another call was handed, and no waitlist.
+    pub(super) fn choose_fresh(&mut self) -> Choice {
+        let mut starting = None;
+        for idx in 0..self.pods.len() {
+            if !self.pods[idx].is_fresh() {
+                continue;
+            }
+            if self.pods[idx].is_ready() {
+                return Choice::Join(idx);
+            }
+            starting.get_or_insert(idx);
+        }
+        starting.map_or(Choice::Start, Choice::Join)
     }
 
     pub(super) fn position(&self, serial: u64) -> Option<usize> {

@@ -133,6 +133,12 @@ pub struct PodRequestSettings {
     pub prespawn: Option<u32>,
     /// podExecutor `pidsLimit`, handed to the backend with each start.
     pub pids_limit: Option<u32>,
+    /// podExecutor `idlePods`, handed to the backend with each start: it
+    /// claims a pod of the function's idle pool (0: no pool).
+    pub idle_pods: u32,
+    /// podExecutor `singleUse`: every call gets a pod no call had before,
+    /// stopped once that call is done.
+    pub single_use: bool,
 }
 
 impl From<&crate::config::PodMatch> for PodRequestSettings {
@@ -146,6 +152,8 @@ impl From<&crate::config::PodMatch> for PodRequestSettings {
             template_overrides: m.template_overrides.clone(),
             prespawn: m.prespawn,
             pids_limit: m.pids_limit,
+            idle_pods: m.idle_pods,
+            single_use: m.single_use,
         }
     }
 }
@@ -526,6 +534,8 @@ impl Ctx {
             overrides: overrides.template_overrides.clone(),
             prespawn: overrides.prespawn,
             pids_limit: overrides.pids_limit,
+            idle_pods: overrides.idle_pods,
+            single_use: overrides.single_use,
         };
         let backstop = self.settings.ready_timeout.saturating_add(START_GRACE);
         let report = StartReport {
@@ -735,11 +745,19 @@ impl Actor {
             Some((key, _)) => Arc::clone(key),
             None => Arc::from(image),
         };
-        let choice = self
+        let single_use = overrides.single_use;
+        let entry = self
             .images
             .entry(Arc::clone(&key))
-            .or_insert_with(|| ImageEntry::new(Arc::clone(&key)))
-            .choose(queue, max_pods);
+            .or_insert_with(|| ImageEntry::new(Arc::clone(&key)));
+        // A single-use call gets a pod no other call had: it waits in no
+        // other call's waitlist, and maxParallelExecutions does not bound
+        // it (only --max-pods does).
+        let choice = if single_use {
+            entry.choose_fresh()
+        } else {
+            entry.choose(queue, max_pods)
+        };
         let choice = match choice {
             Choice::Start => match self.room_for(&key) {
                 Ok(()) => Choice::Start,
@@ -747,7 +765,11 @@ impl Actor {
                 // the call if it has any (a waitlist length is only
                 // preferred); else the call is refused.
                 Err(refused) => {
-                    let joined = self.images.get_mut(&key).map(|e| e.choose(queue, 0));
+                    let joined = self
+                        .images
+                        .get_mut(&key)
+                        .filter(|_| !single_use)
+                        .map(|e| e.choose(queue, 0));
                     match joined {
                         Some(Choice::Join(idx)) => Choice::Join(idx),
                         _ => {
@@ -774,7 +796,7 @@ impl Actor {
                         self.ctx.counters.hits += 1;
                         entry.next = idx + 1;
                         let id = shared.id.clone();
-                        if pod.hand_out(reply, Instant::now(), ttl) {
+                        if pod.hand_out(reply, Instant::now(), ttl) && !pod.single_use {
                             self.ctx.backend.reused(&id, ttl);
                         }
                     }
@@ -798,6 +820,7 @@ impl Actor {
                         ttl,
                     },
                     retiring: None,
+                    single_use,
                 });
             }
         }
@@ -832,6 +855,7 @@ impl Actor {
                     ttl,
                 },
                 retiring: None,
+                single_use: overrides.single_use,
             });
         }
     }
@@ -968,7 +992,9 @@ impl Actor {
             last_used: now,
         };
         for waiter in waiters {
-            if !waiter.is_closed() {
+            // A single-use pod has one waiter at most (a call joins only
+            // one that has none): the first taker uses it up.
+            if !waiter.is_closed() && pod.retiring.is_none() {
                 pod.hand_out(waiter, now, ttl);
             }
         }

@@ -986,3 +986,5 @@ async fn max_pods_stops_the_least_recently_used_idle_pod_and_refuses_when_all_ar
     assert_eq!(fake.stops().len(), 1, "nothing made room for it");
     cache.shutdown().await;
 }
+
+mod single_use;

@@ -169,6 +169,10 @@ pub struct PodMatch {
     pub prespawn: Option<u32>,
     /// podExecutor `pidsLimit` (the docker backend's containers).
     pub pids_limit: Option<u32>,
+    /// podExecutor `idlePods` (0: no pool).
+    pub idle_pods: u32,
+    /// podExecutor `singleUse`.
+    pub single_use: bool,
     /// `namespace/name` of the FunctionConfig.
     pub config_name: String,
 }
@@ -199,6 +203,8 @@ struct PodTarget {
     template_overrides: Option<Arc<TemplateOverrides>>,
     prespawn: Option<u32>,
     pids_limit: Option<u32>,
+    idle_pods: u32,
+    single_use: bool,
     config_name: Arc<str>,
 }
 
@@ -310,6 +316,8 @@ impl ImageIndex {
                         template_overrides: e.template_overrides.clone().map(Arc::new),
                         prespawn: e.prespawn,
                         pids_limit: e.pids_limit,
+                        idle_pods: e.idle_pods.unwrap_or(0),
+                        single_use: e.single_use.unwrap_or(false),
                         config_name: Arc::clone(&config_name),
                     }),
                 )
@@ -426,6 +434,8 @@ impl ImageIndex {
                 template_overrides: t.template_overrides.clone(),
                 prespawn: t.prespawn,
                 pids_limit: t.pids_limit,
+                idle_pods: t.idle_pods,
+                single_use: t.single_use,
                 config_name: t.config_name.to_string(),
             }))
     }

@@ -7,6 +7,8 @@
 //!   maxWaitlistLength: 2
 //!   maxParallelPodsPerFunction: 1
 //!   resources: {limits: {memory: 256Mi}}
+//!   idlePods: 2        # ours: an idle pool (podExecutor.idlePods)
+//!   singleUse: true    # ours: one call per pod (podExecutor.singleUse)
 //! ```
 //!
 //! Each entry becomes a FunctionConfig with a `podExecutor` for that one
@@ -31,7 +33,7 @@ pub enum PodCacheConfigError {
         #[source]
         source: std::io::Error,
     },
-    #[error("--pod-cache-config {path}: not a list of {{name, timeToLive, maxWaitlistLength, maxParallelPodsPerFunction, resources}}: {source}")]
+    #[error("--pod-cache-config {path}: not a list of {{name, timeToLive, maxWaitlistLength, maxParallelPodsPerFunction, resources, idlePods, singleUse}}: {source}")]
     Parse {
         path: PathBuf,
         #[source]
@@ -59,6 +61,10 @@ struct Entry {
     max_parallel_pods_per_function: Option<u32>,
     #[serde(default)]
     resources: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(default)]
+    idle_pods: Option<u32>,
+    #[serde(default)]
+    single_use: Option<bool>,
 }
 
 /// Reads the file into FunctionConfigs, one per entry; every problem names
@@ -144,6 +150,8 @@ fn to_config(
                 preferred_max_queue_length: entry.max_waitlist_length,
                 prespawn: None,
                 pids_limit: None,
+                idle_pods: entry.idle_pods,
+                single_use: entry.single_use,
                 template_overrides: entry.resources.map(|resources| TemplateOverrides {
                     container: Some(ContainerOverrides {
                         resources: Some(resources),
@@ -208,6 +216,26 @@ mod tests {
             "{warm:?}"
         );
         assert!(load("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn idle_pools_and_single_use_pods_are_pod_settings() {
+        let configs =
+            load("- name: example.com/fns/secret-fn:v1\n  idlePods: 2\n  singleUse: true\n")
+                .unwrap();
+        let (index, errors) = ImageIndex::build(&configs, DEFAULT_IMAGE_PREFIX);
+        assert!(errors.is_empty(), "{errors:?}");
+        let m = index
+            .pod_settings_for("example.com/fns/secret-fn:v1", "")
+            .unwrap();
+        assert_eq!((m.idle_pods, m.single_use), (2, true));
+        let err = load("- name: a:v1\n  idlePods: 101\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("spec.podExecutor.idlePods: must be at most 100"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -13,6 +13,9 @@ use super::DocLocation;
 /// function's processes must fit.
 pub const MIN_PIDS_LIMIT: u32 = 64;
 
+/// The most `podExecutor.idlePods`: a pool is pods that run all the time.
+pub const MAX_IDLE_PODS: u32 = 100;
+
 /// `null` (or an absent field) becomes the type's default, as Kubernetes treats them.
 fn null_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
@@ -111,6 +114,12 @@ impl FunctionConfig {
                 problems.push((
                     "spec.podExecutor.pidsLimit".into(),
                     format!("must be at least {MIN_PIDS_LIMIT} (the wrapper's own threads count)"),
+                ));
+            }
+            if pod.idle_pods.is_some_and(|n| n > MAX_IDLE_PODS) {
+                problems.push((
+                    "spec.podExecutor.idlePods".into(),
+                    format!("must be at most {MAX_IDLE_PODS}"),
                 ));
             }
             if pod.max_parallel_executions == Some(0) {
@@ -280,6 +289,15 @@ pub struct PodExecutor {
     /// from the kubelet (`podPidsLimit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pids_limit: Option<u32>,
+    /// Pods of each tag kept started, Ready and unclaimed, beyond those in
+    /// use (an idle pool): a call that needs a new pod claims one at once,
+    /// and a replacement starts. 0 or unset: no pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_pods: Option<u32>,
+    /// A pod serves one call, then is drained and deleted: no call sees
+    /// what an earlier one left in its pod. Unset: false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub single_use: Option<bool>,
 }
 
 /// Customisations of the function pod template.

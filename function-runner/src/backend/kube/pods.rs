@@ -136,6 +136,14 @@ pub struct KubeBackend {
     recheck: tokio::task::AbortHandle,
 }
 
+impl KubeBackend {
+    /// Where the idle pools' figures go.
+    pub fn with_pool_metrics(self, metrics: crate::metrics::PoolMetrics) -> Self {
+        let _ = self.inner.pool_metrics.set(metrics);
+        self
+    }
+}
+
 impl Drop for KubeBackend {
     fn drop(&mut self) {
         self.watch.abort();
@@ -168,6 +176,8 @@ struct Inner {
     /// backend's close waits for them, so a runner told to stop right after
     /// leaves no such pod behind.
     deletes: tokio_util::task::TaskTracker,
+    /// The idle pools' figures.
+    pool_metrics: OnceLock<crate::metrics::PoolMetrics>,
 }
 
 /// What this runner holds, by pod name.
@@ -256,6 +266,7 @@ impl KubeBackend {
             watch_error: Mutex::new(None),
             access: Access::default(),
             deletes: tokio_util::task::TaskTracker::new(),
+            pool_metrics: OnceLock::new(),
         });
         // Every function pod of the namespace, whichever runner made it: a
         // start may use another runner's pod of the same name.

@@ -117,6 +117,8 @@ podExecutor:
   preferredMaxQueueLength: 5
   prespawn: 2
   pidsLimit: 256
+  idlePods: 2
+  singleUse: true
   templateOverrides:
     serviceAccountName: fn-sa
     securityContext: {runAsNonRoot: true}

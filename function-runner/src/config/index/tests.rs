@@ -123,6 +123,8 @@ fn pod_settings() {
             })),
             prespawn: Some(2),
             pids_limit: None,
+            idle_pods: 0,
+            single_use: false,
             config_name: "porch-fn-system/set-namespace".to_string(),
         }
     );
@@ -142,6 +144,8 @@ fn pod_settings() {
             template_overrides: None,
             prespawn: None,
             pids_limit: None,
+            idle_pods: 0,
+            single_use: false,
             config_name: "porch-fn-system/bare".to_string(),
         })
     );

@@ -321,6 +321,24 @@ fn semantic_errors_name_the_field() {
             .pids_limit,
         Some(64)
     );
+    assert_eq!(
+        spec_errors("image: fn\npodExecutor:\n  tags: [v1]\n  idlePods: 1000\n"),
+        vec!["spec.podExecutor.idlePods: must be at most 100"]
+    );
+    let pool = parse_str(
+        &doc(
+            "x",
+            "image: fn\npodExecutor:\n  tags: [v1]\n  idlePods: 3\n  singleUse: true\n",
+        ),
+        "f.yaml",
+    );
+    assert!(pool.errors.is_empty(), "{:?}", pool.errors);
+    let pod = pool.configs[0]
+        .spec
+        .pod_executor
+        .as_ref()
+        .expect("a podExecutor");
+    assert_eq!((pod.idle_pods, pod.single_use), (Some(3), Some(true)));
     // #31 item 4: a misspelt executor is dropped (the API server prunes it,
     // serde ignores it): what is left configures nothing.
     assert_eq!(
