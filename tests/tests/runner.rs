@@ -958,3 +958,161 @@ async fn one_function_under_many_names_is_one_pod_and_max_pods_bounds_them_all()
     .await;
     assert!(two, "{:?}", wrapper_pids(runner.child.id()));
 }
+
+/// The value of the metric line starting with `series` (name and labels,
+/// or the name alone for a series without labels).
+fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find(|line| line.starts_with(series))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+}
+
+/// #25: a function whose pods keep what a call left (here in a directory
+/// per pod, as a container keeps files): it says whether its pod served a
+/// call before, then echoes its input.
+const STATEFUL: &str = r#"d="$STATE/$PPID"
+if [ -e "$d" ]; then seen=used; else seen=fresh; fi
+mkdir -p "$d"
+echo "pod=$PPID $seen" >&2
+exec cat"#;
+
+/// #25: a single-use function with an idle pool: two pods wait before any
+/// call; every call, sequential or in a burst past the pool, gets a fresh
+/// pod no other call had; used pods are stopped and the pool refilled; the
+/// metrics count the claims and show the pool.
+#[tokio::test]
+async fn single_use_calls_claim_fresh_pods_from_an_idle_pool() {
+    let fx = Fixture::new();
+    let state = fx.dir.path().join("state");
+    write_script(
+        &fx.dir.path().join("pods/state-fn"),
+        &format!("STATE={}\n{STATEFUL}", state.display()),
+    );
+    let fns = fx.functions(
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: state-fn\nspec:\n  image: example.com/fns/state-fn\n  podExecutor:\n    tags: [v1]\n    idlePods: 2\n    singleUse: true\n",
+    );
+    let runner = fx.start(&["--functions", fns.to_str().unwrap()]);
+    let pid = runner.child.id();
+    // The pool fills before any call.
+    let two = eventually(Duration::from_secs(20), || wrapper_pids(pid).len() == 2).await;
+    assert!(two, "{:?}\n{}", wrapper_pids(pid), runner.logs());
+    let mut client = runner.client().await.unwrap();
+    let mut pods = std::collections::HashSet::new();
+    let mut seen = |log: &[u8]| {
+        let log = String::from_utf8_lossy(log).into_owned();
+        assert!(log.contains(" fresh"), "a used pod served a call: {log}");
+        assert!(pods.insert(log.clone()), "a pod served two calls: {log}");
+    };
+    for _ in 0..4 {
+        let resp = client
+            .evaluate_function(request("example.com/fns/state-fn:v1"))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(resp.resource_list, example_rl().as_bytes());
+        seen(&resp.log);
+    }
+    // A burst of three times the pool: the pool's two at once, the others
+    // as their pods become ready.
+    let burst: Vec<_> = (0..6)
+        .map(|_| {
+            let mut client = client.clone();
+            tokio::spawn(async move {
+                client
+                    .evaluate_function(request("example.com/fns/state-fn:v1"))
+                    .await
+            })
+        })
+        .collect();
+    for call in burst {
+        seen(&call.await.unwrap().unwrap().into_inner().log);
+    }
+    // Used pods go; the pool is two again.
+    let refilled = eventually(Duration::from_secs(20), || wrapper_pids(pid).len() == 2).await;
+    assert!(refilled, "{:?}", wrapper_pids(pid));
+    let text = fx.metrics().await;
+    assert_eq!(
+        metric(&text, "function_runner_pool_claims_total{"),
+        Some(10.0),
+        "{text}"
+    );
+    assert_eq!(metric(&text, "function_runner_pool_size{"), Some(2.0));
+    assert_eq!(
+        metric(
+            &text,
+            "function_runner_pod_stops_total{reason=\"single_use\"}"
+        ),
+        Some(10.0),
+        "{text}"
+    );
+    let misses = metric(&text, "function_runner_pool_misses_total{").unwrap_or(0.0);
+    assert!(misses >= 4.0, "the burst emptied the pool: {text}");
+    assert!(
+        metric(
+            &text,
+            "function_runner_pool_replacement_duration_seconds_count"
+        )
+        .unwrap()
+            >= 10.0,
+        "{text}"
+    );
+}
+
+/// #25: a multi-use function with an idle pool: its first call is served by
+/// the pool's pod at once (no miss), later calls reuse that pod as any
+/// cached pod, and the pool is refilled behind it.
+#[tokio::test]
+async fn a_pooled_multi_use_function_claims_once_then_reuses_its_pod() {
+    let fx = Fixture::new();
+    let state = fx.dir.path().join("state");
+    write_script(
+        &fx.dir.path().join("pods/state-fn"),
+        &format!("STATE={}\n{STATEFUL}", state.display()),
+    );
+    let fns = fx.functions(
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: state-fn\nspec:\n  image: example.com/fns/state-fn\n  podExecutor:\n    tags: [v1]\n    idlePods: 1\n",
+    );
+    let runner = fx.start(&["--functions", fns.to_str().unwrap(), "--warm-up-pod-cache"]);
+    let pid = runner.child.id();
+    let ready = eventually_async(Duration::from_secs(20), async || {
+        let text = fx.metrics().await;
+        metric(&text, "function_runner_pool_idle_pods{") == Some(1.0)
+    })
+    .await;
+    assert!(ready, "{}", runner.logs());
+    assert_eq!(
+        wrapper_pids(pid).len(),
+        1,
+        "warming starts no pod of its own"
+    );
+    let mut client = runner.client().await.unwrap();
+    let mut logs = Vec::new();
+    for _ in 0..3 {
+        let resp = client
+            .evaluate_function(request("example.com/fns/state-fn:v1"))
+            .await
+            .unwrap()
+            .into_inner();
+        logs.push(String::from_utf8_lossy(&resp.log).into_owned());
+    }
+    assert!(logs[0].contains(" fresh"), "{logs:?}");
+    assert!(
+        logs[1].contains(" used") && logs[2].contains(" used"),
+        "{logs:?}"
+    );
+    let pod = |log: &str| log.split_whitespace().next().map(str::to_string);
+    assert_eq!(pod(&logs[0]), pod(&logs[2]), "one pod serves them all");
+    let text = fx.metrics().await;
+    assert_eq!(
+        metric(&text, "function_runner_pool_claims_total{"),
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(&text, "function_runner_pool_misses_total{").unwrap_or(0.0),
+        0.0
+    );
+    let two = eventually(Duration::from_secs(20), || wrapper_pids(pid).len() == 2).await;
+    assert!(two, "the claimed pod and the pool's new one");
+}
