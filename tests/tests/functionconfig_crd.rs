@@ -18,18 +18,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use e2e_tests::{eventually_async, prerequisite, require_kubeconfig, Wrapper};
-use function_runner::config::crd::{self, CRD_NAME};
 use k8s_openapi::api::core::v1::Namespace;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
-};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
 use serde_json::{json, Value};
 use support::{
-    cluster, grant_runner_roles, runner_kubeconfig, setup, start_runner_as, wait_crd_established,
-    Cleanup, EXAMPLE_FN_DOCKERFILE,
+    cluster, functionconfig, functionconfigs, grant_runner_roles, install_crd, runner_kubeconfig,
+    setup, start_runner_as, Cleanup, EXAMPLE_FN_DOCKERFILE,
 };
 
 /// Creates the test's namespace; deleted when the returned guard drops.
@@ -49,37 +45,6 @@ async fn namespace(client: &Client, suffix: &str) -> (String, Cleanup) {
             images: Vec::new(),
         },
     )
-}
-
-/// Installs this tree's CRD (server-side apply: creates or updates it) and
-/// waits until the API server serves the resource.
-async fn install_crd(client: &Client) {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = crd::crd().unwrap();
-    crds.patch(
-        CRD_NAME,
-        &PatchParams::apply("krm-e2e-tests").force(),
-        &Patch::Apply(&crd),
-    )
-    .await
-    .unwrap();
-    wait_crd_established(client).await;
-}
-
-fn functionconfigs(client: &Client, namespace: &str) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("config.porch.kpt.dev", crd::VERSION, "FunctionConfig");
-    let resource = ApiResource::from_gvk_with_plural(&gvk, crd::PLURAL);
-    Api::namespaced_with(client.clone(), namespace, &resource)
-}
-
-fn functionconfig(name: &str, spec: Value) -> DynamicObject {
-    serde_json::from_value(json!({
-        "apiVersion": "config.porch.kpt.dev/v1alpha1",
-        "kind": "FunctionConfig",
-        "metadata": { "name": name },
-        "spec": spec,
-    }))
-    .unwrap()
 }
 
 #[tokio::test]

@@ -13,15 +13,19 @@ use e2e_tests::{
     build_image, docker, eventually_blocking, output_within, prerequisite, remove_images,
     require_kubeconfig, require_registry, start_registry, Registry, Wrapper,
 };
-use function_runner::config::crd::CRD_NAME;
+use function_runner::config::crd::{self, CRD_NAME};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    PostParams,
+};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 use nix::sys::signal::Signal;
 use proto::pb::EvaluateFunctionRequest;
+use serde_json::{json, Value};
 
 /// The function image: `example-fn` as its entrypoint, not root.
 pub const EXAMPLE_FN_DOCKERFILE: &str =
@@ -290,6 +294,16 @@ pub struct Setup {
 
 /// `None` (test skipped) without a cluster or registry.
 pub async fn setup(name: &str, fn_dockerfile: &str, binaries: &[&str]) -> Option<Setup> {
+    setup_with_files(name, fn_dockerfile, binaries, &[]).await
+}
+
+/// [`setup`] with more files in the function image's build context.
+pub async fn setup_with_files(
+    name: &str,
+    fn_dockerfile: &str,
+    binaries: &[&str],
+    files: &[(&str, &Path)],
+) -> Option<Setup> {
     prerequisite(require_kubeconfig())?;
     prerequisite(require_registry())?;
     let client = cluster().await;
@@ -309,7 +323,7 @@ pub async fn setup(name: &str, fn_dockerfile: &str, binaries: &[&str]) -> Option
         &["wrapper-server", "health-probe"],
     )
     .unwrap();
-    build_image(&fn_image, fn_dockerfile, binaries).unwrap();
+    e2e_tests::build_image_with_files(&fn_image, fn_dockerfile, binaries, files).unwrap();
     docker(&["push", "-q", &fn_image]).unwrap();
     create_namespace(&client, &namespace).await;
     let runner_kubeconfig = runner_kubeconfig();
@@ -463,4 +477,35 @@ pub async fn wait_call_running(pod: &str, needle: &str) -> bool {
         })
     })
     .await
+}
+
+/// Installs this tree's CRD (server-side apply: creates or updates it) and
+/// waits until the API server serves the resource.
+pub async fn install_crd(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = crd::crd().unwrap();
+    crds.patch(
+        CRD_NAME,
+        &PatchParams::apply("krm-e2e-tests").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .unwrap();
+    wait_crd_established(client).await;
+}
+
+pub fn functionconfigs(client: &Client, namespace: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("config.porch.kpt.dev", crd::VERSION, "FunctionConfig");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, crd::PLURAL);
+    Api::namespaced_with(client.clone(), namespace, &resource)
+}
+
+pub fn functionconfig(name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "config.porch.kpt.dev/v1alpha1",
+        "kind": "FunctionConfig",
+        "metadata": { "name": name },
+        "spec": spec,
+    }))
+    .unwrap()
 }

@@ -49,6 +49,8 @@ pub enum OpType {
     Drain,
     /// It deletes the pod.
     Delete,
+    /// It took the pod from an idle pool, to hand it out.
+    Claim,
 }
 
 impl OpType {
@@ -57,11 +59,12 @@ impl OpType {
             OpType::Serve => "serve",
             OpType::Drain => "drain",
             OpType::Delete => "delete",
+            OpType::Claim => "claim",
         }
     }
 
     fn parse(s: &str) -> Option<Self> {
-        [OpType::Serve, OpType::Drain, OpType::Delete]
+        [OpType::Serve, OpType::Drain, OpType::Delete, OpType::Claim]
             .into_iter()
             .find(|t| t.as_str() == s)
     }
@@ -330,6 +333,8 @@ pub enum Phase {
     Ready,
     /// The runner hands the pod out (its `serve` operation).
     Serving,
+    /// The runner took the pod from an idle pool (its `claim` operation).
+    Claimed,
     /// The runner no longer hands the pod out; the pod stays.
     Released,
     /// The runner switched the pod's traffic off, to delete it.
@@ -348,6 +353,7 @@ impl Phase {
             Phase::Created => "Created",
             Phase::Ready => "Ready",
             Phase::Serving => "Serving",
+            Phase::Claimed => "Claimed",
             Phase::Released => "Released",
             Phase::Draining => "Draining",
             Phase::Deleted => "Deleted",
@@ -361,6 +367,7 @@ impl Phase {
             Phase::Created => "Create",
             Phase::Ready => "SwitchTrafficOn",
             Phase::Serving => "Serve",
+            Phase::Claimed => "Claim",
             Phase::Released => "Release",
             Phase::Draining => "SwitchTrafficOff",
             Phase::Deleted => "Delete",

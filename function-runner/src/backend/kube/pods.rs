@@ -70,7 +70,10 @@ use readiness::{ended, lists_address, pod_ip, service_accepts, terminated};
 mod events;
 mod failures;
 mod operations;
+mod pool;
 mod readiness;
+
+pub use pool::{POOL_LABEL, POOL_OF_LABEL, POOL_STATE_LABEL};
 
 /// How long the runner takes at most, when it stops with its Deployment
 /// gone, to delete that Deployment's function pods.
@@ -134,12 +137,14 @@ pub struct KubeBackend {
     inner: Arc<Inner>,
     watch: tokio::task::AbortHandle,
     recheck: tokio::task::AbortHandle,
+    /// The idle pools' pod watch and their sync.
+    pool_tasks: (tokio::task::AbortHandle, tokio::task::AbortHandle),
 }
 
 impl KubeBackend {
     /// Where the idle pools' figures go.
     pub fn with_pool_metrics(self, metrics: crate::metrics::PoolMetrics) -> Self {
-        let _ = self.inner.pool_metrics.set(metrics);
+        let _ = self.inner.pools.metrics.set(metrics);
         self
     }
 }
@@ -148,6 +153,8 @@ impl Drop for KubeBackend {
     fn drop(&mut self) {
         self.watch.abort();
         self.recheck.abort();
+        self.pool_tasks.0.abort();
+        self.pool_tasks.1.abort();
     }
 }
 
@@ -176,8 +183,8 @@ struct Inner {
     /// backend's close waits for them, so a runner told to stop right after
     /// leaves no such pod behind.
     deletes: tokio_util::task::TaskTracker,
-    /// The idle pools' figures.
-    pool_metrics: OnceLock<crate::metrics::PoolMetrics>,
+    /// The idle pools (podExecutor `idlePods`).
+    pools: pool::Pools,
 }
 
 /// What this runner holds, by pod name.
@@ -250,6 +257,7 @@ impl KubeBackend {
             .min(settings.ttl / 10)
             .max(Duration::from_secs(1));
         let runner = label_value(&settings.owner);
+        let settings_namespace = settings.namespace.clone();
         let inner = Arc::new(Inner {
             runner,
             lifecycle,
@@ -266,7 +274,7 @@ impl KubeBackend {
             watch_error: Mutex::new(None),
             access: Access::default(),
             deletes: tokio_util::task::TaskTracker::new(),
-            pool_metrics: OnceLock::new(),
+            pools: pool::Pools::new(Api::namespaced(client.clone(), &settings_namespace)),
         });
         // Every function pod of the namespace, whichever runner made it: a
         // start may use another runner's pod of the same name.
@@ -296,6 +304,7 @@ impl KubeBackend {
                         let current = template.borrow_and_update().clone();
                         if let Some(Ok(current)) = current {
                             inner.retire_other_versions(&current);
+                            inner.pools.template_changed();
                         }
                     }
                     _ = sweep.tick(), if synced => {
@@ -314,10 +323,12 @@ impl KubeBackend {
                 inner.access.recheck(&client).await;
             }
         });
+        let pool_tasks = pool::spawn(&inner);
         Self {
             inner,
             watch: task.abort_handle(),
             recheck: recheck.abort_handle(),
+            pool_tasks,
         }
     }
 }
@@ -447,11 +458,7 @@ impl Inner {
         progress.step = "the image's entrypoint from its registry";
         let entrypoint = self.entrypoints.of(&spec.image).await.map_err(cause)?;
         let settings = &self.settings;
-        let pull_secret = settings
-            .pull_secret
-            .as_ref()
-            .map(|secret| secret.name.clone())
-            .filter(|_| registry::is_private(&spec.image));
+        let pull_secret = self.pull_secret_for(&spec.image);
         let overrides = match &spec.overrides {
             Some(o) => serde_json::to_string(&**o).unwrap_or_default(),
             None => String::new(),
@@ -466,7 +473,15 @@ impl Inner {
             pull_secret.as_deref().unwrap_or(""),
         ]);
         let reclaim_after = now_secs().saturating_add(spec.ttl.as_secs());
-        for slot in 0..MAX_SLOTS {
+        // A single-use pod's name is its own: no other runner's start, or
+        // later run, ever computes it, so none is handed the pod.
+        let slots = if spec.single_use { 1 } else { MAX_SLOTS };
+        for slot in 0..slots {
+            let slot = if spec.single_use {
+                format!("u{:08x}", self.pools.random() as u32)
+            } else {
+                slot.to_string()
+            };
             let name = service_name(pod_name(&spec.image, &format!("{key}-{slot}")));
             if !self.held().claimed.insert(name.clone()) {
                 continue;
@@ -965,8 +980,15 @@ impl Backend for KubeBackend {
         Box::pin(async move {
             let started = tokio::time::Instant::now();
             let mut progress = Progress::default();
-            let outcome =
-                tokio::time::timeout(spec.ready_timeout, inner.start(&spec, &mut progress)).await;
+            let pooled = spec.idle_pods > 0;
+            let start = async {
+                if pooled {
+                    inner.claim(&spec, &mut progress).await
+                } else {
+                    inner.start(&spec, &mut progress).await
+                }
+            };
+            let outcome = tokio::time::timeout(spec.ready_timeout, start).await;
             let failed = |inner: &Inner, progress: &Progress| {
                 if let Some(name) = &progress.name {
                     inner.held().claimed.remove(name);
@@ -1036,7 +1058,9 @@ impl Backend for KubeBackend {
                 });
             }
             let settings = &inner.settings;
-            let endpoint = match settings.dial {
+            // A claimed pod has no Service: it is dialled by its IP.
+            let dial = if pooled { Dial::PodIp } else { settings.dial };
+            let endpoint = match dial {
                 Dial::PodIp => {
                     format!("http://{}:{WRAPPER_PORT}", pod_ip(&pod).unwrap_or_default())
                 }
@@ -1114,7 +1138,8 @@ impl Backend for KubeBackend {
                     // must go whoever uses it (its template changed).
                     let keep = !inner.mine(&pod)
                         || why == Retire::TakenAway
-                        || ((others.is_some() || extended) && why != Retire::TemplateChanged);
+                        || ((others.is_some() || extended)
+                            && !matches!(why, Retire::TemplateChanged | Retire::Used));
                     if keep {
                         if let Some(other) = &others {
                             tracing::info!(pod = %name, runner = %other, "idle here but another runner uses it: left");
@@ -1143,6 +1168,7 @@ impl Backend for KubeBackend {
     fn close(&self) -> BoxFuture<'static, ()> {
         let inner = self.inner.clone();
         Box::pin(async move {
+            inner.close_pools().await;
             inner.deletes.close();
             if tokio::time::timeout(DELETES_WITHIN, inner.deletes.wait())
                 .await
@@ -1174,6 +1200,10 @@ impl Backend for KubeBackend {
     /// False while the API server refuses a right that starting pods needs.
     fn ready(&self) -> Option<watch::Receiver<bool>> {
         Some(self.inner.access.ready())
+    }
+
+    fn set_pools(&self, pools: Vec<PodSpec>) {
+        self.inner.pools.set(pools);
     }
 }
 

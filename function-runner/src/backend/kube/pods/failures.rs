@@ -41,6 +41,8 @@ pub(super) enum StartError {
     NoFreeName,
     #[error("the template watch ended")]
     TemplateGone,
+    #[error("{0}")]
+    Entrypoint(#[source] EntrypointError),
 }
 
 /// A slot's pod name could not be used: another is tried.

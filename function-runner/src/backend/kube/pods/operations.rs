@@ -152,6 +152,8 @@ impl Inner {
     /// deleted (by the garbage collector, when it owns the pod) only loses
     /// its finalizer once out of rotation.
     pub(super) async fn uninstall(&self, deployment: &OwnerDeployment) {
+        // Its idle pools first: no pod of theirs is made meanwhile.
+        self.uninstall_pools(&deployment.uid).await;
         let uid = label_value(&deployment.uid);
         let ours: Vec<Arc<Pod>> = self
             .store

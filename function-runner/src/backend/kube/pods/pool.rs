@@ -1,0 +1,677 @@
+//! Idle pools on Kubernetes, as seed 003 builds them: a ReplicaSet per
+//! pooled function (podExecutor `idlePods: N`) keeps N function pods
+//! started and Ready; its selector includes the label
+//! `fn.kpt.dev/pool-state: idle`.
+//!
+//! A start of a pooled function's pod *claims* one of them: a Ready idle
+//! pod, picked at random, is patched with the resourceVersion it was read
+//! at (a merge patch carrying `metadata.resourceVersion`), so that of two
+//! runners claiming the same pod one gets a 409 and tries the next. The
+//! patch sets `pool-state: claimed`, which takes the pod out of the
+//! ReplicaSet's selector (its controller starts the replacement at once),
+//! and makes the pod this runner's like any pod it created: its owner
+//! label, its `claim` operation, its reclaim-after, the traffic finalizer,
+//! and the Deployment's owner reference instead of the ReplicaSet's. From
+//! then on it is served, released, drained and deleted as every function
+//! pod (a single-use one after its call); it never returns to the pool.
+//! Claimed pods are dialled by their IP: no Service, no kube-proxy.
+//!
+//! The ReplicaSets are named from everything their pods are made of (as
+//! pod names are), applied with server-side apply under one field manager
+//! by every runner that wants them, and deleted by whichever runner sees
+//! that no FunctionConfig wants them any more (among the runners of one
+//! Deployment: the label `fn.kpt.dev/pool-of` names it). A runner that no
+//! Deployment runs deletes its pools when it stops.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher;
+use kube::Api;
+use serde_json::{json, Map, Value};
+use tokio::sync::{watch, Notify};
+
+use super::super::lifecycle::{self, OpType, Phase, TRAFFIC_FINALIZER};
+use super::super::owner::DEPLOYMENT_LABEL;
+use super::super::template::{image_label_value, label_value, FunctionPod, Template};
+use super::super::{
+    IMAGE_LABEL, OWNER_LABEL, POD_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION,
+};
+use super::{
+    is_conflict, is_not_found, is_ready, name_key, now_secs, one_line, pod_ip, pod_watcher,
+    registry, service_name, with_backoff, Inner, Progress, StartError,
+};
+use crate::backend::{cause, pod_name, Cause, PodSpec};
+use crate::metrics::PoolMetrics;
+
+/// The pool a pod or ReplicaSet belongs to (the ReplicaSet's name).
+pub const POOL_LABEL: &str = "fn.kpt.dev/pool";
+/// `idle` while the pod is in its pool (the ReplicaSet's selector),
+/// `claimed` once a runner took it.
+pub const POOL_STATE_LABEL: &str = "fn.kpt.dev/pool-state";
+/// Which runners keep the pool: their Deployment's uid, or `standalone`.
+pub const POOL_OF_LABEL: &str = "fn.kpt.dev/pool-of";
+/// The pool's function image, whole (labels cannot hold it).
+pub const POOL_IMAGE_ANNOTATION: &str = "fn.kpt.dev/pool-image";
+const IDLE: &str = "idle";
+const CLAIMED: &str = "claimed";
+const STANDALONE: &str = "standalone";
+/// Every runner applies its pools under this one field manager: the same
+/// wish from two runners is one owner's, not a conflict.
+const FIELD_MANAGER: &str = "function-runner";
+/// How soon a sync that failed is tried again.
+const RESYNC: Duration = Duration::from_secs(10);
+
+/// The pools' state, beside the backend's.
+pub(super) struct Pools {
+    replicasets: Api<ReplicaSet>,
+    /// The pods of every pool of the namespace (idle ones, and claimed
+    /// ones until the watch sees their label change).
+    pub(super) store: Store<Pod>,
+    pub(super) changed: watch::Receiver<u64>,
+    tick: watch::Sender<u64>,
+    writer: Mutex<Option<reflector::store::Writer<Pod>>>,
+    /// The pools the FunctionConfigs want, as last set.
+    wanted: Mutex<Vec<PodSpec>>,
+    /// Wakes the sync task.
+    resync: Arc<Notify>,
+    /// Pools applied by this runner: name → (image, size).
+    applied: Mutex<HashMap<String, (String, usize)>>,
+    /// Uids of idle pods whose Ready was seen (replacement time observed).
+    seen_ready: Mutex<HashSet<String>>,
+    pub(super) metrics: std::sync::OnceLock<PoolMetrics>,
+    random: AtomicU64,
+}
+
+impl Pools {
+    pub(super) fn new(replicasets: Api<ReplicaSet>) -> Self {
+        let (store, writer) = reflector::store();
+        let (tick, changed) = watch::channel(0);
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64)
+            | 1;
+        Pools {
+            replicasets,
+            store,
+            changed,
+            tick,
+            writer: Mutex::new(Some(writer)),
+            wanted: Mutex::default(),
+            resync: Arc::new(Notify::new()),
+            applied: Mutex::default(),
+            seen_ready: Mutex::default(),
+            metrics: std::sync::OnceLock::new(),
+            random: AtomicU64::new(seed),
+        }
+    }
+
+    /// xorshift64*: enough to spread claims of many runners over a pool.
+    pub(super) fn random(&self) -> u64 {
+        let mut x = self.random.load(Ordering::Relaxed);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.random.store(x, Ordering::Relaxed);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub(super) fn set(&self, pools: Vec<PodSpec>) {
+        *self.wanted.lock().unwrap_or_else(PoisonError::into_inner) = pools;
+        self.resync.notify_one();
+    }
+
+    /// The template changed: pools of the new one replace the old.
+    pub(super) fn template_changed(&self) {
+        self.resync.notify_one();
+    }
+
+    fn applied(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, usize)>> {
+        self.applied.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn label<'a>(pod: &'a Pod, name: &str) -> Option<&'a str> {
+    pod.metadata.labels.as_ref()?.get(name).map(String::as_str)
+}
+
+/// Whether the pod is one of `pool`'s that may be claimed now.
+fn claimable(pod: &Pod, pool: &str) -> bool {
+    label(pod, POOL_LABEL) == Some(pool)
+        && label(pod, POOL_STATE_LABEL) == Some(IDLE)
+        && pod.metadata.deletion_timestamp.is_none()
+        && is_ready(pod)
+        && pod_ip(pod).is_some()
+}
+
+impl Inner {
+    /// The pull Secret pods of `image` reference (private registries).
+    pub(super) fn pull_secret_for(&self, image: &str) -> Option<String> {
+        self.settings
+            .pull_secret
+            .as_ref()
+            .map(|secret| secret.name.clone())
+            .filter(|_| registry::is_private(image))
+    }
+
+    /// Which runners keep this runner's pools.
+    fn pool_of(&self) -> String {
+        match &self.settings.deployment {
+            Some(deployment) => label_value(&deployment.uid),
+            None => STANDALONE.to_string(),
+        }
+    }
+
+    /// The name of the pool of `spec`'s pods from `template`: the same in
+    /// every runner.
+    fn pool_name(&self, spec: &PodSpec, template: &Template) -> String {
+        let settings = &self.settings;
+        let overrides = spec
+            .overrides
+            .as_ref()
+            .map(|o| serde_json::to_string(&**o).unwrap_or_default())
+            .unwrap_or_default();
+        let key = name_key(&[
+            &spec.image,
+            &template.source,
+            &template.version,
+            &settings.wrapper_image,
+            &settings.max_message_bytes.to_string(),
+            &overrides,
+            &self.pull_secret_for(&spec.image).unwrap_or_default(),
+            &format!("{:?}", spec.prespawn),
+            if spec.single_use { "single-use" } else { "" },
+        ]);
+        service_name(pod_name(&spec.image, &format!("pool-{key}")))
+    }
+
+    /// The ReplicaSet of the pool `name`.
+    async fn pool_replicaset(
+        &self,
+        name: &str,
+        spec: &PodSpec,
+        template: &Template,
+    ) -> Result<ReplicaSet, StartError> {
+        let settings = &self.settings;
+        let entrypoint = self
+            .entrypoints
+            .of(&spec.image)
+            .await
+            .map_err(StartError::Entrypoint)?;
+        let function_pod = FunctionPod {
+            name: name.to_string(),
+            namespace: settings.namespace.clone(),
+            image: spec.image.clone(),
+            entrypoint,
+            wrapper_image: settings.wrapper_image.clone(),
+            max_message_bytes: settings.max_message_bytes,
+            prespawn: spec.prespawn,
+            owner: settings.owner.clone(),
+            reclaim_after: 0,
+            pull_secret: self.pull_secret_for(&spec.image),
+            deployment: settings.deployment.clone(),
+        };
+        let pod = function_pod.pod(template, spec.overrides.as_deref())?;
+        // What makes a pod a runner's (its name, owner, reclaim-after,
+        // finalizer, owner reference and traffic gate) is set by the
+        // claim: an idle pod is the ReplicaSet's, Ready once its wrapper
+        // answers.
+        let mut meta = pod.metadata;
+        meta.name = None;
+        meta.namespace = None;
+        meta.finalizers = None;
+        meta.owner_references = None;
+        let labels = meta.labels.get_or_insert_with(BTreeMap::new);
+        labels.remove(OWNER_LABEL);
+        labels.remove(POD_LABEL);
+        labels.insert(POOL_LABEL.into(), name.into());
+        labels.insert(POOL_STATE_LABEL.into(), IDLE.into());
+        if let Some(annotations) = meta.annotations.as_mut() {
+            annotations.remove(RECLAIM_AFTER_ANNOTATION);
+        }
+        let mut pod_spec = pod.spec;
+        if let Some(spec) = pod_spec.as_mut() {
+            if let Some(gates) = spec.readiness_gates.as_mut() {
+                gates.retain(|g| g.condition_type != lifecycle::SERVING_GATE);
+            }
+            // The only policy a ReplicaSet takes. A claimed pod whose
+            // wrapper dies is restarted in place instead of ending: the
+            // wrapper holds nothing between calls, and a single-use pod
+            // serves one call anyway.
+            spec.restart_policy = Some("Always".into());
+        }
+        let mut rs_labels = BTreeMap::from([
+            (POOL_LABEL.to_string(), name.to_string()),
+            (POOL_OF_LABEL.to_string(), self.pool_of()),
+            (IMAGE_LABEL.to_string(), image_label_value(&spec.image)),
+        ]);
+        if let Some(deployment) = &settings.deployment {
+            rs_labels.insert(DEPLOYMENT_LABEL.into(), label_value(&deployment.uid));
+        }
+        Ok(ReplicaSet {
+            metadata: ObjectMeta {
+                name: Some(name.to_string()),
+                namespace: Some(settings.namespace.clone()),
+                labels: Some(rs_labels),
+                annotations: Some(BTreeMap::from([
+                    (POOL_IMAGE_ANNOTATION.to_string(), spec.image.clone()),
+                    (
+                        TEMPLATE_VERSION_ANNOTATION.to_string(),
+                        template.version.clone(),
+                    ),
+                ])),
+                owner_references: settings
+                    .deployment
+                    .as_ref()
+                    .and_then(|d| d.reference_from(&settings.namespace))
+                    .map(|r| vec![r]),
+                ..ObjectMeta::default()
+            },
+            spec: Some(ReplicaSetSpec {
+                replicas: Some(i32::try_from(spec.idle_pods).unwrap_or(i32::MAX)),
+                selector: LabelSelector {
+                    match_labels: Some(BTreeMap::from([
+                        (POOL_LABEL.to_string(), name.to_string()),
+                        (POOL_STATE_LABEL.to_string(), IDLE.to_string()),
+                    ])),
+                    ..LabelSelector::default()
+                },
+                template: Some(PodTemplateSpec {
+                    metadata: Some(meta),
+                    spec: pod_spec,
+                }),
+                ..ReplicaSetSpec::default()
+            }),
+            status: None,
+        })
+    }
+
+    /// Creates or updates the pool of `spec` (server-side apply): its name.
+    async fn apply_pool(&self, spec: &PodSpec, template: &Template) -> Result<String, StartError> {
+        let name = self.pool_name(spec, template);
+        let replicaset = self.pool_replicaset(&name, spec, template).await?;
+        self.pools
+            .replicasets
+            .patch(
+                &name,
+                &PatchParams::apply(FIELD_MANAGER).force(),
+                &Patch::Apply(&replicaset),
+            )
+            .await
+            .map_err(|source| StartError::Api {
+                verb: "applying",
+                kind: "replicaset",
+                name: name.clone(),
+                source,
+            })?;
+        let size = spec.idle_pods as usize;
+        let before = self
+            .pools
+            .applied()
+            .insert(name.clone(), (spec.image.clone(), size));
+        if before.as_ref().map(|(_, n)| *n) != Some(size) {
+            tracing::info!(pool = %name, image = %spec.image, idle_pods = size, "idle pool applied");
+        }
+        Ok(name)
+    }
+
+    /// Makes the pools the FunctionConfigs want, and deletes this runner's
+    /// Deployment's that they no longer want. False if something failed
+    /// (tried again later).
+    pub(super) async fn sync_pools(&self) -> bool {
+        let wanted = self
+            .pools
+            .wanted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // Nothing wanted, nothing made: no request (a runner with no pool
+        // needs no right on ReplicaSets).
+        if wanted.is_empty() && self.pools.applied().is_empty() {
+            return true;
+        }
+        let template = match self.current_template().await {
+            Ok(template) => template,
+            Err(err) => {
+                tracing::warn!(err = %err, "idle pools: no pod template");
+                return false;
+            }
+        };
+        let mut ok = true;
+        let mut keep = HashSet::new();
+        for spec in &wanted {
+            // Kept even if the apply fails: the pool may exist already.
+            keep.insert(self.pool_name(spec, &template));
+            if let Err(err) = self.apply_pool(spec, &template).await {
+                tracing::warn!(image = %spec.image, err = %err, "idle pool not applied");
+                ok = false;
+            }
+        }
+        ok &= self.delete_pools_but(&keep).await;
+        let metrics = self.pools.metrics.get();
+        self.pools.applied().retain(|name, (image, _)| {
+            let kept = keep.contains(name);
+            if let (false, Some(metrics)) = (kept, metrics) {
+                metrics.remove(image);
+            }
+            kept
+        });
+        self.publish_pools();
+        ok
+    }
+
+    /// Deletes the pools of this runner's kind not in `keep` (their idle
+    /// pods go with them; claimed pods are no longer theirs).
+    async fn delete_pools_but(&self, keep: &HashSet<String>) -> bool {
+        let selector = format!("{POOL_OF_LABEL}={}", self.pool_of());
+        let listed = match self
+            .pools
+            .replicasets
+            .list_metadata(&ListParams::default().labels(&selector))
+            .await
+        {
+            Ok(listed) => listed,
+            Err(err) => {
+                tracing::warn!(err = %one_line(&err), "listing idle pools");
+                return false;
+            }
+        };
+        let mut ok = true;
+        for rs in listed.items {
+            let Some(name) = rs.metadata.name.clone() else {
+                continue;
+            };
+            if keep.contains(&name) || rs.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let params = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid: rs.metadata.uid.clone(),
+                    resource_version: None,
+                }),
+                ..DeleteParams::background()
+            };
+            match self.pools.replicasets.delete(&name, &params).await {
+                Ok(_) => {
+                    tracing::info!(pool = %name, "idle pool deleted: no FunctionConfig wants it")
+                }
+                Err(err) if is_not_found(&err) || is_conflict(&err) => {}
+                Err(err) => {
+                    tracing::warn!(pool = %name, err = %one_line(&err), "deleting an idle pool");
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
+
+    /// The pools' gauges, from the store: wanted and Ready idle pods; and
+    /// the replacement time of each idle pod seen Ready for the first time.
+    pub(super) fn publish_pools(&self) {
+        let Some(metrics) = self.pools.metrics.get() else {
+            return;
+        };
+        let applied = self.pools.applied().clone();
+        let mut idle: HashMap<&str, usize> = HashMap::new();
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let mut seen = self
+            .pools
+            .seen_ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for pod in self.pools.store.state() {
+            let Some(pool) = label(&pod, POOL_LABEL) else {
+                continue;
+            };
+            let Some((name, _)) = applied.get_key_value(pool) else {
+                continue;
+            };
+            if !claimable(&pod, pool) {
+                continue;
+            }
+            *idle.entry(name.as_str()).or_default() += 1;
+            let uid = pod.metadata.uid.clone().unwrap_or_default();
+            if seen.len() > 4096 {
+                seen.clear();
+            }
+            if seen.insert(uid) {
+                if let Some(created) = &pod.metadata.creation_timestamp {
+                    let took = now.duration_since(created.0).as_secs_f64().max(0.0);
+                    metrics.replaced(Duration::from_secs_f64(took));
+                }
+            }
+        }
+        for (name, (image, size)) in &applied {
+            metrics.set(image, *size, idle.get(name.as_str()).copied().unwrap_or(0));
+        }
+    }
+
+    /// Claims a Ready idle pod of `spec`'s pool: its name, the pod as
+    /// claimed, and its template version.
+    pub(super) async fn claim(
+        &self,
+        spec: &PodSpec,
+        progress: &mut Progress,
+    ) -> Result<(String, Pod, String), Cause> {
+        progress.step = "the function pod template";
+        let template = self.current_template().await.map_err(cause)?;
+        let pool = self.pool_name(spec, &template);
+        if !self.pools.applied().contains_key(&pool) {
+            progress.step = "the API server to answer the apply of its idle pool";
+            self.apply_pool(spec, &template).await.map_err(cause)?;
+        }
+        progress.step = "a pod of its idle pool to be Ready";
+        let mut changed = self.pools.changed.clone();
+        let mut missed = false;
+        loop {
+            let mut idle: Vec<Arc<Pod>> = self
+                .pools
+                .store
+                .state()
+                .into_iter()
+                .filter(|pod| claimable(pod, &pool))
+                .filter(|pod| {
+                    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+                    !self.held().deleting.contains(uid)
+                })
+                .collect();
+            // Shuffled: runners claiming at once mostly pick different pods.
+            for i in (1..idle.len()).rev() {
+                let j = (self.pools.random() % (i as u64 + 1)) as usize;
+                idle.swap(i, j);
+            }
+            for pod in idle {
+                if let Some(claimed) = self.claim_one(&pod, spec, &template, progress).await? {
+                    if let Some(metrics) = self.pools.metrics.get() {
+                        metrics.claimed(&spec.image, missed);
+                    }
+                    let name = claimed.metadata.name.clone().unwrap_or_default();
+                    return Ok((name, claimed, template.version.clone()));
+                }
+            }
+            missed = true;
+            if changed.changed().await.is_err() {
+                return Err(cause(StartError::Ended {
+                    name: pool,
+                    reason: "was not seen: the pool watch ended".into(),
+                }));
+            }
+        }
+    }
+
+    /// Claims `pod` (resourceVersion precondition); `None` if another
+    /// runner was first or it went meanwhile.
+    async fn claim_one(
+        &self,
+        pod: &Pod,
+        spec: &PodSpec,
+        template: &Template,
+        progress: &mut Progress,
+    ) -> Result<Option<Pod>, Cause> {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let settings = &self.settings;
+        let reclaim_after = now_secs().saturating_add(spec.ttl.as_secs());
+        let mut labels: Map<String, Value> =
+            lifecycle::operation_labels(&self.runner, Some(OpType::Claim));
+        labels.insert(POOL_STATE_LABEL.into(), CLAIMED.into());
+        labels.insert(OWNER_LABEL.into(), label_value(&settings.owner).into());
+        labels.insert(POD_LABEL.into(), name.clone().into());
+        let owners: Vec<Value> = settings
+            .deployment
+            .as_ref()
+            .and_then(|d| d.reference_from(&settings.namespace))
+            .into_iter()
+            .filter_map(|r| serde_json::to_value(r).ok())
+            .collect();
+        let patch = json!({
+            "metadata": {
+                "resourceVersion": pod.metadata.resource_version,
+                "labels": labels,
+                "annotations": {
+                    RECLAIM_AFTER_ANNOTATION: reclaim_after.to_string(),
+                    TEMPLATE_VERSION_ANNOTATION: template.version,
+                },
+                "finalizers": [TRAFFIC_FINALIZER],
+                "ownerReferences": owners,
+            }
+        });
+        {
+            let mut held = self.held();
+            if !held.claimed.insert(name.clone()) {
+                return Ok(None);
+            }
+        }
+        progress.name = Some(name.clone());
+        progress.step = "the API server to answer the claim of an idle pod";
+        let claimed = match self
+            .pods
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(claimed) => claimed,
+            Err(err) if is_conflict(&err) || is_not_found(&err) => {
+                tracing::debug!(pod = %name, "claimed by another runner first (or gone)");
+                self.held().claimed.remove(&name);
+                progress.name = None;
+                return Ok(None);
+            }
+            Err(source) => {
+                self.held().claimed.remove(&name);
+                progress.name = None;
+                return Err(cause(StartError::Api {
+                    verb: "claiming",
+                    kind: "pod",
+                    name,
+                    source,
+                }));
+            }
+        };
+        // From here on a failed start deletes the pod: it is this runner's.
+        progress.created = Some(uid.clone());
+        {
+            let mut held = self.held();
+            held.written.insert(name.clone(), reclaim_after);
+            held.declared.insert(name.clone(), lifecycle::now_ns());
+        }
+        let pool = label(pod, POOL_LABEL).unwrap_or_default();
+        self.lifecycle.emit(
+            &claimed,
+            Phase::Claimed,
+            format!("runner {} claimed it from idle pool {pool}", self.runner),
+        );
+        tracing::info!(pod = %name, pool, "claimed an idle pod");
+        // The backend's own watch (of runners' pods) is where the pod's end
+        // is seen from now on: wait until it has it.
+        progress.step = "the claimed pod to be seen by the pod watch";
+        let pod = self.wait_ready(&name, &uid).await.map_err(cause)?;
+        Ok(Some(pod))
+    }
+
+    /// This runner's pools go with it when no Deployment keeps them.
+    pub(super) async fn close_pools(&self) {
+        if self.settings.deployment.is_some() {
+            return;
+        }
+        let names: Vec<String> = self.pools.applied().keys().cloned().collect();
+        for name in names {
+            match self
+                .pools
+                .replicasets
+                .delete(&name, &DeleteParams::background())
+                .await
+            {
+                Ok(_) => tracing::info!(pool = %name, "idle pool deleted: its runner stops"),
+                Err(err) if is_not_found(&err) => {}
+                Err(err) => {
+                    tracing::warn!(pool = %name, err = %one_line(&err), "deleting an idle pool")
+                }
+            }
+        }
+    }
+
+    /// Deletes the pools of a deleted Deployment (uninstall).
+    pub(super) async fn uninstall_pools(&self, uid: &str) {
+        let selector = format!("{DEPLOYMENT_LABEL}={}", label_value(uid));
+        let params = ListParams::default().labels(&selector);
+        if let Err(err) = self
+            .pools
+            .replicasets
+            .delete_collection(&DeleteParams::background(), &params)
+            .await
+        {
+            tracing::warn!(err = %one_line(&err), "deleting the Deployment's idle pools");
+        }
+    }
+}
+
+/// Watches the pools' pods into their store, and applies the pools when
+/// asked (or again after a failure).
+pub(super) fn spawn(inner: &Arc<Inner>) -> (tokio::task::AbortHandle, tokio::task::AbortHandle) {
+    let writer = inner
+        .pools
+        .writer
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let stream = with_backoff(pod_watcher(
+        inner.pods.clone(),
+        watcher::Config::default().labels(POOL_LABEL),
+    ));
+    let weak = Arc::downgrade(inner);
+    let watch = tokio::spawn(async move {
+        let Some(writer) = writer else { return };
+        let mut events = std::pin::pin!(reflector::reflector(writer, stream));
+        while let Some(event) = events.next().await {
+            let Some(inner) = weak.upgrade() else { return };
+            if let Err(err) = &event {
+                tracing::debug!(err = %err, "the idle pools' pod watch");
+            }
+            inner.pools.tick.send_modify(|n| *n += 1);
+            inner.publish_pools();
+        }
+    });
+    let weak = Arc::downgrade(inner);
+    let resync = Arc::clone(&inner.pools.resync);
+    let sync = tokio::spawn(async move {
+        let mut failed = false;
+        loop {
+            if failed {
+                let _ = tokio::time::timeout(RESYNC, resync.notified()).await;
+            } else {
+                resync.notified().await;
+            }
+            let Some(inner) = weak.upgrade() else { return };
+            failed = !inner.sync_pools().await;
+        }
+    });
+    (watch.abort_handle(), sync.abort_handle())
+}
