@@ -41,7 +41,20 @@ enum Kind {
     /// busybox `sh` running [`HOSTILE`]: tries to write on the host through
     /// its socket directory, then `cat`.
     Hostile,
+    /// busybox `sh` running [`STATEFUL`]: says whether its container served
+    /// a call before, then `cat`.
+    Stateful,
 }
+
+/// #25: says on stderr its container (the hostname) and whether an earlier
+/// call left its mark in the container's `/tmp`, leaves its own, then
+/// echoes the input.
+const STATEFUL: &str = r#"B=/bin/busybox
+if [ -e /tmp/used ]; then S=used; else S=fresh; fi
+echo > /tmp/used
+echo "pod=$($B hostname) $S" >&2
+exec $B cat
+"#;
 
 /// A function that tries to leave something on the host through the
 /// socket directory mounted at `/krm-fn`: a big file and a directory nobody
@@ -151,9 +164,13 @@ impl Setup {
             ),
             Kind::Cat => busybox("ENTRYPOINT [\"/bin/busybox\"]\nCMD [\"cat\"]"),
             Kind::Empty => busybox(""),
-            Kind::Probe | Kind::Hostile => {
+            Kind::Probe | Kind::Hostile | Kind::Stateful => {
                 let probe = tempfile::NamedTempFile::new().unwrap();
-                let script = if kind == Kind::Probe { PROBE } else { HOSTILE };
+                let script = match kind {
+                    Kind::Probe => PROBE,
+                    Kind::Hostile => HOSTILE,
+                    _ => STATEFUL,
+                };
                 std::fs::write(probe.path(), script).unwrap();
                 // Readable by the function's user (a temporary file is not).
                 std::fs::set_permissions(
@@ -1008,5 +1025,88 @@ fn render_allow_network_like_kpt() {
         assert!(o_err.contains(&format!("network: {network}")), "{o_err}");
         assert_eq!(read_tree(&theirs), read_tree(&ours), "{flags:?}");
     }
+    setup.assert_clean();
+}
+
+/// A `--functions` directory with one FunctionConfig for `image` whose
+/// podExecutor has `executor` (YAML lines, indented by four) besides tags.
+fn function_config(image: &str, executor: &str) -> tempfile::TempDir {
+    let functions = tempfile::tempdir().unwrap();
+    let (name, tag) = image.rsplit_once(':').unwrap();
+    std::fs::write(
+        functions.path().join("fn.yaml"),
+        format!(
+            "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: fn\nspec:\n  image: {name}\n  podExecutor:\n    tags: [\"{tag}\"]\n{executor}"
+        ),
+    )
+    .unwrap();
+    functions
+}
+
+/// #25: a single-use function with an idle pool of one container: it waits
+/// before any call; each call gets a fresh container (seen from inside:
+/// nothing an earlier call left in `/tmp`), removed after its call, and the
+/// pool is refilled.
+#[tokio::test]
+async fn single_use_calls_get_fresh_containers_from_an_idle_pool() {
+    let Some(setup) = Setup::new() else { return };
+    let image = setup.image(Kind::Stateful);
+    let functions = function_config(&image, "    idlePods: 1\n    singleUse: true\n");
+    let runner = setup.runner(&["--functions", functions.path().to_str().unwrap()]);
+    let filled = eventually_blocking(Duration::from_secs(60), || setup.containers().len() == 1);
+    assert!(filled, "{:?}\n{}", setup.containers(), runner.logs());
+    let mut client = runner.client().await.unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let resp = client
+            .evaluate_function(request(&image))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(resp.resource_list, example_rl().as_bytes());
+        let log = String::from_utf8_lossy(&resp.log).trim().to_string();
+        assert!(log.ends_with(" fresh"), "a used container served: {log}");
+        assert!(seen.insert(log.clone()), "one container, two calls: {log}");
+    }
+    let refilled = eventually_blocking(Duration::from_secs(60), || setup.containers().len() == 1);
+    assert!(refilled, "{:?}", setup.containers());
+    stop(runner).await;
+    setup.assert_clean();
+}
+
+/// #25: `eval --keep-warm` of a single-use function: the used container is
+/// removed, never kept for the next run, which gets a fresh one.
+#[test]
+fn eval_keep_warm_never_keeps_a_used_single_use_container() {
+    let Some(setup) = Setup::new() else { return };
+    let image = setup.image(Kind::Stateful);
+    let functions = function_config(&image, "    singleUse: true\n");
+    let work = tempfile::tempdir().unwrap();
+    package(work.path());
+    let pkg = work.path().to_str().unwrap();
+    let fns = functions.path().to_str().unwrap();
+    for _ in 0..2 {
+        let out = eval(
+            &setup,
+            &[
+                pkg,
+                "--image",
+                &image,
+                "--functions",
+                fns,
+                "--keep-warm",
+                "120s",
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains(" fresh"), "{stderr}");
+        assert!(!stderr.contains(" used"), "{stderr}");
+        let gone = eventually_blocking(Duration::from_secs(30), || setup.containers().is_empty());
+        assert!(gone, "a used container was kept: {:?}", setup.containers());
+    }
+    // Kept-warm runs leave their tools volume; a run without sweeps them.
+    let out = eval(&setup, &[pkg, "--image", &image, "--functions", fns]);
+    assert!(out.status.success());
     setup.assert_clean();
 }

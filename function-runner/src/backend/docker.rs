@@ -61,7 +61,7 @@ use futures::future::BoxFuture;
 use futures::StreamExt;
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
-use super::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
+use super::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason};
 
 use engine::{
     create_container, engine, image_command, label_filter, list_containers, locked_down, log_tail,
@@ -549,6 +549,9 @@ impl DockerBackend {
                     // As do another PIDs limit, and a runner that locks
                     // its socket directories (one kept before did not).
                     &format!("pids={:?}; socket dir locked", spec.pids_limit),
+                    // A single-use function's kept containers never served
+                    // a call: no other function's may stand in for them.
+                    if spec.single_use { "single-use" } else { "" },
                 ]))
             }
             None => None,
@@ -787,8 +790,12 @@ impl DockerBackend {
         let entry = {
             let mut pods = inner.lock_pods();
             match pods.get_mut(&id) {
-                // Kept warm: stays for the next run, unless broken.
-                Some(entry) if entry.kept && matches!(reason, StopReason::Idle(_)) => {
+                // Kept warm: stays for the next run, unless broken or a
+                // single-use pod that served its call.
+                Some(entry)
+                    if entry.kept
+                        && matches!(reason, StopReason::Idle(why) if why != Retire::Used) =>
+                {
                     pods.remove(&id);
                     return;
                 }
