@@ -142,13 +142,14 @@ impl PoolMetrics {
         self.idle.remove(&label);
     }
 
-    /// A claim on the pool of `image`; `missed`: it found none idle.
-    pub fn claimed(&self, image: &str, missed: bool) {
-        let label = Self::label(image);
-        self.claims.get_or_create(&label).inc();
-        if missed {
-            self.misses.get_or_create(&label).inc();
-        }
+    /// A claim on the pool of `image` begins.
+    pub fn claimed(&self, image: &str) {
+        self.claims.get_or_create(&Self::label(image)).inc();
+    }
+
+    /// A claim on the pool of `image` found none idle: it waits.
+    pub fn missed(&self, image: &str) {
+        self.misses.get_or_create(&Self::label(image)).inc();
     }
 
     /// A pool pod became Ready this long after its start.

@@ -183,7 +183,13 @@ async fn two_runners_claim_single_use_pods_from_one_pool() {
     assert!(settled, "{}\n{}", a.logs(), b.logs());
     let logs = a.logs() + &b.logs();
     assert!(logs.contains("claimed an idle pod"), "{logs}");
+    // A runner that stops takes the pool with it (no Deployment runs it);
+    // the other one, finding it empty, applies it again.
     s.stop(a).await;
+    let log = call(&s, &b)
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", b.logs()));
+    assert!(pods.insert(pod_of(&log)), "a pod served two calls: {log}");
     s.stop(b).await;
     // Runners no Deployment runs take their pools with them.
     let gone = eventually_async(Duration::from_secs(30), async || {
@@ -266,7 +272,13 @@ async fn a_pool_follows_its_functionconfig_and_replaces_a_lost_pod() {
     })
     .await;
     assert!(deleted, "{}", runner.logs());
-    // The claimed pod is the runner's, not the pool's: it stays cached.
+    // Its idle pods go with it (the garbage collector)...
+    let collected = eventually_async(Duration::from_secs(60), async || {
+        pool_pods(&s, "idle").await.is_empty()
+    })
+    .await;
+    assert!(collected, "{:?}", pool_pods(&s, "idle").await.len());
+    // ...but the claimed pod is the runner's, not the pool's: it stays cached.
     assert!(
         !s.gone(&pod).await,
         "a claimed pod went with its pool\n{}",

@@ -48,6 +48,8 @@ struct Shared {
     tasks: tokio_util::task::TaskTracker,
     /// Where events of pods the cache holds go.
     events: std::sync::OnceLock<mpsc::UnboundedSender<PodEvent>>,
+    /// Cancelled by close: the retries waiting for their backoff end.
+    closing: tokio_util::sync::CancellationToken,
 }
 
 #[derive(Default)]
@@ -127,6 +129,7 @@ impl Pooled {
                 metrics,
                 tasks: tokio_util::task::TaskTracker::new(),
                 events: std::sync::OnceLock::new(),
+                closing: tokio_util::sync::CancellationToken::new(),
             }),
         }
     }
@@ -175,8 +178,12 @@ impl Shared {
             let at = pool.retry_at.unwrap_or_else(Instant::now);
             let shared = Arc::downgrade(self);
             let key = key.to_string();
+            let closing = self.closing.clone();
             self.tasks.spawn(async move {
-                tokio::time::sleep_until(at).await;
+                tokio::select! {
+                    () = tokio::time::sleep_until(at) => {}
+                    () = closing.cancelled() => return,
+                }
                 let Some(shared) = shared.upgrade() else {
                     return;
                 };
@@ -273,7 +280,7 @@ impl Shared {
             Err(error) => {
                 pool.failures += 1;
                 let backoff = FIRST_BACKOFF
-                    .saturating_mul(1 << pool.failures.min(6).saturating_sub(1))
+                    .saturating_mul(1 << pool.failures.min(7).saturating_sub(1))
                     .min(MOST_BACKOFF);
                 pool.retry_at = Some(Instant::now() + backoff);
                 tracing::warn!(image = key, %error, retry_in = ?backoff, "starting an idle pool pod failed");
@@ -310,7 +317,10 @@ impl Shared {
                 .entry(key.clone())
                 .or_insert_with(|| Pool::new(&spec));
             let pod = pool.idle.pop_front();
-            self.metrics.claimed(&key, pod.is_none());
+            self.metrics.claimed(&key);
+            if pod.is_none() {
+                self.metrics.missed(&key);
+            }
             match pod {
                 Some(pod) => {
                     state.idle_ids.remove(&pod.id);
@@ -324,17 +334,27 @@ impl Shared {
                 }
             }
         }
-        match tokio::time::timeout(spec.ready_timeout, rx).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(BackendError::StartFailed {
-                image: spec.image,
-                source: cause("the idle pool went away"),
-            }),
-            Err(_) => Err(BackendError::ReadyTimeout {
-                image: spec.image,
-                timeout: spec.ready_timeout,
-                detail: "its idle pool was empty and no pod of it became ready".into(),
-            }),
+        let mut rx = rx;
+        tokio::select! {
+            answer = &mut rx => match answer {
+                Ok(answer) => answer,
+                Err(_) => Err(BackendError::StartFailed {
+                    image: spec.image,
+                    source: cause("the idle pool went away"),
+                }),
+            },
+            () = tokio::time::sleep(spec.ready_timeout) => {
+                // A pod sent at the last moment is this claim's to stop.
+                rx.close();
+                if let Ok(Ok(pod)) = rx.try_recv() {
+                    self.spawn_stop(pod.id, StopReason::Idle(Retire::GivenUp));
+                }
+                Err(BackendError::ReadyTimeout {
+                    image: spec.image,
+                    timeout: spec.ready_timeout,
+                    detail: "its idle pool was empty and no pod of it became ready".into(),
+                })
+            }
         }
     }
 
@@ -473,6 +493,7 @@ impl Backend for Pooled {
     fn close(&self) -> BoxFuture<'static, ()> {
         let shared = Arc::clone(&self.shared);
         Box::pin(async move {
+            shared.closing.cancel();
             let claims = {
                 let mut state = shared.lock();
                 state.closed = true;

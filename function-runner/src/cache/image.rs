@@ -137,7 +137,11 @@ impl ImageEntry {
     /// The scheduling rules of the module doc, in O(pods of the image).
     pub(super) fn choose(&mut self, queue: usize, max_pods: usize) -> Choice {
         let n = self.pods.len();
-        let live = self.pods.iter().filter(|p| p.retiring.is_none()).count();
+        let live = self
+            .pods
+            .iter()
+            .filter(|p| p.retiring.is_none() && !p.single_use)
+            .count();
         // (load, index): the first minimum in round-robin order wins.
         let mut ready_under: Option<(usize, usize)> = None;
         let mut starting_under: Option<(usize, usize)> = None;
@@ -146,7 +150,9 @@ impl ImageEntry {
         for i in 0..n {
             let idx = (self.next + i) % n;
             let pod = &self.pods[idx];
-            if pod.retiring.is_some() {
+            // A single-use pod is one call's (a FunctionConfig that became
+            // multi-use meanwhile leaves some): never joined.
+            if pod.retiring.is_some() || pod.single_use {
                 continue;
             }
             let load = pod.load();

@@ -1121,7 +1121,9 @@ impl Actor {
         for entry in self.images.values_mut() {
             entry.pods.retain_mut(|pod| match &mut pod.slot {
                 Slot::Ready { shared, .. } => {
-                    ctx.spawn_stop(shared.id.clone(), StopReason::Idle(Retire::Shutdown));
+                    // A used single-use pod goes as such (never kept warm).
+                    let why = pod.retiring.unwrap_or(Retire::Shutdown);
+                    ctx.spawn_stop(shared.id.clone(), StopReason::Idle(why));
                     false
                 }
                 // Stopped when the start completes: the id is unknown yet.

@@ -305,3 +305,25 @@ async fn a_start_without_a_pool_goes_straight_to_the_backend() {
     assert!(pooled.shared.lock().pools.is_empty());
     close(&fake, &pooled).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn close_does_not_wait_out_a_backoff() {
+    let (fake, pooled, _events, _metrics) = pooled();
+    pooled.set_pools(vec![pool_of(1)]);
+    settle().await;
+    for _ in 0..5 {
+        fake.fail();
+        tokio::time::sleep(MOST_BACKOFF).await;
+    }
+    settle().await;
+    fake.fail();
+    settle().await;
+    assert_eq!(fake.pending(), 0, "backing off");
+    let began = Instant::now();
+    close(&fake, &pooled).await;
+    assert!(
+        began.elapsed() < Duration::from_secs(1),
+        "close waited {:?} for a retry",
+        began.elapsed()
+    );
+}

@@ -61,6 +61,13 @@ pub const POOL_STATE_LABEL: &str = "fn.kpt.dev/pool-state";
 pub const POOL_OF_LABEL: &str = "fn.kpt.dev/pool-of";
 /// The pool's function image, whole (labels cannot hold it).
 pub const POOL_IMAGE_ANNOTATION: &str = "fn.kpt.dev/pool-image";
+/// What of the runners' own settings shaped the pool's pods (the wrapper
+/// image, the message size): runners of another version (a rollout) keep
+/// pools of their own, and leave each other's alone.
+pub const POOL_RUNNER_LABEL: &str = "fn.kpt.dev/pool-runner";
+/// When a runner last applied the pool (unix seconds): one no runner has
+/// applied for [`STALE_AFTER`] is deleted by any runner of its kind.
+pub const POOL_APPLIED_AT_ANNOTATION: &str = "fn.kpt.dev/pool-applied-at";
 const IDLE: &str = "idle";
 const CLAIMED: &str = "claimed";
 const STANDALONE: &str = "standalone";
@@ -69,6 +76,13 @@ const STANDALONE: &str = "standalone";
 const FIELD_MANAGER: &str = "function-runner";
 /// How soon a sync that failed is tried again.
 const RESYNC: Duration = Duration::from_secs(10);
+/// How often the pools are applied again: a pool deleted by someone else
+/// (another runner stopping, a hand) is back within this, or at once when
+/// a claim finds it empty.
+const RESYNC_EVERY: Duration = Duration::from_secs(60);
+/// A pool no runner applied for this long is left by runners gone (an
+/// older version's, after a rollout).
+const STALE_AFTER: Duration = Duration::from_secs(5 * 60);
 
 /// The pools' state, beside the backend's.
 pub(super) struct Pools {
@@ -89,6 +103,11 @@ pub(super) struct Pools {
     seen_ready: Mutex<HashSet<String>>,
     pub(super) metrics: std::sync::OnceLock<PoolMetrics>,
     random: AtomicU64,
+    /// The backend closes: nothing is applied any more.
+    closed: std::sync::atomic::AtomicBool,
+    /// A sync went through once (the first one looks for stale pools even
+    /// with none wanted).
+    synced: std::sync::atomic::AtomicBool,
 }
 
 impl Pools {
@@ -111,6 +130,8 @@ impl Pools {
             seen_ready: Mutex::default(),
             metrics: std::sync::OnceLock::new(),
             random: AtomicU64::new(seed),
+            closed: Default::default(),
+            synced: Default::default(),
         }
     }
 
@@ -139,6 +160,23 @@ impl Pools {
     }
 }
 
+/// How long the pod took from its creation to Ready (second precision, as
+/// the API gives both times).
+fn ready_after(pod: &Pod) -> Option<Duration> {
+    let created = pod.metadata.creation_timestamp.as_ref()?;
+    let ready = pod
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready" && c.status == "True")?
+        .last_transition_time
+        .as_ref()?;
+    let took = ready.0.duration_since(created.0).as_secs_f64();
+    Some(Duration::from_secs_f64(took.max(0.0)))
+}
+
 fn label<'a>(pod: &'a Pod, name: &str) -> Option<&'a str> {
     pod.metadata.labels.as_ref()?.get(name).map(String::as_str)
 }
@@ -160,6 +198,15 @@ impl Inner {
             .as_ref()
             .map(|secret| secret.name.clone())
             .filter(|_| registry::is_private(image))
+    }
+
+    /// What of this runner's settings shapes its pools' pods.
+    fn pool_runner(&self) -> String {
+        let settings = &self.settings;
+        name_key(&[
+            &settings.wrapper_image,
+            &settings.max_message_bytes.to_string(),
+        ])
     }
 
     /// Which runners keep this runner's pools.
@@ -251,6 +298,7 @@ impl Inner {
         let mut rs_labels = BTreeMap::from([
             (POOL_LABEL.to_string(), name.to_string()),
             (POOL_OF_LABEL.to_string(), self.pool_of()),
+            (POOL_RUNNER_LABEL.to_string(), self.pool_runner()),
             (IMAGE_LABEL.to_string(), image_label_value(&spec.image)),
         ]);
         if let Some(deployment) = &settings.deployment {
@@ -266,6 +314,10 @@ impl Inner {
                     (
                         TEMPLATE_VERSION_ANNOTATION.to_string(),
                         template.version.clone(),
+                    ),
+                    (
+                        POOL_APPLIED_AT_ANNOTATION.to_string(),
+                        now_secs().to_string(),
                     ),
                 ])),
                 owner_references: settings
@@ -297,6 +349,12 @@ impl Inner {
     /// Creates or updates the pool of `spec` (server-side apply): its name.
     async fn apply_pool(&self, spec: &PodSpec, template: &Template) -> Result<String, StartError> {
         let name = self.pool_name(spec, template);
+        if self.pools.closed.load(Ordering::Relaxed) {
+            return Err(StartError::Ended {
+                name,
+                reason: "is not applied: the runner stops".into(),
+            });
+        }
         let replicaset = self.pool_replicaset(&name, spec, template).await?;
         self.pools
             .replicasets
@@ -333,9 +391,13 @@ impl Inner {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        // Nothing wanted, nothing made: no request (a runner with no pool
-        // needs no right on ReplicaSets).
-        if wanted.is_empty() && self.pools.applied().is_empty() {
+        if self.pools.closed.load(Ordering::Relaxed) {
+            return true;
+        }
+        // Nothing wanted, nothing made: no request after the first sync,
+        // which looks once for pools left by a configuration since changed.
+        let idle = wanted.is_empty() && self.pools.applied().is_empty();
+        if idle && self.pools.synced.load(Ordering::Relaxed) {
             return true;
         }
         let template = match self.current_template().await {
@@ -355,7 +417,15 @@ impl Inner {
                 ok = false;
             }
         }
+        if idle {
+            // A runner with no pool may lack the rights (an older RBAC):
+            // one look, no retries.
+            self.delete_pools_but(&keep).await;
+            self.pools.synced.store(true, Ordering::Relaxed);
+            return true;
+        }
         ok &= self.delete_pools_but(&keep).await;
+        self.pools.synced.store(ok, Ordering::Relaxed);
         let metrics = self.pools.metrics.get();
         self.pools.applied().retain(|name, (image, _)| {
             let kept = keep.contains(name);
@@ -369,8 +439,10 @@ impl Inner {
     }
 
     /// Deletes the pools of this runner's kind not in `keep` (their idle
-    /// pods go with them; claimed pods are no longer theirs).
+    /// pods go with them; claimed pods are no longer theirs): those of its
+    /// own settings, and others' no runner applied for [`STALE_AFTER`].
     async fn delete_pools_but(&self, keep: &HashSet<String>) -> bool {
+        let runner = self.pool_runner();
         let selector = format!("{POOL_OF_LABEL}={}", self.pool_of());
         let listed = match self
             .pools
@@ -390,6 +462,23 @@ impl Inner {
                 continue;
             };
             if keep.contains(&name) || rs.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let same_runner = rs
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(POOL_RUNNER_LABEL))
+                == Some(&runner);
+            let applied_at: u64 = rs
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(POOL_APPLIED_AT_ANNOTATION))
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(0);
+            let stale = now_secs().saturating_sub(applied_at) > STALE_AFTER.as_secs();
+            if !same_runner && !stale {
                 continue;
             }
             let params = DeleteParams {
@@ -421,7 +510,6 @@ impl Inner {
         };
         let applied = self.pools.applied().clone();
         let mut idle: HashMap<&str, usize> = HashMap::new();
-        let now = k8s_openapi::jiff::Timestamp::now();
         let mut seen = self
             .pools
             .seen_ready
@@ -443,9 +531,8 @@ impl Inner {
                 seen.clear();
             }
             if seen.insert(uid) {
-                if let Some(created) = &pod.metadata.creation_timestamp {
-                    let took = now.duration_since(created.0).as_secs_f64().max(0.0);
-                    metrics.replaced(Duration::from_secs_f64(took));
+                if let Some(took) = ready_after(&pod) {
+                    metrics.replaced(took);
                 }
             }
         }
@@ -469,6 +556,10 @@ impl Inner {
             self.apply_pool(spec, &template).await.map_err(cause)?;
         }
         progress.step = "a pod of its idle pool to be Ready";
+        let metrics = self.pools.metrics.get();
+        if let Some(metrics) = metrics {
+            metrics.claimed(&spec.image);
+        }
         let mut changed = self.pools.changed.clone();
         let mut missed = false;
         loop {
@@ -490,14 +581,39 @@ impl Inner {
             }
             for pod in idle {
                 if let Some(claimed) = self.claim_one(&pod, spec, &template, progress).await? {
-                    if let Some(metrics) = self.pools.metrics.get() {
-                        metrics.claimed(&spec.image, missed);
-                    }
                     let name = claimed.metadata.name.clone().unwrap_or_default();
                     return Ok((name, claimed, template.version.clone()));
                 }
             }
-            missed = true;
+            if !missed {
+                missed = true;
+                if let Some(metrics) = metrics {
+                    metrics.missed(&spec.image);
+                }
+                // Empty: its ReplicaSet may be gone (deleted by a runner that
+                // stopped, or by hand): the pools are applied again now.
+                self.pools.resync.notify_one();
+            }
+            // Pods that will not become Ready by themselves (an image that
+            // cannot be pulled, a wrapper that keeps ending): said now.
+            let pods: Vec<Arc<Pod>> = self
+                .pools
+                .store
+                .state()
+                .into_iter()
+                .filter(|pod| label(pod, POOL_LABEL) == Some(pool.as_str()))
+                .filter(|pod| label(pod, POOL_STATE_LABEL) == Some(IDLE))
+                .collect();
+            let ended: Vec<String> = pods
+                .iter()
+                .filter_map(|pod| super::terminated(pod))
+                .collect();
+            if !pods.is_empty() && ended.len() == pods.len() {
+                return Err(cause(StartError::Ended {
+                    name: pool,
+                    reason: format!("(an idle pool) has no pod that can serve: {}", ended[0]),
+                }));
+            }
             if changed.changed().await.is_err() {
                 return Err(cause(StartError::Ended {
                     name: pool,
@@ -598,6 +714,7 @@ impl Inner {
 
     /// This runner's pools go with it when no Deployment keeps them.
     pub(super) async fn close_pools(&self) {
+        self.pools.closed.store(true, Ordering::Relaxed);
         if self.settings.deployment.is_some() {
             return;
         }
@@ -664,11 +781,8 @@ pub(super) fn spawn(inner: &Arc<Inner>) -> (tokio::task::AbortHandle, tokio::tas
     let sync = tokio::spawn(async move {
         let mut failed = false;
         loop {
-            if failed {
-                let _ = tokio::time::timeout(RESYNC, resync.notified()).await;
-            } else {
-                resync.notified().await;
-            }
+            let period = if failed { RESYNC } else { RESYNC_EVERY };
+            let _ = tokio::time::timeout(period, resync.notified()).await;
             let Some(inner) = weak.upgrade() else { return };
             failed = !inner.sync_pools().await;
         }

@@ -75,6 +75,14 @@ pub(super) fn terminated(pod: &Pod) -> Option<String> {
     let containers = status.container_statuses.iter().flatten();
     let init_names: Vec<&str> = init.clone().map(|c| c.name.as_str()).collect();
     containers.chain(init).find_map(|c| {
+        // Function pods never restart (restartPolicy Never), but an idle
+        // pool's (a ReplicaSet's: Always) do: one that did has ended once.
+        if c.restart_count > 0 {
+            return Some(format!(
+                "container {} restarted ({} times): it ended",
+                c.name, c.restart_count
+            ));
+        }
         let state = c.state.as_ref()?;
         if let Some(terminated) = &state.terminated {
             // An init container that did its job is not an end.
