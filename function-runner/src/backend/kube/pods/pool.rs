@@ -183,11 +183,48 @@ fn label<'a>(pod: &'a Pod, name: &str) -> Option<&'a str> {
 
 /// Whether the pod is one of `pool`'s that may be claimed now.
 fn claimable(pod: &Pod, pool: &str) -> bool {
+    idle_in(pod, pool) && is_ready(pod)
+}
+
+/// Whether the pod is one of `pool`'s idle pods, with an address.
+fn idle_in(pod: &Pod, pool: &str) -> bool {
     label(pod, POOL_LABEL) == Some(pool)
         && label(pod, POOL_STATE_LABEL) == Some(IDLE)
         && pod.metadata.deletion_timestamp.is_none()
-        && is_ready(pod)
         && pod_ip(pod).is_some()
+}
+
+/// How long a claim waits for a starting pod's wrapper to answer before it
+/// looks again.
+const ANSWER_WITHIN: Duration = Duration::from_millis(500);
+/// How often a claim asks a running, not yet Ready pod's wrapper again.
+const ASK_AGAIN: Duration = Duration::from_millis(100);
+
+/// Whether the wrapper at `ip` says SERVING (the runner's own check: a pod
+/// is claimed as soon as it answers, up to a probe period and a status
+/// write before the kubelet reports it Ready).
+async fn answers(ip: &str) -> bool {
+    use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
+    let endpoint = format!("http://{ip}:{}", super::super::WRAPPER_PORT);
+    let check = async {
+        let channel = tonic::transport::Endpoint::from_shared(endpoint)
+            .ok()?
+            .connect_timeout(ANSWER_WITHIN)
+            .connect()
+            .await
+            .ok()?;
+        let answer = HealthClient::new(channel)
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await
+            .ok()?;
+        Some(answer.get_ref().status == ServingStatus::Serving as i32)
+    };
+    matches!(
+        tokio::time::timeout(ANSWER_WITHIN, check).await,
+        Ok(Some(true))
+    )
 }
 
 impl Inner {
@@ -563,17 +600,34 @@ impl Inner {
         let mut changed = self.pools.changed.clone();
         let mut missed = false;
         loop {
-            let mut idle: Vec<Arc<Pod>> = self
+            let (mut idle, starting): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) = self
                 .pools
                 .store
                 .state()
                 .into_iter()
-                .filter(|pod| claimable(pod, &pool))
+                .filter(|pod| idle_in(pod, &pool))
                 .filter(|pod| {
                     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
                     !self.held().deleting.contains(uid)
                 })
-                .collect();
+                .partition(|pod| is_ready(pod));
+            // Not Ready yet, but with an address: those whose wrapper answers
+            // are claimed without waiting for the kubelet to notice its
+            // container running (its relist, up to a second), probe it and
+            // write its status.
+            let asked = futures::future::join_all(
+                starting
+                    .iter()
+                    .map(|pod| answers(pod_ip(pod).unwrap_or_default())),
+            )
+            .await;
+            let waiting = starting.len() > asked.iter().filter(|a| **a).count();
+            idle.extend(
+                starting
+                    .into_iter()
+                    .zip(asked)
+                    .filter_map(|(pod, answers)| answers.then_some(pod)),
+            );
             // Shuffled: runners claiming at once mostly pick different pods.
             for i in (1..idle.len()).rev() {
                 let j = (self.pools.random() % (i as u64 + 1)) as usize;
@@ -614,11 +668,17 @@ impl Inner {
                     reason: format!("(an idle pool) has no pod that can serve: {}", ended[0]),
                 }));
             }
-            if changed.changed().await.is_err() {
-                return Err(cause(StartError::Ended {
-                    name: pool,
-                    reason: "was not seen: the pool watch ended".into(),
-                }));
+            tokio::select! {
+                seen = changed.changed() => {
+                    if seen.is_err() {
+                        return Err(cause(StartError::Ended {
+                            name: pool,
+                            reason: "was not seen: the pool watch ended".into(),
+                        }));
+                    }
+                }
+                // A running pod's wrapper may answer before any event.
+                () = tokio::time::sleep(ASK_AGAIN), if waiting => {}
             }
         }
     }
@@ -708,8 +768,34 @@ impl Inner {
         // The backend's own watch (of runners' pods) is where the pod's end
         // is seen from now on: wait until it has it.
         progress.step = "the claimed pod to be seen by the pod watch";
-        let pod = self.wait_ready(&name, &uid).await.map_err(cause)?;
+        let pod = self.wait_seen(&name, &uid).await.map_err(cause)?;
         Ok(Some(pod))
+    }
+
+    /// Waits (on watch events) until the backend's pod watch has the pod
+    /// `uid`; fails if it ended.
+    async fn wait_seen(&self, name: &str, uid: &str) -> Result<Pod, StartError> {
+        let key = self.key(name);
+        let mut changed = self.changed.clone();
+        loop {
+            if let Some(pod) = self.store.get(&key) {
+                if pod.metadata.uid.as_deref() == Some(uid) {
+                    if let Some(reason) = super::ended(&pod) {
+                        return Err(StartError::Ended {
+                            name: name.to_string(),
+                            reason,
+                        });
+                    }
+                    return Ok((*pod).clone());
+                }
+            }
+            if changed.changed().await.is_err() {
+                return Err(StartError::Ended {
+                    name: name.to_string(),
+                    reason: "was not seen: the pod watch ended".into(),
+                });
+            }
+        }
     }
 
     /// This runner's pools go with it when no Deployment keeps them.
