@@ -978,6 +978,20 @@ mkdir -p "$d"
 echo "pod=$PPID $seen" >&2
 exec cat"#;
 
+/// `state-fn` ([`STATEFUL`]) in the fixture's pods, and a FunctionConfig
+/// directory for it whose podExecutor has `executor` (YAML lines indented
+/// by four) besides its tag.
+fn stateful(fx: &Fixture, executor: &str) -> std::path::PathBuf {
+    let state = fx.dir.path().join("state");
+    write_script(
+        &fx.dir.path().join("pods/state-fn"),
+        &format!("STATE={}\n{STATEFUL}", state.display()),
+    );
+    fx.functions(&format!(
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: state-fn\nspec:\n  image: example.com/fns/state-fn\n  podExecutor:\n    tags: [v1]\n{executor}"
+    ))
+}
+
 /// #25: a single-use function with an idle pool: two pods wait before any
 /// call; every call, sequential or in a burst past the pool, gets a fresh
 /// pod no other call had; used pods are stopped and the pool refilled; the
@@ -985,14 +999,7 @@ exec cat"#;
 #[tokio::test]
 async fn single_use_calls_claim_fresh_pods_from_an_idle_pool() {
     let fx = Fixture::new();
-    let state = fx.dir.path().join("state");
-    write_script(
-        &fx.dir.path().join("pods/state-fn"),
-        &format!("STATE={}\n{STATEFUL}", state.display()),
-    );
-    let fns = fx.functions(
-        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: state-fn\nspec:\n  image: example.com/fns/state-fn\n  podExecutor:\n    tags: [v1]\n    idlePods: 2\n    singleUse: true\n",
-    );
+    let fns = stateful(&fx, "    idlePods: 2\n    singleUse: true\n");
     let runner = fx.start(&["--functions", fns.to_str().unwrap()]);
     let pid = runner.child.id();
     // The pool fills before any call.
@@ -1066,14 +1073,7 @@ async fn single_use_calls_claim_fresh_pods_from_an_idle_pool() {
 #[tokio::test]
 async fn a_pooled_multi_use_function_claims_once_then_reuses_its_pod() {
     let fx = Fixture::new();
-    let state = fx.dir.path().join("state");
-    write_script(
-        &fx.dir.path().join("pods/state-fn"),
-        &format!("STATE={}\n{STATEFUL}", state.display()),
-    );
-    let fns = fx.functions(
-        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: state-fn\nspec:\n  image: example.com/fns/state-fn\n  podExecutor:\n    tags: [v1]\n    idlePods: 1\n",
-    );
+    let fns = stateful(&fx, "    idlePods: 1\n");
     let runner = fx.start(&["--functions", fns.to_str().unwrap(), "--warm-up-pod-cache"]);
     let pid = runner.child.id();
     let ready = eventually_async(Duration::from_secs(20), async || {

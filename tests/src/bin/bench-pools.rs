@@ -9,7 +9,7 @@
 //! ../shared/tools/kube-cluster start /tmp/kube
 //! cargo build --release --workspace --bins
 //! KUBECONFIG=/tmp/kube/kubeconfig \
-//!   target/x86_64-unknown-linux-gnu/release/bench-pools --calls 10 --apart-ms 1000 --pool 2
+//!   target/x86_64-unknown-linux-gnu/release/bench-pools --calls 10 --apart-ms 1000 --pools 2,4
 //! ```
 //!
 //! The cluster's images are built here (`FROM scratch`, busybox-static for
@@ -42,12 +42,10 @@ struct Cli {
     /// Milliseconds between the starts of two sequential calls.
     #[arg(long, default_value_t = 1000)]
     apart_ms: u64,
-    /// The pool's `idlePods`.
-    #[arg(long, default_value_t = 2)]
-    pool: u32,
-    /// Concurrent calls of the burst (default: twice the pool).
-    #[arg(long)]
-    burst: Option<usize>,
+    /// The pools' `idlePods` to measure (besides none), comma-separated;
+    /// each gets a burst of twice its size.
+    #[arg(long, value_delimiter = ',', default_value = "2")]
+    pools: Vec<u32>,
     /// Skip the cluster even if `KUBECONFIG` is set.
     #[arg(long)]
     no_kube: bool,
@@ -74,16 +72,15 @@ const DOCKERFILE: &str = "FROM scratch\nCOPY busybox /bin/busybox\nCOPY state.sh
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let burst = cli.burst.unwrap_or(2 * cli.pool as usize);
     println!(
-        "| backend | pool | sequential calls ({} ms apart): p50 | max | burst of {burst}: p50 | max | distinct pods |",
+        "| backend | pool | sequential calls ({} ms apart): p50 | max | burst of twice the pool (none: 4), after the pool refilled: each call, sorted | distinct pods |",
         cli.apart_ms
     );
-    println!("|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     let dir = tempfile::tempdir()?;
-    process(&cli, burst, dir.path()).await?;
+    process(&cli, dir.path()).await?;
     if !cli.no_kube && std::env::var_os("KUBECONFIG").is_some() {
-        kube(&cli, burst, dir.path()).await?;
+        kube(&cli, dir.path()).await?;
     }
     Ok(())
 }
@@ -103,7 +100,7 @@ fn functions(dir: &Path, image: &str, pool: u32) -> anyhow::Result<PathBuf> {
     Ok(functions)
 }
 
-async fn process(cli: &Cli, burst: usize, dir: &Path) -> anyhow::Result<()> {
+async fn process(cli: &Cli, dir: &Path) -> anyhow::Result<()> {
     let pods = dir.join("pods");
     std::fs::create_dir_all(&pods)?;
     let script = pods.join("state-fn");
@@ -116,7 +113,7 @@ async fn process(cli: &Cli, burst: usize, dir: &Path) -> anyhow::Result<()> {
     )?;
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
     let image = "example.com/fns/state-fn:v1";
-    for pool in [0, cli.pool] {
+    for pool in std::iter::once(0).chain(cli.pools.iter().copied()) {
         let functions = functions(dir, image, pool)?;
         let runner = Wrapper::start_runner(&[
             "--process-functions",
@@ -128,14 +125,14 @@ async fn process(cli: &Cli, burst: usize, dir: &Path) -> anyhow::Result<()> {
         ])?;
         // The pool fills.
         tokio::time::sleep(Duration::from_secs(2)).await;
-        let row = measure(cli, burst, &runner, image).await;
+        let row = measure(cli, pool, Duration::from_secs(2), &runner, image).await;
         report("process", pool, row?);
         drop(runner);
     }
     Ok(())
 }
 
-async fn kube(cli: &Cli, burst: usize, dir: &Path) -> anyhow::Result<()> {
+async fn kube(cli: &Cli, dir: &Path) -> anyhow::Result<()> {
     let client = Client::try_default().await.context("KUBECONFIG")?;
     let id = std::process::id();
     let namespace = format!("bench-pools-{id}");
@@ -168,7 +165,7 @@ async fn kube(cli: &Cli, burst: usize, dir: &Path) -> anyhow::Result<()> {
     ns.metadata.name = Some(namespace.clone());
     namespaces.create(&PostParams::default(), &ns).await?;
     let result = async {
-        for pool in [0, cli.pool] {
+        for pool in std::iter::once(0).chain(cli.pools.iter().copied()) {
             let functions = functions(dir, &image, pool)?;
             let runner = Wrapper::start_runner(&[
                 "--backend",
@@ -192,7 +189,7 @@ async fn kube(cli: &Cli, burst: usize, dir: &Path) -> anyhow::Result<()> {
             ])?;
             // The pool fills (the kubelet starts its pods).
             tokio::time::sleep(Duration::from_secs(if pool > 0 { 20 } else { 2 })).await;
-            let row = measure(cli, burst, &runner, &image).await;
+            let row = measure(cli, pool, Duration::from_secs(20), &runner, &image).await;
             report("kube", pool, row?);
             runner.signal(nix::sys::signal::Signal::SIGTERM);
             let mut runner = runner;
@@ -214,8 +211,16 @@ struct Row {
     pods: usize,
 }
 
-/// Sequential calls `apart`, then `burst` at once; every pod must be fresh.
-async fn measure(cli: &Cli, burst: usize, runner: &Wrapper, image: &str) -> anyhow::Result<Row> {
+/// Sequential calls `apart`, then (after `refill`) a burst of twice the
+/// pool at once; every pod must be fresh.
+async fn measure(
+    cli: &Cli,
+    pool: u32,
+    refill: Duration,
+    runner: &Wrapper,
+    image: &str,
+) -> anyhow::Result<Row> {
+    let burst = if pool == 0 { 4 } else { 2 * pool as usize };
     let mut pods = HashSet::new();
     let mut sequential = Vec::new();
     for _ in 0..cli.calls {
@@ -228,6 +233,7 @@ async fn measure(cli: &Cli, burst: usize, runner: &Wrapper, image: &str) -> anyh
         tokio::time::sleep(Duration::from_millis(cli.apart_ms).saturating_sub(began.elapsed()))
             .await;
     }
+    tokio::time::sleep(refill).await;
     let calls: Vec<_> = (0..burst)
         .map(|_| async {
             let began = Instant::now();
@@ -271,12 +277,14 @@ fn report(backend: &str, pool: u32, row: Row) {
         v.get(v.len() / 2).copied().unwrap_or_default()
     };
     let max = |v: &[Duration]| v.iter().max().copied().unwrap_or_default();
+    let mut burst = row.burst.clone();
+    burst.sort();
+    let burst: Vec<String> = burst.into_iter().map(ms).collect();
     println!(
-        "| {backend} | {pool} | {} | {} | {} | {} | {} |",
+        "| {backend} | {pool} | {} | {} | {} | {} |",
         ms(p50(&row.sequential)),
         ms(max(&row.sequential)),
-        ms(p50(&row.burst)),
-        ms(max(&row.burst)),
+        burst.join(", "),
         row.pods
     );
 }

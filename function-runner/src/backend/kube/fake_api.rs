@@ -421,6 +421,17 @@ async fn serve(
             ));
             continue;
         }
+        // Idle pools' pods (the backend's second pod watch): none here.
+        let pools =
+            param(&query, "labelSelector").is_some_and(|s| s.starts_with("fn.kpt.dev/pool"));
+        if parts.method == Method::GET && collection && kind == "pods" && pools {
+            reply.send_response(if watching {
+                quiet_watch()
+            } else {
+                list("PodList", 1, Vec::new())
+            });
+            continue;
+        }
         if parts.method == Method::GET && collection {
             match (kind, watching) {
                 ("podtemplates", false) => {

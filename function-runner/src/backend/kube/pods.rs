@@ -432,6 +432,31 @@ impl Inner {
         held.deleting.insert(uid.to_string());
     }
 
+    /// A hash of everything `spec`'s pods are made of from `template`
+    /// (image, template and its version, wrapper image, message size,
+    /// overrides, pull Secret) and `extra`: the same in every runner.
+    fn spec_key(&self, spec: &PodSpec, template: &Template, extra: &[&str]) -> String {
+        let settings = &self.settings;
+        let overrides = spec
+            .overrides
+            .as_ref()
+            .map(|o| serde_json::to_string(&**o).unwrap_or_default())
+            .unwrap_or_default();
+        let pull_secret = self.pull_secret_for(&spec.image).unwrap_or_default();
+        let max_message_bytes = settings.max_message_bytes.to_string();
+        let mut parts = vec![
+            spec.image.as_str(),
+            &template.source,
+            &template.version,
+            &settings.wrapper_image,
+            &max_message_bytes,
+            &overrides,
+            &pull_secret,
+        ];
+        parts.extend_from_slice(extra);
+        name_key(&parts)
+    }
+
     /// Waits for the watches to have read the template.
     async fn current_template(&self) -> Result<Arc<Template>, StartError> {
         let mut template = self.template.clone();
@@ -460,19 +485,7 @@ impl Inner {
         let entrypoint = self.entrypoints.of(&spec.image).await.map_err(cause)?;
         let settings = &self.settings;
         let pull_secret = self.pull_secret_for(&spec.image);
-        let overrides = match &spec.overrides {
-            Some(o) => serde_json::to_string(&**o).unwrap_or_default(),
-            None => String::new(),
-        };
-        let key = name_key(&[
-            &spec.image,
-            &template.source,
-            &template.version,
-            &settings.wrapper_image,
-            &settings.max_message_bytes.to_string(),
-            &overrides,
-            pull_secret.as_deref().unwrap_or(""),
-        ]);
+        let key = self.spec_key(spec, &template, &[]);
         let reclaim_after = now_secs().saturating_add(spec.ttl.as_secs());
         // A single-use pod's name is its own: no other runner's start, or
         // later run, ever computes it, so none is handed the pod.

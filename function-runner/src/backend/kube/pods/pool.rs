@@ -108,6 +108,8 @@ pub(super) struct Pools {
     /// A sync went through once (the first one looks for stale pools even
     /// with none wanted).
     synced: std::sync::atomic::AtomicBool,
+    /// The runner said which pools it wants (nothing is synced before).
+    told: std::sync::atomic::AtomicBool,
 }
 
 impl Pools {
@@ -132,6 +134,7 @@ impl Pools {
             random: AtomicU64::new(seed),
             closed: Default::default(),
             synced: Default::default(),
+            told: Default::default(),
         }
     }
 
@@ -147,12 +150,16 @@ impl Pools {
 
     pub(super) fn set(&self, pools: Vec<PodSpec>) {
         *self.wanted.lock().unwrap_or_else(PoisonError::into_inner) = pools;
+        self.told.store(true, Ordering::Relaxed);
         self.resync.notify_one();
     }
 
-    /// The template changed: pools of the new one replace the old.
+    /// The template changed: pools of the new one replace the old (once
+    /// the runner said which it wants).
     pub(super) fn template_changed(&self) {
-        self.resync.notify_one();
+        if self.told.load(Ordering::Relaxed) {
+            self.resync.notify_one();
+        }
     }
 
     fn applied(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, usize)>> {
@@ -257,23 +264,9 @@ impl Inner {
     /// The name of the pool of `spec`'s pods from `template`: the same in
     /// every runner.
     fn pool_name(&self, spec: &PodSpec, template: &Template) -> String {
-        let settings = &self.settings;
-        let overrides = spec
-            .overrides
-            .as_ref()
-            .map(|o| serde_json::to_string(&**o).unwrap_or_default())
-            .unwrap_or_default();
-        let key = name_key(&[
-            &spec.image,
-            &template.source,
-            &template.version,
-            &settings.wrapper_image,
-            &settings.max_message_bytes.to_string(),
-            &overrides,
-            &self.pull_secret_for(&spec.image).unwrap_or_default(),
-            &format!("{:?}", spec.prespawn),
-            if spec.single_use { "single-use" } else { "" },
-        ]);
+        let prespawn = format!("{:?}", spec.prespawn);
+        let single_use = if spec.single_use { "single-use" } else { "" };
+        let key = self.spec_key(spec, template, &[&prespawn, single_use]);
         service_name(pod_name(&spec.image, &format!("pool-{key}")))
     }
 
@@ -646,7 +639,9 @@ impl Inner {
                 }
                 // Empty: its ReplicaSet may be gone (deleted by a runner that
                 // stopped, or by hand): the pools are applied again now.
-                self.pools.resync.notify_one();
+                if self.pools.told.load(Ordering::Relaxed) {
+                    self.pools.resync.notify_one();
+                }
             }
             // Pods that will not become Ready by themselves (an image that
             // cannot be pulled, a wrapper that keeps ending): said now.
@@ -865,12 +860,14 @@ pub(super) fn spawn(inner: &Arc<Inner>) -> (tokio::task::AbortHandle, tokio::tas
     let weak = Arc::downgrade(inner);
     let resync = Arc::clone(&inner.pools.resync);
     let sync = tokio::spawn(async move {
-        let mut failed = false;
+        // Nothing is synced before the runner says which pools it wants.
+        resync.notified().await;
         loop {
+            let Some(inner) = weak.upgrade() else { return };
+            let failed = !inner.sync_pools().await;
+            drop(inner);
             let period = if failed { RESYNC } else { RESYNC_EVERY };
             let _ = tokio::time::timeout(period, resync.notified()).await;
-            let Some(inner) = weak.upgrade() else { return };
-            failed = !inner.sync_pools().await;
         }
     });
     (watch.abort_handle(), sync.abort_handle())
