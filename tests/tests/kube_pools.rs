@@ -235,10 +235,32 @@ async fn a_pool_follows_its_functionconfig_and_replaces_a_lost_pod() {
     })
     .await;
     assert!(replaced, "{}", runner.logs());
+    // Its wrapper ends while idle: the kubelet restarts it in place (a
+    // ReplicaSet's pods restart); a claim deletes that pod, never takes it.
+    let idle = pool_pods(&s, "idle").await;
+    let restarted = idle[0].metadata.name.clone().unwrap();
+    e2e_tests::docker(&["kill", &support::function_container(&restarted)]).unwrap();
+    let seen = eventually_async(Duration::from_secs(60), async || {
+        s.pods
+            .get(&restarted)
+            .await
+            .unwrap()
+            .status
+            .is_some_and(|st| {
+                st.container_statuses
+                    .iter()
+                    .flatten()
+                    .any(|c| c.restart_count > 0)
+            })
+    })
+    .await;
+    assert!(seen, "the kubelet did not restart it");
     // Multi-use: claimed once, then reused as any cached pod.
     let first = call(&s, &runner).await.unwrap();
     let second = call(&s, &runner).await.unwrap();
     let pod = pod_of(&first);
+    assert_ne!(pod, restarted, "a restarted pod was claimed");
+    assert!(s.gone(&restarted).await, "{}", runner.logs());
     assert_eq!(second, format!("pod={pod} used"));
     let claimed = pool_pods(&s, "claimed").await;
     assert_eq!(claimed.len(), 1);

@@ -193,12 +193,24 @@ fn claimable(pod: &Pod, pool: &str) -> bool {
     idle_in(pod, pool) && is_ready(pod)
 }
 
-/// Whether the pod is one of `pool`'s idle pods, with an address.
+/// Whether the pod is one of `pool`'s idle pods, with an address, that
+/// never ended (a ReplicaSet's pod restarts in place: one that did is left
+/// to the ReplicaSet, not claimed).
 fn idle_in(pod: &Pod, pool: &str) -> bool {
     label(pod, POOL_LABEL) == Some(pool)
         && label(pod, POOL_STATE_LABEL) == Some(IDLE)
         && pod.metadata.deletion_timestamp.is_none()
         && pod_ip(pod).is_some()
+        && super::terminated(pod).is_none()
+}
+
+/// Whether a container of the pod was restarted (only a ReplicaSet's pods
+/// are: runners make theirs with `restartPolicy: Never`).
+fn restarted(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .is_some_and(|statuses| statuses.iter().any(|c| c.restart_count > 0))
 }
 
 /// How long a claim waits for a starting pod's wrapper to answer before it
@@ -653,6 +665,20 @@ impl Inner {
                 .filter(|pod| label(pod, POOL_LABEL) == Some(pool.as_str()))
                 .filter(|pod| label(pod, POOL_STATE_LABEL) == Some(IDLE))
                 .collect();
+            // An idle pod whose wrapper ended and was restarted in place
+            // never served a call, but counts as ended once claimed: it is
+            // deleted, and its ReplicaSet makes another.
+            let (restarted, pods): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) =
+                pods.into_iter().partition(|pod| restarted(pod));
+            for pod in restarted {
+                let uid = pod.metadata.uid.clone().unwrap_or_default();
+                let deleting = self.held().deleting.contains(&uid);
+                if pod.metadata.deletion_timestamp.is_none() && !deleting {
+                    let name = pod.metadata.name.clone().unwrap_or_default();
+                    tracing::info!(pod = %name, "deleting an idle pool pod that restarted");
+                    self.spawn_delete(name, super::Exactly::Uid(uid));
+                }
+            }
             let ended: Vec<String> = pods
                 .iter()
                 .filter_map(|pod| super::terminated(pod))
