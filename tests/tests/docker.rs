@@ -450,16 +450,11 @@ async fn what_a_crashed_runner_left_is_swept_by_the_next() {
 #[tokio::test]
 async fn function_config_resources_limit_the_container() {
     let Some(setup) = Setup::new() else { return };
-    let functions = tempfile::tempdir().unwrap();
     let image = setup.image(Kind::Cat);
-    let (name, tag) = image.rsplit_once(':').unwrap();
-    std::fs::write(
-        functions.path().join("cat.yaml"),
-        format!(
-            "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: cat\nspec:\n  image: {name}\n  podExecutor:\n    tags: [\"{tag}\"]\n    templateOverrides:\n      container:\n        resources:\n          limits: {{memory: 64Mi, cpu: 500m}}\n        env:\n        - {{name: GREETING, value: hello}}\n"
-        ),
-    )
-    .unwrap();
+    let functions = function_config(
+        &image,
+        "    templateOverrides:\n      container:\n        resources:\n          limits: {memory: 64Mi, cpu: 500m}\n        env:\n        - {name: GREETING, value: hello}\n",
+    );
     let runner = setup.runner(&["--functions", functions.path().to_str().unwrap()]);
     let mut client = runner.client().await.unwrap();
     client
@@ -502,18 +497,10 @@ fn left_on_host(dir: &Path, depth: usize, found: &mut Vec<PathBuf>) {
 #[tokio::test]
 async fn a_function_writes_nothing_on_the_host_and_has_a_pids_limit() {
     let Some(setup) = Setup::new() else { return };
-    let functions = tempfile::tempdir().unwrap();
     let image = setup.image(Kind::Hostile);
-    let (name, tag) = image.rsplit_once(':').unwrap();
     // Pre-spawned: the function's processes start before any call, as
     // early as the wrapper lets them.
-    std::fs::write(
-        functions.path().join("hostile.yaml"),
-        format!(
-            "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: hostile\nspec:\n  image: {name}\n  podExecutor:\n    tags: [\"{tag}\"]\n    prespawn: 2\n    pidsLimit: 128\n"
-        ),
-    )
-    .unwrap();
+    let functions = function_config(&image, "    prespawn: 2\n    pidsLimit: 128\n");
     let runner = setup.runner(&["--functions", functions.path().to_str().unwrap()]);
     let mut client = runner.client().await.unwrap();
     for _ in 0..3 {
