@@ -57,6 +57,10 @@ struct State {
     pools: HashMap<String, Pool>,
     /// Idle pods, by id: the pool whose pod it is.
     idle_ids: HashMap<PodId, String>,
+    /// Pods reported failed that are not idle, while pool starts are under
+    /// way: the event of a pod that died at once can overtake its start's
+    /// answer, and such a pod must not join its pool.
+    lost_early: std::collections::HashSet<PodId>,
     closed: bool,
 }
 
@@ -247,9 +251,14 @@ impl Shared {
             return;
         };
         pool.starting = pool.starting.saturating_sub(1);
+        let lost = matches!(&result, Ok(pod) if state.lost_early.remove(&pod.id));
         match result {
             Ok(pod) if closed => {
                 self.spawn_stop(pod.id, StopReason::Idle(Retire::Shutdown));
+            }
+            Ok(pod) if lost => {
+                tracing::warn!(image = key, pod = %pod.id, "an idle pool pod failed as it started; replacing it");
+                self.spawn_stop(pod.id, StopReason::Broken);
             }
             Ok(pod) if pool.generation != generation => {
                 self.spawn_stop(pod.id, StopReason::Idle(Retire::TemplateChanged));
@@ -296,6 +305,9 @@ impl Shared {
         if state.pools.get(key).is_some_and(Pool::is_spent) {
             state.pools.remove(key);
             self.metrics.remove(key);
+        }
+        if state.pools.values().all(|pool| pool.starting == 0) {
+            state.lost_early.clear();
         }
     }
 
@@ -432,6 +444,11 @@ impl Shared {
         };
         let mut state = self.lock();
         let Some(key) = state.idle_ids.remove(id) else {
+            let starting = state.pools.values().any(|pool| pool.starting > 0);
+            if starting && matches!(event, PodEvent::Failed { .. }) && state.lost_early.len() < 1024
+            {
+                state.lost_early.insert(id.clone());
+            }
             drop(state);
             if let Some(events) = self.events.get() {
                 let _ = events.send(event);

@@ -327,3 +327,32 @@ async fn close_does_not_wait_out_a_backoff() {
         began.elapsed()
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_pod_reported_failed_before_its_start_answered_never_joins_the_pool() {
+    let (fake, pooled, mut events, _metrics) = pooled();
+    pooled.set_pools(vec![pool_of(1)]);
+    settle().await;
+    // The fake names its pods pod-1, pod-2, ...: pod-1 dies at once, its
+    // event ahead of its start's answer.
+    let inner = fake.lock().events.clone().expect("events set");
+    let failed = PodEvent::Failed {
+        id: PodId("pod-1".into()),
+        reason: "exited".into(),
+    };
+    inner.send(failed.clone()).expect("pool listens");
+    settle().await;
+    assert_eq!(
+        events.try_recv().ok(),
+        Some(failed),
+        "the cache hears of it too"
+    );
+    let dead = fake.finish();
+    settle().await;
+    assert_eq!(fake.stops(), vec![(dead, StopReason::Broken)]);
+    assert_eq!(fake.pending(), 1, "replaced");
+    let next = fake.finish();
+    settle().await;
+    assert_eq!(pooled.start(pool_of(1)).await.expect("a pod").id, next);
+    close(&fake, &pooled).await;
+}
