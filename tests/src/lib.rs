@@ -844,3 +844,30 @@ fn try_start_registry(host: IpAddr, more: &str) -> anyhow::Result<(Registry, Str
     }
     Ok((registry, addr))
 }
+
+/// #25: functions whose pods keep what a call left, to see from inside a
+/// pod whether an earlier call used it. Each says on stderr
+/// `pod=<its pod> fresh|used`, leaves its mark, then echoes its input.
+pub mod stateful {
+    /// A busybox function image's script: its pod is the hostname, its mark a
+    /// file in the pod's emptyDir (the wrapper's tools directory).
+    pub const CONTAINER_SCRIPT: &str = r#"B=/bin/busybox
+M=/wrapper-server-tools/used-by-a-call
+if [ -e $M ]; then S=used; else S=fresh; fi
+echo > $M
+echo "pod=$($B hostname) $S" >&2
+exec $B cat
+"#;
+
+    /// The image of [`CONTAINER_SCRIPT`] (as `state.sh`, beside a static
+    /// `busybox`), run as a non-root user.
+    pub const DOCKERFILE: &str = "FROM scratch\nCOPY busybox /bin/busybox\nCOPY state.sh /state.sh\nUSER 65532:65532\nENTRYPOINT [\"/bin/busybox\", \"sh\", \"/state.sh\"]\n";
+
+    /// A process pod's function: its pod is the wrapper (its parent), its
+    /// mark a directory per wrapper under `$STATE`.
+    pub const PROCESS_SCRIPT: &str = r#"d="$STATE/$PPID"
+if [ -e "$d" ]; then S=used; else S=fresh; fi
+mkdir -p "$d"
+echo "pod=$PPID $S" >&2
+exec cat"#;
+}

@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use e2e_tests::{eventually_async, Wrapper};
+use e2e_tests::{eventually_async, stateful, Wrapper};
 use function_runner::backend::kube::pods::{is_ready, POOL_LABEL, POOL_STATE_LABEL};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -24,18 +24,6 @@ use support::{setup_with_files, Setup};
 
 const BUSYBOX: &str = "/bin/busybox";
 
-/// Says on stderr its pod (the hostname) and whether an earlier call left
-/// its mark in the pod, leaves its own, then echoes the input.
-const STATEFUL: &str = r#"B=/bin/busybox
-M=/wrapper-server-tools/used-by-a-call
-if [ -e $M ]; then S=used; else S=fresh; fi
-echo > $M
-echo "pod=$($B hostname) $S" >&2
-exec $B cat
-"#;
-
-const DOCKERFILE: &str = "FROM scratch\nCOPY busybox /bin/busybox\nCOPY state.sh /state.sh\nUSER 65532:65532\nENTRYPOINT [\"/bin/busybox\", \"sh\", \"/state.sh\"]\n";
-
 /// The test's cluster setup with the stateful function's image; `None`
 /// (skipped) without a cluster, a registry or busybox-static.
 async fn pool_setup(name: &str) -> Option<(Setup, tempfile::NamedTempFile)> {
@@ -45,14 +33,14 @@ async fn pool_setup(name: &str) -> Option<(Setup, tempfile::NamedTempFile)> {
         )))?;
     }
     let script = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(script.path(), STATEFUL).unwrap();
+    std::fs::write(script.path(), stateful::CONTAINER_SCRIPT).unwrap();
     std::fs::set_permissions(
         script.path(),
         std::os::unix::fs::PermissionsExt::from_mode(0o644),
     )
     .unwrap();
     let files = [("busybox", Path::new(BUSYBOX)), ("state.sh", script.path())];
-    let s = setup_with_files(name, DOCKERFILE, &[], &files).await?;
+    let s = setup_with_files(name, stateful::DOCKERFILE, &[], &files).await?;
     Some((s, script))
 }
 

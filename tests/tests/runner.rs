@@ -969,23 +969,18 @@ fn metric(text: &str, series: &str) -> Option<f64> {
         .and_then(|value| value.parse().ok())
 }
 
-/// #25: a function whose pods keep what a call left (here in a directory
-/// per pod, as a container keeps files): it says whether its pod served a
-/// call before, then echoes its input.
-const STATEFUL: &str = r#"d="$STATE/$PPID"
-if [ -e "$d" ]; then seen=used; else seen=fresh; fi
-mkdir -p "$d"
-echo "pod=$PPID $seen" >&2
-exec cat"#;
-
-/// `state-fn` ([`STATEFUL`]) in the fixture's pods, and a FunctionConfig
+/// `state-fn` ([`e2e_tests::stateful::PROCESS_SCRIPT`]) in the fixture's pods, and a FunctionConfig
 /// directory for it whose podExecutor has `executor` (YAML lines indented
 /// by four) besides its tag.
 fn stateful(fx: &Fixture, executor: &str) -> std::path::PathBuf {
     let state = fx.dir.path().join("state");
     write_script(
         &fx.dir.path().join("pods/state-fn"),
-        &format!("STATE={}\n{STATEFUL}", state.display()),
+        &format!(
+            "STATE={}\n{}",
+            state.display(),
+            e2e_tests::stateful::PROCESS_SCRIPT
+        ),
     );
     fx.functions(&format!(
         "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: state-fn\nspec:\n  image: example.com/fns/state-fn\n  podExecutor:\n    tags: [v1]\n{executor}"

@@ -440,7 +440,11 @@ impl Shared {
     fn on_event(self: &Arc<Self>, event: PodEvent) {
         let (id, reason, why) = match &event {
             PodEvent::Failed { id, reason } => (id, reason.as_str(), StopReason::Broken),
-            PodEvent::Stale { id, why } => (id, why_text(*why), StopReason::Idle(*why)),
+            PodEvent::Stale { id, why } => (
+                id,
+                StopReason::Idle(*why).describe(),
+                StopReason::Idle(*why),
+            ),
         };
         let mut state = self.lock();
         let Some(key) = state.idle_ids.remove(id) else {
@@ -462,10 +466,6 @@ impl Shared {
         self.spawn_stop(id.clone(), why);
         self.refill(&mut state, &key);
     }
-}
-
-fn why_text(why: Retire) -> &'static str {
-    StopReason::Idle(why).describe()
 }
 
 /// Forwards the inner backend's events through the pools, while they last.

@@ -24,7 +24,7 @@ use anyhow::{bail, Context};
 use clap::Parser;
 use e2e_tests::{
     build_image, build_image_with_files, docker, example_request, remove_images, start_registry,
-    Wrapper,
+    stateful, Wrapper,
 };
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{DeleteParams, PostParams};
@@ -50,24 +50,6 @@ struct Cli {
     #[arg(long)]
     no_kube: bool,
 }
-
-/// The function: its pod (hostname, or the wrapper's pid for a process
-/// pod) and whether that pod served a call before, then `cat`.
-const STATEFUL_CONTAINER: &str = r#"B=/bin/busybox
-M=/wrapper-server-tools/used-by-a-call
-if [ -e $M ]; then S=used; else S=fresh; fi
-echo > $M
-echo "pod=$($B hostname) $S" >&2
-exec $B cat
-"#;
-
-const STATEFUL_PROCESS: &str = r#"d="$STATE/$PPID"
-if [ -e "$d" ]; then S=used; else S=fresh; fi
-mkdir -p "$d"
-echo "pod=$PPID $S" >&2
-exec cat"#;
-
-const DOCKERFILE: &str = "FROM scratch\nCOPY busybox /bin/busybox\nCOPY state.sh /state.sh\nUSER 65532:65532\nENTRYPOINT [\"/bin/busybox\", \"sh\", \"/state.sh\"]\n";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -107,8 +89,9 @@ async fn process(cli: &Cli, dir: &Path) -> anyhow::Result<()> {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\nSTATE={}\n{STATEFUL_PROCESS}\n",
-            dir.join("state").display()
+            "#!/bin/sh\nSTATE={}\n{}\n",
+            dir.join("state").display(),
+            stateful::PROCESS_SCRIPT
         ),
     )?;
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
@@ -147,11 +130,11 @@ async fn kube(cli: &Cli, dir: &Path) -> anyhow::Result<()> {
     )?;
     let image = format!("{addr}/fns/state-fn:{id}");
     let script = dir.join("state.sh");
-    std::fs::write(&script, STATEFUL_CONTAINER)?;
+    std::fs::write(&script, stateful::CONTAINER_SCRIPT)?;
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o644))?;
     build_image_with_files(
         &image,
-        DOCKERFILE,
+        stateful::DOCKERFILE,
         &[],
         &[
             ("busybox", Path::new("/bin/busybox")),

@@ -74,7 +74,7 @@ mod pool;
 mod readiness;
 mod service;
 
-pub use pool::{POOL_LABEL, POOL_OF_LABEL, POOL_STATE_LABEL};
+pub use pool::{POOL_LABEL, POOL_STATE_LABEL};
 
 /// How long the runner takes at most, when it stops with its Deployment
 /// gone, to delete that Deployment's function pods.

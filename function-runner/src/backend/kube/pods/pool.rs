@@ -605,16 +605,23 @@ impl Inner {
         let mut changed = self.pools.changed.clone();
         let mut missed = false;
         loop {
-            let (mut idle, starting): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) = self
+            // The pool's idle pods, whatever their state.
+            let pods: Vec<Arc<Pod>> = self
                 .pools
                 .store
                 .state()
                 .into_iter()
+                .filter(|pod| label(pod, POOL_LABEL) == Some(pool.as_str()))
+                .filter(|pod| label(pod, POOL_STATE_LABEL) == Some(IDLE))
+                .collect();
+            let (mut idle, starting): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) = pods
+                .iter()
                 .filter(|pod| idle_in(pod, &pool))
                 .filter(|pod| {
                     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
                     !self.held().deleting.contains(uid)
                 })
+                .cloned()
                 .partition(|pod| is_ready(pod));
             // Not Ready yet, but with an address: those whose wrapper answers
             // are claimed without waiting for the kubelet to notice its
@@ -657,14 +664,6 @@ impl Inner {
             }
             // Pods that will not become Ready by themselves (an image that
             // cannot be pulled, a wrapper that keeps ending): said now.
-            let pods: Vec<Arc<Pod>> = self
-                .pools
-                .store
-                .state()
-                .into_iter()
-                .filter(|pod| label(pod, POOL_LABEL) == Some(pool.as_str()))
-                .filter(|pod| label(pod, POOL_STATE_LABEL) == Some(IDLE))
-                .collect();
             // An idle pod whose wrapper ended and was restarted in place
             // never served a call, but counts as ended once claimed: it is
             // deleted, and its ReplicaSet makes another.
