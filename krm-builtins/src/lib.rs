@@ -49,6 +49,7 @@ mod set_image;
 mod set_labels;
 mod set_namespace;
 mod setters;
+pub mod starlark;
 #[cfg(test)]
 mod test_support;
 mod upsert_resource;
@@ -189,6 +190,10 @@ pub const ALL: &[Builtin] = &[
     Builtin {
         name: "set-namespace",
         run: set_namespace::run,
+    },
+    Builtin {
+        name: "starlark",
+        run: starlark::run,
     },
     Builtin {
         name: "upsert-resource",

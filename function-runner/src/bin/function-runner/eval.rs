@@ -283,6 +283,8 @@ pub(crate) struct EvalPodArgs {
     /// run built-in.
     #[arg(long)]
     pub(crate) no_default_builtins: bool,
+    #[command(flatten)]
+    pub(crate) starlark: crate::StarlarkArgs,
     /// Not a flag: set by the command from its own.
     #[arg(skip)]
     pub(crate) function: FunctionPrivileges,
@@ -367,6 +369,11 @@ impl EvalPodArgs {
     /// Which images run built-in: `--functions`' goExecutor entries and,
     /// unless `--no-default-builtins`, the catalog's.
     pub(crate) fn builtins(&self) -> Builtins {
+        if let Err(e) = self.starlark.configure() {
+            // Without the sandbox, a starlark program runs in this
+            // process (limits but the depth off): say so.
+            tracing::warn!("{e}");
+        }
         Builtins::from_dir(
             self.functions.as_deref(),
             &self.default_image_prefix,

@@ -171,6 +171,8 @@ pub(crate) struct ServeArgs {
     /// entries then run built-in.
     #[arg(long)]
     no_default_builtins: bool,
+    #[command(flatten)]
+    starlark: crate::StarlarkArgs,
 }
 
 /// The registry flags, as Porch reads them: the CA only with private
@@ -193,6 +195,7 @@ fn registry_settings(args: &ServeArgs) -> RegistrySettings {
 
 /// Serves until SIGTERM or SIGINT, then drains and stops every pod.
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    args.starlark.configure()?;
     let opts = RunnerOptions {
         default_builtins: !args.no_default_builtins,
         functions: args.functions.clone(),

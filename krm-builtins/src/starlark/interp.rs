@@ -1,0 +1,355 @@
+//! One program's run in the interpreter (the `starlark` crate): the
+//! ResourceList as Starlark values, the program, the items back as nodes.
+//! Runs in the sandbox process ([`super::sandbox`]) or, in tests, here.
+
+use std::cell::RefCell;
+
+use krm_yaml::Node;
+use serde::{Deserialize, Serialize};
+use starlark::environment::{GlobalsBuilder, LibraryExtension, Module};
+use starlark::eval::Evaluator;
+use starlark::syntax::{AstModule, Dialect};
+use starlark::values::dict::{AllocDict, DictRef};
+use starlark::values::list::{AllocList, ListRef};
+use starlark::values::structs::AllocStruct;
+use starlark::values::tuple::TupleRef;
+use starlark::values::{Heap, Value};
+use starlark::ErrorKind;
+
+use super::source::Rewritten;
+
+/// How deep calls may nest when the request names no depth: far past
+/// what a configuration program needs, well inside the sandbox thread's
+/// stack ([`super::sandbox::STACK_BYTES`]).
+pub const DEFAULT_MAX_DEPTH: usize = 2_000;
+
+/// What the sandbox is asked to run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Request {
+    pub name: String,
+    pub source: String,
+    pub items: Vec<Node>,
+    pub function_config: Option<Node>,
+    /// 0: [`DEFAULT_MAX_DEPTH`].
+    pub max_depth: usize,
+}
+
+/// The items the program left, or the error result's message.
+pub type Outcome = Result<Vec<Node>, String>;
+
+/// Runs the program; `print` gets each line it prints.
+pub fn execute(req: &Request, print: &dyn Fn(&str)) -> Outcome {
+    let rewritten = super::source::rewrite(&req.source);
+    let ast = AstModule::parse(&req.name, rewritten.text.clone(), &dialect())
+        .map_err(|e| describe(&req.name, &e, &rewritten))?;
+    let globals = GlobalsBuilder::extended_by(&[
+        LibraryExtension::SetType,
+        LibraryExtension::Print,
+        LibraryExtension::StructType,
+    ])
+    .with(super::libs::while_guard)
+    .build();
+    let loader = super::libs::Loader;
+    let printer = Printer(print);
+    let depth = if req.max_depth == 0 {
+        DEFAULT_MAX_DEPTH
+    } else {
+        req.max_depth
+    };
+    Module::with_temp_heap(|module| {
+        let heap = module.heap();
+        let rl = resource_list(heap, req)?;
+        let open_api = if req.source.contains("open_api") {
+            super::openapi::value(heap)?
+        } else {
+            Value::new_none()
+        };
+        let ctx = heap.alloc(AllocStruct([
+            ("resource_list", rl),
+            ("open_api", open_api),
+            ("environment", heap.alloc(AllocDict::EMPTY)),
+        ]));
+        module.set("ctx", ctx);
+        let mut eval = Evaluator::new(&module);
+        eval.set_loader(&loader);
+        eval.set_print_handler(&printer);
+        eval.set_max_callstack_size(depth)
+            .map_err(|e| format!("setting the depth limit: {e}"))?;
+        match eval.eval_module(ast, &globals) {
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::StackOverflow(_)) => {
+                return Err(format!(
+                    "{}: the program's calls nest deeper than {depth} (the depth limit)",
+                    req.name
+                ))
+            }
+            Err(e) => return Err(describe(&req.name, &e, &rewritten)),
+        }
+        items_out(rl)
+    })
+}
+
+/// Go Starlark as the catalog sets it (`AllowSet`, `AllowRecursion`,
+/// `AllowGlobalReassign`: top-level `if`/`for`).
+fn dialect() -> Dialect {
+    Dialect {
+        enable_top_level_stmt: true,
+        enable_keyword_only_arguments: true,
+        ..Dialect::Standard
+    }
+}
+
+/// The error result's message. `fail()` reads as the catalog's
+/// (`fail: MSG`); the rest name where, as `NAME:LINE:COL: MSG` (Go
+/// Starlark's form for a syntax error), lines as the user wrote them.
+fn describe(name: &str, e: &starlark::Error, rewritten: &Rewritten) -> String {
+    if let ErrorKind::Fail(msg) = e.kind() {
+        return format!("fail:{msg}");
+    }
+    let msg = match e.kind() {
+        ErrorKind::Parser(m)
+        | ErrorKind::Value(m)
+        | ErrorKind::Function(m)
+        | ErrorKind::Scope(m)
+        | ErrorKind::Native(m)
+        | ErrorKind::Other(m)
+        | ErrorKind::Internal(m)
+        | ErrorKind::Freeze(m)
+        | ErrorKind::StackOverflow(m)
+        | ErrorKind::Fail(m) => m.to_string(),
+        _ => e.without_diagnostic().to_string(),
+    };
+    match e.span() {
+        Some(span) => {
+            let at = span.resolve_span();
+            format!(
+                "{name}:{}:{}: {msg}",
+                rewritten.original_line(at.begin.line),
+                at.begin.column + 1
+            )
+        }
+        None => format!("{name}: {msg}"),
+    }
+}
+
+struct Printer<'a>(&'a dyn Fn(&str));
+
+impl starlark::PrintHandler for Printer<'_> {
+    fn println(&self, text: &str) -> starlark::Result<()> {
+        (self.0)(text);
+        Ok(())
+    }
+}
+
+/// kyaml's `WrapResources`: `apiVersion`, `kind`, `items`, and
+/// `functionConfig` when there is one.
+fn resource_list<'v>(heap: Heap<'v>, req: &Request) -> Result<Value<'v>, String> {
+    let mut items = Vec::with_capacity(req.items.len());
+    for item in &req.items {
+        items.push(node_value(heap, item)?);
+    }
+    let mut fields: Vec<(&str, Value<'v>)> = vec![
+        ("apiVersion", heap.alloc("config.kubernetes.io/v1")),
+        ("kind", heap.alloc("ResourceList")),
+        ("items", heap.alloc(AllocList(items))),
+    ];
+    if let Some(fc) = &req.function_config {
+        fields.push(("functionConfig", node_value(heap, fc)?));
+    }
+    Ok(heap.alloc(AllocDict(fields)))
+}
+
+/// A node's data as Starlark values, types as yaml.v3 decodes them
+/// (aliases followed).
+pub(super) fn node_value<'v>(heap: Heap<'v>, node: &Node) -> Result<Value<'v>, String> {
+    let data = krm_yaml::value::to_value(node).map_err(|e| e.to_string())?;
+    data_value(heap, &data)
+}
+
+/// Plain data as Starlark values.
+pub(super) fn data_value<'v>(heap: Heap<'v>, v: &serde_yaml_ng::Value) -> Result<Value<'v>, String> {
+    use serde_yaml_ng::Value as Y;
+    Ok(match v {
+        Y::Null => Value::new_none(),
+        Y::Bool(b) => Value::new_bool(*b),
+        Y::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                heap.alloc(i)
+            } else if let Some(u) = n.as_u64() {
+                heap.alloc(u)
+            } else {
+                heap.alloc(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        Y::String(s) => heap.alloc(s.as_str()),
+        Y::Sequence(seq) => {
+            let mut out = Vec::with_capacity(seq.len());
+            for x in seq {
+                out.push(data_value(heap, x)?);
+            }
+            heap.alloc(AllocList(out))
+        }
+        Y::Mapping(map) => {
+            let mut out = Vec::with_capacity(map.len());
+            for (k, x) in map {
+                let key = match k {
+                    Y::Sequence(_) | Y::Mapping(_) => {
+                        return Err(
+                            "a mapping key that is itself a mapping or a sequence cannot be a Starlark dict key"
+                                .into(),
+                        )
+                    }
+                    k => data_value(heap, k)?,
+                };
+                out.push((key, data_value(heap, x)?));
+            }
+            heap.alloc(AllocDict(out))
+        }
+        Y::Tagged(t) => data_value(heap, &t.value)?,
+    })
+}
+
+/// kyaml's `UnwrapResources`: what the program left in `items`.
+fn items_out(rl: Value<'_>) -> Result<Vec<Node>, String> {
+    let Some(dict) = DictRef::from_value(rl) else {
+        return Err("ctx.resource_list is no longer a dict".into());
+    };
+    let Some(items) = dict.get_str("items") else {
+        return Ok(Vec::new());
+    };
+    if items.is_none() {
+        return Ok(Vec::new());
+    }
+    let Some(list) = ListRef::from_value(items).map(|l| l.content().to_vec()) else {
+        return Err(format!(
+            "ctx.resource_list[\"items\"] must be a list, not a {}",
+            items.get_type()
+        ));
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for (n, item) in list.into_iter().enumerate() {
+        if DictRef::from_value(item).is_none() {
+            return Err(format!(
+                "ctx.resource_list[\"items\"][{n}] must be a dict (a resource), not a {}",
+                item.get_type()
+            ));
+        }
+        out.push(value_node(item, 0)?);
+    }
+    Ok(out)
+}
+
+/// How deep a value written back may nest (a list that contains itself
+/// would otherwise never end).
+const MAX_NESTING: usize = 1_000;
+
+/// A Starlark value as a node, as yaml.v3 encodes the Go value the
+/// catalog's conversion makes of it.
+pub(super) fn value_node(v: Value<'_>, depth: usize) -> Result<Node, String> {
+    if depth > MAX_NESTING {
+        return Err(format!(
+            "a value nests deeper than {MAX_NESTING} levels (does a list or dict contain itself?)"
+        ));
+    }
+    if v.is_none() {
+        return Ok(Node {
+            tag: "!!null".into(),
+            value: "null".into(),
+            ..Node::default()
+        });
+    }
+    if let Some(b) = v.unpack_bool() {
+        return Ok(Node {
+            tag: "!!bool".into(),
+            value: if b { "true" } else { "false" }.into(),
+            ..Node::default()
+        });
+    }
+    if let Some(s) = v.unpack_str() {
+        return Ok(Node::string(s));
+    }
+    match v.get_type() {
+        "int" => {
+            return Ok(Node {
+                tag: "!!int".into(),
+                value: v.to_repr().into(),
+                ..Node::default()
+            })
+        }
+        "float" => {
+            return Ok(Node {
+                tag: "!!float".into(),
+                value: go_float(&v.to_repr()).into(),
+                ..Node::default()
+            })
+        }
+        _ => {}
+    }
+    if let Some(d) = DictRef::from_value(v) {
+        let mut content = Vec::with_capacity(d.len() * 2);
+        for (k, x) in d.iter() {
+            let key = match k.get_type() {
+                "string" | "int" | "float" | "bool" | "NoneType" => value_node(k, depth + 1)?,
+                t => return Err(format!("a dict key of type {t} cannot be written as YAML")),
+            };
+            content.push(key);
+            content.push(value_node(x, depth + 1)?);
+        }
+        return Ok(Node::mapping(content));
+    }
+    let elems: Option<Vec<Value<'_>>> = ListRef::from_value(v)
+        .map(|l| l.content().to_vec())
+        .or_else(|| TupleRef::from_value(v).map(|t| t.content().to_vec()));
+    if let Some(elems) = elems {
+        let mut content = Vec::with_capacity(elems.len());
+        for x in elems {
+            content.push(value_node(x, depth + 1)?);
+        }
+        return Ok(Node::sequence(content));
+    }
+    Err(format!(
+        "a value of type {} cannot be written as YAML",
+        v.get_type()
+    ))
+}
+
+/// A float as Go's `strconv.FormatFloat(f, 'g', -1, 64)` writes it (what
+/// yaml.v3 writes), from Starlark's repr.
+fn go_float(repr: &str) -> String {
+    match repr {
+        "+inf" | "inf" => return ".inf".into(),
+        "-inf" => return "-.inf".into(),
+        "nan" => return ".nan".into(),
+        _ => {}
+    }
+    let Ok(f) = repr.parse::<f64>() else {
+        return repr.to_owned();
+    };
+    let a = f.abs();
+    if a != 0.0 && !(1e-4..1e21).contains(&a) {
+        // Go: mantissa, `e`, sign, at least two exponent digits.
+        let s = format!("{f:e}");
+        if let Some((m, e)) = s.split_once('e') {
+            let (sign, digits) = match e.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', e),
+            };
+            return format!("{m}e{sign}{digits:0>2}");
+        }
+        return s;
+    }
+    format!("{f}")
+}
+
+/// What `print` wrote, kept in this process (tests).
+#[derive(Default)]
+pub struct Printed(pub RefCell<String>);
+
+impl Printed {
+    pub fn line(&self, text: &str) {
+        let mut s = self.0.borrow_mut();
+        s.push_str(text);
+        s.push('\n');
+    }
+}
+

@@ -1,0 +1,292 @@
+//! The sandbox a Starlark program runs in: a child process of the
+//! embedding binary (`BINARY __starlark-sandbox`, [`sandbox_main`]), one
+//! per call.
+//!
+//! Why a process: the interpreter cannot bound what one expression
+//! allocates (`"x" * 2**30` asks the allocator at once, and a failed
+//! allocation aborts the whole process), and its own heap limit is, in its
+//! authors' words, best-effort ("use OS-level APIs in a subprocess if you
+//! want that"). In a child, the kernel enforces the budget
+//! (`RLIMIT_AS`), a deadline is a kill, a runaway leaves nothing behind in
+//! the runner, and the runner goes on serving.
+//!
+//! What the child may do: read its request on stdin, write its answer on
+//! stdout and `print` lines on stderr. Its environment is empty, it can
+//! open no file or socket (`RLIMIT_NOFILE` at the three it has), write no
+//! file (`RLIMIT_FSIZE` 0) and dump no core; the interpreter has no file,
+//! network, process or clock primitive besides [`super::libs`]' `time.now()`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{mpsc, OnceLock};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::interp::{self, Outcome, Request};
+use crate::{Context, Stop};
+
+/// The argument that makes the embedding binary a sandbox
+/// ([`sandbox_main`]).
+pub const SANDBOX_ARG: &str = "__starlark-sandbox";
+
+/// The sandbox thread's stack: deep enough for
+/// [`interp::DEFAULT_MAX_DEPTH`] nested calls of a large function.
+pub const STACK_BYTES: usize = 256 << 20;
+
+/// How much of the child's stderr (its `print` lines) is kept.
+const MAX_STDERR: usize = 1 << 20;
+
+/// What the sandbox may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// The binary to run as the sandbox, with [`SANDBOX_ARG`] first.
+    pub program: PathBuf,
+    /// The program's memory, beyond what the child holds before it
+    /// starts (the interpreter, its stack): its address space is capped
+    /// at that plus this.
+    pub memory_bytes: u64,
+    /// How deep calls may nest (0: the default).
+    pub max_depth: usize,
+    /// The flag that sets `memory_bytes`, named in the error.
+    pub memory_flag: String,
+}
+
+static LIMITS: OnceLock<Limits> = OnceLock::new();
+
+/// Runs every later program in a sandbox with these limits (once per
+/// process; later calls are ignored).
+pub fn configure(limits: Limits) {
+    let _ = LIMITS.set(limits);
+}
+
+/// What a run left: its outcome and what it printed.
+#[derive(Debug)]
+pub(super) struct Ran {
+    pub outcome: Outcome,
+    pub stderr: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Job {
+    request: Request,
+    memory_bytes: u64,
+}
+
+/// Runs the program: in the sandbox when one is configured, else here.
+pub(super) fn execute(mut request: Request, ctx: &Context) -> Result<Ran, Stop> {
+    ctx.check()?;
+    let Some(limits) = LIMITS.get() else {
+        let printed = interp::Printed::default();
+        let outcome = interp::execute(&request, &|l| printed.line(l));
+        return Ok(Ran {
+            outcome,
+            stderr: printed.0.into_inner(),
+        });
+    };
+    request.max_depth = limits.max_depth;
+    let name = request.name.clone();
+    let job = serde_json::to_vec(&Job {
+        request,
+        memory_bytes: limits.memory_bytes,
+    })
+    .map_err(|e| Stop::Failed(format!("starlark: encoding the request: {e}")))?;
+    let mut child = Command::new(&limits.program)
+        .arg(SANDBOX_ARG)
+        .env_clear()
+        // One malloc arena: the budget is the program's, not the arenas'
+        // address space reserved per thread.
+        .env("MALLOC_ARENA_MAX", "1")
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            Stop::Failed(format!(
+                "starlark: starting the sandbox {}: {e}",
+                limits.program.display()
+            ))
+        })?;
+    let (mut stdin, mut stdout, mut stderr) =
+        match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+            (Some(i), Some(o), Some(e)) => (i, o, e),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Stop::Failed("starlark: the sandbox has no pipes".into()));
+            }
+        };
+    let writer = std::thread::spawn(move || {
+        // A child that died early closes its end: its status says why.
+        let _ = stdin.write_all(&job);
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 8192];
+        let mut dropped = 0usize;
+        loop {
+            match stderr.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let room = MAX_STDERR.saturating_sub(kept.len()).min(n);
+                    kept.extend_from_slice(buf.get(..room).unwrap_or_default());
+                    dropped += n - room;
+                }
+            }
+        }
+        (kept, dropped)
+    });
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let read = stdout.read_to_end(&mut out);
+        let _ = tx.send(read.map(|_| out));
+    });
+    let out = loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(read) => break read.unwrap_or_default(),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(stop) = ctx.check() {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    let _ = writer.join();
+                    return Err(stop);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break Vec::new(),
+        }
+    };
+    let status = child.wait();
+    let _ = writer.join();
+    let (kept, dropped) = err_reader.join().unwrap_or_default();
+    let mut stderr = String::from_utf8_lossy(&kept).into_owned();
+    let outcome = match status {
+        Ok(s) if s.success() => serde_json::from_slice::<Outcome>(&out)
+            .unwrap_or_else(|e| Err(format!("starlark: the sandbox's answer: {e}"))),
+        Ok(s) => Err(died(&name, s, &mut stderr, limits)),
+        Err(e) => Err(format!("starlark: waiting for the sandbox: {e}")),
+    };
+    if dropped > 0 {
+        stderr.push_str(&format!("\n({dropped} more bytes of output dropped)\n"));
+    }
+    Ok(Ran { outcome, stderr })
+}
+
+/// Why the child ended without an answer, in the user's terms; the
+/// runtime's own last words are taken off its stderr.
+fn died(name: &str, status: ExitStatus, stderr: &mut String, limits: &Limits) -> String {
+    let memory = ["memory allocation of", "capacity overflow"];
+    let stack = ["has overflowed its stack", "stack overflow"];
+    let said = |keys: &[&str]| keys.iter().any(|k| stderr.contains(k));
+    let what = if said(&memory) {
+        format!(
+            "{name}: the program went over its memory budget of {} MiB ({})",
+            limits.memory_bytes >> 20,
+            limits.memory_flag
+        )
+    } else if said(&stack) {
+        format!("{name}: the program's calls nest too deep for the sandbox's stack")
+    } else {
+        format!("{name}: the starlark sandbox ended without an answer ({status})")
+    };
+    let keep: Vec<&str> = stderr
+        .lines()
+        .filter(|l| {
+            !(memory.iter().chain(stack.iter()).any(|k| l.contains(k))
+                || l.starts_with("fatal runtime error"))
+        })
+        .collect();
+    *stderr = if keep.is_empty() {
+        String::new()
+    } else {
+        keep.join("\n") + "\n"
+    };
+    what
+}
+
+/// The sandbox's `main`: reads a [`Job`] on stdin, confines itself, runs
+/// the program on a thread with a deep stack, writes the [`Outcome`] on
+/// stdout. Returns the exit code.
+pub fn sandbox_main() -> i32 {
+    let mut input = Vec::new();
+    if let Err(e) = std::io::stdin().read_to_end(&mut input) {
+        eprintln!("starlark sandbox: reading the request: {e}");
+        return 2;
+    }
+    let job: Job = match serde_json::from_slice(&input) {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("starlark sandbox: reading the request: {e}");
+            return 2;
+        }
+    };
+    drop(input);
+    let run = std::thread::Builder::new()
+        .name("starlark".into())
+        .stack_size(STACK_BYTES)
+        .spawn(move || {
+            confine(job.memory_bytes)?;
+            let stderr = std::io::stderr();
+            Ok(interp::execute(&job.request, &|line| {
+                let mut e = stderr.lock();
+                let _ = writeln!(e, "{line}");
+            }))
+        });
+    let outcome: Result<Outcome, String> = match run {
+        Ok(h) => h
+            .join()
+            .unwrap_or_else(|_| Err("the interpreter stopped".into())),
+        Err(e) => Err(format!("starting the interpreter's thread: {e}")),
+    };
+    let outcome = match outcome {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("starlark sandbox: {e}");
+            return 2;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    let written = serde_json::to_writer(&mut stdout, &outcome)
+        .map_err(std::io::Error::from)
+        .and_then(|()| stdout.flush());
+    match written {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("starlark sandbox: writing the answer: {e}");
+            2
+        }
+    }
+}
+
+/// The limits the kernel holds the child to, set once its thread (and
+/// stack) exist: address space = what it holds now + `memory_bytes`; no
+/// new file descriptors, no file writes, no core dump.
+fn confine(memory_bytes: u64) -> Result<(), String> {
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    let statm = std::fs::read_to_string("/proc/self/statm")
+        .map_err(|e| format!("reading /proc/self/statm: {e}"))?;
+    let pages: u64 = statm
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .ok_or("reading /proc/self/statm: no size")?;
+    // x86_64 and aarch64 Linux pages (statm counts in pages).
+    let held = pages * 4096;
+    let set = |r: Resource, n: u64| {
+        setrlimit(
+            r,
+            Rlimit {
+                current: Some(n),
+                maximum: Some(n),
+            },
+        )
+        .map_err(|e| format!("setting {r:?}: {e}"))
+    };
+    set(Resource::Core, 0)?;
+    set(Resource::Fsize, 0)?;
+    set(Resource::Nofile, 3)?;
+    set(Resource::As, held.saturating_add(memory_bytes))?;
+    Ok(())
+}
