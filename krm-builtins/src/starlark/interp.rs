@@ -23,6 +23,9 @@ use super::source::Rewritten;
 /// stack ([`super::sandbox::STACK_BYTES`]).
 pub const DEFAULT_MAX_DEPTH: usize = 2_000;
 
+/// The module slot that keeps `ctx.resource_list` for reading back.
+const RESOURCE_LIST: &str = "__krm_resource_list";
+
 /// What the sandbox is asked to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Request {
@@ -70,6 +73,9 @@ pub fn execute(req: &Request, print: &dyn Fn(&str)) -> Outcome {
             ("environment", heap.alloc(AllocDict::EMPTY)),
         ]));
         module.set("ctx", ctx);
+        // The evaluator's collector moves values: only what a module
+        // slot holds is found again after it ran (a Rust local is not).
+        module.set(RESOURCE_LIST, rl);
         let mut eval = Evaluator::new(&module);
         eval.set_loader(&loader);
         eval.set_print_handler(&printer);
@@ -85,6 +91,9 @@ pub fn execute(req: &Request, print: &dyn Fn(&str)) -> Outcome {
             }
             Err(e) => return Err(describe(&req.name, &e, &rewritten)),
         }
+        let rl = module
+            .get(RESOURCE_LIST)
+            .ok_or("the program's ResourceList went missing")?;
         items_out(rl)
     })
 }

@@ -177,7 +177,7 @@ pub(super) fn execute(mut request: Request, ctx: &Context) -> Result<Ran, Stop> 
 /// Why the child ended without an answer, in the user's terms; the
 /// runtime's own last words are taken off its stderr.
 fn died(name: &str, status: ExitStatus, stderr: &mut String, limits: &Limits) -> String {
-    let memory = ["memory allocation of", "capacity overflow"];
+    let memory = ["memory allocation of", "capacity overflow", "out of memory"];
     let stack = ["has overflowed its stack", "stack overflow"];
     let said = |keys: &[&str]| keys.iter().any(|k| stderr.contains(k));
     let what = if said(&memory) {
@@ -195,7 +195,9 @@ fn died(name: &str, status: ExitStatus, stderr: &mut String, limits: &Limits) ->
         .lines()
         .filter(|l| {
             !(memory.iter().chain(stack.iter()).any(|k| l.contains(k))
-                || l.starts_with("fatal runtime error"))
+                || l.starts_with("fatal runtime error")
+                || l.starts_with("note: run with `RUST_BACKTRACE")
+                || (l.starts_with("thread '") && l.contains("panicked at")))
         })
         .collect();
     *stderr = if keep.is_empty() {
