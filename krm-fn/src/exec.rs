@@ -900,6 +900,45 @@ fn lock_registry() -> MutexGuard<'static, BTreeMap<i32, Entry>> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// A child started by [`spawn_registered`]: known to the sweep as a call's
+/// process (neither it nor, while it runs, the orphans it leaves are taken
+/// for orphans) until this is dropped, which must come after its spawner
+/// reaped it (else a sweep could reap it first).
+#[derive(Debug)]
+pub struct Registered {
+    pid: i32,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        lock_registry().remove(&self.pid);
+    }
+}
+
+/// Spawns `cmd` as a std `Child` its caller waits for itself (no runtime
+/// needed), in a process group of its own, registered as a call's process
+/// (see [`Registered`]). For helpers a runner starts outside the function
+/// calls (the starlark sandbox): unregistered, a subreaper's sweep would
+/// kill them as orphans.
+pub fn spawn_registered(cmd: &mut Command) -> io::Result<(std::process::Child, Registered)> {
+    cmd.process_group(0);
+    let id = NEXT_SPAWN.fetch_add(1, Ordering::Relaxed);
+    cmd.env(MARKER_VAR, format!("{}.{id}", std::process::id()));
+    let gate = SPAWN_GATE.read().unwrap_or_else(PoisonError::into_inner);
+    let child = cmd.spawn()?;
+    let pid = i32::try_from(child.id())
+        .map_err(|_| io::Error::other(format!("invalid child pid {}", child.id())))?;
+    lock_registry().insert(
+        pid,
+        Entry {
+            kind: Kind::Call,
+            id,
+        },
+    );
+    drop(gate);
+    Ok((child, Registered { pid }))
+}
+
 /// Kills the process groups of every child still running (used when the
 /// server exits at once on a second SIGTERM).
 pub fn kill_all_groups() {

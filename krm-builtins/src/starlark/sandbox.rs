@@ -18,7 +18,7 @@
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, OnceLock};
 use std::time::Duration;
 
@@ -39,7 +39,7 @@ pub const STACK_BYTES: usize = 256 << 20;
 const MAX_STDERR: usize = 1 << 20;
 
 /// What the sandbox may use.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     /// The binary to run as the sandbox, with [`SANDBOX_ARG`] first.
     pub program: PathBuf,
@@ -51,7 +51,14 @@ pub struct Limits {
     pub max_depth: usize,
     /// The flag that sets `memory_bytes`, named in the error.
     pub memory_flag: String,
+    /// Starts the child: the embedding binary's way of spawning a helper
+    /// (a runner that reaps orphans must know it), with a guard it keeps
+    /// until the child was reaped.
+    pub spawn: Spawn,
 }
+
+/// See [`Limits::spawn`].
+pub type Spawn = fn(&mut Command) -> std::io::Result<(Child, Box<dyn std::any::Any + Send>)>;
 
 static LIMITS: OnceLock<Limits> = OnceLock::new();
 
@@ -92,8 +99,8 @@ pub(super) fn execute(mut request: Request, ctx: &Context) -> Result<Ran, Stop> 
         memory_bytes: limits.memory_bytes,
     })
     .map_err(|e| Stop::Failed(format!("starlark: encoding the request: {e}")))?;
-    let mut child = Command::new(&limits.program)
-        .arg(SANDBOX_ARG)
+    let mut cmd = Command::new(&limits.program);
+    cmd.arg(SANDBOX_ARG)
         .env_clear()
         // One malloc arena: the budget is the program's, not the arenas'
         // address space reserved per thread.
@@ -101,9 +108,8 @@ pub(super) fn execute(mut request: Request, ctx: &Context) -> Result<Ran, Stop> 
         .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
+        .stderr(Stdio::piped());
+    let (mut child, guard) = (limits.spawn)(&mut cmd).map_err(|e| {
             Stop::Failed(format!(
                 "starlark: starting the sandbox {}: {e}",
                 limits.program.display()
@@ -115,6 +121,7 @@ pub(super) fn execute(mut request: Request, ctx: &Context) -> Result<Ran, Stop> 
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
+                drop(guard);
                 return Err(Stop::Failed("starlark: the sandbox has no pipes".into()));
             }
         };
@@ -151,6 +158,7 @@ pub(super) fn execute(mut request: Request, ctx: &Context) -> Result<Ran, Stop> 
                 if let Err(stop) = ctx.check() {
                     let _ = child.kill();
                     let _ = child.wait();
+                    drop(guard);
                     let _ = writer.join();
                     return Err(stop);
                 }
@@ -159,6 +167,7 @@ pub(super) fn execute(mut request: Request, ctx: &Context) -> Result<Ran, Stop> 
         }
     };
     let status = child.wait();
+    drop(guard);
     let _ = writer.join();
     let (kept, dropped) = err_reader.join().unwrap_or_default();
     let mut stderr = String::from_utf8_lossy(&kept).into_owned();

@@ -64,6 +64,11 @@ impl StarlarkArgs {
             memory_bytes: self.starlark_memory_limit,
             max_depth: 0,
             memory_flag: format!("--starlark-memory-limit {}", show_size(self.starlark_memory_limit)),
+            // Known to the orphan sweep of a runner that reaps orphans.
+            spawn: |cmd| {
+                let (child, registered) = krm_fn::exec::spawn_registered(cmd)?;
+                Ok((child, Box::new(registered)))
+            },
         });
         Ok(())
     }
