@@ -128,7 +128,18 @@ fn describe(name: &str, e: &starlark::Error, rewritten: &Rewritten) -> String {
         | ErrorKind::Fail(m) => m.to_string(),
         _ => e.without_diagnostic().to_string(),
     };
-    match e.span() {
+    // An error inside a module's own Starlark (`re.star`'s helpers) is
+    // told where the program called into it: the outermost frame of
+    // the call stack that is in the program.
+    let in_program = |s: &&starlark::codemap::FileSpan| s.filename() == name;
+    let span = e.span().filter(in_program).or_else(|| {
+        e.call_stack()
+            .frames
+            .iter()
+            .filter_map(|f| f.location.as_ref())
+            .rfind(in_program)
+    });
+    match span {
         Some(span) => {
             let at = span.resolve_span();
             format!(
@@ -176,7 +187,10 @@ pub(super) fn node_value<'v>(heap: Heap<'v>, node: &Node) -> Result<Value<'v>, S
 }
 
 /// Plain data as Starlark values.
-pub(super) fn data_value<'v>(heap: Heap<'v>, v: &serde_yaml_ng::Value) -> Result<Value<'v>, String> {
+pub(super) fn data_value<'v>(
+    heap: Heap<'v>,
+    v: &serde_yaml_ng::Value,
+) -> Result<Value<'v>, String> {
     use serde_yaml_ng::Value as Y;
     Ok(match v {
         Y::Null => Value::new_none(),
@@ -334,8 +348,9 @@ fn go_float(repr: &str) -> String {
     let Ok(f) = repr.parse::<f64>() else {
         return repr.to_owned();
     };
+    // Go's shortest 'g' turns to an exponent below 1e-4 and from 1e+06.
     let a = f.abs();
-    if a != 0.0 && !(1e-4..1e21).contains(&a) {
+    if a != 0.0 && !(1e-4..1e6).contains(&a) {
         // Go: mantissa, `e`, sign, at least two exponent digits.
         let s = format!("{f:e}");
         if let Some((m, e)) = s.split_once('e') {
@@ -361,4 +376,3 @@ impl Printed {
         s.push('\n');
     }
 }
-

@@ -121,7 +121,11 @@ fn read_config(fc: Option<&Node>) -> Result<Config, String> {
                 return Err(format!(
                     "yaml: unmarshal errors:\n  line {}: cannot unmarshal !!{} into string",
                     n.line,
-                    if n.kind == Kind::Mapping { "map" } else { "seq" }
+                    if n.kind == Kind::Mapping {
+                        "map"
+                    } else {
+                        "seq"
+                    }
                 ))
             }
         };

@@ -17,7 +17,7 @@ pub(super) fn value(heap: Heap<'_>) -> Result<Value<'_>, String> {
     flate2::read::GzDecoder::new(DOCUMENT)
         .read_to_end(&mut text)
         .map_err(|e| format!("reading the OpenAPI document: {e}"))?;
-    let data: serde_yaml_ng::Value = serde_json::from_slice(&text)
-        .map_err(|e| format!("reading the OpenAPI document: {e}"))?;
+    let data: serde_yaml_ng::Value =
+        serde_json::from_slice(&text).map_err(|e| format!("reading the OpenAPI document: {e}"))?;
     super::interp::data_value(heap, &data)
 }

@@ -110,11 +110,11 @@ pub(super) fn execute(mut request: Request, ctx: &Context) -> Result<Ran, Stop> 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let (mut child, guard) = (limits.spawn)(&mut cmd).map_err(|e| {
-            Stop::Failed(format!(
-                "starlark: starting the sandbox {}: {e}",
-                limits.program.display()
-            ))
-        })?;
+        Stop::Failed(format!(
+            "starlark: starting the sandbox {}: {e}",
+            limits.program.display()
+        ))
+    })?;
     let (mut stdin, mut stdout, mut stderr) =
         match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),

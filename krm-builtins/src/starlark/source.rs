@@ -93,7 +93,12 @@ pub fn rewrite(src: &str) -> Rewritten {
                     out.push('\n');
                     let inner = format!("{indent}    ");
                     push_mapped(&mut out, &mut map, &check(&inner), i + 1);
-                    push_mapped(&mut out, &mut map, &format!("{inner}{rest}"), header.last + 1);
+                    push_mapped(
+                        &mut out,
+                        &mut map,
+                        &format!("{inner}{rest}"),
+                        header.last + 1,
+                    );
                 }
                 i = header.last + 1;
                 continue;
@@ -136,7 +141,11 @@ fn while_header(lines: &[&str], first: usize) -> Option<Header> {
     let line = lines.get(first)?;
     let t = line.trim_start();
     let after = t.strip_prefix("while")?;
-    if after.chars().next().is_some_and(|c| c.is_alphanumeric() || c == '_') {
+    if after
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    {
         return None;
     }
     let mut cond = String::new();

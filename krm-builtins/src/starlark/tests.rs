@@ -132,7 +132,10 @@ fn errors_name_the_line_and_column_the_user_wrote() {
     assert!(m[0].starts_with("error: prog:5:5: "), "{m:?}");
     let (_, rl) = run(&star("x = 1\nprint(undefined)"), APP);
     let m = messages(&rl);
-    assert!(m[0].starts_with("error: prog:2:7: ") && m[0].contains("undefined"), "{m:?}");
+    assert!(
+        m[0].starts_with("error: prog:2:7: ") && m[0].contains("undefined"),
+        "{m:?}"
+    );
 }
 
 #[test]
@@ -154,10 +157,7 @@ fn config_forms_and_the_catalogs_messages() {
     assert_eq!(rl.log, "5\n");
     assert_eq!(messages(&rl), ["error: fail: x"]);
     // Another version of the group reads as the catalog reads it.
-    let (r, _) = run(
-        &star("print(1)").replace("v1alpha1", "v1beta1"),
-        APP,
-    );
+    let (r, _) = run(&star("print(1)").replace("v1alpha1", "v1beta1"), APP);
     assert_eq!(r, Ok(()));
     for (config, message) in [
         (
@@ -198,13 +198,26 @@ fn new_removed_and_reordered_items_and_bad_output() {
     );
     assert!(!text.contains("kind: Deployment"));
     for (program, message) in [
-        ("ctx.resource_list[\"items\"] = 3", "must be a list, not a int"),
-        ("ctx.resource_list[\"items\"].append(1)", "[\"items\"][2] must be a dict"),
-        ("ctx.resource_list[\"items\"][0][\"f\"] = lambda x: x", "of type function cannot be written"),
+        (
+            "ctx.resource_list[\"items\"] = 3",
+            "must be a list, not a int",
+        ),
+        (
+            "ctx.resource_list[\"items\"].append(1)",
+            "[\"items\"][2] must be a dict",
+        ),
+        (
+            "ctx.resource_list[\"items\"][0][\"f\"] = lambda x: x",
+            "of type function cannot be written",
+        ),
     ] {
         let (r, rl) = run(&star(program), APP);
         assert_eq!(r, Err(Stop::Failed(FAILURE.into())), "{program}");
-        assert!(messages(&rl)[0].contains(message), "{program}: {:?}", messages(&rl));
+        assert!(
+            messages(&rl)[0].contains(message),
+            "{program}: {:?}",
+            messages(&rl)
+        );
     }
 }
 

@@ -1,40 +1,169 @@
 //! What `load()` finds: the modules the catalog's loader knows
 //! (`third_party/.../starlark/loadlib.go`: starlib's, Go Starlark's
 //! `json`, `math` and `time`, and `krmfn.star`), under the same names
-//! and symbols. A module that would reach outside the sandbox (`http`)
-//! loads, and its calls fail saying functions have no network. Any other
-//! name loads as an empty module, as the catalog's loader returns none
-//! (so naming a symbol from it fails).
+//! and symbols:
+//!
+//! | load name              | symbol    | here                                 |
+//! |------------------------|-----------|--------------------------------------|
+//! | `bsoup.star`           | `bsoup`   | loads; its function fails ([`bsoup`]) |
+//! | `encoding/base64.star` | `base64`  | [`base64`]                           |
+//! | `encoding/csv.star`    | `csv`     | [`csv`]                              |
+//! | `encoding/json.star`   | `json`    | [`json`]                             |
+//! | `encoding/yaml.star`   | `yaml`    | [`yaml`]                             |
+//! | `geo.star`             | `geo`     | loads; its functions fail ([`geo`])  |
+//! | `hash.star`            | `hash`    | [`hash`]                             |
+//! | `html.star`            | `html`    | loads; the function fails ([`html`]) |
+//! | `http.star`            | `http`    | loads; no network ([`http`])         |
+//! | `math.star`            | `math`    | [`math`]                             |
+//! | `re.star`              | `re`      | [`re`]                               |
+//! | `time.star`            | `time`    | [`time`]                             |
+//! | `xlsx.star`            | `xlsx`    | loads; its function fails ([`xlsx`]) |
+//! | `zipfile.star`         | `ZipFile` | loads; the function fails ([`zipfile`]) |
+//! | `krmfn.star`           | `krmfn`   | [`krmfn`]                            |
+//!
+//! A module that would reach outside the sandbox (`http`) loads, and its
+//! calls fail saying functions have no network; the ones built on Go
+//! libraries not written again here load, and their calls fail saying
+//! so. Any other name loads as an empty module, as the catalog's loader
+//! returns none (so naming a symbol from it fails).
+//!
+//! Values with methods (`re.compile`'s patterns, `time`'s times) are
+//! structs whose methods are closures, made by a few lines of Starlark
+//! run when the module loads (a module's `PRELUDE`): this crate forbids
+//! `unsafe`, which a Rust type of Starlark value needs.
 
-use starlark::environment::{FrozenModule, GlobalsBuilder};
-use starlark::eval::FileLoader;
+use starlark::environment::{FrozenModule, GlobalsBuilder, LibraryExtension, Module};
+use starlark::eval::{Evaluator, FileLoader};
 use starlark::starlark_module;
+use starlark::syntax::{AstModule, Dialect};
 use starlark::values::Value;
 
+mod base64;
+mod bsoup;
+mod csv;
+mod geo;
+mod hash;
+mod html;
+mod http;
 mod json;
 mod krmfn;
+mod math;
+mod re;
+mod time;
+mod xlsx;
+mod yaml;
+mod zipfile;
 
-/// The catalog's module names and the function that fills each.
-const MODULES: &[(&str, fn(&mut GlobalsBuilder))] = &[
-    ("krmfn.star", krmfn::module),
-    ("encoding/json.star", json::module),
+/// One module: its load name, the Rust functions it fills the globals
+/// with, and the Starlark that defines its symbols from them ("": the
+/// globals are the module).
+struct Lib {
+    name: &'static str,
+    fill: fn(&mut GlobalsBuilder),
+    prelude: &'static str,
+}
+
+const fn lib(name: &'static str, fill: fn(&mut GlobalsBuilder)) -> Lib {
+    Lib {
+        name,
+        fill,
+        prelude: "",
+    }
+}
+
+/// The catalog's modules.
+const MODULES: &[Lib] = &[
+    lib("krmfn.star", krmfn::module),
+    lib("encoding/json.star", json::module),
+    lib("encoding/yaml.star", yaml::module),
+    lib("encoding/base64.star", base64::module),
+    lib("encoding/csv.star", csv::module),
+    lib("hash.star", hash::module),
+    Lib {
+        name: "re.star",
+        fill: re::module,
+        prelude: re::PRELUDE,
+    },
+    lib("math.star", math::module),
+    Lib {
+        name: "time.star",
+        fill: time::module,
+        prelude: time::PRELUDE,
+    },
+    lib("http.star", http::module),
+    lib("bsoup.star", bsoup::module),
+    lib("geo.star", geo::module),
+    lib("html.star", html::module),
+    lib("xlsx.star", xlsx::module),
+    lib("zipfile.star", zipfile::module),
 ];
 
 pub(super) struct Loader;
 
 impl FileLoader for Loader {
     fn load(&self, path: &str) -> starlark::Result<FrozenModule> {
-        let globals = match MODULES.iter().find(|(name, _)| *name == path) {
-            Some((_, fill)) => GlobalsBuilder::new().with(fill).build(),
-            None => GlobalsBuilder::new().build(),
+        let Some(lib) = MODULES.iter().find(|l| l.name == path) else {
+            return freeze_globals(GlobalsBuilder::new());
         };
-        FrozenModule::from_globals(&globals)
-            .map_err(|e| starlark::Error::new_other(anyhow_msg(format!("{e:?}"))))
+        if lib.prelude.is_empty() {
+            return freeze_globals(GlobalsBuilder::new().with(lib.fill));
+        }
+        let globals = GlobalsBuilder::extended_by(&[LibraryExtension::StructType])
+            .with(lib.fill)
+            .build();
+        let ast = AstModule::parse(lib.name, lib.prelude.to_owned(), &Dialect::Standard)?;
+        Module::with_temp_heap(|module| {
+            {
+                let mut eval = Evaluator::new(&module);
+                eval.eval_module(ast, &globals)?;
+            }
+            module
+                .freeze()
+                .map_err(|e| starlark::Error::new_other(anyhow_msg(format!("{e:?}"))))
+        })
     }
+}
+
+fn freeze_globals(builder: GlobalsBuilder) -> starlark::Result<FrozenModule> {
+    FrozenModule::from_globals(&builder.build())
+        .map_err(|e| starlark::Error::new_other(anyhow_msg(format!("{e:?}"))))
 }
 
 fn anyhow_msg(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::other(e.to_string())
+}
+
+/// A float as Go's `strconv.FormatFloat(f, 'g', -1, 64)` writes it
+/// (what `%v` and the YAML encoders write): shortest digits, an exponent
+/// from 1e+06 on and below 1e-04.
+fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    if f == 0.0 {
+        return format!("{f}");
+    }
+    let sci = format!("{f:e}");
+    let Some((mantissa, exp)) = sci.split_once('e') else {
+        return format!("{f}");
+    };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..6).contains(&exp) {
+        return format!("{f}");
+    }
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+}
+
+/// The error of a function the catalog's image has and this built-in
+/// does not.
+fn not_built_in(function: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{function} is not available in the built-in starlark function; run the catalog's image with --no-default-builtins"
+    )
 }
 
 /// `_krm_while` of [`super::source`]: a rewritten `while` loop's
@@ -53,3 +182,6 @@ pub(super) fn while_guard(builder: &mut GlobalsBuilder) {
         Ok(cond.to_bool())
     }
 }
+
+#[cfg(test)]
+mod tests;
