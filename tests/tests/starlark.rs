@@ -86,7 +86,11 @@ async fn hostile_programs_fail_alone_and_the_runner_goes_on_serving() {
     assert!(eventually(Duration::from_secs(10), || sandboxes(pid) == 1).await);
     let served = Instant::now();
     client.evaluate_function(request(LABEL_A)).await.unwrap();
-    assert!(served.elapsed() < Duration::from_secs(2), "{:?}", served.elapsed());
+    assert!(
+        served.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        served.elapsed()
+    );
     let (answer, took) = forever.await.unwrap();
     let err = answer.unwrap_err();
     assert_eq!(err.code(), Code::DeadlineExceeded, "{err:?}");
@@ -98,13 +102,28 @@ async fn hostile_programs_fail_alone_and_the_runner_goes_on_serving() {
     // error naming what stopped it, a few times over.
     for _ in 0..3 {
         for (program, said) in [
-            ("x = \"x\" * 1000000\ny = x * 2000", "over its memory budget of 64 MiB (--starlark-memory-limit 64Mi)"),
-            ("l = []\nfor i in range(100000000):\n  l.append([i])", "over its memory budget of 64 MiB"),
-            ("def f(n):\n  return f(n + 1)\nf(0)", "calls nest deeper than"),
-            ("load(\"http.star\", \"http\")\nhttp.get(\"http://127.0.0.1:1/\")", "no network"),
+            (
+                "x = \"x\" * 1000000\ny = x * 2000",
+                "over its memory budget of 64 MiB (--starlark-memory-limit 64Mi)",
+            ),
+            (
+                "l = []\nfor i in range(100000000):\n  l.append([i])",
+                "over its memory budget of 64 MiB",
+            ),
+            (
+                "def f(n):\n  return f(n + 1)\nf(0)",
+                "calls nest deeper than",
+            ),
+            (
+                "load(\"http.star\", \"http\")\nhttp.get(\"http://127.0.0.1:1/\")",
+                "no network",
+            ),
             ("fail(\"stop here\")", "fail: stop here"),
         ] {
-            let err = client.evaluate_function(request(program)).await.unwrap_err();
+            let err = client
+                .evaluate_function(request(program))
+                .await
+                .unwrap_err();
             assert!(
                 err.message().contains(said),
                 "{program}: {:?} {}",
@@ -149,7 +168,10 @@ fn eval_names_the_budget_and_leaves_the_package_alone() {
         stderr.contains("[error]: function-input: the program went over its memory budget of 32 MiB (--starlark-memory-limit 32Mi)"),
         "{stderr}"
     );
-    assert_eq!(std::fs::read_to_string(dir.path().join("app.yaml")).unwrap(), app);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("app.yaml")).unwrap(),
+        app
+    );
 
     // The same package with a program that fits, and a bad size.
     let out = output_within(
@@ -165,7 +187,12 @@ fn eval_names_the_budget_and_leaves_the_package_alone() {
         Duration::from_secs(60),
     )
     .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         std::fs::read_to_string(dir.path().join("app.yaml")).unwrap(),
         // Written anew, as kpt writes a function's changed resource.

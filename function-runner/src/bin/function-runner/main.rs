@@ -63,7 +63,10 @@ impl StarlarkArgs {
             program,
             memory_bytes: self.starlark_memory_limit,
             max_depth: 0,
-            memory_flag: format!("--starlark-memory-limit {}", show_size(self.starlark_memory_limit)),
+            memory_flag: format!(
+                "--starlark-memory-limit {}",
+                show_size(self.starlark_memory_limit)
+            ),
             // Known to the orphan sweep of a runner that reaps orphans.
             spawn: |cmd| {
                 let (child, registered) = krm_fn::exec::spawn_registered(cmd)?;
@@ -107,9 +110,7 @@ fn show_size(bytes: u64) -> String {
 fn main() -> ExitCode {
     // The starlark sandbox is this binary (krm_builtins::starlark::sandbox).
     if std::env::args().nth(1).as_deref() == Some(krm_builtins::starlark::SANDBOX_ARG) {
-        return ExitCode::from(
-            u8::try_from(krm_builtins::starlark::sandbox_main()).unwrap_or(2),
-        );
+        return ExitCode::from(u8::try_from(krm_builtins::starlark::sandbox_main()).unwrap_or(2));
     }
     let cli = Cli::try_parse().unwrap_or_else(|err| {
         let err = krm_fn::cli::tip_for_word_before_dashes(err, |arg| {
