@@ -16,6 +16,7 @@ use starlark::values::tuple::TupleRef;
 use starlark::values::{Heap, Value};
 use starlark::ErrorKind;
 
+use super::data::Data;
 use super::source::Rewritten;
 
 /// How deep calls may nest when the request names no depth: far past
@@ -31,14 +32,14 @@ const RESOURCE_LIST: &str = "__krm_resource_list";
 pub struct Request {
     pub name: String,
     pub source: String,
-    pub items: Vec<Node>,
-    pub function_config: Option<Node>,
+    pub items: Vec<Data>,
+    pub function_config: Option<Data>,
     /// 0: [`DEFAULT_MAX_DEPTH`].
     pub max_depth: usize,
 }
 
 /// The items the program left, or the error result's message.
-pub type Outcome = Result<Vec<Node>, String>;
+pub type Outcome = Result<Vec<Data>, String>;
 
 /// Runs the program; `print` gets each line it prints.
 pub fn execute(req: &Request, print: &dyn Fn(&str)) -> Outcome {
@@ -166,7 +167,7 @@ impl starlark::PrintHandler for Printer<'_> {
 fn resource_list<'v>(heap: Heap<'v>, req: &Request) -> Result<Value<'v>, String> {
     let mut items = Vec::with_capacity(req.items.len());
     for item in &req.items {
-        items.push(node_value(heap, item)?);
+        items.push(data_to_value(heap, item)?);
     }
     let mut fields: Vec<(&str, Value<'v>)> = vec![
         ("apiVersion", heap.alloc("config.kubernetes.io/v1")),
@@ -174,7 +175,7 @@ fn resource_list<'v>(heap: Heap<'v>, req: &Request) -> Result<Value<'v>, String>
         ("items", heap.alloc(AllocList(items))),
     ];
     if let Some(fc) = &req.function_config {
-        fields.push(("functionConfig", node_value(heap, fc)?));
+        fields.push(("functionConfig", data_to_value(heap, fc)?));
     }
     Ok(heap.alloc(AllocDict(fields)))
 }
@@ -182,8 +183,39 @@ fn resource_list<'v>(heap: Heap<'v>, req: &Request) -> Result<Value<'v>, String>
 /// A node's data as Starlark values, types as yaml.v3 decodes them
 /// (aliases followed).
 pub(super) fn node_value<'v>(heap: Heap<'v>, node: &Node) -> Result<Value<'v>, String> {
-    let data = krm_yaml::value::to_value(node).map_err(|e| e.to_string())?;
-    data_value(heap, &data)
+    data_to_value(heap, &Data::from_node(node)?)
+}
+
+/// Data as Starlark values.
+fn data_to_value<'v>(heap: Heap<'v>, d: &Data) -> Result<Value<'v>, String> {
+    Ok(match d {
+        Data::Null => Value::new_none(),
+        Data::Bool(b) => Value::new_bool(*b),
+        Data::Int(i) => heap.alloc(*i),
+        Data::Big(s) => heap.alloc(s.parse::<f64>().unwrap_or(f64::NAN)),
+        Data::Float(f) => heap.alloc(*f),
+        Data::Str(s) => heap.alloc(s.as_str()),
+        Data::Seq(seq) => {
+            let mut out = Vec::with_capacity(seq.len());
+            for x in seq {
+                out.push(data_to_value(heap, x)?);
+            }
+            heap.alloc(AllocList(out))
+        }
+        Data::Map(map) => {
+            let mut out = Vec::with_capacity(map.len());
+            for (k, x) in map {
+                if matches!(k, Data::Seq(_) | Data::Map(_)) {
+                    return Err(
+                        "a mapping key that is itself a mapping or a sequence cannot be a Starlark dict key"
+                            .into(),
+                    );
+                }
+                out.push((data_to_value(heap, k)?, data_to_value(heap, x)?));
+            }
+            heap.alloc(AllocDict(out))
+        }
+    })
 }
 
 /// Plain data as Starlark values.
@@ -233,7 +265,7 @@ pub(super) fn data_value<'v>(
 }
 
 /// kyaml's `UnwrapResources`: what the program left in `items`.
-fn items_out(rl: Value<'_>) -> Result<Vec<Node>, String> {
+fn items_out(rl: Value<'_>) -> Result<Vec<Data>, String> {
     let Some(dict) = DictRef::from_value(rl) else {
         return Err("ctx.resource_list is no longer a dict".into());
     };
@@ -257,7 +289,7 @@ fn items_out(rl: Value<'_>) -> Result<Vec<Node>, String> {
                 item.get_type()
             ));
         }
-        out.push(value_node(item, 0)?);
+        out.push(value_data(item, 0)?);
     }
     Ok(out)
 }
@@ -269,100 +301,65 @@ const MAX_NESTING: usize = 1_000;
 /// A Starlark value as a node, as yaml.v3 encodes the Go value the
 /// catalog's conversion makes of it.
 pub(super) fn value_node(v: Value<'_>, depth: usize) -> Result<Node, String> {
+    value_data(v, depth).map(|d| d.to_node())
+}
+
+/// A Starlark value as data (what the catalog's conversion makes of it).
+fn value_data(v: Value<'_>, depth: usize) -> Result<Data, String> {
     if depth > MAX_NESTING {
         return Err(format!(
             "a value nests deeper than {MAX_NESTING} levels (does a list or dict contain itself?)"
         ));
     }
     if v.is_none() {
-        return Ok(Node {
-            tag: "!!null".into(),
-            value: "null".into(),
-            ..Node::default()
-        });
+        return Ok(Data::Null);
     }
     if let Some(b) = v.unpack_bool() {
-        return Ok(Node {
-            tag: "!!bool".into(),
-            value: if b { "true" } else { "false" }.into(),
-            ..Node::default()
-        });
+        return Ok(Data::Bool(b));
     }
     if let Some(s) = v.unpack_str() {
-        return Ok(Node::string(s));
+        return Ok(Data::Str(s.to_owned()));
     }
     match v.get_type() {
         "int" => {
-            return Ok(Node {
-                tag: "!!int".into(),
-                value: v.to_repr().into(),
-                ..Node::default()
-            })
+            let repr = v.to_repr();
+            return Ok(repr.parse().map_or(Data::Big(repr), Data::Int));
         }
         "float" => {
-            return Ok(Node {
-                tag: "!!float".into(),
-                value: go_float(&v.to_repr()).into(),
-                ..Node::default()
-            })
+            let f = match v.to_repr().as_str() {
+                "+inf" | "inf" => f64::INFINITY,
+                "-inf" => f64::NEG_INFINITY,
+                r => r.parse().unwrap_or(f64::NAN),
+            };
+            return Ok(Data::Float(f));
         }
         _ => {}
     }
     if let Some(d) = DictRef::from_value(v) {
-        let mut content = Vec::with_capacity(d.len() * 2);
+        let mut map = Vec::with_capacity(d.len());
         for (k, x) in d.iter() {
             let key = match k.get_type() {
-                "string" | "int" | "float" | "bool" | "NoneType" => value_node(k, depth + 1)?,
+                "string" | "int" | "float" | "bool" | "NoneType" => value_data(k, depth + 1)?,
                 t => return Err(format!("a dict key of type {t} cannot be written as YAML")),
             };
-            content.push(key);
-            content.push(value_node(x, depth + 1)?);
+            map.push((key, value_data(x, depth + 1)?));
         }
-        return Ok(Node::mapping(content));
+        return Ok(Data::Map(map));
     }
     let elems: Option<Vec<Value<'_>>> = ListRef::from_value(v)
         .map(|l| l.content().to_vec())
         .or_else(|| TupleRef::from_value(v).map(|t| t.content().to_vec()));
     if let Some(elems) = elems {
-        let mut content = Vec::with_capacity(elems.len());
+        let mut seq = Vec::with_capacity(elems.len());
         for x in elems {
-            content.push(value_node(x, depth + 1)?);
+            seq.push(value_data(x, depth + 1)?);
         }
-        return Ok(Node::sequence(content));
+        return Ok(Data::Seq(seq));
     }
     Err(format!(
         "a value of type {} cannot be written as YAML",
         v.get_type()
     ))
-}
-
-/// A float as Go's `strconv.FormatFloat(f, 'g', -1, 64)` writes it (what
-/// yaml.v3 writes), from Starlark's repr.
-fn go_float(repr: &str) -> String {
-    match repr {
-        "+inf" | "inf" => return ".inf".into(),
-        "-inf" => return "-.inf".into(),
-        "nan" => return ".nan".into(),
-        _ => {}
-    }
-    let Ok(f) = repr.parse::<f64>() else {
-        return repr.to_owned();
-    };
-    // Go's shortest 'g' turns to an exponent below 1e-4 and from 1e+06.
-    let a = f.abs();
-    if a != 0.0 && !(1e-4..1e6).contains(&a) {
-        // Go: mantissa, `e`, sign, at least two exponent digits.
-        let s = format!("{f:e}");
-        if let Some((m, e)) = s.split_once('e') {
-            let (sign, digits) = match e.strip_prefix('-') {
-                Some(d) => ('-', d),
-                None => ('+', e),
-            };
-            return format!("{m}e{sign}{digits:0>2}");
-        }
-        return s;
-    }
-    format!("{f}")
 }
 
 /// What `print` wrote, kept in this process (tests).

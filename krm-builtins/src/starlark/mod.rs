@@ -29,6 +29,7 @@
 //! no environment, killed at the call's deadline. Without one (this
 //! crate's tests), it runs in this process with the same depth limit.
 
+mod data;
 mod interp;
 mod libs;
 mod openapi;
@@ -39,6 +40,7 @@ use krm_yaml::{Kind, Node};
 
 use crate::result::FnResult;
 use crate::{sdk, Context, ResourceList, Stop};
+use data::Data;
 
 pub use sandbox::{configure, sandbox_main, Limits, SANDBOX_ARG};
 
@@ -73,18 +75,28 @@ fn process(rl: &mut ResourceList, ctx: &Context) -> Result<bool, Stop> {
             return Ok(false);
         }
     };
+    let data = |n: &Node| Data::from_node(n);
+    let items: Result<Vec<Data>, String> = rl.items.iter().map(data).collect();
+    let function_config = rl.function_config.as_ref().map(data).transpose();
+    let (items, function_config) = match (items, function_config) {
+        (Ok(i), Ok(f)) => (i, f),
+        (Err(e), _) | (_, Err(e)) => {
+            rl.results.push(FnResult::error(e));
+            return Ok(false);
+        }
+    };
     let request = interp::Request {
         name: config.name,
         source: config.source,
-        items: rl.items.clone(),
-        function_config: rl.function_config.clone(),
+        items,
+        function_config,
         max_depth: 0,
     };
-    let ran = sandbox::execute(request, ctx)?;
+    let ran = sandbox::execute(&request, ctx)?;
     rl.log.push_str(&ran.stderr);
     match ran.outcome {
-        Ok(items) => {
-            rl.items = restore(items, std::mem::take(&mut rl.items));
+        Ok(output) => {
+            rl.items = restore(output, request.items, std::mem::take(&mut rl.items));
             Ok(true)
         }
         Err(msg) => {
@@ -161,53 +173,51 @@ fn gvk_string(api_version: &str, kind: &str) -> String {
 /// kpt's ids, as it sets them before a function runs.
 const IDS: [&str; 2] = ["internal.config.kubernetes.io/id", "config.k8s.io/id"];
 
-/// The output items, each one the program left equal (as data) to the
-/// input it came from given back as it came; the others get that input's
-/// comments and field order (kyaml's `copyCommentsAndSyncOrder`).
-/// An output item comes from the input with its id, else, with no ids at
-/// all, from the input at its position when the count did not change.
-fn restore(output: Vec<Node>, input: Vec<Node>) -> Vec<Node> {
+/// The id of an item.
+fn id_of(d: &Data) -> Option<&str> {
+    IDS.iter()
+        .find_map(|k| d.get_str(&["metadata", "annotations", k]))
+}
+
+/// The output items: each one the program left equal (as data) to the
+/// input it came from is that input's node, as it came; the others are
+/// new nodes with that input's comments and field order (kyaml's
+/// `copyCommentsAndSyncOrder`). An output item comes from the input with
+/// its id, else, with no ids at all, from the input at its position when
+/// the count did not change.
+fn restore(output: Vec<Data>, input: Vec<Data>, nodes: Vec<Node>) -> Vec<Node> {
     use krm_yaml::package::kyaml;
-    let id_of = |n: &Node| {
-        IDS.iter()
-            .find_map(|k| kyaml::annotation(n, k))
-            .map(str::to_owned)
-    };
-    let by_position = output.len() == input.len() && input.iter().all(|n| id_of(n).is_none());
-    let ids: Vec<Option<String>> = input.iter().map(id_of).collect();
-    let mut input: Vec<Option<Node>> = input.into_iter().map(Some).collect();
+    let by_position = output.len() == input.len() && input.iter().all(|d| id_of(d).is_none());
+    let mut nodes: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
     output
         .into_iter()
         .enumerate()
-        .map(|(pos, mut item)| {
+        .map(|(pos, item)| {
             let from = if by_position {
                 Some(pos)
             } else {
-                id_of(&item).and_then(|id| ids.iter().position(|i| i.as_deref() == Some(&id)))
+                id_of(&item).and_then(|id| input.iter().position(|d| id_of(d) == Some(id)))
             };
-            let Some(from) = from else { return item };
-            let Some(slot) = input.get_mut(from) else {
-                return item;
+            let Some(from) = from else {
+                return item.to_node();
             };
-            let same = slot.as_ref().is_some_and(|original| {
-                matches!(
-                    (krm_yaml::value::to_value(original), krm_yaml::value::to_value(&item)),
-                    (Ok(a), Ok(b)) if a == b
-                )
-            });
+            let same = input.get(from) == Some(&item);
+            let Some(slot) = nodes.get_mut(from) else {
+                return item.to_node();
+            };
+            // The first item equal to its input takes that input's node; a
+            // copy the program made gets the comments below.
             if same {
-                // Taken: a second output item with this id is a copy the
-                // program made, which keeps only what it holds.
-                if let Some(orig) = slot.take() {
-                    return orig;
+                if let Some(node) = slot.take() {
+                    return node;
                 }
             }
-            let Some(original) = slot.as_ref() else {
-                return item;
-            };
-            kyaml::copy_comments(original, &mut item);
-            kyaml::sync_order(original, &mut item);
-            item
+            let mut new = item.to_node();
+            if let Some(original) = slot.as_ref() {
+                kyaml::copy_comments(original, &mut new);
+                kyaml::sync_order(original, &mut new);
+            }
+            new
         })
         .collect()
 }

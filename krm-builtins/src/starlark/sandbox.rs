@@ -75,28 +75,39 @@ pub(super) struct Ran {
     pub stderr: String,
 }
 
-#[derive(Serialize, Deserialize)]
+/// What the child is given on stdin (postcard): the request and its
+/// limits.
+#[derive(Deserialize)]
 struct Job {
     request: Request,
     memory_bytes: u64,
+    max_depth: usize,
+}
+
+/// [`Job`] as the parent writes it, without a copy of the request.
+#[derive(Serialize)]
+struct JobRef<'a> {
+    request: &'a Request,
+    memory_bytes: u64,
+    max_depth: usize,
 }
 
 /// Runs the program: in the sandbox when one is configured, else here.
-pub(super) fn execute(mut request: Request, ctx: &Context) -> Result<Ran, Stop> {
+pub(super) fn execute(request: &Request, ctx: &Context) -> Result<Ran, Stop> {
     ctx.check()?;
     let Some(limits) = LIMITS.get() else {
         let printed = interp::Printed::default();
-        let outcome = interp::execute(&request, &|l| printed.line(l));
+        let outcome = interp::execute(request, &|l| printed.line(l));
         return Ok(Ran {
             outcome,
             stderr: printed.0.into_inner(),
         });
     };
-    request.max_depth = limits.max_depth;
     let name = request.name.clone();
-    let job = serde_json::to_vec(&Job {
+    let job = postcard::to_stdvec(&JobRef {
         request,
         memory_bytes: limits.memory_bytes,
+        max_depth: limits.max_depth,
     })
     .map_err(|e| Stop::Failed(format!("starlark: encoding the request: {e}")))?;
     let mut cmd = Command::new(&limits.program);
@@ -172,7 +183,7 @@ pub(super) fn execute(mut request: Request, ctx: &Context) -> Result<Ran, Stop> 
     let (kept, dropped) = err_reader.join().unwrap_or_default();
     let mut stderr = String::from_utf8_lossy(&kept).into_owned();
     let outcome = match status {
-        Ok(s) if s.success() => serde_json::from_slice::<Outcome>(&out)
+        Ok(s) if s.success() => postcard::from_bytes::<Outcome>(&out)
             .unwrap_or_else(|e| Err(format!("starlark: the sandbox's answer: {e}"))),
         Ok(s) => Err(died(&name, s, &mut stderr, limits)),
         Err(e) => Err(format!("starlark: waiting for the sandbox: {e}")),
@@ -226,7 +237,7 @@ pub fn sandbox_main() -> i32 {
         eprintln!("starlark sandbox: reading the request: {e}");
         return 2;
     }
-    let job: Job = match serde_json::from_slice(&input) {
+    let job: Job = match postcard::from_bytes(&input) {
         Ok(j) => j,
         Err(e) => {
             eprintln!("starlark sandbox: reading the request: {e}");
@@ -238,6 +249,8 @@ pub fn sandbox_main() -> i32 {
         .name("starlark".into())
         .stack_size(STACK_BYTES)
         .spawn(move || {
+            let mut job = job;
+            job.request.max_depth = job.max_depth;
             confine(job.memory_bytes)?;
             let stderr = std::io::stderr();
             Ok(interp::execute(&job.request, &|line| {
@@ -259,8 +272,9 @@ pub fn sandbox_main() -> i32 {
         }
     };
     let mut stdout = std::io::stdout().lock();
-    let written = serde_json::to_writer(&mut stdout, &outcome)
-        .map_err(std::io::Error::from)
+    let written = postcard::to_stdvec(&outcome)
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| stdout.write_all(&bytes))
         .and_then(|()| stdout.flush());
     match written {
         Ok(()) => 0,
