@@ -900,10 +900,9 @@ fn lock_registry() -> MutexGuard<'static, BTreeMap<i32, Entry>> {
     REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A child started by [`spawn_registered`]: known to the sweep as a call's
-/// process (neither it nor, while it runs, the orphans it leaves are taken
-/// for orphans) until this is dropped, which must come after its spawner
-/// reaped it (else a sweep could reap it first).
+/// A child started by [`spawn_registered`]: known to the sweep (never
+/// taken for an orphan) until this is dropped, which must come after its
+/// spawner reaped it (else a sweep could reap it first).
 #[derive(Debug)]
 pub struct Registered {
     pid: i32,
@@ -916,10 +915,11 @@ impl Drop for Registered {
 }
 
 /// Spawns `cmd` as a std `Child` its caller waits for itself (no runtime
-/// needed), in a process group of its own, registered as a call's process
-/// (see [`Registered`]). For helpers a runner starts outside the function
-/// calls (the starlark sandbox): unregistered, a subreaper's sweep would
-/// kill them as orphans.
+/// needed), in a process group of its own, registered (see
+/// [`Registered`]) as a server is: it neither shields others' orphans nor
+/// holds back the sweep, however long it runs. For helpers a runner
+/// starts outside the function calls (the starlark sandbox): unregistered,
+/// a subreaper's sweep would kill them as orphans.
 pub fn spawn_registered(cmd: &mut Command) -> io::Result<(std::process::Child, Registered)> {
     cmd.process_group(0);
     let id = NEXT_SPAWN.fetch_add(1, Ordering::Relaxed);
@@ -931,7 +931,7 @@ pub fn spawn_registered(cmd: &mut Command) -> io::Result<(std::process::Child, R
     lock_registry().insert(
         pid,
         Entry {
-            kind: Kind::Call,
+            kind: Kind::Server,
             id,
         },
     );

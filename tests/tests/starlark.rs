@@ -119,6 +119,11 @@ async fn hostile_programs_fail_alone_and_the_runner_goes_on_serving() {
                 "no network",
             ),
             ("fail(\"stop here\")", "fail: stop here"),
+            // More than a call may answer is not read into the runner.
+            (
+                "ctx.resource_list[\"items\"][0][\"metadata\"][\"x\"] = \"y\" * 8000000",
+                "output is over 6291456 bytes",
+            ),
         ] {
             let err = client
                 .evaluate_function(request(program))
@@ -142,75 +147,67 @@ async fn hostile_programs_fail_alone_and_the_runner_goes_on_serving() {
     );
 }
 
+/// `function-runner eval DIR ARGS...`: its exit code and stderr.
+fn eval(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String) {
+    let out = output_within(
+        std::process::Command::new(bin("function-runner"))
+            .arg("eval")
+            .arg(dir)
+            .args(args),
+        None,
+        Duration::from_secs(60),
+    )
+    .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn eval_names_the_budget_and_leaves_the_package_alone() {
     let dir = tempfile::tempdir().unwrap();
     let app = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm # mine\ndata:\n  a: '1'\n";
-    std::fs::write(dir.path().join("app.yaml"), app).unwrap();
-    let out = output_within(
-        std::process::Command::new(bin("function-runner")).args([
-            "eval",
-            dir.path().to_str().unwrap(),
+    let path = dir.path().join("app.yaml");
+    std::fs::write(&path, app).unwrap();
+    let (code, stderr) = eval(
+        dir.path(),
+        &[
             "--image",
             "starlark",
             "--starlark-memory-limit",
             "32Mi",
             "--",
             "source=x = [1] * 1000000000",
-        ]),
-        None,
-        Duration::from_secs(60),
-    )
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+        ],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains("[error]: function-input: the program went over its memory budget of 32 MiB (--starlark-memory-limit 32Mi)"),
         "{stderr}"
     );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("app.yaml")).unwrap(),
-        app
-    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), app);
 
     // The same package with a program that fits, and a bad size.
-    let out = output_within(
-        std::process::Command::new(bin("function-runner")).args([
-            "eval",
-            dir.path().to_str().unwrap(),
+    let (code, stderr) = eval(
+        dir.path(),
+        &[
             "--image",
             "gcr.io/kpt-fn/starlark:v0.5",
             "--",
             "source=for r in ctx.resource_list['items']:\n  r['data']['b'] = '2'",
-        ]),
-        None,
-        Duration::from_secs(60),
-    )
-    .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("app.yaml")).unwrap(),
+        std::fs::read_to_string(&path).unwrap(),
         // Written anew, as kpt writes a function's changed resource.
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm # mine\ndata:\n  a: \"1\"\n  b: \"2\"\n"
     );
-    let out = output_within(
-        std::process::Command::new(bin("function-runner")).args([
-            "eval",
-            dir.path().to_str().unwrap(),
-            "--image",
-            "starlark",
-            "--starlark-memory-limit",
-            "lots",
-        ]),
-        None,
-        Duration::from_secs(60),
-    )
-    .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("\"lots\" is not a size"));
+    let (code, stderr) = eval(
+        dir.path(),
+        &["--image", "starlark", "--starlark-memory-limit", "lots"],
+    );
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("\"lots\" is not a size"), "{stderr}");
 }

@@ -223,45 +223,7 @@ pub(super) fn data_value<'v>(
     heap: Heap<'v>,
     v: &serde_yaml_ng::Value,
 ) -> Result<Value<'v>, String> {
-    use serde_yaml_ng::Value as Y;
-    Ok(match v {
-        Y::Null => Value::new_none(),
-        Y::Bool(b) => Value::new_bool(*b),
-        Y::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                heap.alloc(i)
-            } else if let Some(u) = n.as_u64() {
-                heap.alloc(u)
-            } else {
-                heap.alloc(n.as_f64().unwrap_or(f64::NAN))
-            }
-        }
-        Y::String(s) => heap.alloc(s.as_str()),
-        Y::Sequence(seq) => {
-            let mut out = Vec::with_capacity(seq.len());
-            for x in seq {
-                out.push(data_value(heap, x)?);
-            }
-            heap.alloc(AllocList(out))
-        }
-        Y::Mapping(map) => {
-            let mut out = Vec::with_capacity(map.len());
-            for (k, x) in map {
-                let key = match k {
-                    Y::Sequence(_) | Y::Mapping(_) => {
-                        return Err(
-                            "a mapping key that is itself a mapping or a sequence cannot be a Starlark dict key"
-                                .into(),
-                        )
-                    }
-                    k => data_value(heap, k)?,
-                };
-                out.push((key, data_value(heap, x)?));
-            }
-            heap.alloc(AllocDict(out))
-        }
-        Y::Tagged(t) => data_value(heap, &t.value)?,
-    })
+    data_to_value(heap, &Data::from_value(v))
 }
 
 /// kyaml's `UnwrapResources`: what the program left in `items`.

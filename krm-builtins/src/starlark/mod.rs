@@ -173,6 +173,16 @@ fn gvk_string(api_version: &str, kind: &str) -> String {
 /// kpt's ids, as it sets them before a function runs.
 const IDS: [&str; 2] = ["internal.config.kubernetes.io/id", "config.k8s.io/id"];
 
+/// What names a resource: apiVersion, kind, namespace, name.
+fn who(d: &Data) -> [Option<&str>; 4] {
+    [
+        d.get_str(&["apiVersion"]),
+        d.get_str(&["kind"]),
+        d.get_str(&["metadata", "namespace"]),
+        d.get_str(&["metadata", "name"]),
+    ]
+}
+
 /// The id of an item.
 fn id_of(d: &Data) -> Option<&str> {
     IDS.iter()
@@ -194,7 +204,8 @@ fn restore(output: Vec<Data>, input: Vec<Data>, nodes: Vec<Node>) -> Vec<Node> {
         .enumerate()
         .map(|(pos, item)| {
             let from = if by_position {
-                Some(pos)
+                // Only the same resource: a program may reorder them.
+                input.get(pos).filter(|d| who(d) == who(&item)).map(|_| pos)
             } else {
                 id_of(&item).and_then(|id| input.iter().position(|d| id_of(d) == Some(id)))
             };

@@ -51,6 +51,8 @@ pub struct Limits {
     pub max_depth: usize,
     /// The flag that sets `memory_bytes`, named in the error.
     pub memory_flag: String,
+    /// The most the child may answer (the items it leaves), in bytes.
+    pub max_output_bytes: u64,
     /// Starts the child: the embedding binary's way of spawning a helper
     /// (a runner that reaps orphans must know it), with a guard it keeps
     /// until the child was reaped.
@@ -82,6 +84,8 @@ struct Job {
     request: Request,
     memory_bytes: u64,
     max_depth: usize,
+    max_output_bytes: u64,
+    parent: u32,
 }
 
 /// [`Job`] as the parent writes it, without a copy of the request.
@@ -90,6 +94,8 @@ struct JobRef<'a> {
     request: &'a Request,
     memory_bytes: u64,
     max_depth: usize,
+    max_output_bytes: u64,
+    parent: u32,
 }
 
 /// Runs the program: in the sandbox when one is configured, else here.
@@ -108,6 +114,8 @@ pub(super) fn execute(request: &Request, ctx: &Context) -> Result<Ran, Stop> {
         request,
         memory_bytes: limits.memory_bytes,
         max_depth: limits.max_depth,
+        max_output_bytes: limits.max_output_bytes,
+        parent: std::process::id(),
     })
     .map_err(|e| Stop::Failed(format!("starlark: encoding the request: {e}")))?;
     let mut cmd = Command::new(&limits.program);
@@ -130,17 +138,18 @@ pub(super) fn execute(request: &Request, ctx: &Context) -> Result<Ran, Stop> {
         match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
             (Some(i), Some(o), Some(e)) => (i, o, e),
             _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                drop(guard);
+                Started { child, guard }.stop();
                 return Err(Stop::Failed("starlark: the sandbox has no pipes".into()));
             }
         };
-    let writer = std::thread::spawn(move || {
+    // A thread that cannot start (a pod at its process limit) fails the
+    // call, and the child goes.
+    let mut started = Started { child, guard };
+    let writer = started.thread(move || {
         // A child that died early closes its end: its status says why.
         let _ = stdin.write_all(&job);
-    });
-    let err_reader = std::thread::spawn(move || {
+    })?;
+    let err_reader = started.thread(move || {
         let mut kept = Vec::new();
         let mut buf = [0u8; 8192];
         let mut dropped = 0usize;
@@ -155,21 +164,30 @@ pub(super) fn execute(request: &Request, ctx: &Context) -> Result<Ran, Stop> {
             }
         }
         (kept, dropped)
-    });
+    })?;
+    // The answer is read up to the cap: past it, the child goes (a program
+    // must not make the runner hold what it could not send).
+    let cap = limits.max_output_bytes;
     let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let read = stdout.read_to_end(&mut out);
+    // The buffer is this thread's: made here, it goes back to this
+    // thread's malloc arena (a kept thread's, reused by the next call);
+    // made in the short-lived reader, each call would leave a new arena
+    // holding its peak. One allocation of the cap (64 MiB at most; pages
+    // not written cost nothing), not a doubling one's blocks of every size.
+    let room = usize::try_from(cap.saturating_add(1).min(64 << 20)).unwrap_or(64 << 20);
+    let mut out = Vec::with_capacity(room);
+    started.thread(move || {
+        let read = (&mut stdout)
+            .take(cap.saturating_add(1))
+            .read_to_end(&mut out);
         let _ = tx.send(read.map(|_| out));
-    });
+    })?;
     let out = loop {
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(read) => break read.unwrap_or_default(),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(stop) = ctx.check() {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    drop(guard);
+                    started.stop();
                     let _ = writer.join();
                     return Err(stop);
                 }
@@ -177,12 +195,18 @@ pub(super) fn execute(request: &Request, ctx: &Context) -> Result<Ran, Stop> {
             Err(mpsc::RecvTimeoutError::Disconnected) => break Vec::new(),
         }
     };
+    let too_large = out.len() as u64 > cap;
+    if too_large {
+        let _ = started.child.kill();
+    }
+    let Started { mut child, guard } = started;
     let status = child.wait();
     drop(guard);
     let _ = writer.join();
     let (kept, dropped) = err_reader.join().unwrap_or_default();
     let mut stderr = String::from_utf8_lossy(&kept).into_owned();
     let outcome = match status {
+        _ if too_large => Err(self::too_large(&name, cap)),
         Ok(s) if s.success() => postcard::from_bytes::<Outcome>(&out)
             .unwrap_or_else(|e| Err(format!("starlark: the sandbox's answer: {e}"))),
         Ok(s) => Err(died(&name, s, &mut stderr, limits)),
@@ -192,6 +216,39 @@ pub(super) fn execute(request: &Request, ctx: &Context) -> Result<Ran, Stop> {
         stderr.push_str(&format!("\n({dropped} more bytes of output dropped)\n"));
     }
     Ok(Ran { outcome, stderr })
+}
+
+fn too_large(name: &str, cap: u64) -> String {
+    format!("{name}: the program's output is over {cap} bytes, the most a call may answer")
+}
+
+/// A started child and the guard its spawner gave.
+struct Started {
+    child: Child,
+    guard: Box<dyn std::any::Any + Send>,
+}
+
+impl Started {
+    /// Kills and reaps the child (then the guard goes).
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// A thread for one of the child's pipes; if none can start, the
+    /// child is stopped and the call fails.
+    fn thread<T: Send + 'static>(
+        &mut self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<std::thread::JoinHandle<T>, Stop> {
+        std::thread::Builder::new()
+            .name("starlark-pipe".into())
+            .spawn(f)
+            .map_err(|e| {
+                self.stop();
+                Stop::Failed(format!("starlark: starting a thread for the sandbox: {e}"))
+            })
+    }
 }
 
 /// Why the child ended without an answer, in the user's terms; the
@@ -245,6 +302,19 @@ pub fn sandbox_main() -> i32 {
         }
     };
     drop(input);
+    // The sandbox goes with the thread that started it (a runner or an
+    // `eval` that ends, by Ctrl-C too: the sandbox has its own process
+    // group, which a terminal's signal does not reach); if the parent
+    // went before this was set, now.
+    let orphaned =
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
+            .is_err()
+            || rustix::process::getppid().map(|p| p.as_raw_pid() as u32) != Some(job.parent);
+    if orphaned {
+        eprintln!("starlark sandbox: its parent is gone");
+        return 2;
+    }
+    let (name, max_output) = (job.request.name.clone(), job.max_output_bytes);
     let run = std::thread::Builder::new()
         .name("starlark".into())
         .stack_size(STACK_BYTES)
@@ -273,6 +343,15 @@ pub fn sandbox_main() -> i32 {
     };
     let mut stdout = std::io::stdout().lock();
     let written = postcard::to_stdvec(&outcome)
+        .and_then(|bytes| {
+            // Past the cap, the runner gets the error, not the bytes it
+            // would refuse.
+            if bytes.len() as u64 > max_output {
+                postcard::to_stdvec(&Outcome::Err(too_large(&name, max_output)))
+            } else {
+                Ok(bytes)
+            }
+        })
         .map_err(std::io::Error::other)
         .and_then(|bytes| stdout.write_all(&bytes))
         .and_then(|()| stdout.flush());
@@ -297,8 +376,7 @@ fn confine(memory_bytes: u64) -> Result<(), String> {
         .next()
         .and_then(|p| p.parse().ok())
         .ok_or("reading /proc/self/statm: no size")?;
-    // x86_64 and aarch64 Linux pages (statm counts in pages).
-    let held = pages * 4096;
+    let held = pages * rustix::param::page_size() as u64;
     let set = |r: Resource, n: u64| {
         setrlimit(
             r,

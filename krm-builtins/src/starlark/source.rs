@@ -30,34 +30,76 @@ impl Rewritten {
     }
 }
 
-/// Where the lexer is, between characters.
-#[derive(Clone, Copy, PartialEq)]
+/// Which string the lexer is in.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 enum Quote {
+    #[default]
     None,
     Single(char),
     Triple(char),
 }
 
+/// A line's leading blanks.
+fn indentation(line: &str) -> &str {
+    line.get(..line.len() - line.trim_start().len())
+        .unwrap_or_default()
+}
+
+/// Tabs in indentation as Go Starlark reads them (to the next multiple
+/// of 8 columns), as spaces: the Rust lexer refuses tabs there. The
+/// lines stay where they were.
+fn expand_tabs(src: &str) -> std::borrow::Cow<'_, str> {
+    if !src.contains('\t') {
+        return src.into();
+    }
+    let mut out = String::with_capacity(src.len() + 64);
+    let mut lexer = Lexer::default();
+    let mut continued = false;
+    for (n, line) in src.split('\n').enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        let at_start = lexer.quote == Quote::None && lexer.depth == 0 && !continued;
+        let indent = indentation(line);
+        if at_start && indent.contains('\t') {
+            let mut col = 0;
+            for c in indent.chars() {
+                col = if c == '\t' {
+                    col + 8 - col % 8
+                } else {
+                    col + 1
+                };
+            }
+            out.extend(std::iter::repeat_n(' ', col));
+            out.push_str(line.get(indent.len()..).unwrap_or_default());
+        } else {
+            out.push_str(line);
+        }
+        continued = scan(line, &mut lexer);
+    }
+    out.into()
+}
+
 pub fn rewrite(src: &str) -> Rewritten {
+    let src = expand_tabs(src);
     if !src.contains("while") {
         return Rewritten {
-            text: src.to_owned(),
+            text: src.into_owned(),
             lines: Vec::new(),
         };
     }
     let lines: Vec<&str> = src.split('\n').collect();
     let mut out = String::with_capacity(src.len() + 64);
     let mut map = Vec::with_capacity(lines.len() + 4);
-    let mut quote = Quote::None;
-    let mut depth = 0usize;
+    let mut lexer = Lexer::default();
     let mut continued = false;
     let mut i = 0;
     while i < lines.len() {
         let line = lines.get(i).copied().unwrap_or_default();
-        let at_start = quote == Quote::None && depth == 0 && !continued;
+        let at_start = lexer.quote == Quote::None && lexer.depth == 0 && !continued;
         if at_start {
             if let Some(header) = while_header(&lines, i) {
-                let indent = &line[..line.len() - line.trim_start().len()];
+                let indent = indentation(line);
                 out.push_str(indent);
                 out.push_str("for _krm_n in range(2147483647):");
                 map.push(i + 1);
@@ -81,7 +123,7 @@ pub fn rewrite(src: &str) -> Rewritten {
                             let t = l.trim_start();
                             !t.is_empty() && !t.starts_with('#')
                         })
-                        .map(|l| &l[..l.len() - l.trim_start().len()])
+                        .map(|l| indentation(l))
                         .unwrap_or("");
                     let body_indent = if body_indent.len() > indent.len() {
                         body_indent.to_owned()
@@ -100,11 +142,13 @@ pub fn rewrite(src: &str) -> Rewritten {
                         header.last + 1,
                     );
                 }
+                // What follows the colon may open a string or a bracket.
+                continued = scan(&header.rest, &mut lexer);
                 i = header.last + 1;
                 continue;
             }
         }
-        scan(line, &mut quote, &mut depth, &mut continued);
+        continued = scan(line, &mut lexer);
         out.push_str(line);
         map.push(i + 1);
         i += 1;
@@ -149,34 +193,66 @@ fn while_header(lines: &[&str], first: usize) -> Option<Header> {
         return None;
     }
     let mut cond = String::new();
-    let mut quote = Quote::None;
-    let mut depth = 0usize;
+    let mut lexer = Lexer::default();
     let mut text = after;
     let mut n = first;
     loop {
-        let mut chars = text.char_indices().peekable();
+        if let Some(at) = lexer.run(text, true) {
+            cond.push_str(text.get(..at).unwrap_or_default());
+            return Some(Header {
+                cond,
+                rest: text.get(at + 1..).unwrap_or_default().to_owned(),
+                last: n,
+            });
+        }
+        // The line ended before the colon: the header goes on only inside
+        // brackets, a triple-quoted string or after a backslash.
+        let joined = lexer.depth > 0
+            || matches!(lexer.quote, Quote::Triple(_))
+            || text.trim_end_matches('\r').ends_with('\\');
+        if !joined {
+            return None;
+        }
+        let line = text.trim_end_matches('\r');
+        cond.push_str(line.strip_suffix('\\').unwrap_or(line));
+        cond.push('\n');
+        n += 1;
+        text = lines.get(n)?;
+    }
+}
+
+/// Where the lexer is between characters: in which string, how deep in
+/// brackets.
+#[derive(Debug, Clone, Copy, Default)]
+struct Lexer {
+    quote: Quote,
+    depth: usize,
+}
+
+impl Lexer {
+    /// Moves over `text` (one physical line, or what is left of it); with
+    /// `colon`, stops at a `:` outside strings and brackets and gives its
+    /// index.
+    fn run(&mut self, text: &str, colon: bool) -> Option<usize> {
+        let triple = |at: usize, q: char| {
+            text.get(at..)
+                .is_some_and(|t| t.starts_with(&format!("{q}{q}{q}")))
+        };
+        let mut chars = text.char_indices();
         while let Some((at, c)) = chars.next() {
-            match quote {
+            match self.quote {
                 Quote::None => match c {
                     '#' => break,
-                    '(' | '[' | '{' => depth += 1,
-                    ')' | ']' | '}' => depth = depth.saturating_sub(1),
-                    ':' if depth == 0 => {
-                        cond.push_str(&text[..at]);
-                        return Some(Header {
-                            cond,
-                            rest: text[at + 1..].to_owned(),
-                            last: n,
-                        });
-                    }
+                    '(' | '[' | '{' => self.depth += 1,
+                    ')' | ']' | '}' => self.depth = self.depth.saturating_sub(1),
+                    ':' if colon && self.depth == 0 => return Some(at),
                     '\'' | '"' => {
-                        let triple = text[at..].starts_with(&format!("{c}{c}{c}"));
-                        if triple {
+                        if triple(at, c) {
                             chars.next();
                             chars.next();
-                            quote = Quote::Triple(c);
+                            self.quote = Quote::Triple(c);
                         } else {
-                            quote = Quote::Single(c);
+                            self.quote = Quote::Single(c);
                         }
                     }
                     _ => {}
@@ -185,80 +261,35 @@ fn while_header(lines: &[&str], first: usize) -> Option<Header> {
                     '\\' => {
                         chars.next();
                     }
-                    c if c == q => quote = Quote::None,
+                    c if c == q => self.quote = Quote::None,
                     _ => {}
                 },
                 Quote::Triple(q) => match c {
                     '\\' => {
                         chars.next();
                     }
-                    c if c == q && text[at..].starts_with(&format!("{q}{q}{q}")) => {
+                    c if c == q && triple(at, q) => {
                         chars.next();
                         chars.next();
-                        quote = Quote::None;
+                        self.quote = Quote::None;
                     }
                     _ => {}
                 },
             }
         }
-        // The line ended before the colon: the header goes on only inside
-        // brackets, a triple-quoted string or after a backslash.
-        let joined = depth > 0 || matches!(quote, Quote::Triple(_)) || text.ends_with('\\');
-        if !joined {
-            return None;
-        }
-        cond.push_str(text.strip_suffix('\\').unwrap_or(text));
-        cond.push('\n');
-        n += 1;
-        text = lines.get(n)?;
+        None
     }
 }
 
-/// Moves the lexer state over one physical line.
-fn scan(line: &str, quote: &mut Quote, depth: &mut usize, continued: &mut bool) {
-    let mut chars = line.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
-        match *quote {
-            Quote::None => match c {
-                '#' => break,
-                '(' | '[' | '{' => *depth += 1,
-                ')' | ']' | '}' => *depth = depth.saturating_sub(1),
-                '\'' | '"' => {
-                    if line[at..].starts_with(&format!("{c}{c}{c}")) {
-                        chars.next();
-                        chars.next();
-                        *quote = Quote::Triple(c);
-                    } else {
-                        *quote = Quote::Single(c);
-                    }
-                }
-                _ => {}
-            },
-            Quote::Single(q) => match c {
-                '\\' => {
-                    chars.next();
-                }
-                c if c == q => *quote = Quote::None,
-                _ => {}
-            },
-            Quote::Triple(q) => match c {
-                '\\' => {
-                    chars.next();
-                }
-                c if c == q && line[at..].starts_with(&format!("{q}{q}{q}")) => {
-                    chars.next();
-                    chars.next();
-                    *quote = Quote::None;
-                }
-                _ => {}
-            },
-        }
-    }
+/// Moves the lexer over one physical line; whether the next line goes on
+/// this one's logical line after a backslash.
+fn scan(line: &str, lexer: &mut Lexer) -> bool {
+    lexer.run(line, false);
     // A one-quote string cannot run past its line.
-    if matches!(*quote, Quote::Single(_)) {
-        *quote = Quote::None;
+    if matches!(lexer.quote, Quote::Single(_)) {
+        lexer.quote = Quote::None;
     }
-    *continued = *quote == Quote::None && line.trim_end().ends_with('\\') && !line.contains('#');
+    lexer.quote == Quote::None && line.trim_end().ends_with('\\') && !line.contains('#')
 }
 
 #[cfg(test)]
@@ -289,10 +320,25 @@ mod tests {
         for src in [
             "s = '''\nwhile x:\n'''\n",
             "whilex = 1\n",
-            "x = [\nwhile_ok]\n",
+            "x = [\nwhile y:\n]\n",
         ] {
             assert_eq!(rewrite(src).text, src);
         }
+        // What follows a header's colon is scanned: a string it opens
+        // hides the `while` inside.
+        let src = "while x: s = \"\"\"\nwhile y:\n\"\"\"\n";
+        let r = rewrite(src);
+        assert!(
+            r.text.ends_with("    s = \"\"\"\nwhile y:\n\"\"\"\n"),
+            "{}",
+            r.text
+        );
+        // CRLF lines and a backslash inside the header.
+        let r = rewrite("while a and \\\r\n  b:\r\n  pass\r\n");
+        assert!(r.text.starts_with("for _krm_n"), "{}", r.text);
+        // Tabs in indentation go to the next multiple of 8; not in strings.
+        let r = rewrite("def f():\n\treturn 1\ns = '''\n\tx'''\n");
+        assert_eq!(r.text, "def f():\n        return 1\ns = '''\n\tx'''\n");
         let r = rewrite("while d[\"a:b\"] or (\n  x):\n  pass\n");
         assert!(r
             .text

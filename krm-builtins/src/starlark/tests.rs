@@ -252,3 +252,54 @@ fn a_cancelled_call_runs_nothing() {
     assert_eq!(r, Err(Stop::Cancelled));
     assert_eq!(rl.log, "");
 }
+
+#[test]
+fn without_ids_a_reordered_resource_keeps_its_own_comments() {
+    let items = "# first\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata: {x: '1'}\n---\n# second\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata: {x: '2'}\n";
+    // Reversed and both changed: neither takes the other's comment.
+    let (r, rl) = run(
+        &star("items = ctx.resource_list[\"items\"]\nfor r in items:\n  r[\"data\"][\"y\"] = \"3\"\nctx.resource_list[\"items\"] = [items[1], items[0]]"),
+        items,
+    );
+    assert_eq!(r, Ok(()));
+    let text = out(&rl);
+    assert!(
+        !text.contains("# second\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("# first\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b"),
+        "{text}"
+    );
+    // In place, each keeps its own.
+    let (_, rl) = run(
+        &star("for r in ctx.resource_list[\"items\"]:\n  r[\"data\"][\"y\"] = \"3\""),
+        items,
+    );
+    let text = out(&rl);
+    assert!(
+        text.starts_with("# first\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# second\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b"),
+        "{text}"
+    );
+}
+
+#[test]
+fn tabs_crlf_and_while_in_a_real_program() {
+    let program = "def count(n):\r\n\ti = 0\r\n\twhile i < n:\r\n\t\ti += 1\r\n\treturn i\r\nprint(count(3))\r\n";
+    let mut rl = list(APP, None);
+    rl.function_config = Some(krm_yaml::Node::mapping(vec![
+        krm_yaml::Node::string("apiVersion"),
+        krm_yaml::Node::string("fn.kpt.dev/v1alpha1"),
+        krm_yaml::Node::string("kind"),
+        krm_yaml::Node::string("StarlarkRun"),
+        krm_yaml::Node::string("source"),
+        krm_yaml::Node::string(program),
+    ]));
+    let (r, rl) = run_list(rl);
+    assert_eq!(r, Ok(()), "{:?}", messages(&rl));
+    assert_eq!(rl.log, "3\n");
+}

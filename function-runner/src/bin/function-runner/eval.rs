@@ -369,7 +369,7 @@ impl EvalPodArgs {
     /// Which images run built-in: `--functions`' goExecutor entries and,
     /// unless `--no-default-builtins`, the catalog's.
     pub(crate) fn builtins(&self) -> Builtins {
-        if let Err(e) = self.starlark.configure() {
+        if let Err(e) = self.starlark.configure(None) {
             // Without the sandbox, a starlark program runs in this
             // process (limits but the depth off): say so.
             tracing::warn!("{e}");

@@ -56,12 +56,15 @@ pub(crate) struct StarlarkArgs {
 impl StarlarkArgs {
     /// Runs every `starlark` program of this process in a sandbox: this
     /// binary, started with the sandbox argument.
-    pub(crate) fn configure(&self) -> anyhow::Result<()> {
+    pub(crate) fn configure(&self, max_output_bytes: Option<u64>) -> anyhow::Result<()> {
         let program = std::env::current_exe()
             .map_err(|e| anyhow::anyhow!("finding this binary for the starlark sandbox: {e}"))?;
         krm_builtins::starlark::configure(krm_builtins::starlark::Limits {
             program,
             memory_bytes: self.starlark_memory_limit,
+            // serve: what a call may answer; eval and render: what the
+            // program may hold.
+            max_output_bytes: max_output_bytes.unwrap_or(self.starlark_memory_limit),
             max_depth: 0,
             memory_flag: format!(
                 "--starlark-memory-limit {}",
@@ -109,7 +112,10 @@ fn show_size(bytes: u64) -> String {
 
 fn main() -> ExitCode {
     // The starlark sandbox is this binary (krm_builtins::starlark::sandbox).
-    if std::env::args().nth(1).as_deref() == Some(krm_builtins::starlark::SANDBOX_ARG) {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == krm_builtins::starlark::SANDBOX_ARG)
+    {
         return ExitCode::from(u8::try_from(krm_builtins::starlark::sandbox_main()).unwrap_or(2));
     }
     let cli = Cli::try_parse().unwrap_or_else(|err| {

@@ -195,7 +195,8 @@ fn registry_settings(args: &ServeArgs) -> RegistrySettings {
 
 /// Serves until SIGTERM or SIGINT, then drains and stops every pod.
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    args.starlark.configure()?;
+    args.starlark
+        .configure(Some(args.max_request_body_size as u64))?;
     let opts = RunnerOptions {
         default_builtins: !args.no_default_builtins,
         functions: args.functions.clone(),
