@@ -8,7 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use e2e_tests::{bin, children_of, eventually, example_request, output_within, Wrapper};
+use e2e_tests::{
+    bin, children_of, eventually, example_request, output_within, process_alive, Wrapper,
+};
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
 
@@ -210,4 +212,39 @@ fn eval_names_the_budget_and_leaves_the_package_alone() {
     );
     assert_eq!(code, Some(1));
     assert!(stderr.contains("\"lots\" is not a size"), "{stderr}");
+}
+
+/// An `eval` that is killed (or stopped by Ctrl-C: the sandbox has a
+/// process group of its own, which the terminal's signal misses) takes
+/// its sandbox with it: `eval` has no deadline, and a loop would run on.
+#[tokio::test]
+async fn a_sandbox_goes_with_the_eval_that_started_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("app.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+    )
+    .unwrap();
+    let mut eval = std::process::Command::new(bin("function-runner"))
+        .arg("eval")
+        .arg(dir.path())
+        .args(["--image", "starlark", "--", "source=while True:\n  pass"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = eval.id();
+    let sandbox = || {
+        children_of(pid).into_iter().find(|(p, _)| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("__starlark-sandbox"))
+        })
+    };
+    assert!(eventually(Duration::from_secs(10), || sandbox().is_some()).await);
+    let (child, _) = sandbox().unwrap();
+    eval.kill().unwrap();
+    eval.wait().unwrap();
+    assert!(
+        eventually(Duration::from_secs(5), || !process_alive(child)).await,
+        "the sandbox {child} outlived its eval"
+    );
 }

@@ -146,7 +146,11 @@ impl Data {
 /// yaml.v3's int reading: Go's `ParseInt(s, 0, 64)` with `_` dropped
 /// (a sign, then decimal or `0x`, `0o`, `0b`).
 fn go_int(s: &str) -> Option<i64> {
-    let plain: String = s.chars().filter(|&c| c != '_').collect();
+    let plain: std::borrow::Cow<'_, str> = if s.contains('_') {
+        s.replace('_', "").into()
+    } else {
+        s.into()
+    };
     let (neg, digits) = match plain.strip_prefix('-') {
         Some(d) => (true, d),
         None => (false, plain.strip_prefix('+').unwrap_or(&plain)),

@@ -141,6 +141,16 @@ fn read_config(fc: Option<&Node>) -> Result<Config, String> {
                 ))
             }
         };
+        // `params` decodes into a map (Go's `map[string]interface{}`).
+        if let Some(p) = sdk::value_index(fc, "params").and_then(|i| fc.content.get(i)) {
+            if p.kind != Kind::Mapping && p.tag != "!!null" {
+                return Err(format!(
+                    "yaml: unmarshal errors:\n  line {}: cannot unmarshal {} into map[string]interface {{}}",
+                    p.line,
+                    if p.kind == Kind::Sequence { "!!seq".to_owned() } else { p.tag.to_string() }
+                ));
+            }
+        }
         (sdk::name(fc), source)
     } else {
         return Err(format!(
@@ -199,6 +209,12 @@ fn restore(output: Vec<Data>, input: Vec<Data>, nodes: Vec<Node>) -> Vec<Node> {
     use krm_yaml::package::kyaml;
     let by_position = output.len() == input.len() && input.iter().all(|d| id_of(d).is_none());
     let mut nodes: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
+    let mut by_id: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (n, d) in input.iter().enumerate() {
+        if let Some(id) = id_of(d) {
+            by_id.entry(id).or_insert(n);
+        }
+    }
     output
         .into_iter()
         .enumerate()
@@ -207,7 +223,7 @@ fn restore(output: Vec<Data>, input: Vec<Data>, nodes: Vec<Node>) -> Vec<Node> {
                 // Only the same resource: a program may reorder them.
                 input.get(pos).filter(|d| who(d) == who(&item)).map(|_| pos)
             } else {
-                id_of(&item).and_then(|id| input.iter().position(|d| id_of(d) == Some(id)))
+                id_of(&item).and_then(|id| by_id.get(id).copied())
             };
             let Some(from) = from else {
                 return item.to_node();

@@ -173,6 +173,10 @@ fn config_forms_and_the_catalogs_messages() {
             "`functionConfig` must be either /v1, Kind=ConfigMap or fn.kpt.dev/v1alpha1, Kind=StarlarkRun, but we got: apps/v1, Kind=Deployment",
         ),
         ("{}", "FunctionConfig is missing. Expect `ConfigMap` or `StarlarkRun`"),
+        (
+            "apiVersion: fn.kpt.dev/v1alpha1\nkind: StarlarkRun\nmetadata: {name: x}\nparams: [a]\nsource: print(1)\n",
+            "yaml: unmarshal errors:\n  line 4: cannot unmarshal !!seq into map[string]interface {}",
+        ),
     ] {
         let (r, rl) = run(config, APP);
         assert_eq!(r, Err(Stop::Failed(FAILURE.into())), "{config}");
