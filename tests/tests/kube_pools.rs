@@ -56,9 +56,11 @@ fn functions(s: &Setup, pod_executor: serde_json::Value) -> tempfile::TempDir {
         "metadata": {"name": "pooled"},
         "spec": {"image": repository, "podExecutor": executor},
     });
+    // JSON is YAML; serde_yaml_ng would write serde_json's numbers as maps
+    // (the `starlark` crate turns on serde_json's `arbitrary_precision`).
     std::fs::write(
         dir.path().join("pooled.yaml"),
-        serde_yaml_ng::to_string(&config).unwrap(),
+        serde_json::to_string_pretty(&config).unwrap(),
     )
     .unwrap();
     dir

@@ -260,6 +260,11 @@ pub fn parse_str_with(
 /// errors. Errors carry no position: it would point into this function's own rendering of
 /// the object, not at anything its author wrote. Relative `binaryExecutor.path`s are
 /// resolved against `base_dir` when given.
+///
+/// The object is turned into YAML's data model by hand: serialised as it
+/// is, a number would not survive, since the `starlark` crate turns on
+/// serde_json's `arbitrary_precision` for the whole build (a number is then
+/// a map with a private key to any serialiser but serde_json's).
 pub fn parse_object(
     object: &serde_json::Value,
     source: &str,
@@ -271,7 +276,7 @@ pub fn parse_object(
     };
     let mut report = LoadReport::default();
     // Through YAML text, so that type errors name the field's path as they do in files.
-    let text = match serde_yaml_ng::to_string(object) {
+    let text = match serde_yaml_ng::to_string(&json_to_yaml(object)) {
         Ok(text) => text,
         Err(e) => {
             report.errors.push(ConfigError::Parse {
@@ -462,3 +467,29 @@ fn yaml_error(at: DocLocation, error: &serde_yaml_ng::Error) -> ConfigError {
 
 #[cfg(test)]
 mod tests;
+
+/// A JSON value as YAML data (see [`parse_object`]).
+fn json_to_yaml(v: &serde_json::Value) -> serde_yaml_ng::Value {
+    use serde_json::Value as J;
+    use serde_yaml_ng::Value as Y;
+    match v {
+        J::Null => Y::Null,
+        J::Bool(b) => Y::Bool(*b),
+        J::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Y::Number(i.into())
+            } else if let Some(u) = n.as_u64() {
+                Y::Number(u.into())
+            } else {
+                Y::Number(n.as_f64().unwrap_or(f64::NAN).into())
+            }
+        }
+        J::String(s) => Y::String(s.clone()),
+        J::Array(a) => Y::Sequence(a.iter().map(json_to_yaml).collect()),
+        J::Object(o) => Y::Mapping(
+            o.iter()
+                .map(|(k, v)| (Y::String(k.clone()), json_to_yaml(v)))
+                .collect(),
+        ),
+    }
+}

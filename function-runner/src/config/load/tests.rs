@@ -397,6 +397,27 @@ fn load_dir_follows_configmap_style_symlinks() {
     );
 }
 
+/// The runner's build has serde_json's `arbitrary_precision` on (through
+/// the `starlark` crate): a number in an object from the API server must
+/// still read as a number (it read as a map, and pools were ignored).
+#[test]
+fn numbers_in_an_object_from_the_api_server_are_numbers() {
+    let object = serde_json::json!({
+        "apiVersion": "config.porch.kpt.dev/v1alpha1",
+        "kind": "FunctionConfig",
+        "metadata": {"name": "pooled"},
+        "spec": {"image": "fn", "podExecutor": {"tags": ["v1"], "idlePods": 2, "maxParallelExecutions": 3}},
+    });
+    let report = parse_object(&object, "in the cluster", None);
+    assert!(report.is_clean(), "{:?}", error_strings(&report));
+    let pod = report.configs[0]
+        .spec
+        .pod_executor
+        .as_ref()
+        .expect("podExecutor");
+    assert_eq!(pod.idle_pods, Some(2));
+}
+
 #[test]
 fn an_object_from_the_api_server_is_checked_as_a_document_is() {
     let object = serde_json::json!({
