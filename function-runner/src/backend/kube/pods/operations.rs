@@ -258,7 +258,9 @@ impl Inner {
         }
         let this = self.detached();
         let pod = pod.clone();
-        tokio::spawn(async move {
+        // With the deletes: the backend's close waits for them before it
+        // flushes the last events, so this one's TrafficGone is told too.
+        self.deletes.spawn(async move {
             this.unprotect(&name, &uid, Some(pod)).await;
             this.held().unprotecting.remove(&uid);
         });
