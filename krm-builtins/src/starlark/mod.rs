@@ -204,7 +204,8 @@ fn id_of(d: &Data) -> Option<&str> {
 /// new nodes with that input's comments and field order (kyaml's
 /// `copyCommentsAndSyncOrder`). An output item comes from the input with
 /// its id, else, with no ids at all, from the input at its position when
-/// the count did not change.
+/// the count did not change and that input names the same resource
+/// (apiVersion, kind, namespace, name: a program may reorder them).
 fn restore(output: Vec<Data>, input: Vec<Data>, nodes: Vec<Node>) -> Vec<Node> {
     use krm_yaml::package::kyaml;
     let by_position = output.len() == input.len() && input.iter().all(|d| id_of(d).is_none());
@@ -220,7 +221,6 @@ fn restore(output: Vec<Data>, input: Vec<Data>, nodes: Vec<Node>) -> Vec<Node> {
         .enumerate()
         .map(|(pos, item)| {
             let from = if by_position {
-                // Only the same resource: a program may reorder them.
                 input.get(pos).filter(|d| who(d) == who(&item)).map(|_| pos)
             } else {
                 id_of(&item).and_then(|id| by_id.get(id).copied())

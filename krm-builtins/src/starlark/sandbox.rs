@@ -169,11 +169,8 @@ pub(super) fn execute(request: &Request, ctx: &Context) -> Result<Ran, Stop> {
     // must not make the runner hold what it could not send).
     let cap = limits.max_output_bytes;
     let (tx, rx) = mpsc::channel();
-    // The buffer is this thread's: made here, it goes back to this
-    // thread's malloc arena (a kept thread's, reused by the next call);
-    // made in the short-lived reader, each call would leave a new arena
-    // holding its peak. One allocation of the cap (64 MiB at most; pages
-    // not written cost nothing), not a doubling one's blocks of every size.
+    // One allocation of the cap (64 MiB at most; pages not written cost
+    // nothing), not a doubling one's blocks of every size.
     let room = usize::try_from(cap.saturating_add(1).min(64 << 20)).unwrap_or(64 << 20);
     let mut out = Vec::with_capacity(room);
     started.thread(move || {
