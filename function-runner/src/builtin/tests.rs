@@ -51,7 +51,11 @@ fn the_catalogs_images_run_built_in_unless_a_function_config_says_otherwise() {
         name_of(b.resolve("set-namespace:unstable", "")),
         Some("set-namespace")
     );
-    assert_eq!(name_of(b.resolve("gcr.io/kpt-fn/starlark:v0.4", "")), None);
+    assert_eq!(
+        name_of(b.resolve("gcr.io/kpt-fn/starlark:v0.4", "")),
+        Some("starlark")
+    );
+    assert_eq!(name_of(b.resolve("gcr.io/kpt-fn/kubeval:v0.3", "")), None);
     assert_eq!(name_of(b.resolve("example.com/set-namespace:v1", "")), None);
     // Turned off: only goExecutor entries.
     assert_eq!(
