@@ -11,12 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:?usage: $0 DIR}
-[ -e "$dir" ] && { echo "$dir exists" >&2; exit 1; }
-gen=function-runner/tests/fixtures/eval/gen-deployments.py
-mkdir -p "$dir/src"
-for i in 0 1 2 3; do
-  python3 "$gen" 1000 file "$dir/src/deploy-$i.yaml"
-done
+. tests/bench/render-package.sh
+render_package
 cat >"$dir/src/set-label.yaml" <<'FN'
 apiVersion: fn.kpt.dev/v1alpha1
 kind: StarlarkRun
@@ -33,10 +29,7 @@ source: |
       labels = r["metadata"].setdefault("labels", {})
       labels["env"] = value
 FN
-ours="$dir/ours-src" kpts="$dir/kpt-src"
-cp -r "$dir/src" "$ours"
-cp -r "$dir/src" "$kpts"
-cat >"$ours/Kptfile" <<'KPTFILE'
+render_copies <<'KPTFILES'
 apiVersion: kpt.dev/v1
 kind: Kptfile
 metadata:
@@ -45,8 +38,7 @@ pipeline:
   mutators:
   - image: gcr.io/kpt-fn/starlark:v0.5.0
     configPath: set-label.yaml
-KPTFILE
-cat >"$kpts/Kptfile" <<'KPTFILE'
+---KPT---
 apiVersion: kpt.dev/v1
 kind: Kptfile
 metadata:
@@ -54,8 +46,5 @@ metadata:
 pipeline:
   mutators:
   - exec: cat
-KPTFILE
-rm -rf "$dir/src"
-fr=$PWD/target/x86_64-unknown-linux-gnu/release/function-runner
-echo "ours: sh -c 'rm -rf $dir/ours && cp -r $ours $dir/ours && exec $fr render $dir/ours'"
-echo "kpt:  sh -c 'rm -rf $dir/kpt && cp -r $kpts $dir/kpt && exec kpt fn render $dir/kpt --allow-exec'"
+KPTFILES
+render_commands

@@ -60,7 +60,9 @@ impl Data {
                 "!!bool" => Data::Bool(matches!(node.value.as_str(), "true" | "True" | "TRUE")),
                 "!!int" | "!!float" => {
                     let v = node.value.as_str();
-                    let int = (node.tag == "!!int").then(|| go_int(v)).flatten();
+                    let int = (node.tag == "!!int")
+                        .then(|| crate::config::yaml_int(v, false))
+                        .flatten();
                     // Past i64, or a float: Go's ParseFloat; `.inf` and
                     // the like as krm_yaml's values read them.
                     match (int, v.replace('_', "").parse::<f64>()) {
@@ -115,6 +117,11 @@ impl Data {
             Data::Bool(b) => scalar("!!bool", b.to_string()),
             Data::Int(i) => scalar("!!int", i.to_string()),
             Data::Big(s) => scalar("!!int", s.clone()),
+            // yaml.v3's words for what strconv calls NaN and ±Inf.
+            Data::Float(f) if f.is_nan() => scalar("!!float", ".nan".into()),
+            Data::Float(f) if f.is_infinite() => {
+                scalar("!!float", if *f > 0.0 { ".inf" } else { "-.inf" }.into())
+            }
             Data::Float(f) => scalar("!!float", go_float(*f)),
             Data::Str(s) => Node::string(s.as_str()),
             Data::Seq(s) => Node::sequence(s.iter().map(Data::to_node).collect()),
@@ -143,54 +150,29 @@ impl Data {
     }
 }
 
-/// yaml.v3's int reading: Go's `ParseInt(s, 0, 64)` with `_` dropped
-/// (a sign, then decimal or `0x`, `0o`, `0b`).
-fn go_int(s: &str) -> Option<i64> {
-    let plain: std::borrow::Cow<'_, str> = if s.contains('_') {
-        s.replace('_', "").into()
-    } else {
-        s.into()
-    };
-    let (neg, digits) = match plain.strip_prefix('-') {
-        Some(d) => (true, d),
-        None => (false, plain.strip_prefix('+').unwrap_or(&plain)),
-    };
-    let (radix, digits) = match digits.get(..2) {
-        Some("0x" | "0X") => (16, digits.get(2..)?),
-        Some("0o" | "0O") => (8, digits.get(2..)?),
-        Some("0b" | "0B") => (2, digits.get(2..)?),
-        _ => (10, digits),
-    };
-    if digits.is_empty() || digits.starts_with(['+', '-']) {
-        return None;
-    }
-    let n = i128::from_str_radix(digits, radix).ok()?;
-    i64::try_from(if neg { -n } else { n }).ok()
-}
-
-/// A float as Go's `strconv.FormatFloat(f, 'g', -1, 64)` writes it (what
-/// yaml.v3 writes): an exponent below 1e-4 and from 1e+06.
+/// A float as Go's `strconv.FormatFloat(f, 'g', -1, 64)` writes it
+/// (what `%v` and the YAML encoders write): shortest digits, an exponent
+/// from 1e+06 on and below 1e-04.
 pub fn go_float(f: f64) -> String {
     if f.is_nan() {
-        return ".nan".into();
+        return "NaN".into();
     }
     if f.is_infinite() {
-        return if f > 0.0 { ".inf" } else { "-.inf" }.into();
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
     }
-    let a = f.abs();
-    if a != 0.0 && !(1e-4..1e6).contains(&a) {
-        // Go: mantissa, `e`, sign, at least two exponent digits.
-        let s = format!("{f:e}");
-        if let Some((m, e)) = s.split_once('e') {
-            let (sign, digits) = match e.strip_prefix('-') {
-                Some(d) => ('-', d),
-                None => ('+', e),
-            };
-            return format!("{m}e{sign}{digits:0>2}");
-        }
-        return s;
+    if f == 0.0 {
+        return format!("{f}");
     }
-    format!("{f}")
+    let sci = format!("{f:e}");
+    let Some((mantissa, exp)) = sci.split_once('e') else {
+        return format!("{f}");
+    };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..6).contains(&exp) {
+        return format!("{f}");
+    }
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
 }
 
 #[cfg(test)]

@@ -38,6 +38,8 @@ use starlark::starlark_module;
 use starlark::syntax::{AstModule, Dialect};
 use starlark::values::Value;
 
+use super::data::go_float;
+
 mod base64;
 mod bsoup;
 mod csv;
@@ -131,31 +133,6 @@ fn freeze_globals(builder: GlobalsBuilder) -> starlark::Result<FrozenModule> {
 
 fn anyhow_msg(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::other(e.to_string())
-}
-
-/// A float as Go's `strconv.FormatFloat(f, 'g', -1, 64)` writes it
-/// (what `%v` and the YAML encoders write): shortest digits, an exponent
-/// from 1e+06 on and below 1e-04.
-fn go_float(f: f64) -> String {
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
-    }
-    if f == 0.0 {
-        return format!("{f}");
-    }
-    let sci = format!("{f:e}");
-    let Some((mantissa, exp)) = sci.split_once('e') else {
-        return format!("{f}");
-    };
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if (-4..6).contains(&exp) {
-        return format!("{f}");
-    }
-    let sign = if exp < 0 { '-' } else { '+' };
-    format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
 }
 
 /// The error of a function the catalog's image has and this built-in
