@@ -45,7 +45,7 @@ use support::{
     EXAMPLE_FN_DOCKERFILE,
 };
 
-/// The manifests the runner needs, in the order the README gives.
+/// The manifests the runner needs, in the order docs/deploy.md gives.
 const MANIFESTS: &[&str] = &["namespaces.yaml", "rbac.yaml", "function-runner.yaml"];
 
 /// The field manager of the test's server-side applies.
@@ -133,7 +133,7 @@ struct ClusterPatch<'a> {
 
 /// Applies [`ClusterPatch`] to the Deployment, checking on the way that the
 /// manifest has what an operator would swap (the two images) and the probes
-/// the README describes.
+/// docs/deploy.md describes.
 fn patch_for_this_cluster(deployment: &mut Value, p: &ClusterPatch<'_>) {
     let port = p.port.to_string();
     let metrics_port = p.metrics_port.to_string();

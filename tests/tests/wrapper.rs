@@ -1,5 +1,5 @@
 //! wrapper-server end to end: the real binary on loopback, real function
-//! processes, a real gRPC client. One test per row of the README's outcome
+//! processes, a real gRPC client. One test per row of docs/wrapper-server.md's outcome
 //! table, plus the streaming, limits, drain and metrics behaviour.
 
 #![allow(clippy::unwrap_used)]
