@@ -1097,3 +1097,116 @@ fn eval_keep_warm_never_keeps_a_used_single_use_container() {
     assert!(out.status.success());
     setup.assert_clean();
 }
+
+/// #27 item 1: with no wrapper image named and none in the engine, `eval
+/// --image` and `serve --backend docker` mount the static wrapper-server
+/// and health-probe beside `function-runner` read-only into the function
+/// container, and say so; a named image that is missing still fails,
+/// naming it.
+#[tokio::test]
+async fn with_no_wrapper_image_the_binaries_beside_the_runner_are_mounted() {
+    let Some(setup) = Setup::new() else { return };
+    // A machine with the default init image takes it instead (the way for a
+    // runner in a container): what is said names that.
+    let default_present =
+        docker(&["image", "inspect", "wrapper-server:dev"]).is_ok_and(|out| out.status.success());
+    let beside = bin("function-runner").parent().unwrap().to_path_buf();
+    let work = tempfile::tempdir().unwrap();
+    package(work.path());
+    let before = read_tree(work.path());
+    let dir = setup.socket_dir();
+    let eval_without_image = |extra: &[&str]| {
+        output_within(
+            Command::new(bin("function-runner"))
+                .env_remove("WRAPPER_SERVER_IMAGE")
+                .args(["eval", work.path().to_str().unwrap()])
+                .args(["--image", &setup.image(Kind::Cat)])
+                .args(["--docker-socket-dir", &dir])
+                .args(extra),
+            None,
+            Duration::from_secs(120),
+        )
+        .unwrap()
+    };
+    let out = eval_without_image(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let using = stderr
+        .lines()
+        .find(|l| l.starts_with("[USING] docker"))
+        .unwrap_or_else(|| panic!("no [USING] docker line: {stderr}"));
+    if default_present {
+        assert!(
+            using.contains("from the image wrapper-server:dev"),
+            "{using}"
+        );
+    } else {
+        assert!(
+            using.contains(&format!(
+                "wrapper-server and health-probe from {} (mounted read-only",
+                beside.display()
+            )),
+            "{using}"
+        );
+    }
+    // `cat` gives the package back as it was.
+    assert_eq!(read_tree(work.path()), before);
+
+    // serve: the same choice, and its containers run the mounted binary.
+    let mut runner = {
+        let mut cmd = Command::new(bin("function-runner"));
+        cmd.env_remove("WRAPPER_SERVER_IMAGE")
+            .args(["serve", "--host", "127.0.0.1", "--port", "0"])
+            .args(["--backend", "docker", "--docker-socket-dir", &dir])
+            .args(["--metrics-port", "0"]);
+        Wrapper::spawn(cmd, "function-runner serving").unwrap()
+    };
+    let mut client = runner.client().await.unwrap();
+    let resp = client
+        .evaluate_function(request(&setup.image(Kind::Cat)))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(resp.resource_list, example_rl().as_bytes());
+    if !default_present {
+        let containers = setup.containers();
+        assert_eq!(containers.len(), 1, "{containers:?}");
+        let mounts = inspect(
+            &containers[0],
+            "{{range .Mounts}}{{.Source}}>{{.Destination}}:{{.RW}} {{end}}",
+        );
+        for (name, target) in [
+            ("wrapper-server", "wrapper-server"),
+            ("health-probe", "health-probe"),
+            ("health-probe", "grpc-health-probe"),
+        ] {
+            let want = format!(
+                "{}>/wrapper-server-tools/{target}:false",
+                beside.join(name).display()
+            );
+            assert!(mounts.contains(&want), "{want} in {mounts}");
+        }
+        // No tools volume is made for them.
+        assert_eq!(setup.volumes(), Vec::<String>::new());
+    }
+    runner.signal(Signal::SIGTERM);
+    assert!(runner
+        .wait_exit(Duration::from_secs(60))
+        .await
+        .unwrap()
+        .success());
+
+    // A named image wins, present or not: a missing one is an error naming it.
+    let missing = format!("krm-e2e/no-such-wrapper:{}", std::process::id());
+    let out = eval_without_image(&["--wrapper-server-image", &missing]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the wrapper image {missing:?} is not in the Docker engine"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(read_tree(work.path()), before);
+    setup.assert_clean();
+}

@@ -6,7 +6,9 @@
 //! - **Tools.** An init container from the wrapper image runs `wrapper-server
 //!   install /wrapper-server-tools` into a volume. The tools are the same for
 //!   every pod, so one volume per runner holds them, installed once (at the
-//!   first start), and every function container mounts it read-only.
+//!   first start), and every function container mounts it read-only. With
+//!   no wrapper image named and none in the engine, the static binaries
+//!   beside this program are bind-mounted read-only instead ([`tools`]).
 //! - **The function container**: the function's image, entrypoint
 //!   `/wrapper-server-tools/wrapper-server`, and after `--` the image's own
 //!   Entrypoint and Cmd (from the engine's image inspect). Stricter than `kpt
@@ -80,6 +82,9 @@ mod engine;
 mod host;
 mod options;
 mod resources;
+pub mod tools;
+
+pub use tools::{choose_tools, Tools};
 
 /// Marks everything this backend creates.
 pub const MANAGED_LABEL: &str = "krm-fn.dev/managed";
@@ -127,8 +132,16 @@ pub const DEFAULT_WRAPPER_IMAGE: &str = "wrapper-server:dev";
 #[derive(Debug, Clone)]
 pub struct DockerSettings {
     /// The init image (`Dockerfile`): `wrapper-server install DIR` as its
-    /// entrypoint.
-    pub wrapper_image: String,
+    /// entrypoint, as named by the user (`--wrapper-server-image`). `None`:
+    /// [`DEFAULT_WRAPPER_IMAGE`] if the engine has it, else the binaries in
+    /// `tools_dir` ([`choose_tools`]).
+    pub wrapper_image: Option<String>,
+    /// Where `wrapper-server` and `health-probe` are looked for when no
+    /// wrapper image is named or present: beside this program by default.
+    pub tools_dir: PathBuf,
+    /// The tools, already chosen by the caller (`eval` says which before it
+    /// starts); `None`: the backend chooses when it is set up.
+    pub tools: Option<Tools>,
     /// The host directory under which each pod gets its socket directory.
     pub socket_dir: PathBuf,
     /// Largest gRPC message, both directions (the wrapper's flag).
@@ -144,7 +157,9 @@ pub struct DockerSettings {
 impl Default for DockerSettings {
     fn default() -> Self {
         DockerSettings {
-            wrapper_image: DEFAULT_WRAPPER_IMAGE.into(),
+            wrapper_image: None,
+            tools_dir: tools::default_tools_dir(),
+            tools: None,
             socket_dir: Self::default_socket_dir(),
             max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
             keep_warm: None,
@@ -219,7 +234,9 @@ struct Inner {
     /// which comes before `die`; an auto-removed container cannot be
     /// inspected after).
     oomed: Mutex<std::collections::HashSet<String>>,
-    /// The tools volume, once installed.
+    /// Where the containers' tools come from.
+    tools_from: Tools,
+    /// The tools volume, once installed (from an image).
     tools: AsyncMutex<Option<String>>,
     next: AtomicU64,
 }
@@ -264,6 +281,11 @@ impl DockerBackend {
                 reason: err.to_string(),
             })?;
         let since = unix_now().saturating_sub(1);
+        let tools_from = match settings.tools.clone() {
+            Some(tools) => tools,
+            None => choose_tools(&docker, &settings).await,
+        };
+        tracing::info!(tools = %tools_from, "docker: function containers' tools");
         let backend = DockerBackend(Arc::new(Inner {
             docker,
             settings,
@@ -274,6 +296,7 @@ impl DockerBackend {
             events: Default::default(),
             pods: Default::default(),
             oomed: Default::default(),
+            tools_from,
             tools: AsyncMutex::new(None),
             next: AtomicU64::new(1),
         }));
@@ -377,14 +400,31 @@ impl DockerBackend {
         }
     }
 
-    /// The tools volume, installed by the init container on first use.
-    async fn tools(&self, timeout: Duration) -> Result<String, StartError> {
+    /// The function container's mounts of the tools: the tools volume,
+    /// installed by the init container on first use, or the host's binaries.
+    async fn tool_mounts(&self, timeout: Duration) -> Result<Vec<Mount>, StartError> {
+        match &self.0.tools_from {
+            Tools::Image(image) => Ok(vec![volume_mount(
+                &self.tools_volume(image, timeout).await?,
+                TOOLS_DIR,
+                true,
+            )]),
+            Tools::Host { wrapper, probe } => Ok(tools::host_mounts(wrapper, probe)),
+            Tools::Missing { image, host } => Err(StartError::NoTools {
+                image: image.clone(),
+                host: host.clone(),
+            }),
+        }
+    }
+
+    /// The tools volume, installed by the init container of `image` on
+    /// first use.
+    async fn tools_volume(&self, image: &String, timeout: Duration) -> Result<String, StartError> {
         let inner = &self.0;
         let mut tools = inner.tools.lock().await;
         if let Some(volume) = tools.as_ref() {
             return Ok(volume.clone());
         }
-        let image = &inner.settings.wrapper_image;
         inner
             .docker
             .inspect_image(image)
@@ -528,13 +568,17 @@ impl DockerBackend {
         // Only kept-warm containers are looked up by their shape.
         let fingerprint = match inner.settings.keep_warm {
             Some(_) => {
-                let wrapper_image_id = inner
-                    .docker
-                    .inspect_image(&inner.settings.wrapper_image)
-                    .await
-                    .ok()
-                    .and_then(|i| i.id)
-                    .unwrap_or_default();
+                let wrapper_image_id = match &inner.tools_from {
+                    Tools::Image(image) => inner
+                        .docker
+                        .inspect_image(image)
+                        .await
+                        .ok()
+                        .and_then(|i| i.id)
+                        .unwrap_or_default(),
+                    Tools::Host { wrapper, probe } => tools::host_fingerprint(wrapper, probe),
+                    Tools::Missing { .. } => String::new(),
+                };
                 // The image's id, not only its name: an author who rebuilds
                 // the image under the same tag gets a container of the new one.
                 Some(fingerprint(&[
@@ -579,9 +623,9 @@ impl DockerBackend {
                 return Ok(ReadyPod { id, endpoint });
             }
         }
-        let tools = tokio::time::timeout_at(
+        let tool_mounts = tokio::time::timeout_at(
             deadline,
-            self.tools(deadline.saturating_duration_since(tokio::time::Instant::now())),
+            self.tool_mounts(deadline.saturating_duration_since(tokio::time::Instant::now())),
         )
         .await
         .map_err(|_| timed_out("installing the tools (the init container)"))?
@@ -607,7 +651,7 @@ impl DockerBackend {
         if let Some(fp) = &fingerprint {
             labels.insert(KEEP_WARM_LABEL.into(), fp.clone());
         }
-        let mut mounts = vec![volume_mount(&tools, TOOLS_DIR, true)];
+        let mut mounts = tool_mounts;
         mounts.push(Mount {
             target: Some(SOCKET_MOUNT.into()),
             source: Some(socket_dir.to_string_lossy().into_owned()),
@@ -1047,6 +1091,8 @@ pub enum StartError {
         #[source]
         source: bollard::errors::Error,
     },
+    #[error("no wrapper-server for the function container: the wrapper image {image:?} is not in the Docker engine, and {host} (put the static wrapper-server and health-probe beside function-runner, build the image: ./build-images.sh, or set --wrapper-server-image)")]
+    NoTools { image: String, host: String },
     #[error("the image is not in the Docker engine and pulling it failed: {0}")]
     Pull(#[source] bollard::errors::Error),
     #[error("inspecting the image: {0}")]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use function_runner::backend::docker::{
-    ContainerOptions, DockerSettings, StorageMount, DEFAULT_WRAPPER_IMAGE,
+    choose_tools, ContainerOptions, DockerSettings, StorageMount, Tools,
 };
 use function_runner::builtin::{kpt_image_name, Builtins};
 use function_runner::cache::CacheSettings;
@@ -271,9 +271,11 @@ pub(crate) struct EvalPodArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_keep_warm)]
     keep_warm: Option<Duration>,
     /// docker: the init image that installs wrapper-server into function
-    /// containers.
-    #[arg(long, env = "WRAPPER_SERVER_IMAGE", default_value = DEFAULT_WRAPPER_IMAGE)]
-    wrapper_server_image: String,
+    /// containers (default: wrapper-server:dev if the engine has it, else
+    /// the static wrapper-server and health-probe beside this program,
+    /// mounted read-only).
+    #[arg(long, env = "WRAPPER_SERVER_IMAGE")]
+    wrapper_server_image: Option<String>,
     /// docker: the host directory of the containers' sockets.
     #[arg(long, value_name = "DIR")]
     docker_socket_dir: Option<PathBuf>,
@@ -366,6 +368,22 @@ impl FunctionPrivileges {
 }
 
 impl EvalPodArgs {
+    /// The docker backend's settings these flags make.
+    fn docker_settings(&self) -> DockerSettings {
+        DockerSettings {
+            wrapper_image: self.wrapper_server_image.clone().filter(|i| !i.is_empty()),
+            tools_dir: function_runner::backend::docker::tools::default_tools_dir(),
+            tools: None,
+            socket_dir: self
+                .docker_socket_dir
+                .clone()
+                .unwrap_or_else(DockerSettings::default_socket_dir),
+            max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
+            keep_warm: self.keep_warm,
+            container: self.function.container.clone(),
+        }
+    }
+
     /// Which images run built-in: `--functions`' goExecutor entries and,
     /// unless `--no-default-builtins`, the catalog's.
     pub(crate) fn builtins(&self) -> Builtins {
@@ -402,7 +420,10 @@ const DOCKER_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// `render`): a process pod if the function map has it, else a container
 /// if a Docker engine answers, else a process pod (whose error then says
 /// what is missing). Said on stderr.
-async fn pick_backend(pods: &EvalPodArgs, image: Option<&str>) -> (BackendKind, String) {
+async fn pick_backend(
+    pods: &EvalPodArgs,
+    image: Option<&str>,
+) -> (BackendKind, String, Option<Tools>) {
     use function_runner::backend::process::FunctionMap;
     // A binaryExecutor FunctionConfig runs it before any pod is asked for.
     if let (Some(dir), Some(image)) = (&pods.functions, image) {
@@ -417,6 +438,7 @@ async fn pick_backend(pods: &EvalPodArgs, image: Option<&str>) -> (BackendKind, 
                     found.path.display(),
                     found.config_name
                 ),
+                None,
             );
         }
     }
@@ -426,11 +448,11 @@ async fn pick_backend(pods: &EvalPodArgs, image: Option<&str>) -> (BackendKind, 
         // A whole pipeline with a map: the map serves it.
         (Some(Ok(_)), None) => Some("the function map".into()),
         // A map that does not load: its error comes from the runner.
-        (Some(Err(_)), _) => return (BackendKind::Process, String::new()),
+        (Some(Err(_)), _) => return (BackendKind::Process, String::new(), None),
         (None, _) => None,
     };
     if let Some(argv) = covered {
-        return (BackendKind::Process, format!("process: {argv}"));
+        return (BackendKind::Process, format!("process: {argv}"), None);
     }
     match function_runner::backend::docker::connect(DOCKER_PROBE_TIMEOUT).await {
         Ok(docker) => {
@@ -444,14 +466,19 @@ async fn pick_backend(pods: &EvalPodArgs, image: Option<&str>) -> (BackendKind, 
                 Some(d) => format!(", kept warm for {d:?}"),
                 None => String::new(),
             };
+            let tools = choose_tools(&docker, &pods.docker_settings()).await;
             (
                 BackendKind::Docker,
-                format!("docker: the image's container on the local engine {version}{kept}"),
+                format!(
+                    "docker: the image's container on the local engine {version}{kept}; {tools}"
+                ),
+                Some(tools),
             )
         }
         Err(err) => (
             BackendKind::Process,
             format!("process ({})", krm_fn::error_chain(&err)),
+            None,
         ),
     }
 }
@@ -522,7 +549,7 @@ where
     let Some((pods, image)) = pods else {
         return Ok(f(None).await);
     };
-    let (backend, said) = pick_backend(&pods, image.as_deref()).await;
+    let (backend, said, tools) = pick_backend(&pods, image.as_deref()).await;
     if !said.is_empty() {
         eprintln!("[USING] {said}");
     }
@@ -532,6 +559,11 @@ where
     if let (true, Some(note)) = (backend != BackendKind::Docker, pods.function.not_applied()) {
         eprintln!("[USING] {note}");
     }
+    let docker = DockerSettings {
+        tools,
+        max_message_bytes: max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
+        ..pods.docker_settings()
+    };
     let runner = Runner::start(RunnerOptions {
         functions: pods.functions,
         pod_cache_config: None,
@@ -544,15 +576,7 @@ where
         // One call per function, about: a binaryExecutor's waiting
         // processes would only be started to be killed at the end.
         prespawn: None,
-        docker: Some(DockerSettings {
-            wrapper_image: pods.wrapper_server_image,
-            socket_dir: pods
-                .docker_socket_dir
-                .unwrap_or_else(DockerSettings::default_socket_dir),
-            max_message_bytes: max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
-            keep_warm: pods.keep_warm,
-            container: pods.function.container,
-        }),
+        docker: Some(docker),
         function_env: pods.function.env,
         wrapper_server: pods.wrapper_server.unwrap_or_else(
             function_runner::backend::process::ProcessBackend::default_wrapper_path,

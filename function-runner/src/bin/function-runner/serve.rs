@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use function_runner::backend::docker::{DockerSettings, DEFAULT_WRAPPER_IMAGE};
+use function_runner::backend::docker::DockerSettings;
 use function_runner::backend::kube::pods::{Dial, KubeSettings};
 use function_runner::backend::kube::registry::{self, RegistrySettings};
 use function_runner::backend::kube::source::TemplateChoice;
@@ -105,7 +105,9 @@ pub(crate) struct ServeArgs {
     pod_namespace: String,
     /// kube and docker backends: the image whose init container installs
     /// wrapper-server and grpc-health-probe into function pods (docker
-    /// default: wrapper-server:dev, as ./build-images.sh tags it).
+    /// default: wrapper-server:dev, as ./build-images.sh tags it, if the
+    /// engine has it, else the static binaries beside this one, mounted
+    /// read-only).
     #[arg(long, env = "WRAPPER_SERVER_IMAGE")]
     wrapper_server_image: Option<String>,
     /// docker backend: the host directory of the function containers'
@@ -255,8 +257,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             wrapper_image: args
                 .wrapper_server_image
                 .clone()
-                .filter(|image| !image.is_empty())
-                .unwrap_or_else(|| DEFAULT_WRAPPER_IMAGE.into()),
+                .filter(|image| !image.is_empty()),
+            tools_dir: function_runner::backend::docker::tools::default_tools_dir(),
+            tools: None,
             socket_dir: args
                 .docker_socket_dir
                 .clone()

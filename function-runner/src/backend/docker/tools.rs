@@ -1,0 +1,267 @@
+//! Where a function container gets `wrapper-server` and the health probe.
+//!
+//! Two ways: the init image (`Dockerfile`) installs them into a volume, as
+//! a pod's init container does in a cluster; or, when no wrapper image is
+//! named and the engine has none, the static binaries that ship beside the
+//! running `function-runner` are bind-mounted read-only into the function
+//! container. The second is what a user with only the release binaries and
+//! a Docker engine has (kpt needs only the function's image, and so do we);
+//! it needs the engine to be local, which this backend needs anyway (the
+//! containers' sockets are host directories).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use bollard::models::{Mount, MountType};
+use bollard::Docker;
+
+use super::{DockerSettings, DEFAULT_WRAPPER_IMAGE, TOOLS_DIR};
+
+/// Where the tools come from; see the module docs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tools {
+    /// Installed by this init image into a volume.
+    Image(String),
+    /// Bind-mounted from this host.
+    Host { wrapper: PathBuf, probe: PathBuf },
+    /// Neither: no wrapper image in the engine and no usable binaries beside
+    /// this program (why not). The first start fails with it.
+    Missing { image: String, host: String },
+}
+
+impl std::fmt::Display for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Tools::Image(image) => write!(f, "wrapper-server from the image {image}"),
+            Tools::Host { wrapper, .. } => write!(
+                f,
+                "wrapper-server and health-probe from {} (mounted read-only; no wrapper image in the engine)",
+                wrapper.parent().unwrap_or(Path::new("/")).display()
+            ),
+            Tools::Missing { image, host } => write!(
+                f,
+                "no wrapper-server: the image {image} is not in the engine and {host}"
+            ),
+        }
+    }
+}
+
+/// The tools for `settings`: an image named by the user is used whatever
+/// the engine holds (a missing one fails the first start, naming it); else
+/// the default image if the engine has it (the way for a runner in a
+/// container or with a remote engine); else the binaries beside this
+/// program.
+pub async fn choose_tools(docker: &Docker, settings: &DockerSettings) -> Tools {
+    if let Some(image) = &settings.wrapper_image {
+        return Tools::Image(image.clone());
+    }
+    if docker.inspect_image(DEFAULT_WRAPPER_IMAGE).await.is_ok() {
+        return Tools::Image(DEFAULT_WRAPPER_IMAGE.into());
+    }
+    match host_tools(&settings.tools_dir) {
+        Ok((wrapper, probe)) => Tools::Host { wrapper, probe },
+        Err(host) => Tools::Missing {
+            image: DEFAULT_WRAPPER_IMAGE.into(),
+            host,
+        },
+    }
+}
+
+/// The directory of this program's binaries: where the release archive and
+/// `cargo build` put `wrapper-server` and `health-probe` beside it (a test
+/// binary runs from `deps/`, one level below).
+pub fn default_tools_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            let dir = exe.parent()?;
+            Some(if dir.ends_with("deps") {
+                dir.parent()?.to_path_buf()
+            } else {
+                dir.to_path_buf()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// `wrapper-server` and a probe (`health-probe`, else `grpc-health-probe`)
+/// in `dir`, each a static executable; else why not, in words.
+fn host_tools(dir: &Path) -> Result<(PathBuf, PathBuf), String> {
+    let wrapper = dir.join("wrapper-server");
+    usable(&wrapper)?;
+    let probes = ["health-probe", "grpc-health-probe"].map(|name| dir.join(name));
+    let probe = probes
+        .iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| format!("no health-probe beside it in {}", dir.display()))?;
+    usable(probe)?;
+    Ok((wrapper, probe.clone()))
+}
+
+/// A file the function container can run: executable by anyone (it runs
+/// as another user) and static, since function images (scratch,
+/// distroless) have no dynamic loader or libc to offer it.
+fn usable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = path.display();
+    let meta = std::fs::metadata(path).map_err(|err| format!("{shown}: {err}"))?;
+    if !meta.is_file() || meta.permissions().mode() & 0o005 != 0o005 {
+        return Err(format!(
+            "{shown} is not a file that any user may read and run"
+        ));
+    }
+    match elf_interpreter(path) {
+        Ok(false) => Ok(()),
+        Ok(true) => Err(format!(
+            "{shown} is dynamically linked (function images have no libc for it: build it static, as .cargo/config.toml does)"
+        )),
+        Err(why) => Err(format!("{shown}: {why}")),
+    }
+}
+
+/// Whether the 64-bit little-endian ELF file at `path` asks for a program
+/// interpreter (`PT_INTERP`): a dynamically linked executable does, a static
+/// or static-pie one does not.
+fn elf_interpreter(path: &Path) -> Result<bool, String> {
+    const PT_INTERP: u32 = 3;
+    let mut head = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(64 * 1024).read_to_end(&mut head))
+        .map_err(|err| err.to_string())?;
+    let u16_at = |at: usize| {
+        head.get(at..at + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
+    let u32_at = |at: usize| {
+        head.get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let u64_at = |at: usize| {
+        head.get(at..at + 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_le_bytes)
+    };
+    // ELFCLASS64, little-endian: the only binaries this build makes.
+    if head.get(..6) != Some(&[0x7f, b'E', b'L', b'F', 2, 1][..]) {
+        return Err("not a 64-bit little-endian ELF executable".into());
+    }
+    let (Some(phoff), Some(phentsize), Some(phnum)) = (u64_at(0x20), u16_at(0x36), u16_at(0x38))
+    else {
+        return Err("a truncated ELF header".into());
+    };
+    let phoff = usize::try_from(phoff).map_err(|_| "an ELF header out of range")?;
+    for i in 0..usize::from(phnum) {
+        let at = phoff + i * usize::from(phentsize);
+        match u32_at(at) {
+            Some(PT_INTERP) => return Ok(true),
+            Some(_) => {}
+            None => return Err("program headers past the first 64 KiB".into()),
+        }
+    }
+    Ok(false)
+}
+
+/// The function container's mounts of host tools: the wrapper and the probe
+/// under both names the image's install writes.
+pub(super) fn host_mounts(wrapper: &Path, probe: &Path) -> Vec<Mount> {
+    let bind = |source: &Path, name: &str| Mount {
+        target: Some(format!("{TOOLS_DIR}/{name}")),
+        source: Some(source.to_string_lossy().into_owned()),
+        typ: Some(MountType::BIND),
+        read_only: Some(true),
+        ..Default::default()
+    };
+    vec![
+        bind(wrapper, "wrapper-server"),
+        bind(probe, "health-probe"),
+        bind(probe, "grpc-health-probe"),
+    ]
+}
+
+/// What of the host tools makes a kept-warm container another one: the
+/// files' identity and age (a rebuilt binary makes new containers).
+pub(super) fn host_fingerprint(wrapper: &Path, probe: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    [wrapper, probe]
+        .iter()
+        .map(|p| match std::fs::metadata(p) {
+            Ok(m) => format!(
+                "{}:{}:{}:{}.{}",
+                p.display(),
+                m.ino(),
+                m.size(),
+                m.mtime(),
+                m.mtime_nsec()
+            ),
+            Err(_) => p.display().to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\0")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_binaries_of_this_build_are_static_and_the_system_ones_are_not() {
+        // This test binary is built like every binary here (+crt-static).
+        let me = std::env::current_exe().unwrap();
+        assert_eq!(elf_interpreter(&me), Ok(false));
+        // Debian's own programs are dynamically linked.
+        assert_eq!(elf_interpreter(Path::new("/bin/ls")), Ok(true));
+        let err = usable(Path::new("/bin/ls")).unwrap_err();
+        assert!(err.contains("dynamically linked"), "{err}");
+    }
+
+    #[test]
+    fn what_is_missing_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = host_tools(dir.path()).unwrap_err();
+        assert!(err.contains("wrapper-server"), "{err}");
+        // A wrapper that is no ELF file.
+        let wrapper = dir.path().join("wrapper-server");
+        std::fs::write(&wrapper, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let err = host_tools(dir.path()).unwrap_err();
+        assert!(err.contains("not a 64-bit little-endian ELF"), "{err}");
+        // A static one, but no probe beside it.
+        std::fs::copy(std::env::current_exe().unwrap(), &wrapper).unwrap();
+        let err = host_tools(dir.path()).unwrap_err();
+        assert!(err.contains("no health-probe"), "{err}");
+        // Not runnable by others (the function's user).
+        std::fs::copy(&wrapper, dir.path().join("grpc-health-probe")).unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .unwrap();
+        let err = host_tools(dir.path()).unwrap_err();
+        assert!(err.contains("any user may read and run"), "{err}");
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let (w, p) = host_tools(dir.path()).unwrap();
+        assert_eq!(w, wrapper);
+        assert_eq!(p, dir.path().join("grpc-health-probe"));
+        // Three read-only binds: the probe under both of its names.
+        let mounts = host_mounts(&w, &p);
+        let targets: Vec<_> = mounts.iter().map(|m| m.target.clone().unwrap()).collect();
+        assert_eq!(
+            targets,
+            [
+                "/wrapper-server-tools/wrapper-server",
+                "/wrapper-server-tools/health-probe",
+                "/wrapper-server-tools/grpc-health-probe"
+            ]
+        );
+        assert!(mounts.iter().all(|m| m.read_only == Some(true)));
+    }
+}
