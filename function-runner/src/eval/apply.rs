@@ -93,7 +93,7 @@ pub(crate) async fn apply(
                     return Err(e);
                 }
             };
-            let parsed = parse_output(&ran.stdout);
+            let parsed = parse_output(&ran.stdout, name);
             if ran.exit_code != 0 {
                 report.outcome = Some(Outcome {
                     exit_code: ran.exit_code,

@@ -274,6 +274,14 @@ pub enum Error {
     OutputNotKrm(String),
     #[error("function output: {0}")]
     BadOutput(String),
+    /// A function's output with a key twice in one mapping
+    /// ([`DocError::DuplicateKey`](krm_yaml::package::DocError::DuplicateKey)),
+    /// naming the function as `[RUNNING]` does.
+    #[error("function output: {}: {source}", go_quote(.function))]
+    OutputDuplicateKey {
+        function: String,
+        source: krm_yaml::package::DocError,
+    },
     #[error("unexpected function error: {0}")]
     Exec(String),
     #[error("{0}")]
@@ -365,7 +373,7 @@ pub async fn run(
         }
     };
     record.stderr = String::from_utf8_lossy(&ran.stderr).into_owned();
-    let parsed = parse_output(&std::mem::take(&mut ran.stdout));
+    let parsed = parse_output(&std::mem::take(&mut ran.stdout), &name);
     if let Ok((_, results)) = &parsed {
         record.results = results.clone();
     }

@@ -13,8 +13,21 @@ use krm_yaml::alias::{expand_misplaced, Expansions};
 use krm_yaml::package::{self, annotations as ann, kyaml, PackageError, Placed, Progress};
 use krm_yaml::{self as yaml, Kind, Node};
 
-/// The function's output, checked, as items and results.
-pub(super) fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>), Error> {
+/// The output of `function` (as `[RUNNING]` names it), checked, as items
+/// and results.
+pub(super) fn parse_output(
+    stdout: &[u8],
+    function: &str,
+) -> Result<(Vec<Node>, Vec<KptResult>), Error> {
+    // kpt reads a mapping with a key twice and loses the second value; it
+    // is refused, and named by the function, as the text is no file.
+    let read_error = |e: package::DocError| match e {
+        e @ package::DocError::DuplicateKey(_) => Error::OutputDuplicateKey {
+            function: function.to_owned(),
+            source: e,
+        },
+        e => Error::BadOutput(e.to_string()),
+    };
     // kpt reads an empty answer as a list of no resources and deletes
     // every file of the package; a function that printed nothing more
     // likely failed without saying so.
@@ -29,9 +42,13 @@ pub(super) fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>),
     if let Err(e) = krm_fn::results::parse_output(stdout) {
         // Its limits on aliases name no anchor ("repetition limit
         // exceeded", "recursion limit exceeded"): yaml.v3's message, when
-        // that is what failed, says more.
+        // that is what failed, says more. So does a duplicate key, which
+        // it may meet (a second `items`) in other words.
         let text = std::str::from_utf8(stdout).unwrap_or_default();
-        let list = read_stream(text).ok().and_then(|mut d| d.pop());
+        let list = match read_stream(text) {
+            Err(dup @ package::DocError::DuplicateKey(_)) => return Err(read_error(dup)),
+            read => read.ok().and_then(|mut d| d.pop()),
+        };
         return Err(match list.map(|l| results_of(&l.node)) {
             Some(Err(alias)) => alias,
             _ => Error::BadOutput(e.to_string()),
@@ -39,7 +56,7 @@ pub(super) fn parse_output(stdout: &[u8]) -> Result<(Vec<Node>, Vec<KptResult>),
     }
     let text =
         std::str::from_utf8(stdout).map_err(|_| Error::BadOutput("not UTF-8 text".into()))?;
-    let mut docs = read_stream(text).map_err(|e| Error::BadOutput(e.to_string()))?;
+    let mut docs = read_stream(text).map_err(read_error)?;
     if wrapped_list(text, &docs).is_none() {
         return Err(Error::BadOutput("the ResourceList has no items".into()));
     }

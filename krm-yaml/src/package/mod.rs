@@ -16,6 +16,11 @@
 //!   kpt's `MalformedYAMLError`, with the line counted from the piece's
 //!   start, as kpt counts it. Empty and null documents are skipped, so
 //!   comments before a first `---` separator go.
+//! - Duplicate keys (unlike kpt): a mapping that holds one key twice, at
+//!   any depth, is refused as malformed, naming the key and both lines
+//!   (counted from the start of the file). kpt reads it, kyaml's look-ups
+//!   find only the first, and the second value is lost without a word
+//!   (`kpt fn eval --exec cat` writes the first value over it).
 //! - Writing (kyaml's `LocalPackageWriter`): one file per path, resources in
 //!   index order, each written by the yaml.v3 encoder in its file's sequence
 //!   indentation (`compact` or `wide`, derived from the text as kyaml
@@ -167,6 +172,12 @@ pub enum DocError {
     /// yaml.v3's error (`yaml: line N: ...`).
     #[error("MalformedYAMLError: {0}")]
     Malformed(String),
+    /// A mapping with a key twice (which kpt reads): reported as malformed
+    /// YAML, in yaml.v3's words, with its lines counted from the start of
+    /// the text. A variant of its own so that a caller can say where the
+    /// text came from (a function's output: which function).
+    #[error("MalformedYAMLError: yaml: {0}")]
+    DuplicateKey(yaml::parse::DuplicateKey),
 }
 
 /// The pieces kyaml's `splitDocuments` cuts a stream (already through
@@ -215,6 +226,22 @@ pub fn read_documents(text: &str) -> Result<Vec<Document>, DocError> {
         let Some(node) = parsed.into_iter().next() else {
             continue;
         };
+        // kpt keeps such a document and loses the second value; refused
+        // here, with its line in the whole text (a later piece's lines do
+        // not start at 1, unlike yaml.v3's own errors above, which kpt
+        // counts from the piece).
+        if let Some(dup) = yaml::parse::duplicate_key(&node) {
+            // `piece` lies within `text`.
+            let before = (piece.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+            let lines = text
+                .as_bytes()
+                .get(..before)
+                .unwrap_or_default()
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count();
+            return Err(DocError::DuplicateKey(dup.shifted(lines)));
+        }
         // `IsYNodeEmptyDoc` and `IsMissingOrNull`.
         if node.kind == Kind::Document
             && node
@@ -597,14 +624,23 @@ impl Walker<'_, '_> {
                 path: child_rel.clone(),
                 message: "not UTF-8 text".into(),
             })?;
+            let absolute = || {
+                std::path::absolute(&path)
+                    .unwrap_or_else(|_| path.clone())
+                    .display()
+                    .to_string()
+            };
             let documents = read_documents(&text).map_err(|e| match e {
                 // kpt names the file by its absolute path here.
                 DocError::Malformed(message) => PackageError::Malformed {
-                    path: std::path::absolute(&path)
-                        .unwrap_or_else(|_| path.clone())
-                        .display()
-                        .to_string(),
+                    path: absolute(),
                     message,
+                },
+                // Not an error kpt has: in the same words as its
+                // malformed YAML.
+                DocError::DuplicateKey(dup) => PackageError::Malformed {
+                    path: absolute(),
+                    message: format!("yaml: {dup}"),
                 },
                 e => PackageError::File {
                     path: child_rel.clone(),

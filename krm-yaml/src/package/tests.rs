@@ -479,3 +479,42 @@ fn reads_a_package_like_kpt() {
         )
     );
 }
+
+#[test]
+fn duplicate_keys_are_refused_with_the_line_in_the_file() {
+    // In the second document of a stream: the lines count from the start
+    // of the text (CRLF read as LF), not from the piece.
+    let text = "a: 1\n---\nkind: X\nmetadata:\n  name: x\n  name: y\n";
+    let err = read_documents(text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "MalformedYAMLError: yaml: line 6: mapping key \"name\" already defined at line 5"
+    );
+    assert_eq!(
+        read_documents(&text.replace('\n', "\r\n")).unwrap_err(),
+        err
+    );
+    // The same key in two documents, or two mappings, is no duplicate.
+    assert!(read_documents("a: 1\n---\na: 1\n").is_ok());
+}
+
+#[test]
+fn duplicate_keys_in_a_package_name_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    fs::create_dir(root.join("sub")).unwrap();
+    fs::write(root.join("ok.yaml"), "a: 1\n").unwrap();
+    fs::write(
+        root.join("sub/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: \"1\"\n  a: \"2\"\n",
+    )
+    .unwrap();
+    let err = read_package(root, &mut Progress::new(None)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: MalformedYAMLError: yaml: line 7: mapping key \"a\" already defined at line 6",
+            root.join("sub/cm.yaml").display()
+        )
+    );
+}

@@ -69,6 +69,9 @@ mod goparse;
 mod recon;
 mod scan;
 mod tokens;
+mod unique;
+
+pub use unique::{duplicate_key, DuplicateKey};
 
 /// A document stream yaml.v3 rejects. [`Display`](fmt::Display) is
 /// yaml.v3's `err.Error()` (`yaml: line 4: did not find expected ',' or
