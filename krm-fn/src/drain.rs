@@ -7,15 +7,24 @@
 //! and empty. A call takes its token *before* it checks for the drain, so
 //! the drain either waits for that call or the call sees the drain: the
 //! count and the closed flag live in one atomic inside the tracker.
+//!
+//! Calls that have not been admitted yet, or whose requests are still
+//! arriving, can watch for the drain's start ([`Drain::draining`]): what
+//! they wait for would be refused or is not work in flight, so they end
+//! instead of keeping the shutdown waiting.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::task_tracker::{TaskTracker, TaskTrackerToken};
 
+/// The tracker of admitted calls, the count of calls ever admitted (for
+/// [`Drain::idle_for`]), and a token cancelled when the drain starts (the
+/// tracker's closed flag cannot be awaited).
 #[derive(Clone, Default)]
-pub struct Drain(TaskTracker, Arc<AtomicU64>);
+pub struct Drain(TaskTracker, Arc<AtomicU64>, CancellationToken);
 
 /// Counts one admitted call until dropped (finished, failed or cancelled).
 pub struct DrainGuard(#[allow(dead_code)] TaskTrackerToken);
@@ -55,9 +64,16 @@ impl Drain {
         self.0.is_closed()
     }
 
+    /// Resolves once the drain has started.
+    pub async fn draining(&self) {
+        self.2.cancelled().await;
+    }
+
     /// Starts draining and resolves once no admitted call is running.
     pub async fn drain(&self) {
+        // Closed first: a call woken by `draining` finds admissions refused.
         self.0.close();
+        self.2.cancel();
         self.0.wait().await;
     }
 }
@@ -79,6 +95,9 @@ mod tests {
         });
         tokio::task::yield_now().await;
         assert!(drain.is_draining());
+        tokio::time::timeout(Duration::from_secs(5), drain.draining())
+            .await
+            .expect("draining() resolves once the drain started");
         assert!(drain.enter().is_none(), "no new calls while draining");
         assert!(!waiting.is_finished());
         drop(call);

@@ -35,8 +35,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures::future::BoxFuture;
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use krm_fn::call::{deadline, Admission, CallError, RequestError};
-use krm_fn::exec::Input;
+use krm_fn::call::{deadline, Admission, CallError, Function, RequestError};
+use krm_fn::exec::{ExecError, Input, Output};
 use prost::Message;
 use proto::pb::function_evaluator_server::FunctionEvaluatorServer;
 use proto::pb::EvaluateFunctionResponse;
@@ -193,8 +193,12 @@ async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response
     let mut held = Held::default();
     let body = req.into_body();
     let call_fut = async {
-        // Waits (its request unread) for a slot on its connection.
-        held.connection_slot = service.connections.acquire(peer).await;
+        // Waits (its request unread) for a slot on its connection; the
+        // drain ends the wait, the call would be refused after it.
+        held.connection_slot = unless_draining(service.gate.drain(), async {
+            Ok(service.connections.acquire(peer).await)
+        })
+        .await?;
         // The request must arrive in full within the read timeout, from now.
         let body = BodyReader::new(
             body,
@@ -348,6 +352,62 @@ struct RequestFields {
     tag: String,
 }
 
+/// How long, in all, an admitted call may wait for its client to send the
+/// rest of its request; and how long a call whose request is still arriving
+/// may go on once the drain has started.
+///
+/// The function starts as soon as the ResourceList's header is in, so that
+/// upload and run overlap; but an admitted call holds a concurrency slot and
+/// keeps the drain waiting, which a client that stops sending (or trickles)
+/// must not be able to do until `--request-read-timeout`. Past this bound the
+/// function is stopped, the slot given back, the rest of the request read
+/// unadmitted, and the function run again on the whole input
+/// ([`run_streamed`]): a slow client loses the overlap, no more. Only time
+/// spent waiting for the client counts: a function slow to read its stdin
+/// holds the client back through flow control, which is not a stall. Two
+/// seconds is far above what a client that is sending needs between frames,
+/// and leaves the other calls of a server whose slots all stalled served
+/// within a few seconds. A constant rather than a flag: it only decides when
+/// the overlap is given up, and `--request-read-timeout` still bounds the
+/// whole read.
+const STALL_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Time spent waiting for the client, counted against [`STALL_BOUND`].
+struct StallClock {
+    left: std::time::Duration,
+}
+
+impl StallClock {
+    /// `read` (a cancel-safe read of the request), or `None` if the client
+    /// used up the bound first (the read is then dropped, nothing consumed).
+    async fn wait<T>(
+        &mut self,
+        read: impl Future<Output = Result<T, CallError>>,
+    ) -> Result<Option<T>, CallError> {
+        let from = tokio::time::Instant::now();
+        let done = tokio::time::timeout(self.left, read).await;
+        self.left = self.left.saturating_sub(from.elapsed());
+        match done {
+            Ok(read) => read.map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+}
+
+/// `fut`, unless the drain starts first: then UNAVAILABLE at once. For the
+/// parts of a call that is not admitted: it would be refused on admission
+/// anyway, and waiting for its client must not keep the shutdown waiting.
+async fn unless_draining<T>(
+    drain: &krm_fn::drain::Drain,
+    fut: impl Future<Output = Result<T, CallError>>,
+) -> Result<T, CallError> {
+    tokio::select! {
+        biased;
+        done = fut => done,
+        () = drain.draining() => Err(CallError::ShuttingDown),
+    }
+}
+
 /// Reads the request and runs the function on it; see the module docs.
 async fn run_call(
     service: &Service,
@@ -357,68 +417,42 @@ async fn run_call(
     admitted: &mut Option<Admission>,
 ) -> Result<EvaluateFunctionResponse, CallError> {
     let function = &service.function;
-    let len = body.message_prefix(function.max_message_bytes).await?;
-    let mut msg = MessageReader {
-        body,
-        remaining: len,
-    };
-    // Everything of the message but the streamed `resource_list`.
-    let mut other = BytesMut::new();
-    let streamed = msg.find_resource_list(&mut other).await?;
-    // Admitted only now, right before the function starts: a client that
-    // stalls before its ResourceList holds no slot and does not keep a drain
-    // waiting.
+    // Up to the ResourceList's header the call is not admitted: a client
+    // that stalls before it holds no slot, and the drain ends it.
+    let (mut msg, mut other, streamed) = unless_draining(service.gate.drain(), async {
+        let len = body.message_prefix(function.max_message_bytes).await?;
+        let mut msg = MessageReader {
+            body,
+            remaining: len,
+        };
+        // Everything of the message but the streamed `resource_list`.
+        let mut other = BytesMut::new();
+        let streamed = msg.find_resource_list(&mut other).await?;
+        if streamed.is_none() {
+            // Nothing to stream: the whole request is read first.
+            msg.rest_into(&mut other).await?;
+            msg.body.finish().await?;
+        }
+        Ok((msg, other, streamed))
+    })
+    .await?;
+    // Admitted only now, right before the function starts.
     *admitted = Some(service.gate.admit()?);
     // The other fields, when decoded while the function still ran.
     let mut decoded = None;
     let streamed_output = match streamed {
-        None => {
-            msg.rest_into(&mut other).await?;
-            msg.body.finish().await?;
-            None
-        }
+        None => None,
         Some(n) => {
             call.add_input_bytes(n);
-            // Already all here (small requests): written at once. Else fed
-            // to the function chunk by chunk as the body arrives.
-            let (input, mut tx, mut left) = if msg.body.chunk.len() >= n {
-                let list = if n == 0 {
-                    Bytes::new()
-                } else {
-                    msg.chunk(n).await?
-                };
-                (Input::Bytes(list), None, 0)
-            } else {
-                let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_CHUNKS);
-                (Input::Chunks { rx, len: n }, Some(tx), n)
-            };
-            let run = async { Ok::<_, CallError>(function.exec(input).await) };
-            let feed = async {
-                while left > 0 {
-                    let chunk = msg.chunk(left).await?;
-                    left -= chunk.len();
-                    // A closed channel: the function stopped reading stdin
-                    // (or exited). The rest is read and dropped.
-                    if let Some(sender) = &tx {
-                        if sender.send(chunk).await.is_err() {
-                            tx = None;
-                        }
-                    }
-                }
-                drop(tx); // EOF on the function's stdin
-                msg.rest_into(&mut other).await?;
-                msg.body.finish().await?;
-                // The whole request is here while the function may still
-                // run: name it by its image should the deadline end it.
-                // (`image` follows `resource_list` in every encoder's order.)
-                if let Ok(fields) = RequestFields::decode(&other[..]) {
-                    *image = Some(function.name_or_entrypoint(fields.image.clone()));
-                    decoded = Some(fields);
-                }
-                Ok(())
-            };
-            // A broken request ends the call at once, killing the function.
-            let (output, ()) = tokio::try_join!(run, feed)?;
+            let output = run_streamed(
+                service,
+                &mut msg,
+                &mut other,
+                n,
+                admitted,
+                (&mut *image, &mut decoded),
+            )
+            .await?;
             Some(output)
         }
     };
@@ -439,6 +473,148 @@ async fn run_call(
         }
     };
     function.answer(image, output)
+}
+
+/// Runs the function on the ResourceList (`n` bytes, next in `msg`) while
+/// the rest of the request arrives, and returns its output once the whole
+/// request is in (the fields after the list in `other`, decoded into
+/// `found` when they decode, so that a deadline names the image).
+///
+/// If the client stalls ([`STALL_BOUND`]), the function is stopped and the
+/// call's admission given back; the rest is read, unadmitted, under the
+/// read timeout (a drain ends it then, as before admission); the call is
+/// admitted again and the function runs on the whole list. The list read
+/// so far is kept for that: slices of the DATA frames, no copy.
+///
+/// Once the drain has started, a call whose request is still not in is not
+/// work in flight: it gets [`STALL_BOUND`] more, then UNAVAILABLE (the
+/// function killed), whatever it waits for.
+async fn run_streamed(
+    service: &Service,
+    msg: &mut MessageReader,
+    other: &mut BytesMut,
+    n: usize,
+    admitted: &mut Option<Admission>,
+    found: (&mut Option<String>, &mut Option<RequestFields>),
+) -> Result<Result<Output, ExecError>, CallError> {
+    let function = &service.function;
+    let drain = service.gate.drain();
+    let mut kept: Vec<Bytes> = Vec::new();
+    let mut left = n;
+    // Already all here (small requests): written at once. Else fed to the
+    // function chunk by chunk as the body arrives.
+    let (input, mut tx) = if msg.body.chunk.len() >= n {
+        let list = if n == 0 {
+            Bytes::new()
+        } else {
+            msg.chunk(n).await?
+        };
+        left = 0;
+        kept.push(list.clone());
+        (Input::Bytes(list), None)
+    } else {
+        let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_CHUNKS);
+        (Input::Chunks { rx, len: n }, Some(tx))
+    };
+    let mut stall = StallClock { left: STALL_BOUND };
+    {
+        let run = function.exec(input);
+        // `true` once the whole request is in; `false` if the client stalled.
+        // Boxed, so that it can be dropped (giving back what it borrows)
+        // while the function may still run.
+        let mut feed = Box::pin(async {
+            while left > 0 {
+                let Some(chunk) = stall.wait(msg.chunk(left)).await? else {
+                    return Ok(false);
+                };
+                left -= chunk.len();
+                kept.push(chunk.clone());
+                // A closed channel: the function stopped reading stdin (or
+                // exited). The rest is read and kept all the same.
+                if let Some(sender) = &tx {
+                    if sender.send(chunk).await.is_err() {
+                        tx = None;
+                    }
+                }
+            }
+            tx = None; // EOF on the function's stdin
+            Ok::<_, CallError>(
+                stall.wait(msg.rest_into(other)).await?.is_some()
+                    && stall.wait(msg.body.finish()).await?.is_some(),
+            )
+        });
+        let cut_by_drain = async {
+            drain.draining().await;
+            tokio::time::sleep(STALL_BOUND).await;
+        };
+        tokio::pin!(run, cut_by_drain);
+        let mut output = None;
+        // A broken request ends the call at once, killing the function.
+        let whole = loop {
+            tokio::select! {
+                out = &mut run, if output.is_none() => output = Some(out),
+                fed = &mut feed => break fed?,
+                () = &mut cut_by_drain => return Err(CallError::ShuttingDown),
+            }
+        };
+        drop(feed);
+        if whole {
+            // The whole request is here while the function may still run.
+            decode_found(function, other, found);
+            drop(kept);
+            return Ok(match output {
+                Some(output) => output,
+                None => run.await,
+            });
+        }
+        // Stalled: `run` is dropped with this block, killing the function.
+    }
+    *admitted = None;
+    tracing::info!(
+        received = n - left,
+        resource_list_bytes = n,
+        "a client stalled its upload: its function was stopped and its slot given back until the request is in"
+    );
+    unless_draining(drain, async {
+        while left > 0 {
+            let chunk = msg.chunk(left).await?;
+            left -= chunk.len();
+            kept.push(chunk);
+        }
+        msg.rest_into(other).await?;
+        msg.body.finish().await
+    })
+    .await?;
+    *admitted = Some(service.gate.admit()?);
+    decode_found(function, other, found);
+    Ok(function.exec(whole(kept, n)).await)
+}
+
+/// Decodes the request's other fields, whole now, so that a deadline that
+/// ends the function names it by its image (`image` follows
+/// `resource_list` in every encoder's order).
+fn decode_found(
+    function: &Function,
+    other: &BytesMut,
+    found: (&mut Option<String>, &mut Option<RequestFields>),
+) {
+    let (image, decoded) = found;
+    if let Ok(fields) = RequestFields::decode(&other[..]) {
+        *image = Some(function.name_or_entrypoint(fields.image.clone()));
+        *decoded = Some(fields);
+    }
+}
+
+/// The chunks of a ResourceList as one buffer (copied unless just one).
+fn whole(kept: Vec<Bytes>, len: usize) -> Bytes {
+    if let [one] = kept.as_slice() {
+        return one.clone();
+    }
+    let mut all = BytesMut::with_capacity(len);
+    for chunk in kept {
+        all.extend_from_slice(&chunk);
+    }
+    all.freeze()
 }
 
 /// The OK answer: one gRPC message, then `grpc-status: 0` in the trailers.
@@ -1041,12 +1217,126 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(10), inner.gate.drain().drain())
             .await
             .expect("the drain waited for a call whose function never started");
-        // Its ResourceList arriving after the drain began: refused.
+        // Its ResourceList arriving after the drain began (if the call has
+        // not ended already): refused.
         let rest = Bytes::from(vec![key(1, 2), 2, b'a', b'b']);
-        tx.send(Ok(Frame::data(rest))).await.unwrap();
+        let _ = tx.send(Ok(Frame::data(rest))).await;
         drop(tx);
         let err = stalled.await.unwrap().unwrap_err();
         assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    }
+
+    /// Yields until `check` holds (no time passes: for paused-time tests);
+    /// whether it did within many turns.
+    async fn after_turns(mut check: impl FnMut() -> bool) -> bool {
+        for _ in 0..10_000 {
+            if check() {
+                return true;
+            }
+            tokio::task::yield_now().await;
+        }
+        check()
+    }
+
+    #[tokio::test]
+    async fn a_trickling_upload_gives_its_slot_back_and_runs_on_its_whole_list() {
+        let config = ServerConfig {
+            max_concurrent: Some(1),
+            ..config(ExecSpec::from_argv(["cat"]).unwrap())
+        };
+        let inner = Wrapper::new(config, Arc::new(Metrics::new())).service();
+        let whole = framed(&field(1, RL.as_bytes()));
+        let (tx, req) = open_request();
+        // The prefix, the list's header and a first byte of it.
+        tx.send(Ok(Frame::data(Bytes::copy_from_slice(&whole[..8]))))
+            .await
+            .unwrap();
+        tokio::time::pause();
+        let trickling = tokio::spawn({
+            let inner = inner.clone();
+            async move { answer(evaluate(&inner, req).await).await }
+        });
+        assert!(
+            after_turns(|| inner.gate.drain().in_flight() == 1).await,
+            "the upload was not admitted"
+        );
+        assert!(inner.gate.admit().is_err(), "the slot is not taken");
+        // A byte every half second for 3 s (more than STALL_BOUND): the
+        // client is never silent for long, but it keeps the function
+        // waiting nearly all the time.
+        let mut sent = 8;
+        for _ in 0..6 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            tx.send(Ok(Frame::data(Bytes::copy_from_slice(
+                &whole[sent..sent + 1],
+            ))))
+            .await
+            .unwrap();
+            sent += 1;
+        }
+        // The function was stopped and the slot given back.
+        assert!(
+            after_turns(|| inner.gate.drain().in_flight() == 0).await,
+            "the trickling upload still holds its slot"
+        );
+        drop(
+            inner
+                .gate
+                .admit()
+                .expect("the slot is free for another call"),
+        );
+        // The rest comes: the call is admitted again and answered on all of
+        // its ResourceList.
+        tokio::time::resume();
+        tx.send(Ok(Frame::data(Bytes::copy_from_slice(&whole[sent..]))))
+            .await
+            .unwrap();
+        drop(tx);
+        let resp = trickling.await.unwrap().unwrap();
+        assert_eq!(&resp.resource_list[..], RL.as_bytes());
+    }
+
+    #[tokio::test]
+    async fn a_drain_ends_a_call_whose_request_cannot_all_come_in() {
+        // A function that never reads its input, and an input more than the
+        // pipe and the queue hold: the rest of the request can never come.
+        let config = ServerConfig {
+            max_message_bytes: 16 << 20,
+            ..config(ExecSpec::from_argv(["sleep", "30"]).unwrap())
+        };
+        let inner = Wrapper::new(config, Arc::new(Metrics::new())).service();
+        let list = vec![b'#'; 12 << 20];
+        let mut msg = vec![key(1, 2)];
+        prost::encoding::encode_varint(list.len() as u64, &mut msg);
+        msg.extend_from_slice(&list);
+        let whole = Bytes::from(framed(&msg));
+        let (tx, req) = open_request();
+        tokio::time::pause();
+        let sender = tokio::spawn(async move {
+            for piece in whole.chunks(256 << 10) {
+                let piece = whole.slice_ref(piece);
+                if tx.send(Ok(Frame::data(piece))).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let blocked = tokio::spawn({
+            let inner = inner.clone();
+            async move { answer(evaluate(&inner, req).await).await }
+        });
+        assert!(
+            after_turns(|| inner.gate.drain().in_flight() == 1).await,
+            "the call was not admitted"
+        );
+        tokio::time::timeout(
+            STALL_BOUND + Duration::from_secs(5),
+            inner.gate.drain().drain(),
+        )
+        .await
+        .expect("the drain waited for a call whose request never came in");
+        let err = blocked.await.unwrap().unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+        sender.abort();
     }
 
     #[tokio::test]
