@@ -182,11 +182,12 @@ fn output_text(root: &Path, resources: Vec<Node>) -> Result<String, Error> {
 /// [`crate::kptfile::check`] on the Kptfile of `dir` and of every
 /// directory below it, depth first in name order (the order render takes
 /// them). A Kptfile that does not parse is left to the package reader,
-/// which names the error as kpt does.
+/// which names the error as kpt does; one with a key twice is read, as
+/// kpt's check names each repeated key.
 pub fn check_kptfiles(dir: &Path) -> Result<(), Error> {
     let kptfile = dir.join("Kptfile");
     if let Ok(text) = std::fs::read_to_string(&kptfile) {
-        if let Some(doc) = package::read_documents(&text)
+        if let Some(doc) = package::read_documents_keeping_duplicates(&text)
             .ok()
             .and_then(|d| d.into_iter().next())
         {

@@ -236,6 +236,31 @@ fn render_refuses_them_too() {
 }
 
 #[test]
+fn render_names_a_kptfile_key_twice_in_kpts_words() {
+    // kpt decodes a Kptfile strictly, and refuses this one in its own
+    // words (recorded from kpt 1.0.0-beta.56); the same here.
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = clean_package(tmp.path());
+    fs::write(
+        pkg.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n  name: pkg2\n",
+    )
+    .unwrap();
+    let before = tree(&pkg);
+    let r = fr(tmp.path(), &["render", "pkg"], None);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "Error: Kptfile at \"{}\" can't be read.\n\nDetails:\nyaml: unmarshal errors:\n  \
+             line 5: mapping key \"name\" already defined at line 4 \n",
+            pkg.display()
+        )
+    );
+    assert_eq!(tree(&pkg), before);
+}
+
+#[test]
 fn the_same_key_in_different_mappings_is_fine() {
     let tmp = tempfile::tempdir().unwrap();
     let pkg = tmp.path().join("pkg");

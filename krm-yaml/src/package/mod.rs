@@ -217,8 +217,21 @@ fn find_sub(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// kyaml's `ByteReader` on a stream: each piece's first document, parsed
-/// (empty and null documents skipped).
+/// (empty and null documents skipped), and refused if it holds a mapping
+/// with a key twice ([`DocError::DuplicateKey`]).
 pub fn read_documents(text: &str) -> Result<Vec<Document>, DocError> {
+    read_documents_with(text, true)
+}
+
+/// [`read_documents`] as kyaml's `ByteReader` is: a mapping with a key
+/// twice is read. For a reader that goes on to say what kpt says about it
+/// (render's Kptfile check: kpt decodes a Kptfile strictly and names every
+/// repeated key in its own words).
+pub fn read_documents_keeping_duplicates(text: &str) -> Result<Vec<Document>, DocError> {
+    read_documents_with(text, false)
+}
+
+fn read_documents_with(text: &str, unique_keys: bool) -> Result<Vec<Document>, DocError> {
     let text = normalize_newlines(text);
     let mut docs = Vec::new();
     for piece in split_pieces(&text)? {
@@ -230,7 +243,10 @@ pub fn read_documents(text: &str) -> Result<Vec<Document>, DocError> {
         // here, with its line in the whole text (a later piece's lines do
         // not start at 1, unlike yaml.v3's own errors above, which kpt
         // counts from the piece).
-        if let Some(dup) = yaml::parse::duplicate_key(&node) {
+        if let Some(dup) = unique_keys
+            .then(|| yaml::parse::duplicate_key(&node))
+            .flatten()
+        {
             // `piece` lies within `text`.
             let before = (piece.as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
             let lines = text

@@ -145,7 +145,9 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
 /// (`None` for a Kptfile that does not read: render names its error, but
 /// it may still need the runner).
 fn kptfile_images(dir: &std::path::Path) -> Vec<Option<String>> {
-    use krm_yaml::package::{kyaml, read_documents};
+    // A Kptfile with a key twice is read here as kpt reads it (render then
+    // refuses it in kpt's words, see `check_kptfiles`).
+    use krm_yaml::package::{kyaml, read_documents_keeping_duplicates as read_documents};
     fn walk(dir: &std::path::Path, out: &mut Vec<Option<String>>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
