@@ -249,8 +249,11 @@ impl Runner {
                 )
             }
             BackendKind::Docker => {
-                let settings = opts.docker.clone().unwrap_or_default();
-                let docker = crate::backend::docker::connect(DOCKER_CONNECT_TIMEOUT).await?;
+                let mut settings = opts.docker.clone().unwrap_or_default();
+                let docker = match settings.engine.take() {
+                    Some(docker) => docker,
+                    None => crate::backend::docker::connect(DOCKER_CONNECT_TIMEOUT).await?,
+                };
                 let docker = DockerBackend::new(docker, settings).await?;
                 Arc::new(Pooled::new(Arc::new(docker), metrics.pools()))
             }

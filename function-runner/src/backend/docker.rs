@@ -58,8 +58,8 @@ use bollard::models::{
 use bollard::query_parameters::{
     AttachContainerOptions, EventsOptions, ListContainersOptions, ListVolumesOptions,
 };
-use bollard::Docker;
-use futures::future::BoxFuture;
+pub use bollard::Docker;
+use futures::future::{BoxFuture, FutureExt};
 use futures::StreamExt;
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
@@ -123,6 +123,9 @@ const START_LOG_BYTES: usize = 4096;
 /// After a starting container's output ended: how long its death event may
 /// take to arrive, with its exit code.
 const DEATH_EVENT_WAIT: Duration = Duration::from_secs(5);
+/// How long a closing backend waits for its sweep of gone runners'
+/// leftovers; what it does not finish, the next runner's does.
+const SWEEP_WAIT: Duration = Duration::from_secs(10);
 /// How long a stopping container may drain before the engine kills it.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 /// The init image built from `Dockerfile` by `./build-images.sh`.
@@ -142,6 +145,9 @@ pub struct DockerSettings {
     /// The tools, already chosen by the caller (`eval` says which before it
     /// starts); `None`: the backend chooses when it is set up.
     pub tools: Option<Tools>,
+    /// The engine, already connected by the caller (`eval` asked it first,
+    /// to pick its backend); `None`: [`connect`]ed when the runner starts.
+    pub engine: Option<Docker>,
     /// The host directory under which each pod gets its socket directory.
     pub socket_dir: PathBuf,
     /// Largest gRPC message, both directions (the wrapper's flag).
@@ -160,6 +166,7 @@ impl Default for DockerSettings {
             wrapper_image: None,
             tools_dir: tools::default_tools_dir(),
             tools: None,
+            engine: None,
             socket_dir: Self::default_socket_dir(),
             max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
             keep_warm: None,
@@ -188,18 +195,57 @@ pub enum DockerSetupError {
     SocketDir { path: PathBuf, reason: String },
 }
 
+/// The Docker API version spoken to a local engine: Docker 20.10's, the
+/// oldest engine this backend is tested on; newer engines serve it too
+/// (Docker 25+ down to 1.24), and every request here is of it.
+const LOCAL_API_VERSION: bollard::ClientVersion = bollard::ClientVersion {
+    major_version: 1,
+    minor_version: 41,
+};
+
 /// Connects to the engine of `DOCKER_HOST` (else the local socket) and
-/// agrees on an API version with it; an error if none answers within
-/// `timeout`.
+/// checks that it answers; an error if none answers within `timeout`.
+///
+/// bollard speaks the newest API, which older engines refuse, and its way
+/// to agree on one asks `/version`, which dockerd answers only after asking
+/// its components (containerd, runc) theirs: 7–12 ms, the largest single
+/// cost of a warm `eval --keep-warm`. A Unix socket's engine is spoken to
+/// in [`LOCAL_API_VERSION`] instead, checked with `/_ping` (a fraction of a
+/// millisecond); only an engine older than that, or a remote one, is asked.
 pub async fn connect(timeout: Duration) -> Result<Docker, DockerSetupError> {
+    let host = std::env::var("DOCKER_HOST").unwrap_or_default();
+    let socket = match host.as_str() {
+        "" => Some("unix:///var/run/docker.sock"),
+        h if h.starts_with("unix://") => Some(h),
+        _ => None,
+    };
+    if let Some(socket) = socket {
+        let docker = Docker::connect_with_unix(socket, 120, &LOCAL_API_VERSION)
+            .map_err(DockerSetupError::Engine)?;
+        match within(timeout, docker.ping()).await {
+            Ok(_) => return Ok(docker),
+            // An engine older than LOCAL_API_VERSION refuses it (400):
+            // agreed on below.
+            Err(DockerSetupError::Engine(bollard::errors::Error::DockerResponseServerError {
+                status_code: 400,
+                ..
+            })) => {}
+            Err(err) => return Err(err),
+        }
+    }
     let docker = Docker::connect_with_defaults().map_err(DockerSetupError::Engine)?;
-    // bollard speaks the newest API; older engines (20.10 answers 1.41)
-    // refuse it unless the version is negotiated down.
-    let negotiated = tokio::time::timeout(timeout, docker.negotiate_version())
+    within(timeout, docker.negotiate_version()).await
+}
+
+/// `fut`, an engine request, within `timeout`.
+async fn within<T>(
+    timeout: Duration,
+    fut: impl std::future::Future<Output = Result<T, bollard::errors::Error>>,
+) -> Result<T, DockerSetupError> {
+    tokio::time::timeout(timeout, fut)
         .await
         .map_err(|_| DockerSetupError::Engine(bollard::errors::Error::RequestTimeoutError))?
-        .map_err(DockerSetupError::Engine)?;
-    Ok(negotiated)
+        .map_err(DockerSetupError::Engine)
 }
 
 /// One pod the backend knows of.
@@ -236,6 +282,13 @@ struct Inner {
     oomed: Mutex<std::collections::HashSet<String>>,
     /// Where the containers' tools come from.
     tools_from: Tools,
+    /// The sweep of what gone runners left ([`DockerBackend::sweep`]), run
+    /// in the background: a start that reuses a kept-warm container does not
+    /// wait for it; one that creates a container, and the close, do.
+    swept: std::sync::OnceLock<futures::future::Shared<BoxFuture<'static, ()>>>,
+    /// A start went past reusing a kept-warm container: it may have made a
+    /// container, a volume or a socket directory.
+    made: std::sync::atomic::AtomicBool,
     /// The tools volume, once installed (from an image).
     tools: AsyncMutex<Option<String>>,
     next: AtomicU64,
@@ -297,12 +350,26 @@ impl DockerBackend {
             pods: Default::default(),
             oomed: Default::default(),
             tools_from,
+            swept: Default::default(),
+            made: Default::default(),
             tools: AsyncMutex::new(None),
             next: AtomicU64::new(1),
         }));
-        backend.sweep().await;
+        let sweeper = backend.clone();
+        let sweep = tokio::spawn(async move { sweeper.sweep().await });
+        let sweep: BoxFuture<'static, ()> = Box::pin(async move {
+            let _ = sweep.await;
+        });
+        let _ = backend.0.swept.set(sweep.shared());
         tokio::spawn(follow_events(Arc::downgrade(&backend.0), since));
         Ok(backend)
+    }
+
+    /// Waits for the sweep started with the backend.
+    async fn swept(&self) {
+        if let Some(sweep) = self.0.swept.get() {
+            sweep.clone().await;
+        }
     }
 
     /// Removes what runners that are gone left behind: their containers
@@ -482,29 +549,42 @@ impl DockerBackend {
         Ok(volume)
     }
 
-    /// A kept-warm container of `fingerprint` that still runs, if any.
-    async fn find_kept(&self, image: &str, fingerprint: &str) -> Option<(String, PathBuf)> {
+    /// The running kept-warm containers of `image`, whatever their
+    /// fingerprint (listed while the fingerprint is still being worked out).
+    async fn kept_of(&self, image: &str) -> Vec<bollard::models::ContainerSummary> {
         let inner = &self.0;
         let image_label = format!("{IMAGE_LABEL}={image}");
-        let keep_label = format!("{KEEP_WARM_LABEL}={fingerprint}");
         let root_label = format!(
             "{SOCKET_ROOT_LABEL}={}",
             inner.settings.socket_dir.display()
         );
-        let mut filters = label_filter(&[MANAGED_LABEL, &image_label, &keep_label, &root_label]);
+        let mut filters =
+            label_filter(&[MANAGED_LABEL, &image_label, KEEP_WARM_LABEL, &root_label]);
         filters.insert("status".into(), vec!["running".into()]);
-        let list = inner
+        inner
             .docker
             .list_containers(Some(ListContainersOptions {
                 filters: Some(filters),
                 ..Default::default()
             }))
             .await
-            .ok()?;
-        for c in list {
+            .unwrap_or_default()
+    }
+
+    /// Of `kept` (from [`Self::kept_of`]), one of `fingerprint` that serves.
+    async fn find_kept(
+        &self,
+        kept: Vec<bollard::models::ContainerSummary>,
+        fingerprint: &str,
+    ) -> Option<(String, PathBuf)> {
+        let inner = &self.0;
+        for c in kept {
             let (Some(names), Some(labels)) = (c.names, c.labels) else {
                 continue;
             };
+            if labels.get(KEEP_WARM_LABEL).map(String::as_str) != Some(fingerprint) {
+                continue;
+            }
             let Some(dir) = labels.get(SOCKET_DIR_LABEL) else {
                 continue;
             };
@@ -546,11 +626,38 @@ impl DockerBackend {
             timeout: spec.ready_timeout,
             detail: format!("timed out {phase}"),
         };
-        let (image_id, argv) =
-            tokio::time::timeout_at(deadline, image_command(&inner.docker, &spec.image))
-                .await
-                .map_err(|_| timed_out("reading (or pulling) the image"))?
-                .map_err(failed)?;
+        // A kept-warm container is looked for by a fingerprint of the image,
+        // the tools and the command: what it takes is asked of the engine at
+        // once, not one after the other (a warm `eval --keep-warm` is a few
+        // of these round trips and little else).
+        let keep_warm = inner.settings.keep_warm.is_some();
+        let tools_id = async {
+            match (&inner.tools_from, keep_warm) {
+                (_, false) | (Tools::Missing { .. }, _) => String::new(),
+                (Tools::Image(image), true) => inner
+                    .docker
+                    .inspect_image(image)
+                    .await
+                    .ok()
+                    .and_then(|i| i.id)
+                    .unwrap_or_default(),
+                (Tools::Host { wrapper, probe }, true) => tools::host_fingerprint(wrapper, probe),
+            }
+        };
+        let kept = async {
+            match keep_warm {
+                true => self.kept_of(&spec.image).await,
+                false => Vec::new(),
+            }
+        };
+        let (command, tools_id, kept) = tokio::join!(
+            tokio::time::timeout_at(deadline, image_command(&inner.docker, &spec.image)),
+            tools_id,
+            kept,
+        );
+        let (image_id, argv) = command
+            .map_err(|_| timed_out("reading (or pulling) the image"))?
+            .map_err(failed)?;
         let mut wrapper_args = vec![
             "--unix-socket".to_string(),
             format!("{SOCKET_MOUNT}/{SOCKET_NAME}"),
@@ -568,23 +675,12 @@ impl DockerBackend {
         // Only kept-warm containers are looked up by their shape.
         let fingerprint = match inner.settings.keep_warm {
             Some(_) => {
-                let wrapper_image_id = match &inner.tools_from {
-                    Tools::Image(image) => inner
-                        .docker
-                        .inspect_image(image)
-                        .await
-                        .ok()
-                        .and_then(|i| i.id)
-                        .unwrap_or_default(),
-                    Tools::Host { wrapper, probe } => tools::host_fingerprint(wrapper, probe),
-                    Tools::Missing { .. } => String::new(),
-                };
                 // The image's id, not only its name: an author who rebuilds
                 // the image under the same tag gets a container of the new one.
                 Some(fingerprint(&[
                     &spec.image,
                     &image_id,
-                    &wrapper_image_id,
+                    &tools_id,
                     &wrapper_args.join("\0"),
                     &format!("{resources:?}"),
                     // Another environment, mount, network or user makes
@@ -601,7 +697,7 @@ impl DockerBackend {
             None => None,
         };
         if let Some(fp) = &fingerprint {
-            let kept = self.find_kept(&spec.image, fp).await;
+            let kept = self.find_kept(kept, fp).await;
             if let Some((name, dir)) =
                 kept.filter(|(_, dir)| lock_socket_dir(dir, SOCKET_NAME).is_ok())
             {
@@ -622,6 +718,16 @@ impl DockerBackend {
                 );
                 return Ok(ReadyPod { id, endpoint });
             }
+        }
+        // From here on the start makes things in the engine: after the
+        // sweep (which could otherwise take a gone runner's leftovers for
+        // ours, or the reverse, only by name: never), and known to the close.
+        inner.made.store(true, Ordering::SeqCst);
+        if tokio::time::timeout_at(deadline, self.swept())
+            .await
+            .is_err()
+        {
+            tracing::warn!("docker: the sweep of gone runners' leftovers is still running");
         }
         let tool_mounts = tokio::time::timeout_at(
             deadline,
@@ -873,6 +979,18 @@ impl DockerBackend {
     async fn close_backend(&self) {
         let inner = &self.0;
         inner.closed.store(true, Ordering::SeqCst);
+        if tokio::time::timeout(SWEEP_WAIT, self.swept())
+            .await
+            .is_err()
+        {
+            tracing::warn!("docker: the sweep of gone runners' leftovers did not finish");
+        }
+        if !inner.made.load(Ordering::SeqCst) {
+            // Only kept-warm containers were reused (an `eval --keep-warm`
+            // that found its container): nothing of this runner's to list.
+            let _ = std::fs::remove_dir_all(&inner.dir);
+            return;
+        }
         // Starts still running (given up by the cache, or cut short by the
         // runner's exit): their containers go now, kept-warm ones excepted.
         let own = format!("{RUNNER_LABEL}={}", inner.instance);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use function_runner::backend::docker::{
-    choose_tools, ContainerOptions, DockerSettings, StorageMount, Tools,
+    choose_tools, ContainerOptions, Docker, DockerSettings, StorageMount, Tools,
 };
 use function_runner::builtin::{kpt_image_name, Builtins};
 use function_runner::cache::CacheSettings;
@@ -374,6 +374,7 @@ impl EvalPodArgs {
             wrapper_image: self.wrapper_server_image.clone().filter(|i| !i.is_empty()),
             tools_dir: function_runner::backend::docker::tools::default_tools_dir(),
             tools: None,
+            engine: None,
             socket_dir: self
                 .docker_socket_dir
                 .clone()
@@ -423,7 +424,7 @@ const DOCKER_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 async fn pick_backend(
     pods: &EvalPodArgs,
     image: Option<&str>,
-) -> (BackendKind, String, Option<Tools>) {
+) -> (BackendKind, String, Option<(Tools, Docker)>) {
     use function_runner::backend::process::FunctionMap;
     // A binaryExecutor FunctionConfig runs it before any pod is asked for.
     if let (Some(dir), Some(image)) = (&pods.functions, image) {
@@ -456,12 +457,12 @@ async fn pick_backend(
     }
     match function_runner::backend::docker::connect(DOCKER_PROBE_TIMEOUT).await {
         Ok(docker) => {
-            let version = docker
-                .version()
-                .await
+            // The engine by its address: its version would cost a `/version`
+            // request, the slowest dockerd answers (see `docker::connect`).
+            let host = std::env::var("DOCKER_HOST")
                 .ok()
-                .and_then(|v| v.version)
-                .unwrap_or_else(|| "?".into());
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| "unix:///var/run/docker.sock".into());
             let kept = match pods.keep_warm {
                 Some(d) => format!(", kept warm for {d:?}"),
                 None => String::new(),
@@ -469,10 +470,8 @@ async fn pick_backend(
             let tools = choose_tools(&docker, &pods.docker_settings()).await;
             (
                 BackendKind::Docker,
-                format!(
-                    "docker: the image's container on the local engine {version}{kept}; {tools}"
-                ),
-                Some(tools),
+                format!("docker: the image's container on the engine at {host}{kept}; {tools}"),
+                Some((tools, docker)),
             )
         }
         Err(err) => (
@@ -549,7 +548,7 @@ where
     let Some((pods, image)) = pods else {
         return Ok(f(None).await);
     };
-    let (backend, said, tools) = pick_backend(&pods, image.as_deref()).await;
+    let (backend, said, engine) = pick_backend(&pods, image.as_deref()).await;
     if !said.is_empty() {
         eprintln!("[USING] {said}");
     }
@@ -559,8 +558,10 @@ where
     if let (true, Some(note)) = (backend != BackendKind::Docker, pods.function.not_applied()) {
         eprintln!("[USING] {note}");
     }
+    let (tools, engine) = engine.unzip();
     let docker = DockerSettings {
         tools,
+        engine,
         max_message_bytes: max_output_bytes.max(proto::DEFAULT_MAX_MESSAGE_BYTES),
         ..pods.docker_settings()
     };

@@ -260,6 +260,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .filter(|image| !image.is_empty()),
             tools_dir: function_runner::backend::docker::tools::default_tools_dir(),
             tools: None,
+            engine: None,
             socket_dir: args
                 .docker_socket_dir
                 .clone()
