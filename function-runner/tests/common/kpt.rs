@@ -39,17 +39,19 @@ pub struct Functions {
 
 pub fn functions(dir: &Path) -> Functions {
     Functions {
-        // Appends an annotation to each item's block annotations, as kyaml's
-        // SetAnnotation does.
+        // Appends an annotation to each item's block annotations, unless it
+        // is there (a later render step sees it), as kyaml's SetAnnotation
+        // does: a second one would be a key twice, which ours refuses.
         annotate: script(
             dir,
             "annotate.sh",
             r#"#!/bin/sh
 exec awk '
-inann && !/^      / { print "      example.com/touched: \"yes\""; inann = 0 }
+inann && /^      example\.com\/touched:/ { has = 1 }
+inann && !/^      / { if (!has) print "      example.com/touched: \"yes\""; inann = 0 }
 { print }
-/^    annotations:$/ { inann = 1 }
-END { if (inann) print "      example.com/touched: \"yes\"" }'
+/^    annotations:$/ { inann = 1; has = 0 }
+END { if (inann && !has) print "      example.com/touched: \"yes\"" }'
 "#,
         ),
         // Drops the item named cm2 and adds three: two without a path, one
