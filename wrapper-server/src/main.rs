@@ -66,7 +66,7 @@ struct ServeArgs {
     max_output_bytes: Option<usize>,
     /// Calls allowed at once, from their ResourceList's arrival until their
     /// answer is sent; more get RESOURCE_EXHAUSTED. 0: no limit (calls on
-    /// one connection are still limited, see the README).
+    /// one connection are still limited, see docs/wrapper-server.md).
     #[arg(long, default_value_t = 0)]
     max_concurrent_evaluations: usize,
     /// After SIGTERM: how long calls in flight may still finish (health
@@ -97,7 +97,7 @@ struct ServeArgs {
     /// Keep this many processes of the function started and waiting for a
     /// call (blocked on stdin), so that a call does not wait for its
     /// start-up: each call still gets a fresh process, and a replacement
-    /// starts after it. 0: spawn per call. See the README for what differs.
+    /// starts after it. 0: spawn per call. See docs/wrapper-server.md for what differs.
     #[arg(long, default_value_t = DEFAULT_PRESPAWN, value_name = "N", value_parser = krm_fn::prespawn::parse_size)]
     prespawn: usize,
     /// Drain and exit once no call has run for this long (Go duration): for

@@ -173,7 +173,7 @@ impl CallError {
         }
     }
 
-    /// The gRPC code of this error; see the outcome table in the README.
+    /// The gRPC code of this error; see the outcome table in docs/wrapper-server.md.
     pub fn code(&self) -> Code {
         match self {
             CallError::ShuttingDown => Code::Unavailable,

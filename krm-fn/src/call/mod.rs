@@ -3,7 +3,7 @@
 //!
 //! A call goes: [`Gate::admit`] (draining? over the concurrency cap?) →
 //! [`exec::run`] under the call's [`deadline`] → [`Function::answer`] maps
-//! exit status and stdout to the answer of the README's outcome table, or to
+//! exit status and stdout to the answer of docs/wrapper-server.md's outcome table, or to
 //! a [`CallError`], which becomes a gRPC status in [`error`].
 
 pub mod deadline;

@@ -97,7 +97,7 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     wrapper_server: Option<PathBuf>,
     /// process backend: image → entrypoint (a directory of executables named
-    /// after images, or a YAML map; see the README).
+    /// after images, or a YAML map; see docs/backends.md).
     #[arg(long)]
     process_functions: Option<PathBuf>,
     /// kube backend: the namespace of function pods.
