@@ -11,6 +11,7 @@
 
 pub mod conn;
 pub mod cp;
+mod gzip;
 pub mod install;
 pub mod metrics;
 pub mod server;

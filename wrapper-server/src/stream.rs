@@ -21,9 +21,10 @@
 //! message, the streamed run is discarded and the function runs on the last
 //! value.
 //!
-//! Requests this path does not take go to the buffered server unchanged: a
-//! `grpc-encoding` other than `identity` (compressed messages), and any
-//! other method of the service.
+//! Requests this path does not take go to the buffered server: a
+//! `grpc-encoding` other than `identity` (compressed messages; gzip is
+//! inflated on the way, see [`crate::gzip`]), and any other method of the
+//! service, unchanged.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -102,9 +103,9 @@ impl tower::Service<http::Request<Body>> for Evaluator {
 }
 
 /// A compressed EvaluateFunction, which tonic's generated server decodes
-/// whole: it takes a slot on its connection first, as a streamed call does,
-/// holds it until its answer is sent, and its request must arrive within
-/// the read timeout.
+/// whole (gzip inflated first, bounded, by [`crate::gzip`]): it takes a
+/// slot on its connection first, as a streamed call does, holds it until
+/// its answer is sent, and its request must arrive within the read timeout.
 async fn evaluate_buffered(
     service: &Service,
     mut buffered: FunctionEvaluatorServer<Buffered>,
@@ -116,13 +117,22 @@ async fn evaluate_buffered(
         admission: None,
     };
     let timeout = service.request_read_timeout;
-    let req = req.map(|body| {
-        Body::new(ReadBy {
+    let (mut parts, body) = req.into_parts();
+    let body = ReadBy {
+        body,
+        timer: Box::pin(tokio::time::sleep(timeout)),
+        timeout,
+    };
+    // Gzip is inflated here, bounded, not by tonic: see `crate::gzip`.
+    let body = if crate::gzip::take_gzip(&mut parts.headers) {
+        Body::new(crate::gzip::Inflating::new(
             body,
-            timer: Box::pin(tokio::time::sleep(timeout)),
-            timeout,
-        })
-    });
+            service.function.max_message_bytes,
+        ))
+    } else {
+        Body::new(body)
+    };
+    let req = http::Request::from_parts(parts, body);
     let resp = match tower::Service::call(&mut buffered, req).await {
         Ok(resp) => resp,
         Err(never) => match never {},

@@ -1,8 +1,10 @@
-//! Item 6: gzip bombs.
+//! Item 6: gzip bombs (issue #11), and the memory they and other malformed
+//! requests leave behind (issue #27 item 4).
 //!
 //! 10 gzip requests inflating to `--bomb-mib` MiB (deflate tops out near
 //! 1030:1, so 48 MiB is the most that stays under 50 KiB on the wire), then
-//! 990 malformed ones: answers, memory before/after each.
+//! 990 malformed ones of 10 kinds, gzip bombs among them: answers, memory
+//! before/after each.
 
 use std::io::Write as _;
 use std::sync::{Arc, OnceLock};
@@ -15,7 +17,7 @@ use tokio::task::JoinSet;
 
 use super::grpc::{call, connect, request, small_rl, Hist};
 use super::http2::{grpc_frame, h2_connect, request_prefix, varint_len};
-use super::procs::mem;
+use super::procs::{mem, mem_kib};
 use super::{Bins, Cli, Report, IMAGE_CAT};
 
 /// A gzip-compressed EvaluateFunctionRequest whose `resource_list` is
@@ -37,25 +39,48 @@ fn gzip_bomb(mib: usize) -> anyhow::Result<(Bytes, usize)> {
     Ok(BOMB.get_or_init(|| out).clone())
 }
 
-fn malformed(i: usize) -> (bool, Bytes) {
-    match i % 5 {
-        // garbage protobuf: wire type 7 everywhere
-        0 => {
+/// The kinds of [`malformed`] request, as the report names them.
+const KINDS: &str = "0 gzip bomb, 1 gzip cut short inside a whole message, \
+    2 gzip message announcing the limit of which 16 bytes come, \
+    3 gzip message announcing more than the limit, 4 gzip with compressed flag 2, \
+    5 not gzip data, 6 compressed flag without grpc-encoding, \
+    7 garbage protobuf, 8 truncated frame, 9 overlong field";
+
+/// Malformed request `i` (of kind `i % 10`, see [`KINDS`]): whether it goes
+/// with `grpc-encoding: gzip`, and its body. `bomb` is a gzip bomb's message.
+fn malformed(i: usize, bomb: &Bytes) -> (bool, Bytes) {
+    let msg = request(&small_rl(), IMAGE_CAT).encode_to_vec();
+    let gz = gzip(&msg);
+    let limit = proto::DEFAULT_MAX_MESSAGE_BYTES;
+    match i % 10 {
+        0 => (true, grpc_frame(true, bomb.len(), bomb)),
+        1 => (true, grpc_frame(true, gz.len() / 2, &gz[..gz.len() / 2])),
+        2 => (true, grpc_frame(true, limit, &gz[..16])),
+        3 => (true, grpc_frame(true, limit + 1, &gz[..16])),
+        4 => {
+            let mut frame = grpc_frame(true, gz.len(), &gz).to_vec();
+            frame[0] = 2;
+            (true, Bytes::from(frame))
+        }
+        5 => (true, grpc_frame(true, 16, b"not gzip at all!")),
+        6 => (false, grpc_frame(true, msg.len(), &msg)),
+        // wire type 7 everywhere
+        7 => {
             let junk = [0xffu8; 64];
             (false, grpc_frame(false, junk.len(), &junk))
         }
         // a frame announcing 1000 bytes, 10 sent, then the end
-        1 => (false, grpc_frame(false, 1000, b"\x0a\x08abcdefg")),
-        // the compressed flag without grpc-encoding
-        2 => {
-            let msg = request(&small_rl(), IMAGE_CAT).encode_to_vec();
-            (false, grpc_frame(true, msg.len(), &msg))
-        }
-        // grpc-encoding gzip, not gzip data
-        3 => (true, grpc_frame(true, 16, b"not gzip at all!")),
+        8 => (false, grpc_frame(false, 1000, b"\x0a\x08abcdefg")),
         // a length-delimited field longer than the message
         _ => (false, grpc_frame(false, 8, b"\x0a\xff\xff\x03abcd")),
     }
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Writing into a Vec does not fail.
+    let _ = enc.write_all(data);
+    enc.finish().unwrap_or_default()
 }
 
 pub(super) async fn item6(cli: &Cli, b: &Bins, rep: &mut Report) -> anyhow::Result<()> {
@@ -73,6 +98,7 @@ pub(super) async fn item6(cli: &Cli, b: &Bins, rep: &mut Report) -> anyhow::Resu
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = mem(pid);
+    let before_kib = mem_kib(pid).0;
     let mib = cli.bomb_mib;
     let (bomb, inflated) = tokio::task::spawn_blocking(move || gzip_bomb(mib)).await??;
     rep.row(
@@ -104,9 +130,10 @@ pub(super) async fn item6(cli: &Cli, b: &Bins, rep: &mut Report) -> anyhow::Resu
         let mut set = JoinSet::new();
         for &i in chunk {
             let h2 = h2.clone();
+            let bomb = bomb.clone();
             set.spawn(async move {
-                let (gzip, body) = malformed(i);
-                (i % 5, h2.call(gzip, body, Duration::from_secs(10)).await)
+                let (gzip, body) = malformed(i, &bomb);
+                (i % 10, h2.call(gzip, body, Duration::from_secs(10)).await)
             });
         }
         while let Some(r) = set.join_next().await {
@@ -117,11 +144,18 @@ pub(super) async fn item6(cli: &Cli, b: &Bins, rep: &mut Report) -> anyhow::Resu
     tokio::time::sleep(Duration::from_millis(500)).await;
     rep.row("10 gzip bombs: answers", gz.show(true));
     rep.row(
-        "990 malformed (0 garbage protobuf, 1 truncated frame, 2 compressed flag without encoding, 3 bad gzip, 4 overlong field): answers",
+        format!("990 malformed ({KINDS}): answers"),
         other.show(false),
     );
     rep.row("wrapper memory before", before);
     rep.row("… after the 10 gzip bombs", after_gzip);
     rep.row("… after the 990 others", mem(pid));
+    let growth = match (mem_kib(pid).0, before_kib) {
+        (Some(after), Some(before)) => {
+            format!("{:+.1} MB", (after as f64 - before as f64) * 1024.0 / 1e6)
+        }
+        _ => "?".into(),
+    };
+    rep.row("VmRSS growth over the 1,000 requests", growth);
     Ok(())
 }
