@@ -1,6 +1,8 @@
 //! Quantities and resources, fingerprints, the runner lock and the socket
 //! directory's checks: what needs no Docker engine.
 
+use std::time::Duration;
+
 use super::host::{fingerprint, lock_file, lock_socket_dir, make_socket_dir, private_dir};
 use super::resources::{parse_quantity, Resources};
 use crate::config::TemplateOverrides;
@@ -128,4 +130,101 @@ fn a_socket_directory_is_taken_back_and_must_hold_the_socket_alone() {
     std::fs::write(dir.join("big"), b"x").unwrap();
     let err = lock_socket_dir(&dir, "wrapper.sock").unwrap_err();
     assert!(err.contains("\"big\"") && err.contains("not used"), "{err}");
+}
+
+/// An engine on a Unix socket that answers each request with
+/// `answer(path)` (status, extra headers, body) and records the paths
+/// asked. Real engines older than the client's API are not at hand; this
+/// one says what such an engine says.
+async fn fake_engine(
+    dir: &std::path::Path,
+    answer: fn(&str) -> (u16, &'static str, &'static str),
+) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let path = dir.join("docker.sock");
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let mut req = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&req).into_owned();
+                let path = head.split(' ').nth(1).unwrap_or("").to_string();
+                let (status, headers, body) = answer(&path);
+                seen.lock().unwrap().push(path);
+                let resp = format!(
+                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.write_all(resp.as_bytes()).await;
+            });
+        }
+    });
+    (format!("unix://{}", path.display()), asked)
+}
+
+#[tokio::test]
+async fn a_local_engine_s_version_comes_from_its_ping() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, asked) = fake_engine(dir.path(), |path| match path {
+        // What dockerd 19.03 says: API 1.40, older than bollard's.
+        "/_ping" => (200, "Api-Version: 1.40\r\n", "OK"),
+        _ => (500, "", r#"{"message":"not expected"}"#),
+    })
+    .await;
+    let docker = super::connect_to(&host, Duration::from_secs(5)).await;
+    let asked_now = asked.lock().unwrap().clone();
+    let docker = docker.unwrap_or_else(|err| panic!("{err}; asked {asked_now:?}"));
+    assert_eq!(docker.client_version().to_string(), "1.40");
+    assert_eq!(asked_now, ["/_ping"], "no /version asked");
+}
+
+#[tokio::test]
+async fn an_engine_whose_ping_names_no_version_is_asked_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, asked) = fake_engine(dir.path(), |path| {
+        if path == "/_ping" {
+            (200, "", "OK")
+        } else if path.ends_with("/version") {
+            (200, "", r#"{"Version":"19.03.15","ApiVersion":"1.39"}"#)
+        } else {
+            (500, "", r#"{"message":"not expected"}"#)
+        }
+    })
+    .await;
+    let docker = super::connect_to(&host, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(docker.client_version().to_string(), "1.39");
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[1].ends_with("/version"), "{asked:?}");
+}
+
+#[tokio::test]
+async fn no_engine_is_an_error_within_the_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = format!("unix://{}", dir.path().join("none.sock").display());
+    let err = super::connect_to(&host, Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().starts_with("no Docker engine answers"),
+        "{err}"
+    );
+    // A socket whose server is no engine.
+    let (host, _) = fake_engine(dir.path(), |_| (404, "", "page not found")).await;
+    let err = super::connect_to(&host, Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("/_ping answered"), "{err}");
 }
