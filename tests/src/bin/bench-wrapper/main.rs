@@ -10,8 +10,10 @@
 //! Subcommands: `evaluate` (EvaluateFunction through wrapper-server vs
 //! spawning the same program directly), `pieces` (where the time and CPU of
 //! a call go), `nodelay` (Nagle regression check), `malloc` (glibc malloc
-//! thresholds A/B), `probe` (health-probe vs grpcurl), `footprint` (binary
-//! sizes, idle RSS, exec to SERVING, RSS growth during a large call), `all`.
+//! thresholds A/B), `compare` (wrapper-server binaries side by side against
+//! direct spawn and the floor under them), `probe` (health-probe vs
+//! grpcurl), `footprint` (binary sizes, idle RSS, exec to SERVING, RSS
+//! growth during a large call), `all`.
 //!
 //! Measured variants alternate within each round (A/B on even rounds, B/A on
 //! odd ones), so machine noise and drift hit every variant alike. The
@@ -22,6 +24,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use compare::{compare, echo_server};
 use evaluate::evaluate;
 use footprint::footprint;
 use malloc::malloc;
@@ -31,6 +34,7 @@ use probe::probe;
 use stats::{load_average, machine_notes, parse_env};
 
 mod calls;
+mod compare;
 mod evaluate;
 mod footprint;
 mod malloc;
@@ -76,6 +80,14 @@ enum Cmd {
     Probe(ProbeArgs),
     /// Binary sizes, idle RSS, exec to SERVING, RSS growth during a large call.
     Footprint(FootprintArgs),
+    /// Several wrapper-server binaries side by side (sequential latency,
+    /// one client each), against a direct spawn and the floor: a gRPC echo
+    /// of the same bytes over loopback with no process, plus the spawn.
+    Compare(CompareArgs),
+    /// The echo servers `compare` measures (prints their endpoints, serves
+    /// until killed).
+    #[command(hide = true)]
+    EchoServer,
     /// Everything above with default settings (`--rounds` applies to
     /// evaluate, pieces, nodelay and malloc).
     All {
@@ -123,6 +135,25 @@ struct EvaluateArgs {
     /// (KEY=VALUE, repeatable; e.g. GLIBC_TUNABLES=...).
     #[arg(long, value_parser = parse_env)]
     wrapper_env: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, Args)]
+struct CompareArgs {
+    /// A wrapper-server binary to measure (repeat the flag to compare).
+    #[arg(long, required = true)]
+    wrapper_server: Vec<PathBuf>,
+    /// Rounds, after one warm-up round; variants alternate within each.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
+    /// Payload sizes in bytes: ResourceLists padded to exactly this size.
+    #[arg(long, value_delimiter = ',', default_values_t = [1 << 20, LARGE])]
+    sizes: Vec<usize>,
+    /// Sequential calls per variant per round.
+    #[arg(long, default_value_t = 10)]
+    calls: usize,
+    /// The function, run by wrapper-server and directly (looked up in PATH).
+    #[arg(long, default_value = "cat")]
+    function: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -225,6 +256,8 @@ async fn main() -> anyhow::Result<()> {
     match cli.command {
         Cmd::Evaluate(args) => evaluate(&args).await?,
         Cmd::Pieces(args) => pieces(&args).await?,
+        Cmd::Compare(args) => compare(&args).await?,
+        Cmd::EchoServer => echo_server().await?,
         Cmd::Nodelay(args) => nodelay(&args).await?,
         Cmd::Malloc(args) => malloc(&args).await?,
         Cmd::Probe(args) => probe(&args)?,
