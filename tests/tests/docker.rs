@@ -554,12 +554,23 @@ fn eval(setup: &Setup, args: &[&str]) -> std::process::Output {
 /// `function-runner eval|render` on this test's wrapper image and socket
 /// directory (`KRM_E2E_HOST` set in its environment, for `-e`).
 fn run_ours(setup: &Setup, command: &str, args: &[&str]) -> std::process::Output {
+    let wrapper = setup.image(Kind::Wrapper);
+    run_ours_with(
+        setup,
+        command,
+        &[&["--wrapper-server-image", &wrapper], args].concat(),
+    )
+}
+
+/// [`run_ours`] with no wrapper image but what `args` name (none from the
+/// environment either).
+fn run_ours_with(setup: &Setup, command: &str, args: &[&str]) -> std::process::Output {
     let dir = setup.socket_dir();
     output_within(
         Command::new(bin("function-runner"))
             .arg(command)
             .env("KRM_E2E_HOST", "from-host")
-            .args(["--wrapper-server-image", &setup.image(Kind::Wrapper)])
+            .env_remove("WRAPPER_SERVER_IMAGE")
             .args(["--docker-socket-dir", &dir])
             .args(args),
         None,
@@ -1115,18 +1126,10 @@ async fn with_no_wrapper_image_the_binaries_beside_the_runner_are_mounted() {
     package(work.path());
     let before = read_tree(work.path());
     let dir = setup.socket_dir();
+    let cat = setup.image(Kind::Cat);
     let eval_without_image = |extra: &[&str]| {
-        output_within(
-            Command::new(bin("function-runner"))
-                .env_remove("WRAPPER_SERVER_IMAGE")
-                .args(["eval", work.path().to_str().unwrap()])
-                .args(["--image", &setup.image(Kind::Cat)])
-                .args(["--docker-socket-dir", &dir])
-                .args(extra),
-            None,
-            Duration::from_secs(120),
-        )
-        .unwrap()
+        let pkg = work.path().to_str().unwrap();
+        run_ours_with(&setup, "eval", &[&[pkg, "--image", &cat], extra].concat())
     };
     let out = eval_without_image(&[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
