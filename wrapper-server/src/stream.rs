@@ -1,15 +1,18 @@
-//! EvaluateFunction without buffering the request: the ResourceList is
-//! written into the function's stdin while the request body is still
-//! arriving, straight from the HTTP/2 DATA frames (no copy in user space).
+//! EvaluateFunction streamed: the ResourceList is written into the
+//! function's stdin while the request body is still arriving, straight from
+//! the HTTP/2 DATA frames (no copy in user space).
 //!
 //! tonic's generated server would first collect the whole message into one
-//! buffer (a copy, and the whole request in memory), decode it, and only
-//! then could the function start; its answer is copied once more into an
-//! encode buffer. Here the function is spawned as soon as the
-//! `resource_list` field's header has arrived, and stdout is sent as it is
-//! (see `ok_response`). The gain is memory and copies wherever the body is
-//! already in when the handler runs, and the overlap of upload and run where
-//! it is not.
+//! buffer (a copy of the request), decode it, and only then could the
+//! function start; its answer is copied once more into an encode buffer.
+//! Here the function is spawned as soon as the `resource_list` field's
+//! header has arrived, and stdout is sent as it is (see `ok_response`). The
+//! DATA frames of the list are still kept, as they came, until the request
+//! is whole: a call whose client stalls is run again on all of them (see
+//! `run_streamed`). So the request is held in memory until it is in, as
+//! with tonic, but once, never copied into one buffer. The gain is that
+//! copy wherever the body is already in when the handler runs, and the
+//! overlap of upload and run where it is not.
 //!
 //! What is parsed by hand is only the framing: the gRPC message prefix
 //! (compressed flag, length) and, up to `resource_list`, the protobuf field
@@ -362,45 +365,101 @@ struct RequestFields {
     tag: String,
 }
 
-/// How long, in all, an admitted call may wait for its client to send the
-/// rest of its request; and how long a call whose request is still arriving
-/// may go on once the drain has started.
+/// How long an admitted call may wait for its client before it sent any of
+/// its ResourceList; and how long, counted the same way, a call whose
+/// request is still arriving may go on once the drain has started.
 ///
 /// The function starts as soon as the ResourceList's header is in, so that
 /// upload and run overlap; but an admitted call holds a concurrency slot and
 /// keeps the drain waiting, which a client that stops sending (or trickles)
-/// must not be able to do until `--request-read-timeout`. Past this bound the
-/// function is stopped, the slot given back, the rest of the request read
-/// unadmitted, and the function run again on the whole input
-/// ([`run_streamed`]): a slow client loses the overlap, no more. Only time
-/// spent waiting for the client counts: a function slow to read its stdin
-/// holds the client back through flow control, which is not a stall. Two
-/// seconds is far above what a client that is sending needs between frames,
-/// and leaves the other calls of a server whose slots all stalled served
-/// within a few seconds. A constant rather than a flag: it only decides when
-/// the overlap is given up, and `--request-read-timeout` still bounds the
-/// whole read.
+/// must not be able to do until `--request-read-timeout`. So an upload must
+/// keep up a minimum rate ([`StallClock`]): it may spend this much waiting
+/// for its client, plus a second per [`RATE_FLOOR`] bytes received, at most
+/// [`MOST_CREDIT`] in hand. Past that the function is stopped, the slot
+/// given back, the rest of the request read unadmitted, and the function
+/// run again on the whole input ([`run_streamed`]): a slow client loses
+/// the overlap, no more. Only time spent waiting for the client counts: a
+/// function slow to read its stdin holds the client back through flow
+/// control, which is not a stall. Two seconds leaves the other calls of a
+/// server whose slots all stalled served within a few seconds. Constants
+/// rather than flags: they only decide when the overlap is given up, and
+/// `--request-read-timeout` still bounds the whole read.
 const STALL_BOUND: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Time spent waiting for the client, counted against [`STALL_BOUND`].
+/// The slowest upload that keeps its slot, in bytes per second of waiting
+/// for the client: each this many bytes received earn one more second.
+/// Half a megabit per second: 16 uploads sharing one 8 Mbit/s connection
+/// keep theirs, while a client that trickles must pay that much bandwidth
+/// for every slot it holds.
+const RATE_FLOOR: u64 = 64 * 1024;
+
+/// The most client-wait an upload can have in hand: a client that sent much
+/// and then stops gives its slot back within this (a rate alone would let
+/// it keep its slot a second per [`RATE_FLOOR`] bytes it sent before).
+const MOST_CREDIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Time spent waiting for the client, counted against what the upload
+/// earned ([`STALL_BOUND`]), and once the drain started against
+/// [`STALL_BOUND`] alone.
 struct StallClock {
+    /// Client-wait still in hand.
     left: std::time::Duration,
+    /// Client-wait since the drain started.
+    draining: std::time::Duration,
 }
 
 impl StallClock {
+    fn new() -> Self {
+        Self {
+            left: STALL_BOUND,
+            draining: std::time::Duration::ZERO,
+        }
+    }
+
+    /// `n` more bytes of the request came in.
+    fn received(&mut self, n: usize) {
+        let earned = std::time::Duration::from_millis(
+            u64::try_from(n).unwrap_or(u64::MAX).saturating_mul(1000) / RATE_FLOOR,
+        );
+        self.left = (self.left + earned).min(MOST_CREDIT);
+    }
+
     /// `read` (a cancel-safe read of the request), or `None` if the client
-    /// used up the bound first (the read is then dropped, nothing consumed).
+    /// used up what it had in hand first (the read is then dropped, nothing
+    /// consumed). UNAVAILABLE once it waited [`STALL_BOUND`] in all since
+    /// the drain started.
     async fn wait<T>(
         &mut self,
+        drain: &krm_fn::drain::Drain,
         read: impl Future<Output = Result<T, CallError>>,
     ) -> Result<Option<T>, CallError> {
         let from = tokio::time::Instant::now();
-        let done = tokio::time::timeout(self.left, read).await;
+        let stalled = tokio::time::sleep_until(from + self.left);
+        let mut drain_from = drain.is_draining().then_some(from);
+        let cut_after = STALL_BOUND.saturating_sub(self.draining);
+        tokio::pin!(read, stalled);
+        let done = loop {
+            let cut = async {
+                match drain_from {
+                    Some(at) => tokio::time::sleep_until(at + cut_after).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                read = &mut read => break read.map(Some),
+                () = &mut stalled => break Ok(None),
+                () = drain.draining(), if drain_from.is_none() => {
+                    drain_from = Some(tokio::time::Instant::now());
+                }
+                () = cut => break Err(CallError::ShuttingDown),
+            }
+        };
         self.left = self.left.saturating_sub(from.elapsed());
-        match done {
-            Ok(read) => read.map(Some),
-            Err(_) => Ok(None),
+        if let Some(at) = drain_from {
+            self.draining += at.elapsed();
         }
+        done
     }
 }
 
@@ -454,7 +513,7 @@ async fn run_call(
         None => None,
         Some(n) => {
             call.add_input_bytes(n);
-            let output = run_streamed(
+            run_streamed(
                 service,
                 &mut msg,
                 &mut other,
@@ -462,8 +521,7 @@ async fn run_call(
                 admitted,
                 (&mut *image, &mut decoded),
             )
-            .await?;
-            Some(output)
+            .await?
         }
     };
     let fields = match decoded {
@@ -488,17 +546,22 @@ async fn run_call(
 /// Runs the function on the ResourceList (`n` bytes, next in `msg`) while
 /// the rest of the request arrives, and returns its output once the whole
 /// request is in (the fields after the list in `other`, decoded into
-/// `found` when they decode, so that a deadline names the image).
+/// `found` when they decode, so that a deadline names the image). `None`
+/// if, after a stall, it was not run again: a later `resource_list` wins or
+/// the request does not decode (the caller runs or refuses it).
 ///
-/// If the client stalls ([`STALL_BOUND`]), the function is stopped and the
-/// call's admission given back; the rest is read, unadmitted, under the
-/// read timeout (a drain ends it then, as before admission); the call is
-/// admitted again and the function runs on the whole list. The list read
-/// so far is kept for that: slices of the DATA frames, no copy.
+/// If the client stalls (falls below the rate [`STALL_BOUND`] describes),
+/// the function is stopped and the call's admission given back; the rest is
+/// read, unadmitted, under the read timeout (a drain ends it then, as before
+/// admission); the call is admitted again and the function runs on the
+/// whole list. The list read so far is kept for that: slices of the DATA
+/// frames, no copy.
 ///
-/// Once the drain has started, a call whose request is still not in is not
-/// work in flight: it gets [`STALL_BOUND`] more, then UNAVAILABLE (the
-/// function killed), whatever it waits for.
+/// Once the drain has started, a call still waiting for its client is not
+/// work in flight: after [`STALL_BOUND`] more of waiting for the client, it
+/// ends with UNAVAILABLE (the function killed). Time the feed spends held
+/// up by the function (not reading its stdin) is not counted: that call is
+/// work in flight, waited for until the grace.
 async fn run_streamed(
     service: &Service,
     msg: &mut MessageReader,
@@ -506,7 +569,7 @@ async fn run_streamed(
     n: usize,
     admitted: &mut Option<Admission>,
     found: (&mut Option<String>, &mut Option<RequestFields>),
-) -> Result<Result<Output, ExecError>, CallError> {
+) -> Result<Option<Result<Output, ExecError>>, CallError> {
     let function = &service.function;
     let drain = service.gate.drain();
     let mut kept: Vec<Bytes> = Vec::new();
@@ -526,7 +589,7 @@ async fn run_streamed(
         let (tx, rx) = tokio::sync::mpsc::channel(QUEUED_CHUNKS);
         (Input::Chunks { rx, len: n }, Some(tx))
     };
-    let mut stall = StallClock { left: STALL_BOUND };
+    let mut stall = StallClock::new();
     {
         let run = function.exec(input);
         // `true` once the whole request is in; `false` if the client stalled.
@@ -534,10 +597,11 @@ async fn run_streamed(
         // while the function may still run.
         let mut feed = Box::pin(async {
             while left > 0 {
-                let Some(chunk) = stall.wait(msg.chunk(left)).await? else {
+                let Some(chunk) = stall.wait(drain, msg.chunk(left)).await? else {
                     return Ok(false);
                 };
                 left -= chunk.len();
+                stall.received(chunk.len());
                 kept.push(chunk.clone());
                 // A closed channel: the function stopped reading stdin (or
                 // exited). The rest is read and kept all the same.
@@ -549,22 +613,18 @@ async fn run_streamed(
             }
             tx = None; // EOF on the function's stdin
             Ok::<_, CallError>(
-                stall.wait(msg.rest_into(other)).await?.is_some()
-                    && stall.wait(msg.body.finish()).await?.is_some(),
+                stall.wait(drain, msg.rest_into(other)).await?.is_some()
+                    && stall.wait(drain, msg.body.finish()).await?.is_some(),
             )
         });
-        let cut_by_drain = async {
-            drain.draining().await;
-            tokio::time::sleep(STALL_BOUND).await;
-        };
-        tokio::pin!(run, cut_by_drain);
+        tokio::pin!(run);
         let mut output = None;
-        // A broken request ends the call at once, killing the function.
+        // A broken request, or the drain's cut, ends the call at once,
+        // killing the function.
         let whole = loop {
             tokio::select! {
                 out = &mut run, if output.is_none() => output = Some(out),
                 fed = &mut feed => break fed?,
-                () = &mut cut_by_drain => return Err(CallError::ShuttingDown),
             }
         };
         drop(feed);
@@ -572,10 +632,10 @@ async fn run_streamed(
             // The whole request is here while the function may still run.
             decode_found(function, other, found);
             drop(kept);
-            return Ok(match output {
+            return Ok(Some(match output {
                 Some(output) => output,
                 None => run.await,
-            });
+            }));
         }
         // Stalled: `run` is dropped with this block, killing the function.
     }
@@ -596,8 +656,17 @@ async fn run_streamed(
     })
     .await?;
     *admitted = Some(service.gate.admit()?);
-    decode_found(function, other, found);
-    Ok(function.exec(whole(kept, n)).await)
+    let (image, decoded) = found;
+    decode_found(function, other, (&mut *image, &mut *decoded));
+    // A later `resource_list` wins (the caller runs the function on it), and
+    // a request that does not decode is refused: either way, not run here.
+    if decoded
+        .as_ref()
+        .is_none_or(|fields| !fields.resource_list.is_empty())
+    {
+        return Ok(None);
+    }
+    Ok(Some(function.exec(kept_input(kept, n)).await))
 }
 
 /// Decodes the request's other fields, whole now, so that a deadline that
@@ -615,16 +684,18 @@ fn decode_found(
     }
 }
 
-/// The chunks of a ResourceList as one buffer (copied unless just one).
-fn whole(kept: Vec<Bytes>, len: usize) -> Bytes {
+/// The kept chunks of a ResourceList (`len` bytes) as the function's input,
+/// without copying them into one buffer: all queued at once, then the end.
+fn kept_input(kept: Vec<Bytes>, len: usize) -> Input {
     if let [one] = kept.as_slice() {
-        return one.clone();
+        return Input::Bytes(one.clone());
     }
-    let mut all = BytesMut::with_capacity(len);
+    let (tx, rx) = tokio::sync::mpsc::channel(kept.len().max(1));
     for chunk in kept {
-        all.extend_from_slice(&chunk);
+        // Room for every chunk, and the receiver is right here.
+        let _ = tx.try_send(chunk);
     }
-    all.freeze()
+    Input::Chunks { rx, len }
 }
 
 /// The OK answer: one gRPC message, then `grpc-status: 0` in the trailers.
@@ -1271,9 +1342,9 @@ mod tests {
             "the upload was not admitted"
         );
         assert!(inner.gate.admit().is_err(), "the slot is not taken");
-        // A byte every half second for 3 s (more than STALL_BOUND): the
-        // client is never silent for long, but it keeps the function
-        // waiting nearly all the time.
+        // A byte every half second for 3 s: the client is never silent for
+        // long, but far below RATE_FLOOR, so it earns next to nothing and
+        // uses up STALL_BOUND keeping the function waiting.
         let mut sent = 8;
         for _ in 0..6 {
             tokio::time::sleep(Duration::from_millis(500)).await;
@@ -1306,10 +1377,154 @@ mod tests {
         assert_eq!(&resp.resource_list[..], RL.as_bytes());
     }
 
+    /// A ResourceList of about `kib` KiB (comment lines after [`RL`]).
+    fn long_list(kib: usize) -> Vec<u8> {
+        let mut list = RL.as_bytes().to_vec();
+        while list.len() < kib * 1024 {
+            list.extend_from_slice(b"# padding, padding, padding\n");
+        }
+        list
+    }
+
     #[tokio::test]
-    async fn a_drain_ends_a_call_whose_request_cannot_all_come_in() {
-        // A function that never reads its input, and an input more than the
-        // pipe and the queue hold: the rest of the request can never come.
+    async fn a_steady_upload_above_the_rate_keeps_its_slot() {
+        let config = ServerConfig {
+            max_concurrent: Some(1),
+            ..config(ExecSpec::from_argv(["cat"]).unwrap())
+        };
+        let inner = Wrapper::new(config, Arc::new(Metrics::new())).service();
+        let list = long_list(900);
+        let mut msg = vec![key(1, 2)];
+        prost::encoding::encode_varint(list.len() as u64, &mut msg);
+        msg.extend_from_slice(&list);
+        let whole = framed(&msg);
+        // The prefix, the list's header and a first byte of it.
+        let mut sent = whole.len() - list.len() + 1;
+        let (tx, req) = open_request();
+        tx.send(Ok(Frame::data(Bytes::copy_from_slice(&whole[..sent]))))
+            .await
+            .unwrap();
+        tokio::time::pause();
+        let steady = tokio::spawn({
+            let inner = inner.clone();
+            async move { answer(evaluate(&inner, req).await).await }
+        });
+        assert!(
+            after_turns(|| inner.gate.drain().in_flight() == 1).await,
+            "the upload was not admitted"
+        );
+        // 8 KiB every 100 ms (80 KiB/s, above RATE_FLOOR) for 11 s, far
+        // more than STALL_BOUND spent waiting for the client: the call
+        // keeps its slot (and its function) all along.
+        while whole.len() - sent > 8 * 1024 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            tx.send(Ok(Frame::data(Bytes::copy_from_slice(
+                &whole[sent..sent + 8 * 1024],
+            ))))
+            .await
+            .unwrap();
+            sent += 8 * 1024;
+            assert_eq!(
+                inner.gate.drain().in_flight(),
+                1,
+                "the slot was given back with {sent} bytes sent"
+            );
+        }
+        tokio::time::resume();
+        tx.send(Ok(Frame::data(Bytes::copy_from_slice(&whole[sent..]))))
+            .await
+            .unwrap();
+        drop(tx);
+        let resp = steady.await.unwrap().unwrap();
+        assert!(resp.resource_list == list);
+    }
+
+    #[tokio::test]
+    async fn after_a_stall_the_function_runs_once_on_the_last_resource_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path().join("runs");
+        let entrypoint = ExecSpec {
+            env: vec![("RUNS".into(), runs.clone().into())],
+            ..ExecSpec::from_argv(["/bin/sh", "-c", "cat; echo ran >>\"$RUNS\""]).unwrap()
+        };
+        let inner = Wrapper::new(config(entrypoint), Arc::new(Metrics::new())).service();
+        let first = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [] # first\n";
+        let mut msg = field(1, first.as_bytes());
+        msg.extend(field(2, b"img"));
+        msg.extend(field(1, RL.as_bytes()));
+        let whole = framed(&msg);
+        let (tx, req) = open_request();
+        tx.send(Ok(Frame::data(Bytes::copy_from_slice(&whole[..8]))))
+            .await
+            .unwrap();
+        tokio::time::pause();
+        let stalled = tokio::spawn({
+            let inner = inner.clone();
+            async move { answer(evaluate(&inner, req).await).await }
+        });
+        assert!(
+            after_turns(|| inner.gate.drain().in_flight() == 1).await,
+            "the upload was not admitted"
+        );
+        tokio::time::sleep(STALL_BOUND + Duration::from_secs(1)).await;
+        assert!(
+            after_turns(|| inner.gate.drain().in_flight() == 0).await,
+            "the stalled upload still holds its slot"
+        );
+        tokio::time::resume();
+        tx.send(Ok(Frame::data(Bytes::copy_from_slice(&whole[8..]))))
+            .await
+            .unwrap();
+        drop(tx);
+        let resp = stalled.await.unwrap().unwrap();
+        assert_eq!(&resp.resource_list[..], RL.as_bytes());
+        // The stalled run was killed before its end; the first list was
+        // not run again.
+        assert_eq!(std::fs::read_to_string(&runs).unwrap(), "ran\n");
+    }
+
+    #[tokio::test]
+    async fn a_drain_ends_an_admitted_call_that_waits_for_its_client() {
+        let inner = inner("cat");
+        let list = long_list(600);
+        let mut msg = vec![key(1, 2)];
+        prost::encoding::encode_varint(list.len() as u64, &mut msg);
+        msg.extend_from_slice(&list);
+        let whole = framed(&msg);
+        // Half the list at once: the upload earned MOST_CREDIT, so only the
+        // drain can end it within STALL_BOUND.
+        let (tx, req) = open_request();
+        tx.send(Ok(Frame::data(Bytes::copy_from_slice(
+            &whole[..whole.len() / 2],
+        ))))
+        .await
+        .unwrap();
+        tokio::time::pause();
+        let call = tokio::spawn({
+            let inner = inner.clone();
+            async move { answer(evaluate(&inner, req).await).await }
+        });
+        assert!(
+            after_turns(|| inner.gate.drain().in_flight() == 1).await,
+            "the call was not admitted"
+        );
+        tokio::time::timeout(
+            STALL_BOUND + Duration::from_secs(1),
+            inner.gate.drain().drain(),
+        )
+        .await
+        .expect("the drain waited for a call whose client sent nothing more");
+        let err = call.await.unwrap().unwrap_err();
+        assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn a_drain_waits_for_a_call_held_up_by_its_function() {
+        // A function that does not read its input for a while, and an input
+        // more than the pipe and the queue hold: the client is held back by
+        // the wrapper (flow control), it does not stall. Such a call is work
+        // in flight: the drain waits for it (the grace ends it).
         let config = ServerConfig {
             max_message_bytes: 16 << 20,
             ..config(ExecSpec::from_argv(["sleep", "30"]).unwrap())
@@ -1338,14 +1553,22 @@ mod tests {
             after_turns(|| inner.gate.drain().in_flight() == 1).await,
             "the call was not admitted"
         );
-        tokio::time::timeout(
-            STALL_BOUND + Duration::from_secs(5),
-            inner.gate.drain().drain(),
-        )
-        .await
-        .expect("the drain waited for a call whose request never came in");
-        let err = blocked.await.unwrap().unwrap_err();
-        assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+        let draining = tokio::spawn({
+            let drain = inner.gate.drain().clone();
+            async move { drain.drain().await }
+        });
+        // Far past STALL_BOUND (paused time: the function still sleeps).
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert!(
+            !draining.is_finished() && !blocked.is_finished(),
+            "the drain cut a call held up by its function"
+        );
+        // The call ends (its function killed): the drain is done.
+        blocked.abort();
+        tokio::time::timeout(Duration::from_secs(5), draining)
+            .await
+            .expect("the drain waited on after the call ended")
+            .unwrap();
         sender.abort();
     }
 
