@@ -440,8 +440,22 @@ async fn what_a_crashed_runner_left_is_swept_by_the_next() {
         .unwrap();
     let mine = setup.containers();
     assert_eq!(mine.len(), 1, "only the new runner's pod: {mine:?}");
+    // The neighbour sweeps in the background; a call that makes its own
+    // container waits for that sweep.
     let neighbour = setup.runner(&[]);
-    assert_eq!(setup.containers(), mine, "a live runner's pod is not swept");
+    neighbour
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(&setup.image(Kind::Example)))
+        .await
+        .unwrap();
+    let now = setup.containers();
+    assert_eq!(now.len(), 2, "{now:?}");
+    assert!(
+        mine.iter().all(|c| now.contains(c)),
+        "a live runner's pod is not swept: {mine:?} in {now:?}"
+    );
     stop(neighbour).await;
     stop(next).await;
     setup.assert_clean();

@@ -246,7 +246,9 @@ async fn connect_to(host: &str, timeout: Duration) -> Result<Docker, DockerSetup
 /// bollard's `ping` gives the body only).
 async fn ping_api_version(path: &str) -> std::io::Result<Option<bollard::ClientVersion>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut conn = tokio::net::UnixStream::connect(path).await?;
+    let mut conn = tokio::net::UnixStream::connect(path)
+        .await
+        .map_err(|err| std::io::Error::new(err.kind(), format!("{path}: {err}")))?;
     conn.write_all(b"GET /_ping HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n")
         .await?;
     // The headers are a few hundred bytes; the body ("OK") is not needed.
@@ -262,9 +264,14 @@ async fn ping_api_version(path: &str) -> std::io::Result<Option<bollard::ClientV
     let head = String::from_utf8_lossy(&head);
     let mut lines = head.split("\r\n");
     let status = lines.next().unwrap_or_default();
+    if status.is_empty() {
+        return Err(std::io::Error::other(format!(
+            "{path}: the socket closed without an HTTP answer to /_ping"
+        )));
+    }
     if status.split(' ').nth(1) != Some("200") {
         return Err(std::io::Error::other(format!(
-            "/_ping answered {:?}",
+            "{path}: /_ping answered {:?}",
             status.trim()
         )));
     }
@@ -324,8 +331,10 @@ struct Inner {
     /// which comes before `die`; an auto-removed container cannot be
     /// inspected after).
     oomed: Mutex<std::collections::HashSet<String>>,
-    /// Where the containers' tools come from.
-    tools_from: Tools,
+    /// Where the containers' tools come from; chosen again at each start
+    /// while there are none (an image built after the runner started is
+    /// then found).
+    tools_from: Mutex<Tools>,
     /// The sweep of what gone runners left ([`DockerBackend::sweep`]), run
     /// in the background: a start that reuses a kept-warm container does not
     /// wait for it; one that creates a container, and the close, do.
@@ -393,7 +402,7 @@ impl DockerBackend {
             events: Default::default(),
             pods: Default::default(),
             oomed: Default::default(),
-            tools_from,
+            tools_from: Mutex::new(tools_from),
             swept: Default::default(),
             made: Default::default(),
             tools: AsyncMutex::new(None),
@@ -407,6 +416,29 @@ impl DockerBackend {
         let _ = backend.0.swept.set(sweep.shared());
         tokio::spawn(follow_events(Arc::downgrade(&backend.0), since));
         Ok(backend)
+    }
+
+    /// Where the tools come from: as chosen, or chosen again while none
+    /// were found.
+    async fn tools_from(&self) -> Tools {
+        let inner = &self.0;
+        let current = inner
+            .tools_from
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if !matches!(current, Tools::Missing { .. }) {
+            return current;
+        }
+        let chosen = choose_tools(&inner.docker, &inner.settings).await;
+        if !matches!(chosen, Tools::Missing { .. }) {
+            tracing::info!(tools = %chosen, "docker: function containers' tools");
+        }
+        *inner
+            .tools_from
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = chosen.clone();
+        chosen
     }
 
     /// Waits for the sweep started with the backend.
@@ -499,7 +531,10 @@ impl DockerBackend {
             let mut left = 0;
             for pod in std::fs::read_dir(&path).into_iter().flatten().flatten() {
                 let p = pod.path();
-                if in_use.contains(&p) {
+                // Asked again, not only of the list above: a runner that was
+                // alive then may have left a kept-warm container since, and
+                // a start of this runner may be reusing it now.
+                if in_use.contains(&p) || self.kept_dir(&p).await {
                     left += 1;
                 } else if pod.file_type().is_ok_and(|t| t.is_dir()) {
                     let _ = std::fs::remove_dir_all(&p);
@@ -514,7 +549,7 @@ impl DockerBackend {
     /// The function container's mounts of the tools: the tools volume,
     /// installed by the init container on first use, or the host's binaries.
     async fn tool_mounts(&self, timeout: Duration) -> Result<Vec<Mount>, StartError> {
-        match &self.0.tools_from {
+        match &self.tools_from().await {
             Tools::Image(image) => Ok(vec![volume_mount(
                 &self.tools_volume(image, timeout).await?,
                 TOOLS_DIR,
@@ -664,7 +699,7 @@ impl DockerBackend {
         let resources = Resources::from_overrides(spec.overrides.as_deref()).map_err(failed)?;
         // One deadline for the whole start: reading (or pulling) the image,
         // installing the tools, and the container's own start.
-        let deadline = started + spec.ready_timeout;
+        let mut deadline = started + spec.ready_timeout;
         let timed_out = |phase: &str| BackendError::ReadyTimeout {
             image: spec.image.clone(),
             timeout: spec.ready_timeout,
@@ -676,7 +711,7 @@ impl DockerBackend {
         // of these round trips and little else).
         let keep_warm = inner.settings.keep_warm.is_some();
         let tools_id = async {
-            match (&inner.tools_from, keep_warm) {
+            match (&self.tools_from().await, keep_warm) {
                 (_, false) | (Tools::Missing { .. }, _) => String::new(),
                 (Tools::Image(image), true) => inner
                     .docker
@@ -696,9 +731,11 @@ impl DockerBackend {
         };
         let (command, tools_id, kept) = tokio::join!(
             tokio::time::timeout_at(deadline, image_command(&inner.docker, &spec.image)),
-            tools_id,
-            kept,
+            tokio::time::timeout_at(deadline, tools_id),
+            tokio::time::timeout_at(deadline, kept),
         );
+        // Without them no kept container is found: a new one is made.
+        let (tools_id, kept) = (tools_id.unwrap_or_default(), kept.unwrap_or_default());
         let (image_id, argv) = command
             .map_err(|_| timed_out("reading (or pulling) the image"))?
             .map_err(failed)?;
@@ -763,16 +800,21 @@ impl DockerBackend {
                 return Ok(ReadyPod { id, endpoint });
             }
         }
-        // From here on the start makes things in the engine: after the
-        // sweep (which could otherwise take a gone runner's leftovers for
-        // ours, or the reverse, only by name: never), and known to the close.
+        // From here on the start makes things in the engine (the close must
+        // look for them). It waits for the sweep first, so that a gone
+        // runner's leftovers are gone before a new container adds to the
+        // engine's load, as they were when the sweep ran before any start;
+        // the wait is the sweep's own, not the start's: the deadline moves
+        // by it.
         inner.made.store(true, Ordering::SeqCst);
-        if tokio::time::timeout_at(deadline, self.swept())
+        let waited = tokio::time::Instant::now();
+        if tokio::time::timeout(SWEEP_WAIT, self.swept())
             .await
             .is_err()
         {
             tracing::warn!("docker: the sweep of gone runners' leftovers is still running");
         }
+        deadline += waited.elapsed();
         let tool_mounts = tokio::time::timeout_at(
             deadline,
             self.tool_mounts(deadline.saturating_duration_since(tokio::time::Instant::now())),

@@ -40,7 +40,7 @@ impl std::fmt::Display for Tools {
             ),
             Tools::Missing { image, host } => write!(
                 f,
-                "no wrapper-server: the image {image} is not in the engine and {host}"
+                "no wrapper-server for function containers: the image {image} is not in the engine and {host}"
             ),
         }
     }
@@ -57,6 +57,17 @@ pub async fn choose_tools(docker: &Docker, settings: &DockerSettings) -> Tools {
     }
     if docker.inspect_image(DEFAULT_WRAPPER_IMAGE).await.is_ok() {
         return Tools::Image(DEFAULT_WRAPPER_IMAGE.into());
+    }
+    // A bind mount's source is a path on the engine's machine: only a local
+    // engine (a Unix socket) sees this host's files.
+    let host = std::env::var("DOCKER_HOST").unwrap_or_default();
+    if !host.is_empty() && !host.starts_with("unix://") {
+        return Tools::Missing {
+            image: DEFAULT_WRAPPER_IMAGE.into(),
+            host: format!(
+                "the engine is not local (DOCKER_HOST={host}): it cannot mount the binaries beside function-runner"
+            ),
+        };
     }
     match host_tools(&settings.tools_dir) {
         Ok((wrapper, probe)) => Tools::Host { wrapper, probe },
@@ -89,13 +100,21 @@ pub fn default_tools_dir() -> PathBuf {
 fn host_tools(dir: &Path) -> Result<(PathBuf, PathBuf), String> {
     let wrapper = dir.join("wrapper-server");
     usable(&wrapper)?;
-    let probes = ["health-probe", "grpc-health-probe"].map(|name| dir.join(name));
-    let probe = probes
-        .iter()
-        .find(|p| p.is_file())
-        .ok_or_else(|| format!("no health-probe beside it in {}", dir.display()))?;
-    usable(probe)?;
-    Ok((wrapper, probe.clone()))
+    let mut why = Vec::new();
+    for name in ["health-probe", "grpc-health-probe"] {
+        let probe = dir.join(name);
+        if !probe.exists() {
+            continue;
+        }
+        match usable(&probe) {
+            Ok(()) => return Ok((wrapper, probe)),
+            Err(err) => why.push(err),
+        }
+    }
+    Err(match why.is_empty() {
+        true => format!("no health-probe beside it in {}", dir.display()),
+        false => why.join("; "),
+    })
 }
 
 /// A file the function container can run: executable by anyone (it runs
@@ -119,11 +138,19 @@ fn usable(path: &Path) -> Result<(), String> {
     }
 }
 
-/// Whether the 64-bit little-endian ELF file at `path` asks for a program
-/// interpreter (`PT_INTERP`): a dynamically linked executable does, a static
-/// or static-pie one does not.
+/// Whether the 64-bit little-endian ELF file at `path`, built for this
+/// machine's architecture, asks for a program interpreter (`PT_INTERP`): a
+/// dynamically linked executable does, a static or static-pie one does not.
 fn elf_interpreter(path: &Path) -> Result<bool, String> {
     const PT_INTERP: u32 = 3;
+    /// `e_machine` of the architecture this program was built for.
+    const MACHINE: u16 = if cfg!(target_arch = "x86_64") {
+        62
+    } else if cfg!(target_arch = "aarch64") {
+        183
+    } else {
+        0
+    };
     let mut head = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(64 * 1024).read_to_end(&mut head))
@@ -149,10 +176,20 @@ fn elf_interpreter(path: &Path) -> Result<bool, String> {
     else {
         return Err("a truncated ELF header".into());
     };
-    let phoff = usize::try_from(phoff).map_err(|_| "an ELF header out of range")?;
+    if MACHINE != 0 && u16_at(0x12) != Some(MACHINE) {
+        return Err(format!(
+            "built for another architecture (ELF machine {:?}, this one is {MACHINE})",
+            u16_at(0x12)
+        ));
+    }
+    let out_of_range = || "program headers out of range".to_string();
+    let phoff = usize::try_from(phoff).map_err(|_| out_of_range())?;
     for i in 0..usize::from(phnum) {
-        let at = phoff + i * usize::from(phentsize);
-        match u32_at(at) {
+        let at = usize::from(phentsize)
+            .checked_mul(i)
+            .and_then(|off| off.checked_add(phoff))
+            .ok_or_else(out_of_range)?;
+        match at.checked_add(4).and_then(|_| u32_at(at)) {
             Some(PT_INTERP) => return Ok(true),
             Some(_) => {}
             None => return Err("program headers past the first 64 KiB".into()),
@@ -213,6 +250,14 @@ mod tests {
         assert_eq!(elf_interpreter(Path::new("/bin/ls")), Ok(true));
         let err = usable(Path::new("/bin/ls")).unwrap_err();
         assert!(err.contains("dynamically linked"), "{err}");
+        // A static binary of another architecture (aarch64's e_machine).
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("wrapper-server");
+        let mut bytes = std::fs::read(&me).unwrap();
+        bytes[0x12..0x14].copy_from_slice(&183u16.to_le_bytes());
+        std::fs::write(&other, bytes).unwrap();
+        let err = elf_interpreter(&other).unwrap_err();
+        assert!(err.contains("another architecture"), "{err}");
     }
 
     #[test]

@@ -467,7 +467,18 @@ async fn pick_backend(
                 Some(d) => format!(", kept warm for {d:?}"),
                 None => String::new(),
             };
-            let tools = choose_tools(&docker, &pods.docker_settings()).await;
+            let tools = match tokio::time::timeout(
+                DOCKER_PROBE_TIMEOUT,
+                choose_tools(&docker, &pods.docker_settings()),
+            )
+            .await
+            {
+                Ok(tools) => tools,
+                Err(_) => Tools::Missing {
+                    image: function_runner::backend::docker::DEFAULT_WRAPPER_IMAGE.into(),
+                    host: format!("the engine did not answer within {DOCKER_PROBE_TIMEOUT:?}"),
+                },
+            };
             (
                 BackendKind::Docker,
                 format!("docker: the image's container on the engine at {host}{kept}; {tools}"),
