@@ -78,12 +78,16 @@ use host::{
 };
 use resources::Resources;
 
+mod connect;
 mod engine;
+mod errors;
 mod host;
 mod options;
 mod resources;
 pub mod tools;
 
+pub use connect::connect;
+pub use errors::{DockerSetupError, StartError};
 pub use tools::{choose_tools, Tools};
 
 /// Marks everything this backend creates.
@@ -184,119 +188,6 @@ impl DockerSettings {
             rustix::process::geteuid().as_raw()
         ))
     }
-}
-
-/// Why the docker backend could not be set up.
-#[derive(Debug, thiserror::Error)]
-pub enum DockerSetupError {
-    #[error("no Docker engine answers (DOCKER_HOST, else /var/run/docker.sock): {0}")]
-    Engine(#[source] bollard::errors::Error),
-    #[error("--docker-socket-dir {}: {reason}", .path.display())]
-    SocketDir { path: PathBuf, reason: String },
-}
-
-/// Connects to the engine of `DOCKER_HOST` (else the local socket) and
-/// agrees on an API version with it; an error if none answers within
-/// `timeout`.
-///
-/// bollard speaks the newest API, which older engines refuse, and its way
-/// to agree on one asks `/version`, which dockerd answers only after asking
-/// its components (containerd, runc) theirs: 7–12 ms, the largest single
-/// cost of a warm `eval --keep-warm`. A Unix socket's engine is asked
-/// `/_ping` instead, whose `Api-Version` header names its version (as the
-/// docker CLI agrees on one) in a fraction of a millisecond; a remote
-/// engine, or one whose ping names none, is asked `/version`.
-pub async fn connect(timeout: Duration) -> Result<Docker, DockerSetupError> {
-    connect_to(&std::env::var("DOCKER_HOST").unwrap_or_default(), timeout).await
-}
-
-/// [`connect`] to the engine at `host` (`DOCKER_HOST`'s form; empty: the
-/// local socket).
-async fn connect_to(host: &str, timeout: Duration) -> Result<Docker, DockerSetupError> {
-    let socket = match host {
-        "" => Some("unix:///var/run/docker.sock"),
-        h if h.starts_with("unix://") => Some(h),
-        _ => None,
-    };
-    let Some(socket) = socket else {
-        let docker = Docker::connect_with_host(host).map_err(DockerSetupError::Engine)?;
-        return within(timeout, docker.negotiate_version()).await;
-    };
-    let path = socket.trim_start_matches("unix://");
-    let pinged = tokio::time::timeout(timeout, ping_api_version(path))
-        .await
-        .map_err(|_| DockerSetupError::Engine(bollard::errors::Error::RequestTimeoutError))?
-        .map_err(|err| DockerSetupError::Engine(bollard::errors::Error::IOError { err }))?;
-    let newest = bollard::API_DEFAULT_VERSION;
-    match pinged {
-        Some(theirs) => {
-            let version = if theirs < *newest { theirs } else { *newest };
-            Docker::connect_with_unix(socket, 120, &version).map_err(DockerSetupError::Engine)
-        }
-        None => {
-            let docker =
-                Docker::connect_with_unix(socket, 120, newest).map_err(DockerSetupError::Engine)?;
-            within(timeout, docker.negotiate_version()).await
-        }
-    }
-}
-
-/// `GET /_ping` on the engine's socket at `path`: the API version its
-/// `Api-Version` header names, `None` if it names none (HTTP/1.1 by hand:
-/// bollard's `ping` gives the body only).
-async fn ping_api_version(path: &str) -> std::io::Result<Option<bollard::ClientVersion>> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut conn = tokio::net::UnixStream::connect(path)
-        .await
-        .map_err(|err| std::io::Error::new(err.kind(), format!("{path}: {err}")))?;
-    conn.write_all(b"GET /_ping HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n")
-        .await?;
-    // The headers are a few hundred bytes; the body ("OK") is not needed.
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 16 * 1024 {
-        let n = conn.read(&mut buf).await?;
-        if n == 0 {
-            break;
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
-    let head = String::from_utf8_lossy(&head);
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap_or_default();
-    if status.is_empty() {
-        return Err(std::io::Error::other(format!(
-            "{path}: the socket closed without an HTTP answer to /_ping"
-        )));
-    }
-    if status.split(' ').nth(1) != Some("200") {
-        return Err(std::io::Error::other(format!(
-            "{path}: /_ping answered {:?}",
-            status.trim()
-        )));
-    }
-    Ok(lines
-        .take_while(|l| !l.is_empty())
-        .filter_map(|l| l.split_once(':'))
-        .find(|(name, _)| name.trim().eq_ignore_ascii_case("api-version"))
-        .and_then(|(_, value)| {
-            let (major, minor) = value.trim().split_once('.')?;
-            Some(bollard::ClientVersion {
-                major_version: major.parse().ok()?,
-                minor_version: minor.parse().ok()?,
-            })
-        }))
-}
-
-/// `fut`, an engine request, within `timeout`.
-async fn within<T>(
-    timeout: Duration,
-    fut: impl std::future::Future<Output = Result<T, bollard::errors::Error>>,
-) -> Result<T, DockerSetupError> {
-    tokio::time::timeout(timeout, fut)
-        .await
-        .map_err(|_| DockerSetupError::Engine(bollard::errors::Error::RequestTimeoutError))?
-        .map_err(DockerSetupError::Engine)
 }
 
 /// One pod the backend knows of.
@@ -1284,61 +1175,6 @@ impl Backend for DockerBackend {
         let this = self.clone();
         Box::pin(async move { this.close_backend().await })
     }
-}
-
-/// Why a docker pod did not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("the wrapper image {image:?} is not in the Docker engine (build it: ./build-images.sh, or set --wrapper-server-image): {source}")]
-    WrapperImage {
-        image: String,
-        #[source]
-        source: bollard::errors::Error,
-    },
-    #[error("no wrapper-server for the function container: the wrapper image {image:?} is not in the Docker engine, and {host} (put the static wrapper-server and health-probe beside function-runner, build the image: ./build-images.sh, or set --wrapper-server-image)")]
-    NoTools { image: String, host: String },
-    #[error("the image is not in the Docker engine and pulling it failed: {0}")]
-    Pull(#[source] bollard::errors::Error),
-    #[error("inspecting the image: {0}")]
-    Inspect(#[source] bollard::errors::Error),
-    #[error("the image has no Entrypoint and no Cmd: there is no function to run (kpt runs an image's Entrypoint; give it one)")]
-    NoCommand,
-    #[error("{what}: {source}")]
-    Engine {
-        what: &'static str,
-        #[source]
-        source: bollard::errors::Error,
-    },
-    #[error("the init container (wrapper image {image:?}) failed{}: {log}", code.map(|c| format!(" with exit code {c}")).unwrap_or_default())]
-    Install {
-        image: String,
-        code: Option<i64>,
-        log: String,
-    },
-    #[error("the init container did not finish within {timeout:?}")]
-    InstallTimeout { timeout: Duration },
-    #[error("making the socket directory {}: {source}", .path.display())]
-    SocketDir {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("the socket directory {}: {reason}", .path.display())]
-    Confinement { path: PathBuf, reason: String },
-    #[error("the container's output ended before the wrapper listened")]
-    NoAddress,
-    #[error("health: {0}")]
-    Health(String),
-    #[error("{reason} while starting; its log: {log}")]
-    Exited { reason: String, log: String },
-    #[error("{0}")]
-    Died(String),
-    #[error("resources: {0}")]
-    Resources(String),
-    #[error("--mount: {0}")]
-    Mount(String),
-    #[error("timed out")]
-    Timeout,
 }
 
 #[cfg(test)]

@@ -181,7 +181,7 @@ async fn a_local_engine_s_version_comes_from_its_ping() {
         _ => (500, "", r#"{"message":"not expected"}"#),
     })
     .await;
-    let docker = super::connect_to(&host, Duration::from_secs(5)).await;
+    let docker = super::connect::connect_to(&host, Duration::from_secs(5)).await;
     let asked_now = asked.lock().unwrap().clone();
     let docker = docker.unwrap_or_else(|err| panic!("{err}; asked {asked_now:?}"));
     assert_eq!(docker.client_version().to_string(), "1.40");
@@ -201,7 +201,7 @@ async fn an_engine_whose_ping_names_no_version_is_asked_it() {
         }
     })
     .await;
-    let docker = super::connect_to(&host, Duration::from_secs(5))
+    let docker = super::connect::connect_to(&host, Duration::from_secs(5))
         .await
         .unwrap();
     assert_eq!(docker.client_version().to_string(), "1.39");
@@ -214,7 +214,7 @@ async fn an_engine_whose_ping_names_no_version_is_asked_it() {
 async fn no_engine_is_an_error_within_the_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let host = format!("unix://{}", dir.path().join("none.sock").display());
-    let err = super::connect_to(&host, Duration::from_secs(5))
+    let err = super::connect::connect_to(&host, Duration::from_secs(5))
         .await
         .unwrap_err();
     assert!(
@@ -223,7 +223,7 @@ async fn no_engine_is_an_error_within_the_timeout() {
     );
     // A socket whose server is no engine.
     let (host, _) = fake_engine(dir.path(), |_| (404, "", "page not found")).await;
-    let err = super::connect_to(&host, Duration::from_secs(5))
+    let err = super::connect::connect_to(&host, Duration::from_secs(5))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("/_ping answered"), "{err}");
