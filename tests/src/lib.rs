@@ -871,3 +871,14 @@ mkdir -p "$d"
 echo "pod=$PPID $S" >&2
 exec cat"#;
 }
+
+/// The resident set of process `pid` in KiB (`VmRSS` of /proc/PID/status);
+/// `None` if the process is gone.
+pub fn vm_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::{BufMut, Bytes, BytesMut};
-use e2e_tests::{eventually_async, health_status, resource_list, Wrapper};
+use e2e_tests::{eventually_async, health_status, resource_list, vm_rss_kib, Wrapper};
 use prost::Message;
 use proto::pb::EvaluateFunctionRequest;
 use tokio::io::AsyncWriteExt;
@@ -927,16 +927,6 @@ fn grpc_message(flag: u8, announced: usize, data: &[u8]) -> Bytes {
     out.freeze()
 }
 
-fn vm_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
-
 /// #27 item 4: malformed requests, gzip bombs first among them, leave the
 /// wrapper's memory where it was (within 5 MB): a compressed message is
 /// checked by inflating it into a counter, and its inflated bytes are kept
@@ -961,7 +951,7 @@ async fn malformed_requests_leave_no_memory_behind() {
         assert_eq!(code, "0", "{msg}");
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let before = vm_rss_kib(pid);
+    let before = vm_rss_kib(pid).unwrap();
     // Past the 6 MiB limit, 7 KiB on the wire.
     let bomb = gzip_bomb(7);
     let good = {
@@ -1007,7 +997,7 @@ async fn malformed_requests_leave_no_memory_behind() {
     assert_eq!(code, "0", "{msg}");
     let mut after = 0;
     let settled = e2e_tests::eventually(Duration::from_secs(3), || {
-        after = vm_rss_kib(pid);
+        after = vm_rss_kib(pid).unwrap();
         (after - before.min(after)) * 1024 <= 5_000_000
     })
     .await;

@@ -9,7 +9,8 @@
 use std::time::{Duration, Instant};
 
 use e2e_tests::{
-    bin, children_of, eventually, example_request, output_within, process_alive, Wrapper,
+    bin, children_of, eventually, example_request, output_within, process_alive, vm_rss_kib,
+    Wrapper,
 };
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
@@ -49,16 +50,6 @@ fn sandboxes(runner: u32) -> usize {
         .count()
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap()
-}
-
 #[tokio::test]
 async fn hostile_programs_fail_alone_and_the_runner_goes_on_serving() {
     let runner = Wrapper::start_runner(&["--starlark-memory-limit", "64Mi"]).unwrap();
@@ -74,7 +65,7 @@ async fn hostile_programs_fail_alone_and_the_runner_goes_on_serving() {
     let out = String::from_utf8_lossy(&resp.resource_list);
     assert!(out.contains("    labels:\n      app: a\n"), "{out}");
     assert!(out.contains("name: b # keep me"), "{out}");
-    let before = rss_kib(pid);
+    let before = vm_rss_kib(pid).unwrap();
 
     // A loop without end, stopped at its deadline; another call is served
     // meanwhile.
@@ -142,7 +133,7 @@ async fn hostile_programs_fail_alone_and_the_runner_goes_on_serving() {
     assert!(eventually(Duration::from_secs(5), || sandboxes(pid) == 0).await);
     client.evaluate_function(request(LABEL_A)).await.unwrap();
     // The programs' memory was the sandboxes'; the runner's is where it was.
-    let after = rss_kib(pid);
+    let after = vm_rss_kib(pid).unwrap();
     assert!(
         after < before + 5 * 1024,
         "the runner grew from {before} KiB to {after} KiB"
