@@ -5,12 +5,18 @@
 #   function-runner:TAG  the runner (Dockerfile.runner), non-root
 # Usage: ./build-images.sh [TAG]   (default: dev)
 # Needs a Docker engine; pulls nothing (no Rust builder image: the binaries
-# are built here, release profile, and copied in).
+# are built here, release profile, and copied in). BINARIES=DIR takes them
+# from DIR instead, unbuilt (tests/tests/docker_image.rs gives it the debug
+# build the test run already made; CI has no time for a release build).
 set -euo pipefail
 cd "$(dirname "$0")"
 tag="${1:-dev}"
-cargo build --release --bins
-out=target/x86_64-unknown-linux-gnu/release
+if [ -n "${BINARIES:-}" ]; then
+  out=$BINARIES
+else
+  cargo build --release --bins
+  out=target/x86_64-unknown-linux-gnu/release
+fi
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 cp "$out/wrapper-server" "$out/health-probe" "$out/function-runner" "$ctx/"

@@ -236,3 +236,56 @@ fn init_image_installs_tools_and_serves_a_function() {
         ok(docker(&["logs", &fn_container]))
     );
 }
+
+/// `./build-images.sh TAG` (docs/deploy.md): both images, `FROM scratch`,
+/// each with its entrypoint. From the debug binaries the test run already
+/// built (`BINARIES=DIR`): the script's own release build would take CI
+/// longer than the rest of the tests.
+#[test]
+fn build_images_sh_builds_both_images() {
+    let Some(()) = prerequisite(require_docker()) else {
+        return;
+    };
+    let tag = format!("e2e-{}", std::process::id());
+    let images = [
+        format!("wrapper-server:{tag}"),
+        format!("function-runner:{tag}"),
+    ];
+    let _cleanup = Cleanup {
+        containers: Vec::new(),
+        volumes: Vec::new(),
+        images: images.to_vec(),
+    };
+    let binaries = bin("function-runner").parent().unwrap().to_path_buf();
+    let out = output_within(
+        Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../build-images.sh"))
+            .arg(&tag)
+            .env("BINARIES", &binaries),
+        None,
+        Duration::from_secs(600),
+    )
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for (image, entrypoint) in [
+        (
+            &images[0],
+            r#"["/wrapper-server","install","/wrapper-server-tools"]"#,
+        ),
+        (&images[1], r#"["/function-runner"]"#),
+    ] {
+        assert!(stdout.contains(image.as_str()), "{image} listed: {stdout}");
+        let got = ok(docker(&[
+            "image",
+            "inspect",
+            "--format",
+            "{{json .Config.Entrypoint}}",
+            image,
+        ]));
+        assert_eq!(got.trim(), entrypoint, "{image}");
+    }
+}
