@@ -87,7 +87,9 @@ pub(crate) struct ServeArgs {
     /// overrides; 0: spawn per call). Each call still gets a fresh process.
     #[arg(long, default_value_t = 0, value_name = "N", value_parser = krm_fn::prespawn::parse_size)]
     prespawn: usize,
-    /// Retries on UNAVAILABLE from a pod (the pod is evicted first).
+    /// Retries of a call to a pod that broke off at the transport
+    /// (UNAVAILABLE, CANCELLED; the pod is evicted only if its health check
+    /// fails).
     #[arg(long, default_value_t = 2)]
     max_grpc_retries: usize,
     /// What creates pods.
