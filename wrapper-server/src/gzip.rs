@@ -216,8 +216,8 @@ impl<B> Inflating<B> {
                 let len = u32::try_from(len)
                     .map_err(|_| rejected(RequestError::TooLarge { len, max: self.max }))?;
                 let mut prefix = BytesMut::with_capacity(PREFIX);
-                prefix.extend_from_slice(&[0]);
-                prefix.extend_from_slice(&len.to_be_bytes());
+                prefix.put_u8(0);
+                prefix.put_u32(len);
                 self.out.push_back(Frame::data(prefix.freeze()));
                 self.out.push_back(Frame::data(message));
             }

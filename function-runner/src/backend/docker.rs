@@ -86,7 +86,7 @@ mod options;
 mod resources;
 pub mod tools;
 
-pub use connect::connect;
+pub use connect::{connect, engine_host};
 pub use errors::{DockerSetupError, StartError};
 pub use tools::{choose_tools, Tools};
 
@@ -168,7 +168,7 @@ impl Default for DockerSettings {
     fn default() -> Self {
         DockerSettings {
             wrapper_image: None,
-            tools_dir: tools::default_tools_dir(),
+            tools_dir: super::binaries_dir(),
             tools: None,
             engine: None,
             socket_dir: Self::default_socket_dir(),

@@ -33,6 +33,23 @@ impl fmt::Display for PodId {
     }
 }
 
+/// The directory of this program's binaries: where the release archive and
+/// `cargo build` put `wrapper-server` and `health-probe` beside it (a test
+/// binary runs from `deps/`, one level below).
+pub fn binaries_dir() -> std::path::PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            let dir = exe.parent()?;
+            Some(if dir.ends_with("deps") {
+                dir.parent()?.to_path_buf()
+            } else {
+                dir.to_path_buf()
+            })
+        })
+        .unwrap_or_default()
+}
+
 /// A DNS-1123 label (lowercase alphanumerics and `-`, at most 63 chars,
 /// starting and ending alphanumeric) naming a pod for `image`, made unique by
 /// `unique` (e.g. a counter or random suffix). Digest-pinned images

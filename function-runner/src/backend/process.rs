@@ -227,17 +227,7 @@ impl ProcessBackend {
     /// `wrapper-server` next to the running executable (where cargo and the
     /// release layout put it), else on `PATH`.
     pub fn default_wrapper_path() -> PathBuf {
-        std::env::current_exe()
-            .ok()
-            .and_then(|exe| {
-                let dir = exe.parent()?;
-                let dir = if dir.ends_with("deps") {
-                    dir.parent()?
-                } else {
-                    dir
-                };
-                Some(dir.join("wrapper-server"))
-            })
+        Some(super::binaries_dir().join("wrapper-server"))
             .filter(|p| p.is_file())
             .unwrap_or_else(|| PathBuf::from("wrapper-server"))
     }

@@ -19,22 +19,30 @@ use super::DockerSetupError;
 /// docker CLI agrees on one) in a fraction of a millisecond; a remote
 /// engine, or one whose ping names none, is asked `/version`.
 pub async fn connect(timeout: Duration) -> Result<Docker, DockerSetupError> {
-    connect_to(&std::env::var("DOCKER_HOST").unwrap_or_default(), timeout).await
+    connect_to(&engine_host(), timeout).await
 }
 
-/// [`connect`] to the engine at `host` (`DOCKER_HOST`'s form; empty: the
-/// local socket).
+/// The engine's address: `DOCKER_HOST`, else the local socket.
+pub fn engine_host() -> String {
+    std::env::var("DOCKER_HOST")
+        .ok()
+        .filter(|host| !host.is_empty())
+        .unwrap_or_else(|| "unix:///var/run/docker.sock".into())
+}
+
+/// Whether the engine at `host` is on this machine (a Unix socket): only
+/// such an engine can bind-mount this host's paths.
+pub fn is_local(host: &str) -> bool {
+    host.starts_with("unix://")
+}
+
+/// [`connect`] to the engine at `host` (`DOCKER_HOST`'s form).
 pub(super) async fn connect_to(host: &str, timeout: Duration) -> Result<Docker, DockerSetupError> {
-    let socket = match host {
-        "" => Some("unix:///var/run/docker.sock"),
-        h if h.starts_with("unix://") => Some(h),
-        _ => None,
-    };
-    let Some(socket) = socket else {
+    if !is_local(host) {
         let docker = Docker::connect_with_host(host).map_err(DockerSetupError::Engine)?;
         return within(timeout, docker.negotiate_version()).await;
-    };
-    let path = socket.trim_start_matches("unix://");
+    }
+    let path = host.trim_start_matches("unix://");
     let pinged = tokio::time::timeout(timeout, ping_api_version(path))
         .await
         .map_err(|_| DockerSetupError::Engine(bollard::errors::Error::RequestTimeoutError))?
@@ -43,11 +51,11 @@ pub(super) async fn connect_to(host: &str, timeout: Duration) -> Result<Docker, 
     match pinged {
         Some(theirs) => {
             let version = if theirs < *newest { theirs } else { *newest };
-            Docker::connect_with_unix(socket, 120, &version).map_err(DockerSetupError::Engine)
+            Docker::connect_with_unix(host, 120, &version).map_err(DockerSetupError::Engine)
         }
         None => {
             let docker =
-                Docker::connect_with_unix(socket, 120, newest).map_err(DockerSetupError::Engine)?;
+                Docker::connect_with_unix(host, 120, newest).map_err(DockerSetupError::Engine)?;
             within(timeout, docker.negotiate_version()).await
         }
     }

@@ -60,8 +60,8 @@ pub async fn choose_tools(docker: &Docker, settings: &DockerSettings) -> Tools {
     }
     // A bind mount's source is a path on the engine's machine: only a local
     // engine (a Unix socket) sees this host's files.
-    let host = std::env::var("DOCKER_HOST").unwrap_or_default();
-    if !host.is_empty() && !host.starts_with("unix://") {
+    let host = super::connect::engine_host();
+    if !super::connect::is_local(&host) {
         return Tools::Missing {
             image: DEFAULT_WRAPPER_IMAGE.into(),
             host: format!(
@@ -76,23 +76,6 @@ pub async fn choose_tools(docker: &Docker, settings: &DockerSettings) -> Tools {
             host,
         },
     }
-}
-
-/// The directory of this program's binaries: where the release archive and
-/// `cargo build` put `wrapper-server` and `health-probe` beside it (a test
-/// binary runs from `deps/`, one level below).
-pub fn default_tools_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            let dir = exe.parent()?;
-            Some(if dir.ends_with("deps") {
-                dir.parent()?.to_path_buf()
-            } else {
-                dir.to_path_buf()
-            })
-        })
-        .unwrap_or_default()
 }
 
 /// `wrapper-server` and a probe (`health-probe`, else `grpc-health-probe`)
@@ -241,6 +224,10 @@ pub(super) fn host_fingerprint(wrapper: &Path, probe: &Path) -> String {
 mod tests {
     use super::*;
 
+    fn chmod(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
+    }
+
     #[test]
     fn the_binaries_of_this_build_are_static_and_the_system_ones_are_not() {
         // This test binary is built like every binary here (+crt-static).
@@ -268,11 +255,7 @@ mod tests {
         // A wrapper that is no ELF file.
         let wrapper = dir.path().join("wrapper-server");
         std::fs::write(&wrapper, "#!/bin/sh\n").unwrap();
-        std::fs::set_permissions(
-            &wrapper,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
+        chmod(&wrapper, 0o755);
         let err = host_tools(dir.path()).unwrap_err();
         assert!(err.contains("not a 64-bit little-endian ELF"), "{err}");
         // A static one, but no probe beside it.
@@ -281,18 +264,10 @@ mod tests {
         assert!(err.contains("no health-probe"), "{err}");
         // Not runnable by others (the function's user).
         std::fs::copy(&wrapper, dir.path().join("grpc-health-probe")).unwrap();
-        std::fs::set_permissions(
-            &wrapper,
-            std::os::unix::fs::PermissionsExt::from_mode(0o700),
-        )
-        .unwrap();
+        chmod(&wrapper, 0o700);
         let err = host_tools(dir.path()).unwrap_err();
         assert!(err.contains("any user may read and run"), "{err}");
-        std::fs::set_permissions(
-            &wrapper,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
+        chmod(&wrapper, 0o755);
         let (w, p) = host_tools(dir.path()).unwrap();
         assert_eq!(w, wrapper);
         assert_eq!(p, dir.path().join("grpc-health-probe"));

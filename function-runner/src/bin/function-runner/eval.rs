@@ -372,7 +372,7 @@ impl EvalPodArgs {
     fn docker_settings(&self) -> DockerSettings {
         DockerSettings {
             wrapper_image: self.wrapper_server_image.clone().filter(|i| !i.is_empty()),
-            tools_dir: function_runner::backend::docker::tools::default_tools_dir(),
+            tools_dir: function_runner::backend::binaries_dir(),
             tools: None,
             engine: None,
             socket_dir: self
@@ -459,10 +459,7 @@ async fn pick_backend(
         Ok(docker) => {
             // The engine by its address: its version would cost a `/version`
             // request, the slowest dockerd answers (see `docker::connect`).
-            let host = std::env::var("DOCKER_HOST")
-                .ok()
-                .filter(|h| !h.is_empty())
-                .unwrap_or_else(|| "unix:///var/run/docker.sock".into());
+            let host = function_runner::backend::docker::engine_host();
             let kept = match pods.keep_warm {
                 Some(d) => format!(", kept warm for {d:?}"),
                 None => String::new(),

@@ -260,7 +260,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .wrapper_server_image
                 .clone()
                 .filter(|image| !image.is_empty()),
-            tools_dir: function_runner::backend::docker::tools::default_tools_dir(),
+            tools_dir: function_runner::backend::binaries_dir(),
             tools: None,
             engine: None,
             socket_dir: args
