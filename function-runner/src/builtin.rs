@@ -25,9 +25,9 @@ use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 use proto::pb::EvaluateFunctionResponse;
 
-use crate::config::LiveIndex;
 use crate::evaluator::{EvalError, EvalRequest, Evaluator};
 use crate::metrics::RunnerMetrics;
+use runner_core::config::LiveIndex;
 
 /// The registries whose images of a built-in name run built-in by
 /// default: kpt's (`gcr.io/kpt-fn`, where kpt expands bare names) and the
@@ -91,9 +91,9 @@ impl Builtins {
     /// before any runner is started.
     pub fn from_dir(dir: Option<&std::path::Path>, default_prefix: &str, defaults: bool) -> Self {
         let configs = dir
-            .map(|d| crate::config::load_dir_with_prefix(d, default_prefix).configs)
+            .map(|d| runner_core::config::load_dir_with_prefix(d, default_prefix).configs)
             .unwrap_or_default();
-        let (index, _) = crate::config::ImageIndex::build(&configs, default_prefix);
+        let (index, _) = runner_core::config::ImageIndex::build(&configs, default_prefix);
         Builtins::new(LiveIndex::fixed(Arc::new(index)), defaults)
     }
 

@@ -30,9 +30,9 @@ use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tokio::time::Instant;
 use tonic::{Code, Status};
 
-use crate::backend::BackendError;
 use crate::cache::{CacheError, PodCache, PodRequestSettings};
-use crate::config::{ConfigError, LiveIndex};
+use runner_core::backend::BackendError;
+use runner_core::config::{ConfigError, LiveIndex};
 
 /// One evaluation: the request and when the caller stops waiting.
 #[derive(Debug, Clone)]
@@ -575,10 +575,10 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
-    use crate::backend::{Backend, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
     use crate::cache::CacheSettings;
-    use crate::config::ImageIndex;
     use proto::pb::function_evaluator_server::{FunctionEvaluator, FunctionEvaluatorServer};
+    use runner_core::backend::{Backend, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
+    use runner_core::config::ImageIndex;
 
     /// A pod on loopback whose first `break_first` calls fail UNAVAILABLE
     /// (as a call on a connection ended by GOAWAY does), with its health
@@ -736,7 +736,7 @@ mod tests {
                 image: "img".into(),
                 source: BackendError::StartFailed {
                     image: "img".into(),
-                    source: crate::backend::cause("image pull backoff"),
+                    source: runner_core::backend::cause("image pull backoff"),
                 },
             },
         };

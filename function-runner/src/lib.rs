@@ -22,7 +22,6 @@ pub mod cache;
 pub mod config;
 pub mod eval;
 pub mod evaluator;
-pub mod image;
 pub mod kptfile;
 pub mod metrics;
 pub mod render;

@@ -528,8 +528,10 @@ fn step(f: &Node, opts: &RenderOptions) -> Result<Step, Error> {
         }
         (false, _) => {
             let evaluator = opts.evaluator.clone().ok_or(Error::NoImageEvaluator)?;
-            let image =
-                crate::config::normalize_image_name(&image, crate::config::DEFAULT_IMAGE_PREFIX);
+            let image = runner_core::config::normalize_image_name(
+                &image,
+                runner_core::config::DEFAULT_IMAGE_PREFIX,
+            );
             (
                 Function::Image {
                     image: image.clone(),

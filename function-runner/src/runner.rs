@@ -12,16 +12,16 @@ use crate::backend::kube::entrypoint::Entrypoints;
 use crate::backend::kube::owner;
 use crate::backend::kube::pods::{KubeBackend, KubeSettings};
 use crate::backend::kube::registry::{RegistryError, RegistrySettings};
-use crate::backend::pool::Pooled;
 use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
-use crate::backend::{Backend, PodSpec};
 use crate::builtin::{BuiltinEvaluator, Builtins};
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
 use crate::config::cluster::{self, ConfigWatch, WatchSettings};
-use crate::config::{self, ImageIndex, LiveIndex};
 use crate::evaluator::{Evaluator, ExecEvaluator, ExecPools, MultiEvaluator, PodEvaluator};
 use crate::metrics::MeteredBackend;
 use crate::metrics::RunnerMetrics;
+use runner_core::backend::pool::Pooled;
+use runner_core::backend::{Backend, PodSpec};
+use runner_core::config::{self, ImageIndex, LiveIndex};
 
 /// Which backend creates pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -479,9 +479,9 @@ impl Drop for WarmOnChange {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::backend::{BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
-    use crate::config::test_support::config;
     use futures::future::BoxFuture;
+    use runner_core::backend::{BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
+    use runner_core::config::test_support::config;
     use tokio::sync::mpsc;
 
     /// Reports the image of every start; its pods need no endpoint (nothing calls them).

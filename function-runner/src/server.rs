@@ -15,9 +15,9 @@ use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
-use crate::config::LiveIndex;
 use crate::evaluator::{validate_image, EvalError, EvalRequest, Evaluator};
 use crate::metrics::RunnerMetrics;
+use runner_core::config::LiveIndex;
 
 /// The runner's `evaluator.FunctionEvaluator`.
 #[derive(Clone)]

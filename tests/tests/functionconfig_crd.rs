@@ -60,7 +60,7 @@ async fn the_crd_admits_a_functionconfig_and_rejects_a_wrong_type() {
     // The examples the parser's tests use, as they are.
     let fixture = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../function-runner/tests/fixtures/config/set-namespace.yaml"
+        "/../runner-core/tests/fixtures/config/set-namespace.yaml"
     ))
     .unwrap();
     for text in fixture.split("\n---\n") {
@@ -75,7 +75,7 @@ async fn the_crd_admits_a_functionconfig_and_rejects_a_wrong_type() {
         // the default prefix is spelled out here, which means the same.
         if let Some(prefixes) = object["spec"]["prefixes"].as_array_mut() {
             for prefix in prefixes.iter_mut().filter(|p| *p == "") {
-                *prefix = json!(function_runner::config::DEFAULT_IMAGE_PREFIX);
+                *prefix = json!(runner_core::config::DEFAULT_IMAGE_PREFIX);
             }
         }
         let object: DynamicObject = serde_json::from_value(object).unwrap();

@@ -67,7 +67,7 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
     create_namespace(&client, &namespace).await;
 
     let function_pod = FunctionPod {
-        name: function_runner::backend::pod_name(&fn_image, "1"),
+        name: runner_core::backend::pod_name(&fn_image, "1"),
         namespace: namespace.clone(),
         image: fn_image.clone(),
         entrypoint: vec!["/example-fn".to_string()],

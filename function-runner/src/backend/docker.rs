@@ -63,7 +63,9 @@ use futures::future::{BoxFuture, FutureExt};
 use futures::StreamExt;
 use tokio::sync::{mpsc, Mutex as AsyncMutex};
 
-use super::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason};
+use runner_core::backend::{
+    Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason,
+};
 
 use engine::{
     create_container, engine, image_command, label_filter, list_containers, locked_down, log_tail,
@@ -168,7 +170,7 @@ impl Default for DockerSettings {
     fn default() -> Self {
         DockerSettings {
             wrapper_image: None,
-            tools_dir: super::binaries_dir(),
+            tools_dir: runner_core::backend::binaries_dir(),
             tools: None,
             engine: None,
             socket_dir: Self::default_socket_dir(),
@@ -569,7 +571,7 @@ impl DockerBackend {
             // on a new container.
             if tokio::time::timeout(
                 Duration::from_secs(2),
-                super::process::wait_serving(&endpoint),
+                runner_core::backend::serving::wait_serving(&endpoint),
             )
             .await
             .is_ok_and(|r| r.is_ok())
@@ -584,7 +586,7 @@ impl DockerBackend {
         let inner = &self.0;
         let failed = |source: StartError| BackendError::StartFailed {
             image: spec.image.clone(),
-            source: super::cause(source),
+            source: runner_core::backend::cause(source),
         };
         let started = tokio::time::Instant::now();
         let resources = Resources::from_overrides(spec.overrides.as_deref()).map_err(failed)?;
@@ -716,7 +718,7 @@ impl DockerBackend {
         let n = inner.next.fetch_add(1, Ordering::Relaxed);
         let name = format!(
             "krm-fn-{}",
-            super::pod_name(&spec.image, &format!("{}-{n}", inner.instance))
+            runner_core::backend::pod_name(&spec.image, &format!("{}-{n}", inner.instance))
         );
         let id = PodId(name.clone());
         let socket_dir = inner.dir.join(n.to_string());
@@ -853,7 +855,7 @@ impl DockerBackend {
                 }
             })?;
             set_phase("waiting for its health to say SERVING");
-            super::process::wait_serving(&endpoint)
+            runner_core::backend::serving::wait_serving(&endpoint)
                 .await
                 .map_err(|err| StartError::Health(err.to_string()))?;
             Ok(())

@@ -35,13 +35,13 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use krm_fn::exec::{Process, Signal};
+use runner_core::backend::serving::{wait_serving, ServingError};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, oneshot};
-use tokio_stream::StreamExt;
 
-use super::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
-use crate::image::ImageRef;
+use runner_core::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
+use runner_core::image::ImageRef;
 
 /// How long a stopping wrapper may drain before it is killed: less than the
 /// runner's own wait for its pods at exit (8 s), so that they are gone
@@ -227,7 +227,7 @@ impl ProcessBackend {
     /// `wrapper-server` next to the running executable (where cargo and the
     /// release layout put it), else on `PATH`.
     pub fn default_wrapper_path() -> PathBuf {
-        Some(super::binaries_dir().join("wrapper-server"))
+        Some(runner_core::backend::binaries_dir().join("wrapper-server"))
             .filter(|p| p.is_file())
             .unwrap_or_else(|| PathBuf::from("wrapper-server"))
     }
@@ -289,7 +289,10 @@ impl Backend for ProcessBackend {
         let entrypoint = self.functions.resolve(&spec.image);
         let no_map = self.functions.is_unset();
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let id = PodId(super::pod_name(&spec.image, &format!("p{n}")));
+        let id = PodId(runner_core::backend::pod_name(
+            &spec.image,
+            &format!("p{n}"),
+        ));
         let wrapper = self.wrapper.clone();
         let max = self.max_message_bytes;
         let env = self.env.clone();
@@ -307,7 +310,7 @@ impl Backend for ProcessBackend {
             {
                 return Err(BackendError::StartFailed {
                     image: spec.image,
-                    source: super::cause(err),
+                    source: runner_core::backend::cause(err),
                 });
             }
             let started = tokio::time::Instant::now();
@@ -330,7 +333,7 @@ impl Backend for ProcessBackend {
             .stderr(Stdio::piped());
             let failed = |err: StartError| BackendError::StartFailed {
                 image: spec.image.clone(),
-                source: super::cause(err),
+                source: runner_core::backend::cause(err),
             };
             let (mut process, stdio) = Process::spawn_server(&mut cmd).map_err(|source| {
                 failed(StartError::Spawn {
@@ -474,26 +477,8 @@ pub(crate) enum StartError {
     ReadAddress(#[source] std::io::Error),
     #[error("the wrapper exited before listening")]
     NoAddress,
-    #[error("bad endpoint {endpoint}: {source}")]
-    BadEndpoint {
-        endpoint: String,
-        #[source]
-        source: tonic::transport::Error,
-    },
-    #[error("connecting to {endpoint}: {source}")]
-    Connect {
-        endpoint: String,
-        #[source]
-        source: tonic::transport::Error,
-    },
-    #[error("health watch on {endpoint}: {source}")]
-    Watch {
-        endpoint: String,
-        #[source]
-        source: tonic::Status,
-    },
-    #[error("health watch on {endpoint} ended before SERVING")]
-    WatchEnded { endpoint: String },
+    #[error(transparent)]
+    Serving(#[from] ServingError),
     #[error("{source} (wrapper-server {status})")]
     WrapperExited {
         #[source]
@@ -504,43 +489,6 @@ pub(crate) enum StartError {
     ExitedEarly { status: krm_fn::exec::ExitStatus },
     #[error("waiting for wrapper-server: {0}")]
     Wait(#[source] std::io::Error),
-}
-
-/// Waits until the health service at `endpoint` says SERVING for `""`, with
-/// a Watch stream (the server pushes the change; nothing polls).
-pub(crate) async fn wait_serving(endpoint: &str) -> Result<(), StartError> {
-    use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
-    let watch_failed = |source| StartError::Watch {
-        endpoint: endpoint.to_string(),
-        source,
-    };
-    let channel = tonic::transport::Endpoint::from_shared(endpoint.to_string())
-        .map_err(|source| StartError::BadEndpoint {
-            endpoint: endpoint.to_string(),
-            source,
-        })?
-        .connect()
-        .await
-        .map_err(|source| StartError::Connect {
-            endpoint: endpoint.to_string(),
-            source,
-        })?;
-    let mut stream = HealthClient::new(channel)
-        .watch(HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .map_err(watch_failed)?
-        .into_inner();
-    while let Some(msg) = stream.next().await {
-        let msg = msg.map_err(watch_failed)?;
-        if msg.status == ServingStatus::Serving as i32 {
-            return Ok(());
-        }
-    }
-    Err(StartError::WatchEnded {
-        endpoint: endpoint.to_string(),
-    })
 }
 
 #[cfg(test)]

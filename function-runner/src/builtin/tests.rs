@@ -1,12 +1,12 @@
 use super::*;
 
-use crate::config::test_support::config;
-use crate::config::ImageIndex;
 use proto::pb::EvaluateFunctionRequest;
+use runner_core::config::test_support::config;
+use runner_core::config::ImageIndex;
 use tonic::Code;
 
-fn builtins(configs: &[crate::config::FunctionConfig], defaults: bool) -> Builtins {
-    let index = ImageIndex::new(configs, crate::config::DEFAULT_IMAGE_PREFIX);
+fn builtins(configs: &[runner_core::config::FunctionConfig], defaults: bool) -> Builtins {
+    let index = ImageIndex::new(configs, runner_core::config::DEFAULT_IMAGE_PREFIX);
     Builtins::new(LiveIndex::fixed(Arc::new(index)), defaults)
 }
 

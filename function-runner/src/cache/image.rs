@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::PodId;
+use runner_core::backend::PodId;
 
 use super::{deadline, PodLease, PodShared, Reply};
 
@@ -17,7 +17,7 @@ pub(super) struct Pod {
     /// Made from a template that changed since: no new leases; stopped once
     /// its last lease is back. Not counted against the image's pod limit,
     /// so that its replacement can start meanwhile.
-    pub(super) retiring: Option<crate::backend::Retire>,
+    pub(super) retiring: Option<runner_core::backend::Retire>,
     /// podExecutor `singleUse`: the pod serves one call; its first
     /// hand-out retires it.
     pub(super) single_use: bool,
@@ -95,7 +95,8 @@ impl Pod {
         if self.single_use {
             // Used: no other call is ever handed it; stopped once this
             // one is done.
-            self.retiring.get_or_insert(crate::backend::Retire::Used);
+            self.retiring
+                .get_or_insert(runner_core::backend::Retire::Used);
         }
         true
     }

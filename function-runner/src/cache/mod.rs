@@ -58,7 +58,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
 use tonic::transport::{Channel, Endpoint};
 
-use crate::backend::{
+use runner_core::backend::{
     Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason,
 };
 
@@ -128,7 +128,7 @@ pub struct PodRequestSettings {
     /// `preferredMaxQueueLength`: waitlist length per pod.
     pub max_queue_length: Option<usize>,
     /// `templateOverrides`, handed to the backend with each start.
-    pub template_overrides: Option<Arc<crate::config::TemplateOverrides>>,
+    pub template_overrides: Option<Arc<runner_core::config::TemplateOverrides>>,
     /// podExecutor `prespawn`, handed to the backend with each start.
     pub prespawn: Option<u32>,
     /// podExecutor `pidsLimit`, handed to the backend with each start.
@@ -141,10 +141,10 @@ pub struct PodRequestSettings {
     pub single_use: bool,
 }
 
-impl From<&crate::config::PodMatch> for PodRequestSettings {
+impl From<&runner_core::config::PodMatch> for PodRequestSettings {
     /// A FunctionConfig podExecutor's overrides: `timeToLive`,
     /// `maxParallelExecutions` (pods), `preferredMaxQueueLength` (waitlist).
-    fn from(m: &crate::config::PodMatch) -> Self {
+    fn from(m: &runner_core::config::PodMatch) -> Self {
         Self {
             ttl: m.ttl,
             max_parallel_pods: m.max_parallel_executions.map(|n| n as usize),
@@ -613,7 +613,7 @@ impl Drop for StartReport {
                 serial: self.serial,
                 result: Err(BackendError::StartFailed {
                     image: self.image.to_string(),
-                    source: crate::backend::cause(StartLost),
+                    source: runner_core::backend::cause(StartLost),
                 }),
             });
         }
@@ -956,7 +956,7 @@ impl Actor {
             Err(error) => {
                 let error = BackendError::StartFailed {
                     image: image.to_string(),
-                    source: crate::backend::cause(InvalidEndpoint {
+                    source: runner_core::backend::cause(InvalidEndpoint {
                         pod: ready.id.clone(),
                         endpoint: ready.endpoint.clone(),
                         source: error,

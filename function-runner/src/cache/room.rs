@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::image::Slot;
 use super::{Actor, CacheError};
-use crate::backend::{Retire, StopReason};
+use runner_core::backend::{Retire, StopReason};
 
 impl Actor {
     /// Whether one more pod fits under `max_pods`.

@@ -96,7 +96,7 @@ impl Fake {
             .expect("no start is waiting");
         let _ = tx.send(Err(BackendError::StartFailed {
             image,
-            source: crate::backend::cause("image pull backoff"),
+            source: runner_core::backend::cause("image pull backoff"),
         }));
     }
 
@@ -137,7 +137,7 @@ impl Backend for Fake {
                 rx.await.unwrap_or_else(|_| {
                     Err(BackendError::StartFailed {
                         image: spec.image,
-                        source: crate::backend::cause("test dropped the start"),
+                        source: runner_core::backend::cause("test dropped the start"),
                     })
                 })
             }
@@ -147,7 +147,7 @@ impl Backend for Fake {
             state.fail_next -= 1;
             return future::ready(Err(BackendError::StartFailed {
                 image: spec.image,
-                source: crate::backend::cause("image pull backoff"),
+                source: runner_core::backend::cause("image pull backoff"),
             }))
             .boxed();
         }
@@ -520,7 +520,7 @@ async fn each_hand_out_extends_the_ttl() {
 async fn the_backend_hears_of_each_reuse_and_gets_ttl_and_overrides_at_start() {
     let fake = Fake::auto();
     let cache = cache(&fake, CacheSettings::default());
-    let overrides = Arc::new(crate::config::TemplateOverrides {
+    let overrides = Arc::new(runner_core::config::TemplateOverrides {
         service_account_name: Some("fn-sa".into()),
         ..Default::default()
     });

@@ -5,7 +5,7 @@
 //! configure
 //!
 //! 1. combines them with the FunctionConfigs from `--functions` into a new [`ImageIndex`]
-//!    and publishes it: the next call reads it ([`LiveIndex`](super::LiveIndex));
+//!    and publishes it: the next call reads it ([`LiveIndex`](runner_core::config::LiveIndex));
 //! 2. writes each object's outcome into its status (the status subresource, a merge patch):
 //!    applied: `functionRunnerObservedGeneration` = `metadata.generation`, no `error`, the
 //!    condition `FunctionRunnerApplied` `True`; rejected: `error` and the condition `False`,
@@ -46,9 +46,9 @@ use super::crd::{
     self, Condition, FunctionConfigStatus, CONDITION_TYPE, REASON_APPLIED, REASON_CONFLICT,
     REASON_INVALID,
 };
-use super::index::partition_duplicates;
-use super::{
-    parse_object, ConfigError, FunctionConfig, ImageIndex, IndexPublisher, API_VERSION, GROUP, KIND,
+use runner_core::config::{
+    parse_object, partition_duplicates, ConfigError, FunctionConfig, ImageIndex, IndexPublisher,
+    API_VERSION, GROUP, KIND,
 };
 
 /// What the watch reads and how it resolves what it reads.

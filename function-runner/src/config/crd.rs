@@ -1,9 +1,9 @@
 //! FunctionConfig as a Kubernetes custom resource: the CustomResourceDefinition, generated
-//! from the document types of [`super::types`] so that what the API server admits and what
+//! from the document types of [`runner_core::config`] so that what the API server admits and what
 //! the parser accepts cannot drift apart, and the status the runner writes.
 //!
 //! The schema checks shapes only (a list is a list, a count a non-negative integer); the
-//! semantic checks ([`FunctionConfig::validate`](super::FunctionConfig::validate): tags,
+//! semantic checks ([`FunctionConfig::validate`](runner_core::config::FunctionConfig::validate): tags,
 //! image names, ...) stay with the runner, which reports them in the object's status. The
 //! Kubernetes shapes the runner passes through (`resources`, `env`, `envFrom`,
 //! `securityContext`) are free-form objects.
@@ -19,7 +19,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{FunctionConfigSpec, GROUP, KIND};
+use runner_core::config::{FunctionConfigSpec, GROUP, KIND};
 
 /// The version of the API group this runner serves and reads.
 pub const VERSION: &str = "v1alpha1";

@@ -28,7 +28,7 @@ pub(super) async fn image_command(
         }) => {
             // Without a tag or digest the engine pulls every tag: `latest`,
             // as `docker pull` takes.
-            let parts = crate::image::ImageRef::split(image);
+            let parts = runner_core::image::ImageRef::split(image);
             let tag = (parts.tag.is_none() && parts.digest.is_none()).then(|| "latest".to_string());
             let mut pull = docker.create_image(
                 Some(CreateImageOptions {

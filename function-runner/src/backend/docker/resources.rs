@@ -2,7 +2,7 @@
 //! container, in the engine's terms ([`Resources`]), from Kubernetes
 //! quantities.
 
-use crate::config::TemplateOverrides;
+use runner_core::config::TemplateOverrides;
 
 use super::StartError;
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::host::{fingerprint, lock_file, lock_socket_dir, make_socket_dir, private_dir};
 use super::resources::{parse_quantity, Resources};
-use crate::config::TemplateOverrides;
+use runner_core::config::TemplateOverrides;
 
 #[test]
 fn quantities() {

@@ -15,7 +15,7 @@
 //! `porch-fn-system`) the runners themselves clean up: a runner told to stop
 //! (SIGTERM) whose Deployment is gone, or being deleted, deletes every
 //! function pod of that Deployment once its own calls are done, not only its
-//! own ([`Retire::Uninstalled`](crate::backend::Retire)).
+//! own ([`Retire::Uninstalled`](runner_core::backend::Retire)).
 //!
 //! A runner not run by a Deployment (a bare pod, a process outside the
 //! cluster) finds none and keeps what it did before: its pods go when it

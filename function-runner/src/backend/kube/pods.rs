@@ -58,7 +58,7 @@ use super::registry::{self, PullSecret};
 use super::source::{self, TemplateChoice};
 use super::template::{label_value, FunctionPod, Template};
 use super::{OWNER_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT};
-use crate::backend::{
+use runner_core::backend::{
     cause, pod_name, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, Retire,
     StopReason,
 };
@@ -144,7 +144,7 @@ pub struct KubeBackend {
 
 impl KubeBackend {
     /// Where the idle pools' figures go.
-    pub fn with_pool_metrics(self, metrics: crate::metrics::PoolMetrics) -> Self {
+    pub fn with_pool_metrics(self, metrics: runner_core::backend::metrics::PoolMetrics) -> Self {
         let _ = self.inner.pools.metrics.set(metrics);
         self
     }

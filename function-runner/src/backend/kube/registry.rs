@@ -21,7 +21,7 @@ use oci_client::secrets::RegistryAuth;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::CertificateDer;
 
-use crate::config::DEFAULT_IMAGE_PREFIX;
+use runner_core::config::DEFAULT_IMAGE_PREFIX;
 
 /// `--registry-auth-secret-path`'s default: where Porch's deployment mounts
 /// the Secret holding the docker config JSON.

@@ -33,7 +33,7 @@ use super::{
     IMAGE_LABEL, OWNER_LABEL, POD_LABEL, RECLAIM_AFTER_ANNOTATION, SAFE_TO_EVICT_ANNOTATION,
     TEMPLATE_VERSION_ANNOTATION, TOOLS_DIR, TOOLS_VOLUME, WRAPPER_PORT,
 };
-use crate::config::{ContainerOverrides, TemplateOverrides};
+use runner_core::config::{ContainerOverrides, TemplateOverrides};
 
 /// The template version of the built-in template.
 pub const INLINE_TEMPLATE_VERSION: &str = "inline";
@@ -494,7 +494,7 @@ fn convert<T: serde::de::DeserializeOwned>(
 /// ports, paths and digests must be folded. The last path segment with its
 /// tag is kept readable (`set-namespace_v0.4.1`); a digest is shortened.
 pub fn image_label_value(image: &str) -> String {
-    let reference = crate::image::ImageRef::split(image);
+    let reference = runner_core::image::ImageRef::split(image);
     let mut value = reference.last_segment().to_string();
     if let Some(tag) = reference.tag {
         value.push('_');

@@ -12,7 +12,6 @@ use function_runner::backend::docker::{
 };
 use function_runner::builtin::{kpt_image_name, Builtins};
 use function_runner::cache::CacheSettings;
-use function_runner::config::DEFAULT_IMAGE_PREFIX;
 use function_runner::eval::{
     self, EvalOptions, FnConfig, Function, ImagePullPolicy, Output, Source,
 };
@@ -20,6 +19,7 @@ use function_runner::evaluator::Evaluator;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
 use function_runner::select::Selector;
 use krm_builtins::Builtin;
+use runner_core::config::DEFAULT_IMAGE_PREFIX;
 
 /// Arguments of `function-runner eval`.
 #[derive(Debug, clap::Args)]
@@ -194,9 +194,9 @@ async fn run_inner(
         },
         (None, Some(image)) => {
             let evaluator = image_evaluator.ok_or(eval::Error::NoImageEvaluator)?;
-            let image = function_runner::config::normalize_image_name(
+            let image = runner_core::config::normalize_image_name(
                 &image,
-                function_runner::config::DEFAULT_IMAGE_PREFIX,
+                runner_core::config::DEFAULT_IMAGE_PREFIX,
             );
             Function::Image { image, evaluator }
         }
@@ -372,7 +372,7 @@ impl EvalPodArgs {
     fn docker_settings(&self) -> DockerSettings {
         DockerSettings {
             wrapper_image: self.wrapper_server_image.clone().filter(|i| !i.is_empty()),
-            tools_dir: function_runner::backend::binaries_dir(),
+            tools_dir: runner_core::backend::binaries_dir(),
             tools: None,
             engine: None,
             socket_dir: self
@@ -428,9 +428,9 @@ async fn pick_backend(
     use function_runner::backend::process::FunctionMap;
     // A binaryExecutor FunctionConfig runs it before any pod is asked for.
     if let (Some(dir), Some(image)) = (&pods.functions, image) {
-        let report = function_runner::config::load_dir_with_prefix(dir, &pods.default_image_prefix);
+        let report = runner_core::config::load_dir_with_prefix(dir, &pods.default_image_prefix);
         let (index, _) =
-            function_runner::config::ImageIndex::build(&report.configs, &pods.default_image_prefix);
+            runner_core::config::ImageIndex::build(&report.configs, &pods.default_image_prefix);
         if let Some(found) = index.binary_for(image, "") {
             return (
                 BackendKind::Process,
@@ -527,9 +527,10 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let image = args.image.as_deref().map(|image| {
-        function_runner::config::normalize_image_name(image, &pods.default_image_prefix)
-    });
+    let image = args
+        .image
+        .as_deref()
+        .map(|image| runner_core::config::normalize_image_name(image, &pods.default_image_prefix));
     let pods = args.image.is_some().then_some((pods, image));
     let max = args.max_output_bytes;
     let code = with_image_evaluator(pods, max, |evaluator| async move {

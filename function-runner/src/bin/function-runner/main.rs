@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use function_runner::config::parse_go_duration;
+use runner_core::config::parse_go_duration;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -12,9 +12,9 @@ use function_runner::backend::kube::registry::{self, RegistrySettings};
 use function_runner::backend::kube::source::TemplateChoice;
 use function_runner::cache::CacheSettings;
 use function_runner::config::cluster::WatchSettings;
-use function_runner::config::DEFAULT_IMAGE_PREFIX;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
 use function_runner::server::{serve, RunnerService};
+use runner_core::config::DEFAULT_IMAGE_PREFIX;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::parse_duration;
@@ -260,7 +260,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
                 .wrapper_server_image
                 .clone()
                 .filter(|image| !image.is_empty()),
-            tools_dir: function_runner::backend::binaries_dir(),
+            tools_dir: runner_core::backend::binaries_dir(),
             tools: None,
             engine: None,
             socket_dir: args

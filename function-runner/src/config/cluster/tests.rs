@@ -4,8 +4,8 @@ use kube::api::DynamicObject;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::config::test_support::*;
-use crate::config::DEFAULT_IMAGE_PREFIX;
+use runner_core::config::test_support::*;
+use runner_core::config::DEFAULT_IMAGE_PREFIX;
 
 const NS: &str = "fns";
 
@@ -50,7 +50,7 @@ fn combiner() -> Combiner {
         "image: dir-fn\nbinaryExecutor:\n  tags: [v1]\n  path: /dir/fn\n",
     );
     let mut local = local;
-    local.source = Some(crate::config::DocLocation {
+    local.source = Some(runner_core::config::DocLocation {
         source: "/dir/fns.yaml".into(),
         document: Some(1),
     });

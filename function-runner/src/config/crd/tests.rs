@@ -1,8 +1,8 @@
 use serde_json::{json, Value};
 
 use crate::config::crd::*;
-use crate::config::parse_str;
-use crate::config::test_support::*;
+use runner_core::config::parse_str;
+use runner_core::config::test_support::*;
 
 const COMMITTED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -242,7 +242,7 @@ fn admit(value: &Value, schema: &Value, path: &str) -> Result<(), String> {
 #[test]
 fn the_schema_and_the_parser_agree_on_shapes() {
     let root = schema();
-    let fixture = include_str!("../../../tests/fixtures/config/set-namespace.yaml");
+    let fixture = include_str!("../../../../runner-core/tests/fixtures/config/set-namespace.yaml");
     let mut accepted: Vec<String> = fixture
         .split("\n---\n")
         .filter(|d| d.contains("FunctionConfig"))

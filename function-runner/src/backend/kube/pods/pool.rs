@@ -49,8 +49,8 @@ use super::{
     is_conflict, is_not_found, is_ready, name_key, now_secs, one_line, pod_ip, pod_watcher,
     registry, service_name, with_backoff, Inner, Progress, StartError,
 };
-use crate::backend::{cause, pod_name, Cause, PodSpec};
-use crate::metrics::PoolMetrics;
+use runner_core::backend::metrics::PoolMetrics;
+use runner_core::backend::{cause, pod_name, Cause, PodSpec};
 
 /// The pool a pod or ReplicaSet belongs to (the ReplicaSet's name).
 pub const POOL_LABEL: &str = "fn.kpt.dev/pool";

@@ -2,17 +2,17 @@
 
 use super::{parse_str, FunctionConfig, LoadReport};
 
-pub(crate) const PREFIX: &str = "ghcr.io/kptdev/krm-functions-catalog";
+pub const PREFIX: &str = "ghcr.io/kptdev/krm-functions-catalog";
 
-pub(crate) fn sn(tag: &str) -> String {
+pub fn sn(tag: &str) -> String {
     format!("{PREFIX}/set-namespace:{tag}")
 }
 
-pub(crate) fn strings(items: &[&str]) -> Vec<String> {
+pub fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
-pub(crate) fn parse_ok(text: &str) -> Vec<FunctionConfig> {
+pub fn parse_ok(text: &str) -> Vec<FunctionConfig> {
     let report = parse_str(text, "test.yaml");
     assert!(
         report.errors.is_empty(),
@@ -26,25 +26,25 @@ pub(crate) fn parse_ok(text: &str) -> Vec<FunctionConfig> {
     report.configs
 }
 
-pub(crate) fn error_strings(report: &LoadReport) -> Vec<String> {
+pub fn error_strings(report: &LoadReport) -> Vec<String> {
     report.errors.iter().map(|e| e.to_string()).collect()
 }
 
 /// A FunctionConfig document with the given name and spec body (indented by 2).
-pub(crate) fn doc(name: &str, spec: &str) -> String {
+pub fn doc(name: &str, spec: &str) -> String {
     let spec: String = spec.lines().map(|l| format!("  {l}\n")).collect();
     format!(
         "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: {name}\n  namespace: porch-fn-system\nspec:\n{spec}"
     )
 }
 
-pub(crate) fn config(name: &str, spec: &str) -> FunctionConfig {
+pub fn config(name: &str, spec: &str) -> FunctionConfig {
     let mut configs = parse_ok(&doc(name, spec));
     assert_eq!(configs.len(), 1);
     configs.remove(0)
 }
 
-pub(crate) fn set_namespace_config() -> FunctionConfig {
+pub fn set_namespace_config() -> FunctionConfig {
     config(
         "set-namespace",
         r#"image: set-namespace

@@ -100,7 +100,7 @@ pub fn remove_duplicates(
 }
 
 /// [`remove_duplicates`], telling for each dropped config its position in `configs`.
-pub(crate) fn partition_duplicates(
+pub fn partition_duplicates(
     configs: Vec<FunctionConfig>,
     default_prefix: &str,
 ) -> (Vec<FunctionConfig>, Vec<(usize, ConfigError)>) {

@@ -27,8 +27,8 @@ use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
+use super::metrics::PoolMetrics;
 use super::{cause, Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason};
-use crate::metrics::PoolMetrics;
 
 /// The first retry of a pool whose start failed; it doubles up to
 /// [`MOST_BACKOFF`].
