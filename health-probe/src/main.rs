@@ -7,13 +7,8 @@
 
 #![forbid(unsafe_code)]
 
-/// Prints one line on stderr with a single write, as Go's `log` package does (so that
-/// lines from concurrent probes never interleave mid-line).
-macro_rules! log {
-    ($($arg:tt)*) => {
-        $crate::log_line(format!($($arg)*))
-    };
-}
+#[macro_use]
+mod log;
 
 mod dial;
 mod flags;
@@ -26,12 +21,6 @@ mod tls;
 use flags::{FlagError, Options};
 
 const STATUS_INVALID_ARGUMENTS: i32 = 1;
-
-pub(crate) fn log_line(mut line: String) {
-    use std::io::Write;
-    line.push('\n');
-    let _ = std::io::stderr().write_all(line.as_bytes());
-}
 
 fn log_usage() {
     use std::io::Write;
