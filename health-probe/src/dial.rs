@@ -20,7 +20,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::oneshot;
 
-use crate::io_error;
+use crate::oserror::io_error;
 
 /// Where to connect.
 #[derive(Debug, Clone, PartialEq, Eq)]

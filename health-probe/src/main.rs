@@ -7,17 +7,13 @@
 
 #![forbid(unsafe_code)]
 
-/// Prints one line on stderr with a single write, as Go's `log` package does (so that
-/// lines from concurrent probes never interleave mid-line).
-macro_rules! log {
-    ($($arg:tt)*) => {
-        $crate::log_line(format!($($arg)*))
-    };
-}
+#[macro_use]
+mod log;
 
 mod dial;
 mod flags;
 mod grpc;
+mod oserror;
 mod probe;
 mod resolve;
 mod tls;
@@ -25,26 +21,6 @@ mod tls;
 use flags::{FlagError, Options};
 
 const STATUS_INVALID_ARGUMENTS: i32 = 1;
-
-pub(crate) fn log_line(mut line: String) {
-    use std::io::Write;
-    line.push('\n');
-    let _ = std::io::stderr().write_all(line.as_bytes());
-}
-
-/// An OS error in Go's words: "connection refused", not "Connection refused (os error 111)".
-pub(crate) fn io_error(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    let s = match s.find(" (os error ") {
-        Some(i) if e.raw_os_error().is_some() => s[..i].to_string(),
-        _ => s,
-    };
-    let mut chars = s.chars();
-    match chars.next() {
-        Some(c) if e.raw_os_error().is_some() => c.to_lowercase().chain(chars).collect(),
-        _ => s,
-    }
-}
 
 fn log_usage() {
     use std::io::Write;

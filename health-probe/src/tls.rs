@@ -17,7 +17,7 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use webpki::ring as alg;
 
 use crate::flags::Options;
-use crate::io_error;
+use crate::oserror::io_error;
 
 /// Where Go's crypto/x509 looks for the system's trusted roots on Linux.
 const CERT_FILES: &[&str] = &[

@@ -22,6 +22,7 @@ pub mod emit;
 pub mod node;
 pub mod package;
 pub mod parse;
+mod quote;
 pub mod resolve;
 pub mod value;
 

@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 
 use crate::node::{Kind, Node};
-use crate::package::go_quote;
+use crate::quote::go_quote;
 
 /// A key met a second time in one mapping. [`Display`](std::fmt::Display)
 /// follows yaml.v3's wording for it (`line 7: mapping key "a" already
