@@ -19,7 +19,6 @@
 pub mod backend;
 pub mod builtin;
 pub mod cache;
-pub mod config;
 pub mod eval;
 pub mod evaluator;
 pub mod kptfile;

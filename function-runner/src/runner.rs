@@ -8,20 +8,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backend::docker::{DockerBackend, DockerSettings, DockerSetupError};
-use crate::backend::kube::entrypoint::Entrypoints;
-use crate::backend::kube::owner;
-use crate::backend::kube::pods::{KubeBackend, KubeSettings};
-use crate::backend::kube::registry::{RegistryError, RegistrySettings};
 use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
 use crate::builtin::{BuiltinEvaluator, Builtins};
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
-use crate::config::cluster::{self, ConfigWatch, WatchSettings};
 use crate::evaluator::{Evaluator, ExecEvaluator, ExecPools, MultiEvaluator, PodEvaluator};
 use crate::metrics::MeteredBackend;
 use crate::metrics::RunnerMetrics;
 use runner_core::backend::pool::Pooled;
 use runner_core::backend::{Backend, PodSpec};
 use runner_core::config::{self, ImageIndex, LiveIndex};
+use runner_kube::config_watch::{self, ConfigWatch, WatchSettings};
+use runner_kube::entrypoint::Entrypoints;
+use runner_kube::owner;
+use runner_kube::pods::{KubeBackend, KubeSettings};
+use runner_kube::registry::{RegistryError, RegistrySettings};
 
 /// Which backend creates pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -214,7 +214,7 @@ impl Runner {
                         "the wrapper image is not set (WRAPPER_SERVER_IMAGE or --wrapper-server-image)",
                     ));
                 }
-                if crate::backend::kube::template::label_value(&settings.owner).is_empty() {
+                if runner_kube::template::label_value(&settings.owner).is_empty() {
                     return Err(RunnerError::KubeSettings(
                         "the runner id (--runner-id, HOSTNAME) has no letter or digit: it must label this runner's pods",
                     ));
@@ -270,7 +270,7 @@ impl Runner {
         let config_watch = match opts.cluster_configs.clone() {
             Some(settings) => {
                 let client = kube_client().await.map_err(RunnerError::Kube)?;
-                Some(cluster::start(client, settings, configs, publisher).await)
+                Some(config_watch::start(client, settings, configs, publisher).await)
             }
             None => None,
         };
@@ -354,7 +354,7 @@ impl Runner {
         }
         // The kube backend waits for its deletes under way, may delete an
         // uninstalled Deployment's pods, then sends its last events.
-        let close_within = grace.max(crate::backend::kube::pods::CLOSE_WITHIN);
+        let close_within = grace.max(runner_kube::pods::CLOSE_WITHIN);
         if tokio::time::timeout(close_within, self.backend.close())
             .await
             .is_err()

@@ -29,7 +29,6 @@ use e2e_tests::{
     build_image, build_image_with_files, docker, evaluator_client, eventually_async, prerequisite,
     require_kubeconfig, require_registry, start_registry,
 };
-use function_runner::backend::kube::pods::is_ready;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use kube::api::{
@@ -39,6 +38,7 @@ use kube::api::{
 use kube::discovery::Scope;
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
+use runner_kube::pods::is_ready;
 use serde_yaml_ng::Value;
 use support::{
     cluster, resource_list, runner_kubeconfig, wait_crd_established, wrapper_dockerfile, Cleanup,

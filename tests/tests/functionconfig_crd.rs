@@ -398,7 +398,7 @@ async fn a_functionconfig_applied_live_warms_its_pod() {
         s.live_pods()
             .await
             .values()
-            .any(function_runner::backend::kube::pods::is_ready)
+            .any(runner_kube::pods::is_ready)
     })
     .await;
     assert!(warm, "no warm pod\n{}", runner.logs());

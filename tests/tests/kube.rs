@@ -18,15 +18,15 @@ use e2e_tests::{
     remove_images, require_docker, require_kubeconfig, require_registry, require_root,
     start_private_registry, Wrapper,
 };
-use function_runner::backend::kube::lifecycle;
-use function_runner::backend::kube::pods::is_ready;
-use function_runner::backend::kube::registry::{ensure_pull_secret, Ensured};
-use function_runner::backend::kube::template::{FunctionPod, Template};
 use k8s_openapi::api::core::v1::{Node, Pod, Secret, Service};
 use kube::api::PostParams;
 use kube::runtime::wait::await_condition;
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
+use runner_kube::lifecycle;
+use runner_kube::pods::is_ready;
+use runner_kube::registry::{ensure_pull_secret, Ensured};
+use runner_kube::template::{FunctionPod, Template};
 use support::{
     call, cluster, create_namespace, grant_runner_roles, runner_kubeconfig, setup, start_runner_as,
     wrapper_dockerfile, Cleanup, EXAMPLE_FN_DOCKERFILE,

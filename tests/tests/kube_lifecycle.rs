@@ -46,10 +46,7 @@ async fn two_runners_warming_one_function_share_one_pod() {
     // Warming alone makes the pod: no call yet.
     let warmed = eventually_async(Duration::from_secs(90), async || {
         let pods = s.live_pods().await;
-        pods.len() == 1
-            && pods
-                .values()
-                .all(function_runner::backend::kube::pods::is_ready)
+        pods.len() == 1 && pods.values().all(runner_kube::pods::is_ready)
     })
     .await;
     let pods = s.live_pods().await;

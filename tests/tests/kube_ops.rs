@@ -13,14 +13,14 @@ use std::process::Command;
 use std::time::Duration;
 
 use e2e_tests::{docker, eventually_async, output_within};
-use function_runner::backend::kube::lifecycle::{self, SERVING_GATE, TRAFFIC_FINALIZER};
-use function_runner::backend::kube::pods::is_ready;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
 use nix::sys::signal::Signal;
+use runner_kube::lifecycle::{self, SERVING_GATE, TRAFFIC_FINALIZER};
+use runner_kube::pods::is_ready;
 use support::{pod_template, setup, wait_call_running, Setup, EXAMPLE_FN_DOCKERFILE};
 
 /// A function that takes three seconds: long enough to act on its pod

@@ -14,11 +14,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use e2e_tests::{eventually_async, stateful, Wrapper};
-use function_runner::backend::kube::pods::{is_ready, POOL_LABEL, POOL_STATE_LABEL};
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::Api;
+use runner_kube::pods::{is_ready, POOL_LABEL, POOL_STATE_LABEL};
 use serde_json::json;
 use support::{setup_with_files, Setup};
 

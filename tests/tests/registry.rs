@@ -12,8 +12,8 @@ use e2e_tests::{
     bin, build_image, docker, output_within, prerequisite, require_registry,
     start_private_registry, start_registry, PrivateRegistry, REGISTRY_PASSWORD, REGISTRY_USER,
 };
-use function_runner::backend::kube::entrypoint::{EntrypointError, Entrypoints};
-use function_runner::backend::kube::registry::RegistrySettings;
+use runner_kube::entrypoint::{EntrypointError, Entrypoints};
+use runner_kube::registry::RegistrySettings;
 
 #[tokio::test]
 async fn entrypoints_come_from_the_image_config_in_the_registry() {

@@ -1,5 +1,4 @@
 //! The backends that create pods ([`runner_core::backend::Backend`]).
 
 pub mod docker;
-pub mod kube;
 pub mod process;

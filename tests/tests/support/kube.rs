@@ -13,7 +13,6 @@ use e2e_tests::{
     build_image, docker, eventually_blocking, output_within, prerequisite, remove_images,
     require_kubeconfig, require_registry, start_registry, Registry, Wrapper,
 };
-use function_runner::config::crd::{self, CRD_NAME};
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -25,6 +24,7 @@ use kube::runtime::wait::{await_condition, conditions};
 use kube::{Api, Client};
 use nix::sys::signal::Signal;
 use proto::pb::EvaluateFunctionRequest;
+use runner_kube::crd::{self, CRD_NAME};
 use serde_json::{json, Value};
 
 /// The function image: `example-fn` as its entrypoint, not root.

@@ -155,7 +155,7 @@ fn main() -> ExitCode {
             Command::Eval(cmd) => save::eval(*cmd).await,
             Command::Render(cmd) => render::run(*cmd).await,
             Command::Crd => {
-                print!("{}", function_runner::config::crd::crd_yaml()?);
+                print!("{}", runner_kube::crd::crd_yaml()?);
                 Ok(ExitCode::SUCCESS)
             }
         }

@@ -7,14 +7,14 @@ use std::time::Duration;
 
 use anyhow::Context;
 use function_runner::backend::docker::DockerSettings;
-use function_runner::backend::kube::pods::{Dial, KubeSettings};
-use function_runner::backend::kube::registry::{self, RegistrySettings};
-use function_runner::backend::kube::source::TemplateChoice;
 use function_runner::cache::CacheSettings;
-use function_runner::config::cluster::WatchSettings;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
 use function_runner::server::{serve, RunnerService};
 use runner_core::config::DEFAULT_IMAGE_PREFIX;
+use runner_kube::config_watch::WatchSettings;
+use runner_kube::pods::{Dial, KubeSettings};
+use runner_kube::registry::{self, RegistrySettings};
+use runner_kube::source::TemplateChoice;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::parse_duration;
@@ -103,7 +103,7 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     process_functions: Option<PathBuf>,
     /// kube backend: the namespace of function pods.
-    #[arg(long, default_value = function_runner::backend::kube::DEFAULT_NAMESPACE)]
+    #[arg(long, default_value = runner_kube::DEFAULT_NAMESPACE)]
     pod_namespace: String,
     /// kube and docker backends: the image whose init container installs
     /// wrapper-server and grpc-health-probe into function pods (docker

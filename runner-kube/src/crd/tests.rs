@@ -1,6 +1,6 @@
 use serde_json::{json, Value};
 
-use crate::config::crd::*;
+use crate::crd::*;
 use runner_core::config::parse_str;
 use runner_core::config::test_support::*;
 
@@ -21,7 +21,7 @@ fn the_committed_crd_is_the_generated_one() {
     assert!(
         committed == generated,
         "deploy/functionconfig-crd.yaml is not what the types generate; regenerate it with\n  \
-         {REGENERATE}\n(or UPDATE_CRD=1 cargo test -p function-runner the_committed_crd)"
+         {REGENERATE}\n(or UPDATE_CRD=1 cargo test -p runner-kube the_committed_crd)"
     );
 }
 
@@ -242,7 +242,7 @@ fn admit(value: &Value, schema: &Value, path: &str) -> Result<(), String> {
 #[test]
 fn the_schema_and_the_parser_agree_on_shapes() {
     let root = schema();
-    let fixture = include_str!("../../../../runner-core/tests/fixtures/config/set-namespace.yaml");
+    let fixture = include_str!("../../../runner-core/tests/fixtures/config/set-namespace.yaml");
     let mut accepted: Vec<String> = fixture
         .split("\n---\n")
         .filter(|d| d.contains("FunctionConfig"))

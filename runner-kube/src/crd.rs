@@ -152,7 +152,7 @@ pub fn crd_yaml() -> Result<String, CrdError> {
     let crd = crd()?;
     let body = serde_yaml_ng::to_string(&crd)?;
     Ok(format!(
-        "# Generated from function-runner/src/config/types.rs and crd.rs; do not edit.\n\
+        "# Generated from runner-core/src/config/types.rs and runner-kube/src/crd.rs; do not edit.\n\
          # Regenerate: {REGENERATE}\n{body}"
     ))
 }

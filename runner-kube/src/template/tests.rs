@@ -421,7 +421,7 @@ fn a_function_configs_prespawn_goes_to_the_wrapper() {
 /// in the Deployment's namespace only, owned by it.
 #[test]
 fn a_deployments_pods_carry_its_label_and_where_allowed_its_owner_reference() {
-    let deployment = crate::backend::kube::owner::OwnerDeployment {
+    let deployment = crate::owner::OwnerDeployment {
         namespace: "porch-system".into(),
         name: "function-runner".into(),
         uid: "0b5c9f5e-1c1e-4d7a-9a47-9f1f3c7d2e11".into(),
@@ -430,7 +430,7 @@ fn a_deployments_pods_carry_its_label_and_where_allowed_its_owner_reference() {
     fp.deployment = Some(deployment.clone());
     let across = inline_pod(&fp);
     assert_eq!(
-        across.metadata.labels.as_ref().unwrap()[crate::backend::kube::owner::DEPLOYMENT_LABEL],
+        across.metadata.labels.as_ref().unwrap()[crate::owner::DEPLOYMENT_LABEL],
         deployment.uid
     );
     assert!(across.metadata.owner_references.is_none());

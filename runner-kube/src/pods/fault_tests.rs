@@ -3,7 +3,7 @@
 //! whose resourceVersion expired, create races lost to another runner, 5xx
 //! answers, answers that never come, and the reclaim-after patch's limits.
 //! Each test answers the backend's requests one by one through
-//! [`fake_api`](crate::backend::kube::fake_api), asserts what it sent, and
+//! [`fake_api`](crate::fake_api), asserts what it sent, and
 //! what it returned or reported.
 //!
 //! The tests run on tokio's paused clock: backoffs and timeouts take no
@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::backend::kube::fake_api::{failure, fake_api, status, Expiry, FakeApi, POD_IP};
+use crate::fake_api::{failure, fake_api, status, Expiry, FakeApi, POD_IP};
 
 const NS: &str = "fns";
 const OWNER: &str = "runner-a";
@@ -130,11 +130,7 @@ async fn finish<T>(task: tokio::task::JoinHandle<T>, what: &str) -> T {
 
 /// Answers the patch of this runner's operation `op` on `pod` (both labels,
 /// a merge patch carrying the resourceVersion seen); the pod as patched.
-fn answer_operation(
-    patch: crate::backend::kube::fake_api::Call,
-    pod: &Value,
-    op: Option<&str>,
-) -> Value {
+fn answer_operation(patch: crate::fake_api::Call, pod: &Value, op: Option<&str>) -> Value {
     assert_eq!(patch.content_type, "application/merge-patch+json");
     let labels = &patch.body["metadata"]["labels"];
     let kind = &labels[format!("operation-type.fn.kpt.dev/{OWNER}")];
@@ -824,7 +820,7 @@ impl Backend for NoHook {
 
 /// Warm leases per second that `cache` hands out for `image`: 8 tasks, one
 /// `get` and drop after another.
-async fn hand_outs_per_second(cache: &crate::cache::PodCache, image: &str) -> f64 {
+async fn hand_outs_per_second(cache: &function_runner::cache::PodCache, image: &str) -> f64 {
     let per_task = 50_000_u32;
     let tasks = 8;
     let started = std::time::Instant::now();
@@ -848,12 +844,12 @@ async fn hand_outs_per_second(cache: &crate::cache::PodCache, image: &str) -> f6
 /// The cache's warm hand-out rate on the kube backend, whose reuse hook
 /// runs on every hand-out (a store read, a lock; a patch at most once per
 /// tenth of the TTL), beside a backend without one. Alternating rounds; run
-/// with `cargo test --release -p function-runner --lib warm_hand_out_rate
+/// with `cargo test --release -p runner-kube --lib warm_hand_out_rate
 /// -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark"]
 async fn warm_hand_out_rate_kube_beside_a_backend_without_reuse_hook() {
-    use crate::cache::{CacheSettings, PodCache};
+    use function_runner::cache::{CacheSettings, PodCache};
     // The pod every runner names for IMAGE (pinned above), recorded as
     // reclaimed a TTL from now: no patch within the run.
     let name = "set-labels-v1-570e0b36-0";

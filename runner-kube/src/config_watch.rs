@@ -40,7 +40,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::backend::kube::backoff::with_backoff;
+use crate::backoff::with_backoff;
 
 use super::crd::{
     self, Condition, FunctionConfigStatus, CONDITION_TYPE, REASON_APPLIED, REASON_CONFLICT,
@@ -260,7 +260,7 @@ impl Watch {
                 Ok(Err(err)) => {
                     self.write_failed(&format!(
                         "writing the status of FunctionConfig {key}: {}",
-                        crate::backend::kube::access::one_line(&err)
+                        crate::access::one_line(&err)
                     ));
                     failed = true;
                 }
@@ -309,7 +309,7 @@ fn explain(err: &watcher::Error, scope: &str) -> String {
         watcher::Error::WatchError(status) => Some(status.code),
         _ => None,
     };
-    let err = crate::backend::kube::access::watch_one_line(err);
+    let err = crate::access::watch_one_line(err);
     match code {
         Some(404) => {
             format!("{err} (is the FunctionConfig CRD installed? deploy/functionconfig-crd.yaml)")
