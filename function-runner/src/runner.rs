@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::docker::{DockerBackend, DockerSettings, DockerSetupError};
 use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
 use crate::builtin::{BuiltinEvaluator, Builtins};
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
@@ -17,6 +16,7 @@ use crate::metrics::RunnerMetrics;
 use runner_core::backend::pool::Pooled;
 use runner_core::backend::{Backend, PodSpec};
 use runner_core::config::{self, ImageIndex, LiveIndex};
+use runner_docker::{DockerBackend, DockerSettings, DockerSetupError};
 use runner_kube::config_watch::{self, ConfigWatch, WatchSettings};
 use runner_kube::entrypoint::Entrypoints;
 use runner_kube::owner;
@@ -252,7 +252,7 @@ impl Runner {
                 let mut settings = opts.docker.clone().unwrap_or_default();
                 let docker = match settings.engine.take() {
                     Some(docker) => docker,
-                    None => crate::backend::docker::connect(DOCKER_CONNECT_TIMEOUT).await?,
+                    None => runner_docker::connect(DOCKER_CONNECT_TIMEOUT).await?,
                 };
                 let docker = DockerBackend::new(docker, settings).await?;
                 Arc::new(Pooled::new(Arc::new(docker), metrics.pools()))

@@ -1,4 +1,3 @@
 //! The backends that create pods ([`runner_core::backend::Backend`]).
 
-pub mod docker;
 pub mod process;

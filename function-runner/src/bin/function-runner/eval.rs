@@ -7,9 +7,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use function_runner::backend::docker::{
-    choose_tools, ContainerOptions, Docker, DockerSettings, StorageMount, Tools,
-};
 use function_runner::builtin::{kpt_image_name, Builtins};
 use function_runner::cache::CacheSettings;
 use function_runner::eval::{
@@ -20,6 +17,7 @@ use function_runner::runner::{BackendKind, Runner, RunnerOptions};
 use function_runner::select::Selector;
 use krm_builtins::Builtin;
 use runner_core::config::DEFAULT_IMAGE_PREFIX;
+use runner_docker::{choose_tools, ContainerOptions, Docker, DockerSettings, StorageMount, Tools};
 
 /// Arguments of `function-runner eval`.
 #[derive(Debug, clap::Args)]
@@ -455,11 +453,11 @@ async fn pick_backend(
     if let Some(argv) = covered {
         return (BackendKind::Process, format!("process: {argv}"), None);
     }
-    match function_runner::backend::docker::connect(DOCKER_PROBE_TIMEOUT).await {
+    match runner_docker::connect(DOCKER_PROBE_TIMEOUT).await {
         Ok(docker) => {
             // The engine by its address: its version would cost a `/version`
             // request, the slowest dockerd answers (see `docker::connect`).
-            let host = function_runner::backend::docker::engine_host();
+            let host = runner_docker::engine_host();
             let kept = match pods.keep_warm {
                 Some(d) => format!(", kept warm for {d:?}"),
                 None => String::new(),
@@ -472,7 +470,7 @@ async fn pick_backend(
             {
                 Ok(tools) => tools,
                 Err(_) => Tools::Missing {
-                    image: function_runner::backend::docker::DEFAULT_WRAPPER_IMAGE.into(),
+                    image: runner_docker::DEFAULT_WRAPPER_IMAGE.into(),
                     host: format!("the engine did not answer within {DOCKER_PROBE_TIMEOUT:?}"),
                 },
             };

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use function_runner::backend::docker::DockerSettings;
 use function_runner::cache::CacheSettings;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
 use function_runner::server::{serve, RunnerService};
 use runner_core::config::DEFAULT_IMAGE_PREFIX;
+use runner_docker::DockerSettings;
 use runner_kube::config_watch::WatchSettings;
 use runner_kube::pods::{Dial, KubeSettings};
 use runner_kube::registry::{self, RegistrySettings};
