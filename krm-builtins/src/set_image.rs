@@ -75,9 +75,9 @@
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
-use crate::result::{File, ResourceRef};
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::{File, FnResult, ResourceRef};
 use crate::sdk;
-use crate::{Context, FnResult, ResourceList, Stop};
 
 const PATH: &str = "internal.config.kubernetes.io/path";
 const INDEX: &str = "internal.config.kubernetes.io/index";

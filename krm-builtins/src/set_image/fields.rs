@@ -8,7 +8,8 @@ use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
 use super::{get_field, json_fields, json_string, object_result, unmatched, Die};
-use crate::{Context, FnResult};
+use crate::function::Context;
+use crate::result::FnResult;
 
 /// kustomize's `types.Image` (the catalog's own has no `tagSuffix`).
 #[derive(Debug, Default)]

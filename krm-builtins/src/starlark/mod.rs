@@ -38,8 +38,9 @@ mod source;
 
 use krm_yaml::{Kind, Node};
 
+use crate::function::{Context, ResourceList, Stop};
 use crate::result::FnResult;
-use crate::{sdk, Context, ResourceList, Stop};
+use crate::sdk;
 use data::Data;
 
 pub use sandbox::{configure, sandbox_main, Limits, SANDBOX_ARG};
