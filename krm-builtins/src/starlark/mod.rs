@@ -29,6 +29,7 @@
 //! no environment, killed at the call's deadline. Without one (this
 //! crate's tests), it runs in this process with the same depth limit.
 
+mod convert;
 mod data;
 mod interp;
 mod libs;

@@ -21,7 +21,7 @@ use starlark::starlark_module;
 use starlark::values::tuple::UnpackTuple;
 use starlark::values::{Heap, Value};
 
-use super::super::interp::{node_value, value_node};
+use super::super::convert::{node_value, value_node};
 
 pub(super) fn module(builder: &mut GlobalsBuilder) {
     builder.namespace("yaml", members);
