@@ -68,7 +68,8 @@ mod tests;
 use krm_yaml::package::kyaml::{self, NULL_TAG};
 use krm_yaml::{Kind, Node};
 
-use crate::{Context, FnResult, ResourceList, Stop};
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::FnResult;
 use config::{FieldOptions, Replacement, Selector, SourceSelector, TargetSelector};
 use path::Place;
 

@@ -26,8 +26,9 @@
 use krm_yaml::{Kind, Node, Style, Tag};
 
 use crate::catalog;
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::FnResult;
 use crate::setters::{clean, current_setter_values, extract_setter_pattern, unresolved_setters};
-use crate::{Context, FnResult, ResourceList, Stop};
 
 #[cfg(test)]
 mod tests;

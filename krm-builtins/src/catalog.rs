@@ -9,8 +9,8 @@ use std::collections::{HashMap, HashSet};
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
+use crate::function::{Context, ResourceList, Stop};
 use crate::result::{Field, File, FnResult};
-use crate::{Context, Stop};
 
 pub(crate) const NULL_TAG: &str = "!!null";
 
@@ -309,7 +309,7 @@ pub(crate) fn item(message: String, field_path: &str, file_path: &str) -> FnResu
 /// How these binaries fail: `command.Build` prints the processor's error
 /// (`%v`, no newline), then `main` prints it again with `Fprintln`, and
 /// exits 1. `results` holds the one error item the processor set.
-pub(crate) fn fail(rl: &mut crate::ResourceList, result: FnResult, err: &str) -> Stop {
+pub(crate) fn fail(rl: &mut ResourceList, result: FnResult, err: &str) -> Stop {
     rl.results.push(result);
     Stop::Failed(format!("{err}{err}\n"))
 }

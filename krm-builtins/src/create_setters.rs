@@ -29,7 +29,8 @@
 use krm_yaml::{Kind, Node, Style};
 
 use crate::catalog;
-use crate::{Context, FnResult, ResourceList, Stop};
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::FnResult;
 
 #[cfg(test)]
 mod tests;

@@ -87,7 +87,7 @@ use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node, Style};
 
 use crate::config::FieldSpec;
-use crate::{Context, ResourceList, Stop};
+use crate::function::{Context, ResourceList, Stop};
 
 const DEPENDS_ON: &str = "config.kubernetes.io/depends-on";
 

@@ -34,9 +34,9 @@
 use krm_yaml::{Kind, Node, Style};
 
 use crate::catalog;
-use crate::result::Severity;
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::{FnResult, Severity};
 use crate::setters::{clean, current_setter_values, extract_setter_pattern};
-use crate::{Context, FnResult, ResourceList, Stop};
 
 #[cfg(test)]
 mod tests;

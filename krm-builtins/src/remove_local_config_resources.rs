@@ -24,8 +24,8 @@
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
-use crate::result::File;
-use crate::{Context, FnResult, ResourceList, Stop};
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::{File, FnResult};
 
 #[cfg(test)]
 mod tests;

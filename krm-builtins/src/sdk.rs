@@ -11,7 +11,7 @@
 
 use krm_yaml::{Kind, Node};
 
-use crate::{ResourceList, Stop};
+use crate::function::{ResourceList, Stop};
 
 /// yaml.v3's `Kind` numbers, as `%v` prints them.
 fn kind_number(k: Kind) -> u8 {

@@ -42,7 +42,8 @@ use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node, Style, Tag};
 
 use crate::catalog;
-use crate::{Context, FnResult, ResourceList, Stop};
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::FnResult;
 
 mod glob;
 #[cfg(test)]

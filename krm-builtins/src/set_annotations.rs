@@ -43,9 +43,9 @@ use krm_yaml::package::kyaml;
 use krm_yaml::{emit, resolve, Kind, Node};
 
 use crate::config::FieldSpec;
-use crate::result::{Field, File};
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::{Field, File, FnResult};
 use crate::sdk;
-use crate::{Context, FnResult, ResourceList, Stop};
 
 #[cfg(test)]
 mod tests;

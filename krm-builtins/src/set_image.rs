@@ -75,12 +75,13 @@
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
-use crate::result::{File, ResourceRef};
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::FnResult;
 use crate::sdk;
-use crate::{Context, FnResult, ResourceList, Stop};
-
-const PATH: &str = "internal.config.kubernetes.io/path";
-const INDEX: &str = "internal.config.kubernetes.io/index";
+use image::split;
+use object::{
+    get_field, get_field_mut, get_string, json_fields, json_string, object_result, unmatched, Die,
+};
 
 /// The desired image.
 #[derive(Debug, Default, Clone)]
@@ -89,18 +90,6 @@ struct Image {
     new_name: String,
     new_tag: String,
     digest: String,
-}
-
-/// How the SDK stops a function.
-enum Die {
-    /// A panic the SDK recovers: the error result, then stderr
-    /// `failed to evaluate function: {0}`.
-    Recovered(String),
-    /// A panic it does not recover (the Go runtime's): no output.
-    Crash(String),
-    /// The SDK fails before the function runs.
-    Early(String),
-    Cancelled,
 }
 
 pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
@@ -132,11 +121,6 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
     }
 }
 
-/// `errSubObjectFields`'s message.
-fn unmatched(fields: &str) -> Die {
-    Die::Recovered(format!("SubObject has unmatched field type: `{fields}"))
-}
-
 /// `ctx.ResultErrAndDie(message, o)`: the error result; the SDK adds the
 /// `function is terminated` one as it recovers.
 fn result_err_and_die(results: &mut Vec<FnResult>, message: &str, o: Option<&Node>) -> Die {
@@ -155,71 +139,6 @@ fn result_err_and_die(results: &mut Vec<FnResult>, message: &str, o: Option<&Nod
                 get_string(o, &["metadata", "name"]),
             ))
         }
-    }
-}
-
-/// `ConfigObjectResult(message, o, Error)`.
-fn object_result(message: &str, o: &Node) -> FnResult {
-    let index = get_string(o, &["metadata", "annotations", INDEX]);
-    FnResult {
-        resource_ref: Some(ResourceRef {
-            api_version: get_string(o, &["apiVersion"]).to_owned(),
-            kind: get_string(o, &["kind"]).to_owned(),
-            name: get_string(o, &["metadata", "name"]).to_owned(),
-            namespace: get_string(o, &["metadata", "namespace"]).to_owned(),
-        }),
-        file: Some(File {
-            path: get_string(o, &["metadata", "annotations", PATH]).to_owned(),
-            index: if index.is_empty() { -1 } else { go_atoi(index) },
-        }),
-        ..FnResult::error(message)
-    }
-}
-
-/// `strconv.Atoi`, 0 on error as the SDK ignores it.
-fn go_atoi(s: &str) -> i64 {
-    s.parse::<i64>().unwrap_or(0)
-}
-
-/// The SDK's `getValueNode`: the first field whose key is a string.
-fn get_field<'a>(map: &'a Node, key: &str) -> Option<&'a Node> {
-    if map.kind != Kind::Mapping {
-        return None;
-    }
-    map.content
-        .chunks_exact(2)
-        .find(|kv| kv.first().is_some_and(|k| is_string(k) && k.value == key))
-        .and_then(|kv| kv.get(1))
-}
-
-fn get_field_mut<'a>(map: &'a mut Node, key: &str) -> Option<&'a mut Node> {
-    if map.kind != Kind::Mapping {
-        return None;
-    }
-    map.content
-        .chunks_exact_mut(2)
-        .find(|kv| kv.first().is_some_and(|k| is_string(k) && k.value == key))
-        .and_then(|kv| kv.get_mut(1))
-}
-
-/// The SDK's `asString` on a key.
-fn is_string(n: &Node) -> bool {
-    n.kind == Kind::Scalar && (n.tag == "!!str" || n.tag.is_empty())
-}
-
-/// `GetNestedString`, errors read as "" (as `GetKind` and friends do).
-fn get_string<'a>(o: &'a Node, fields: &[&str]) -> &'a str {
-    let mut cur = o;
-    for f in fields {
-        match get_field(cur, f) {
-            Some(n) => cur = n,
-            None => return "",
-        }
-    }
-    if cur.kind == Kind::Scalar && cur.tag == "!!str" {
-        &cur.value
-    } else {
-        ""
     }
 }
 
@@ -397,31 +316,6 @@ fn config_map_data(c: &Node) -> Result<Option<Vec<(String, String)>>, Die> {
     Ok(Some(out))
 }
 
-/// A JSON string field, as `json.Unmarshal` fills a Go string from the
-/// YAML value turned to JSON: a string, or null (left as it was).
-fn json_string(v: &Node) -> Result<Option<String>, Die> {
-    match v.kind {
-        Kind::Scalar if v.tag == kyaml::NULL_TAG => Ok(None),
-        Kind::Scalar if v.tag == "!!str" || v.tag == "!!timestamp" => Ok(Some(v.value.to_string())),
-        _ => Err(unmatched("")),
-    }
-}
-
-/// The fields of a JSON object in the order `json.Marshal` writes a Go
-/// map (sorted), each matched to a struct field case-insensitively.
-fn json_fields(m: &Node) -> Vec<(String, &Node)> {
-    let mut fields: Vec<(String, &Node)> = m
-        .content
-        .chunks_exact(2)
-        .filter_map(|kv| match kv {
-            [k, v] => Some((k.value.to_string(), v)),
-            _ => None,
-        })
-        .collect();
-    fields.sort_by(|a, b| a.0.cmp(&b.0));
-    fields
-}
-
 /// `o.AsOrDie(&SetImage{})`: the image, the data, and whether
 /// `additionalImageFields` is set (not null).
 type Decoded = (Image, Option<Vec<(String, String)>>, bool);
@@ -541,45 +435,6 @@ impl Updater<'_> {
     }
 }
 
-/// kustomize's `image.Split`: name, tag and digest.
-fn split(image: &str) -> (&str, &str, &str) {
-    let slash = match image.find('/') {
-        Some(i) if i > 0 => i,
-        _ => 0,
-    };
-    let search = image.get(slash..).unwrap_or("");
-    let at = search.find('@');
-    let colon = search.find(':');
-    match (at, colon) {
-        (None, None) => (image, "", ""),
-        (Some(a), c) if c.is_none_or(|c| a < c) => {
-            let a = a + slash;
-            (
-                image.get(..a).unwrap_or(""),
-                "",
-                image.get(a + 1..).unwrap_or(""),
-            )
-        }
-        (Some(a), Some(c)) => {
-            let (a, c) = (a + slash, c + slash);
-            (
-                image.get(..c).unwrap_or(""),
-                image.get(c + 1..a).unwrap_or(""),
-                image.get(a + 1..).unwrap_or(""),
-            )
-        }
-        (_, Some(c)) => {
-            let c = c + slash;
-            (
-                image.get(..c).unwrap_or(""),
-                image.get(c + 1..).unwrap_or(""),
-                "",
-            )
-        }
-        (Some(_), None) => (image, "", ""),
-    }
-}
-
 /// `getNewImageName`, as the catalog writes it: `image.Split` returns
 /// the tag and digest without their `:` and `@`, and only a new tag or
 /// digest gets one back, so `newName` alone on `nginx:1.0` gives
@@ -606,6 +461,8 @@ fn new_image_name(old: &str, image: &Image) -> String {
 }
 
 mod fields;
+mod image;
+mod object;
 
 #[cfg(test)]
 mod tests;

@@ -34,8 +34,9 @@
 
 use krm_yaml::{Kind, Node};
 
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::FnResult;
 use crate::sdk::{self, Got};
-use crate::{Context, FnResult, ResourceList, Stop};
 
 #[cfg(test)]
 mod tests;

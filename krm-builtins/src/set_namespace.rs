@@ -32,9 +32,9 @@
 
 use krm_yaml::{Kind, Node};
 
-use crate::result::{File, ResourceRef};
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::{File, FnResult, ResourceRef};
 use crate::sdk::{self, Got};
-use crate::{Context, FnResult, ResourceList, Stop};
 
 const DEPENDS_ON: &str = "config.kubernetes.io/depends-on";
 const UPSTREAM: &str = "internal.kpt.dev/upstream-identifier";

@@ -7,7 +7,9 @@
 use krm_yaml::package::kyaml;
 use krm_yaml::{emit, Node};
 
-use crate::{find, Context, FnResult, ResourceList, Run, Stop};
+use crate::find;
+use crate::function::{Context, ResourceList, Run, Stop};
+use crate::result::FnResult;
 
 /// Each document of a stream, as an item (its content node).
 pub(crate) fn nodes(text: &str) -> Vec<Node> {

@@ -45,7 +45,7 @@ use std::collections::BTreeMap;
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
-use crate::{Context, ResourceList, Stop};
+use crate::function::{Context, ResourceList, Stop};
 
 const DEST_PATH: &str = "config.kubernetes.io/target-path";
 const PATH: &str = "internal.config.kubernetes.io/path";

@@ -3,8 +3,10 @@
 use krm_yaml::package::kyaml;
 use krm_yaml::Node;
 
+use crate::find;
+use crate::function::{Context, ResourceList, Stop};
+use crate::result::Severity;
 use crate::test_support::{nodes, text};
-use crate::{find, Context, ResourceList, Severity, Stop};
 
 fn config(replacements: &str) -> Node {
     let text = format!(

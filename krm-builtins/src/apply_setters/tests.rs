@@ -1,5 +1,5 @@
+use crate::function::Stop;
 use crate::test_support::run;
-use crate::Stop;
 
 const PACKAGE: &str = r#"apiVersion: apps/v1
 kind: Deployment

@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
 use super::run;
+use crate::function::{Context, Stop};
 use crate::test_support::{list_each, text};
-use crate::{Context, Stop};
 
 const CM: &str = "\
 apiVersion: v1

@@ -1,5 +1,5 @@
+use crate::function::Stop;
 use crate::test_support::run;
-use crate::Stop;
 
 const KPTFILE: &str = r#"apiVersion: kpt.dev/v1
 kind: Kptfile

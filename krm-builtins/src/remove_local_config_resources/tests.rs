@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 use super::run;
+use crate::function::Context;
 use crate::test_support::{list, out, results_yaml};
-use crate::Context;
 
 fn go(items: &str, config: Option<&str>) -> (String, String) {
     let mut rl = list(items, config);

@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use super::{back_track_match, element_match};
+use crate::function::Stop;
 use crate::test_support::run;
-use crate::Stop;
 
 const PACKAGE: &str = r#"apiVersion: apps/v1
 kind: Deployment
@@ -164,7 +164,7 @@ fn bad_configs_fail_with_the_catalogs_text() {
             "failed to perform search-replace operation: {}",
             crate::catalog::quote(err)
         );
-        let expected = crate::test_support::results(&[crate::FnResult::error(message)]);
+        let expected = crate::test_support::results(&[crate::result::FnResult::error(message)]);
         assert_eq!(results, expected);
     }
     let (_, _, outcome) = run("search-replace", Some(&cm("  by-value: x\n")), "- a\n");

@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 use super::run;
+use crate::function::Stop;
 use crate::test_support::{go, list, out, results_yaml};
-use crate::Stop;
 
 const PACKAGE: &str = r#"# the deployment
 apiVersion: apps/v1

@@ -7,8 +7,10 @@
 use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
-use super::{get_field, json_fields, json_string, object_result, unmatched, Die};
-use crate::{Context, FnResult};
+use super::image::split;
+use super::object::{get_field, json_fields, json_string, object_result, unmatched, Die};
+use crate::function::Context;
+use crate::result::FnResult;
 
 /// kustomize's `types.Image` (the catalog's own has no `tagSuffix`).
 #[derive(Debug, Default)]
@@ -476,7 +478,7 @@ impl Setter<'_> {
 /// kustomize's new image name: a new tag or digest replaces both the old
 /// tag and digest; a tag suffix is added to the old tag.
 fn kustomize_image_name(old: &str, image: &KImage) -> String {
-    let (name, tag, digest) = super::split(old);
+    let (name, tag, digest) = split(old);
     let mut name = name.to_owned();
     let (mut tag, mut digest) = (tag.to_owned(), digest.to_owned());
     if !image.new_name.is_empty() {

@@ -4,9 +4,9 @@ use krm_yaml::emit;
 
 use super::fields::new_name_for_tests;
 use super::{new_image_name, run, split, Image};
-use crate::result::{File, ResourceRef};
+use crate::function::{Context, Stop};
+use crate::result::{File, FnResult, ResourceRef};
 use crate::test_support::{list_each, text};
-use crate::{Context, FnResult, Stop};
 
 const DEPLOY: &str = "\
 apiVersion: apps/v1

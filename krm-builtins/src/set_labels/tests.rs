@@ -1,8 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
 use super::run;
+use crate::function::{Context, Stop};
 use crate::test_support::{go, list, messages, nodes, out};
-use crate::{Context, Stop};
 
 const FAILURE: &str = "failed to evaluate function: error: function failure";
 

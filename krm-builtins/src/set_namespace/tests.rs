@@ -3,8 +3,8 @@
 use krm_yaml::emit;
 
 use super::run;
+use crate::function::Stop;
 use crate::test_support::{go, list, messages, out};
-use crate::Stop;
 
 const PACKAGE: &str = r#"# the app
 apiVersion: apps/v1

@@ -4,7 +4,6 @@
 
 use std::cell::RefCell;
 
-use krm_yaml::Node;
 use serde::{Deserialize, Serialize};
 use starlark::environment::{GlobalsBuilder, LibraryExtension, Module};
 use starlark::eval::Evaluator;
@@ -12,10 +11,10 @@ use starlark::syntax::{AstModule, Dialect};
 use starlark::values::dict::{AllocDict, DictRef};
 use starlark::values::list::{AllocList, ListRef};
 use starlark::values::structs::AllocStruct;
-use starlark::values::tuple::TupleRef;
 use starlark::values::{Heap, Value};
 use starlark::ErrorKind;
 
+use super::convert::{data_to_value, value_data};
 use super::data::Data;
 use super::source::Rewritten;
 
@@ -180,52 +179,6 @@ fn resource_list<'v>(heap: Heap<'v>, req: &Request) -> Result<Value<'v>, String>
     Ok(heap.alloc(AllocDict(fields)))
 }
 
-/// A node's data as Starlark values, types as yaml.v3 decodes them
-/// (aliases followed).
-pub(super) fn node_value<'v>(heap: Heap<'v>, node: &Node) -> Result<Value<'v>, String> {
-    data_to_value(heap, &Data::from_node(node)?)
-}
-
-/// Data as Starlark values.
-fn data_to_value<'v>(heap: Heap<'v>, d: &Data) -> Result<Value<'v>, String> {
-    Ok(match d {
-        Data::Null => Value::new_none(),
-        Data::Bool(b) => Value::new_bool(*b),
-        Data::Int(i) => heap.alloc(*i),
-        Data::Big(s) => heap.alloc(s.parse::<f64>().unwrap_or(f64::NAN)),
-        Data::Float(f) => heap.alloc(*f),
-        Data::Str(s) => heap.alloc(s.as_str()),
-        Data::Seq(seq) => {
-            let mut out = Vec::with_capacity(seq.len());
-            for x in seq {
-                out.push(data_to_value(heap, x)?);
-            }
-            heap.alloc(AllocList(out))
-        }
-        Data::Map(map) => {
-            let mut out = Vec::with_capacity(map.len());
-            for (k, x) in map {
-                if matches!(k, Data::Seq(_) | Data::Map(_)) {
-                    return Err(
-                        "a mapping key that is itself a mapping or a sequence cannot be a Starlark dict key"
-                            .into(),
-                    );
-                }
-                out.push((data_to_value(heap, k)?, data_to_value(heap, x)?));
-            }
-            heap.alloc(AllocDict(out))
-        }
-    })
-}
-
-/// Plain data as Starlark values.
-pub(super) fn data_value<'v>(
-    heap: Heap<'v>,
-    v: &serde_yaml_ng::Value,
-) -> Result<Value<'v>, String> {
-    data_to_value(heap, &Data::from_value(v))
-}
-
 /// kyaml's `UnwrapResources`: what the program left in `items`.
 fn items_out(rl: Value<'_>) -> Result<Vec<Data>, String> {
     let Some(dict) = DictRef::from_value(rl) else {
@@ -254,74 +207,6 @@ fn items_out(rl: Value<'_>) -> Result<Vec<Data>, String> {
         out.push(value_data(item, 0)?);
     }
     Ok(out)
-}
-
-/// How deep a value written back may nest (a list that contains itself
-/// would otherwise never end).
-const MAX_NESTING: usize = 1_000;
-
-/// A Starlark value as a node, as yaml.v3 encodes the Go value the
-/// catalog's conversion makes of it.
-pub(super) fn value_node(v: Value<'_>, depth: usize) -> Result<Node, String> {
-    value_data(v, depth).map(|d| d.to_node())
-}
-
-/// A Starlark value as data (what the catalog's conversion makes of it).
-fn value_data(v: Value<'_>, depth: usize) -> Result<Data, String> {
-    if depth > MAX_NESTING {
-        return Err(format!(
-            "a value nests deeper than {MAX_NESTING} levels (does a list or dict contain itself?)"
-        ));
-    }
-    if v.is_none() {
-        return Ok(Data::Null);
-    }
-    if let Some(b) = v.unpack_bool() {
-        return Ok(Data::Bool(b));
-    }
-    if let Some(s) = v.unpack_str() {
-        return Ok(Data::Str(s.to_owned()));
-    }
-    match v.get_type() {
-        "int" => {
-            let repr = v.to_repr();
-            return Ok(repr.parse().map_or(Data::Big(repr), Data::Int));
-        }
-        "float" => {
-            let f = match v.to_repr().as_str() {
-                "+inf" | "inf" => f64::INFINITY,
-                "-inf" => f64::NEG_INFINITY,
-                r => r.parse().unwrap_or(f64::NAN),
-            };
-            return Ok(Data::Float(f));
-        }
-        _ => {}
-    }
-    if let Some(d) = DictRef::from_value(v) {
-        let mut map = Vec::with_capacity(d.len());
-        for (k, x) in d.iter() {
-            let key = match k.get_type() {
-                "string" | "int" | "float" | "bool" | "NoneType" => value_data(k, depth + 1)?,
-                t => return Err(format!("a dict key of type {t} cannot be written as YAML")),
-            };
-            map.push((key, value_data(x, depth + 1)?));
-        }
-        return Ok(Data::Map(map));
-    }
-    let elems: Option<Vec<Value<'_>>> = ListRef::from_value(v)
-        .map(|l| l.content().to_vec())
-        .or_else(|| TupleRef::from_value(v).map(|t| t.content().to_vec()));
-    if let Some(elems) = elems {
-        let mut seq = Vec::with_capacity(elems.len());
-        for x in elems {
-            seq.push(value_data(x, depth + 1)?);
-        }
-        return Ok(Data::Seq(seq));
-    }
-    Err(format!(
-        "a value of type {} cannot be written as YAML",
-        v.get_type()
-    ))
 }
 
 /// What `print` wrote, kept in this process (tests).

@@ -29,6 +29,7 @@
 //! no environment, killed at the call's deadline. Without one (this
 //! crate's tests), it runs in this process with the same depth limit.
 
+mod convert;
 mod data;
 mod interp;
 mod libs;
@@ -38,8 +39,9 @@ mod source;
 
 use krm_yaml::{Kind, Node};
 
+use crate::function::{Context, ResourceList, Stop};
 use crate::result::FnResult;
-use crate::{sdk, Context, ResourceList, Stop};
+use crate::sdk;
 use data::Data;
 
 pub use sandbox::{configure, sandbox_main, Limits, SANDBOX_ARG};

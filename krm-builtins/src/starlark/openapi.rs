@@ -19,5 +19,5 @@ pub(super) fn value(heap: Heap<'_>) -> Result<Value<'_>, String> {
         .map_err(|e| format!("reading the OpenAPI document: {e}"))?;
     let data: serde_yaml_ng::Value =
         serde_json::from_slice(&text).map_err(|e| format!("reading the OpenAPI document: {e}"))?;
-    super::interp::data_value(heap, &data)
+    super::convert::data_value(heap, &data)
 }

@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::interp::{self, Outcome, Request};
-use crate::{Context, Stop};
+use crate::function::{Context, Stop};
 
 /// The argument that makes the embedding binary a sandbox
 /// ([`sandbox_main`]).

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+use crate::function::{Context, ResourceList, Stop};
 use crate::test_support::{list, messages, out};
-use crate::{Context, ResourceList, Stop};
 
 /// Runs the function (in this process: no sandbox is configured in unit
 /// tests) on a thread with the sandbox's stack.

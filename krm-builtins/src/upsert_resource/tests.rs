@@ -3,8 +3,8 @@
 use krm_yaml::emit;
 
 use super::run;
+use crate::function::{Context, Stop};
 use crate::test_support::{list_each, text};
-use crate::{Context, Stop};
 
 const DEPLOY: &str = "\
 # the app

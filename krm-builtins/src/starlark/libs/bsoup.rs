@@ -8,6 +8,8 @@ use starlark::values::dict::DictRef;
 use starlark::values::tuple::UnpackTuple;
 use starlark::values::Value;
 
+use super::unbuilt::not_built_in;
+
 pub(super) fn module(builder: &mut GlobalsBuilder) {
     builder.namespace("bsoup", members);
 }
@@ -19,6 +21,6 @@ fn members(builder: &mut GlobalsBuilder) {
         #[starlark(args)] _args: UnpackTuple<Value<'v>>,
         #[starlark(kwargs)] _kwargs: DictRef<'v>,
     ) -> anyhow::Result<Value<'v>> {
-        Err(super::not_built_in("bsoup.parseHtml"))
+        Err(not_built_in("bsoup.parseHtml"))
     }
 }

@@ -18,6 +18,8 @@ use starlark::values::list::ListRef;
 use starlark::values::tuple::TupleRef;
 use starlark::values::Value;
 
+use super::super::data::go_float;
+
 pub(super) fn module(builder: &mut GlobalsBuilder) {
     builder.namespace("csv", members);
 }
@@ -226,9 +228,7 @@ fn field_text(v: Value<'_>, row: usize, col: usize) -> anyhow::Result<String> {
     match v.get_type() {
         "bool" => Ok(if v.to_bool() { "true" } else { "false" }.into()),
         "int" => Ok(v.to_str()),
-        "float" => Ok(super::go_float(
-            v.to_str().parse::<f64>().unwrap_or(f64::NAN),
-        )),
+        "float" => Ok(go_float(v.to_str().parse::<f64>().unwrap_or(f64::NAN))),
         t => Err(anyhow::anyhow!(
             "csv.write_all: row {row}, field {col}: a {t} cannot be a CSV field"
         )),

@@ -9,6 +9,8 @@ use starlark::values::dict::DictRef;
 use starlark::values::tuple::UnpackTuple;
 use starlark::values::Value;
 
+use super::unbuilt::not_built_in;
+
 pub(super) fn module(builder: &mut GlobalsBuilder) {
     builder.namespace("geo", members);
 }
@@ -20,7 +22,7 @@ fn members(builder: &mut GlobalsBuilder) {
         #[starlark(args)] _args: UnpackTuple<Value<'v>>,
         #[starlark(kwargs)] _kwargs: DictRef<'v>,
     ) -> anyhow::Result<Value<'v>> {
-        Err(super::not_built_in("geo.Point"))
+        Err(not_built_in("geo.Point"))
     }
 
     #[allow(non_snake_case)]
@@ -28,7 +30,7 @@ fn members(builder: &mut GlobalsBuilder) {
         #[starlark(args)] _args: UnpackTuple<Value<'v>>,
         #[starlark(kwargs)] _kwargs: DictRef<'v>,
     ) -> anyhow::Result<Value<'v>> {
-        Err(super::not_built_in("geo.Line"))
+        Err(not_built_in("geo.Line"))
     }
 
     #[allow(non_snake_case)]
@@ -36,7 +38,7 @@ fn members(builder: &mut GlobalsBuilder) {
         #[starlark(args)] _args: UnpackTuple<Value<'v>>,
         #[starlark(kwargs)] _kwargs: DictRef<'v>,
     ) -> anyhow::Result<Value<'v>> {
-        Err(super::not_built_in("geo.Polygon"))
+        Err(not_built_in("geo.Polygon"))
     }
 
     #[allow(non_snake_case)]
@@ -44,21 +46,21 @@ fn members(builder: &mut GlobalsBuilder) {
         #[starlark(args)] _args: UnpackTuple<Value<'v>>,
         #[starlark(kwargs)] _kwargs: DictRef<'v>,
     ) -> anyhow::Result<Value<'v>> {
-        Err(super::not_built_in("geo.MultiPolygon"))
+        Err(not_built_in("geo.MultiPolygon"))
     }
 
     fn within<'v>(
         #[starlark(args)] _args: UnpackTuple<Value<'v>>,
         #[starlark(kwargs)] _kwargs: DictRef<'v>,
     ) -> anyhow::Result<Value<'v>> {
-        Err(super::not_built_in("geo.within"))
+        Err(not_built_in("geo.within"))
     }
 
     fn intersects<'v>(
         #[starlark(args)] _args: UnpackTuple<Value<'v>>,
         #[starlark(kwargs)] _kwargs: DictRef<'v>,
     ) -> anyhow::Result<Value<'v>> {
-        Err(super::not_built_in("geo.intersects"))
+        Err(not_built_in("geo.intersects"))
     }
 
     #[allow(non_snake_case)]
@@ -66,6 +68,6 @@ fn members(builder: &mut GlobalsBuilder) {
         #[starlark(args)] _args: UnpackTuple<Value<'v>>,
         #[starlark(kwargs)] _kwargs: DictRef<'v>,
     ) -> anyhow::Result<Value<'v>> {
-        Err(super::not_built_in("geo.parseGeoJSON"))
+        Err(not_built_in("geo.parseGeoJSON"))
     }
 }

@@ -8,12 +8,14 @@ use starlark::values::dict::DictRef;
 use starlark::values::tuple::UnpackTuple;
 use starlark::values::Value;
 
+use super::unbuilt::not_built_in;
+
 #[starlark_module]
 pub(super) fn module(builder: &mut GlobalsBuilder) {
     fn html<'v>(
         #[starlark(args)] _args: UnpackTuple<Value<'v>>,
         #[starlark(kwargs)] _kwargs: DictRef<'v>,
     ) -> anyhow::Result<Value<'v>> {
-        Err(super::not_built_in("html"))
+        Err(not_built_in("html"))
     }
 }

@@ -78,7 +78,7 @@ fn members(builder: &mut GlobalsBuilder) {
         // Through YAML's data model, which keeps an object's key order
         // (Go's decode makes dicts in the document's order).
         match serde_json::from_str::<serde_yaml_ng::Value>(x) {
-            Ok(v) => super::super::interp::data_value(heap, &v).map_err(anyhow::Error::msg),
+            Ok(v) => super::super::convert::data_value(heap, &v).map_err(anyhow::Error::msg),
             Err(_) if default.is_some() => Ok(default.unwrap_or_else(Value::new_none)),
             Err(e) => Err(anyhow::anyhow!("json.decode: {e}")),
         }

@@ -38,8 +38,6 @@ use starlark::starlark_module;
 use starlark::syntax::{AstModule, Dialect};
 use starlark::values::Value;
 
-use super::data::go_float;
-
 mod base64;
 mod bsoup;
 mod csv;
@@ -52,6 +50,7 @@ mod krmfn;
 mod math;
 mod re;
 mod time;
+mod unbuilt;
 mod xlsx;
 mod yaml;
 mod zipfile;
@@ -133,14 +132,6 @@ fn freeze_globals(builder: GlobalsBuilder) -> starlark::Result<FrozenModule> {
 
 fn anyhow_msg(e: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::other(e.to_string())
-}
-
-/// The error of a function the catalog's image has and this built-in
-/// does not.
-fn not_built_in(function: &str) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{function} is not available in the built-in starlark function; run the catalog's image with --no-default-builtins"
-    )
 }
 
 /// `_krm_while` of [`super::source`]: a rewritten `while` loop's

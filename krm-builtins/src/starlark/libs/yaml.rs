@@ -21,7 +21,8 @@ use starlark::starlark_module;
 use starlark::values::tuple::UnpackTuple;
 use starlark::values::{Heap, Value};
 
-use super::super::interp::{node_value, value_node};
+use super::super::convert::{node_value, value_node};
+use super::super::data::go_float;
 
 pub(super) fn module(builder: &mut GlobalsBuilder) {
     builder.namespace("yaml", members);
@@ -119,7 +120,7 @@ fn go_order(node: &mut Node) {
     }
     if node.kind == Kind::Scalar && node.tag == "!!float" {
         if let Some(f) = node.value.parse::<f64>().ok().filter(|f| f.is_finite()) {
-            let text = super::go_float(f);
+            let text = go_float(f);
             // Go writes an integral float plainly (`1`), which reads
             // back as an int; so is it tagged, lest the tag be written.
             if text

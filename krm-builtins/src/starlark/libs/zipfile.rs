@@ -8,6 +8,8 @@ use starlark::values::dict::DictRef;
 use starlark::values::tuple::UnpackTuple;
 use starlark::values::Value;
 
+use super::unbuilt::not_built_in;
+
 #[starlark_module]
 pub(super) fn module(builder: &mut GlobalsBuilder) {
     #[allow(non_snake_case)]
@@ -15,6 +17,6 @@ pub(super) fn module(builder: &mut GlobalsBuilder) {
         #[starlark(args)] _args: UnpackTuple<Value<'v>>,
         #[starlark(kwargs)] _kwargs: DictRef<'v>,
     ) -> anyhow::Result<Value<'v>> {
-        Err(super::not_built_in("ZipFile"))
+        Err(not_built_in("ZipFile"))
     }
 }

@@ -1,7 +1,7 @@
 //! Go's time layouts (`time/format.go`'s `nextStdChunk`, `Format`,
 //! `Parse`) for `time.star`.
 
-use super::*;
+use super::clock::{date, days_in, is_leap, Time};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Std {
