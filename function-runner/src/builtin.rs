@@ -105,20 +105,25 @@ impl Builtins {
         // goExecutor runs the binary, as in serve's chain (exec first).
         if index
             .try_binary_for(image, tag)
-            .map_err(EvalError::InvalidTag)?
+            .map_err(|e| EvalError::InvalidTag(e.into()))?
             .is_some()
         {
             return Ok(None);
         }
         if let Some(go) = index
             .try_go_for(image, tag)
-            .map_err(EvalError::InvalidTag)?
+            .map_err(|e| EvalError::InvalidTag(e.into()))?
         {
             return match krm_builtins::find(&go.id) {
                 Some(b) => Ok(Some(b)),
                 None => Err(EvalError::UnknownBuiltin {
                     id: go.id,
                     config: go.config_name,
+                    known: krm_builtins::ALL
+                        .iter()
+                        .map(|b| b.name)
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 }),
             };
         }

@@ -1,9 +1,9 @@
 //! Evaluators: the strategies that run a function for a request.
 //!
-//! [`Evaluator`] has one async method. [`EvalError::NotFound`] means "not
-//! mine" and lets a [`MultiEvaluator`] fall through to the next evaluator;
-//! every other error stops the chain. `From<EvalError> for Status` is the
-//! one place the runner's errors become gRPC statuses.
+//! [`Evaluator`] (the trait, with its request and errors, is `krm_fn`'s:
+//! `eval` and `render` take one too) has one async method.
+//! [`EvalError::NotFound`] means "not mine" and lets a [`MultiEvaluator`]
+//! fall through to the next evaluator; every other error stops the chain.
 //!
 //! - [`ExecEvaluator`]: FunctionConfig `binaryExecutor`: runs a local binary
 //!   through the same call core as the wrapper ([`krm_fn::call`]), so both
@@ -23,7 +23,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use krm_fn::call::{deadline, CallError, Function};
+use krm_fn::call::{deadline, Function};
 use krm_fn::exec::ExecSpec;
 use proto::pb::function_evaluator_client::FunctionEvaluatorClient;
 use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
@@ -31,73 +31,17 @@ use tokio::time::Instant;
 use tonic::{Code, Status};
 
 use crate::cache::{CacheError, PodCache, PodRequestSettings};
-use runner_core::backend::BackendError;
-use runner_core::config::{ConfigError, LiveIndex};
+pub use krm_fn::evaluator::{EvalError, EvalRequest, Evaluator};
+use runner_core::config::LiveIndex;
 
-/// One evaluation: the request and when the caller stops waiting.
-#[derive(Debug, Clone)]
-pub struct EvalRequest {
-    pub request: EvaluateFunctionRequest,
-    pub deadline: Option<Instant>,
-}
-
-impl EvalRequest {
-    pub fn new(request: EvaluateFunctionRequest) -> Self {
-        Self {
-            request,
-            deadline: None,
-        }
+/// No pod could be had for `image`: the error names the code the cache's
+/// error decides.
+pub fn pod_error(image: String, source: CacheError) -> EvalError {
+    EvalError::Pod {
+        image,
+        code: source.code(),
+        source: Box::new(source),
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum EvalError {
-    /// No evaluator of this kind knows the image: try the next one.
-    #[error("no function is configured for image {image:?}")]
-    NotFound { image: String },
-    #[error("EvaluateFunctionRequest.image is empty")]
-    EmptyImage,
-    /// Not an image reference: too long, or a character no reference has.
-    #[error("EvaluateFunctionRequest.image {shown:?} is not an image reference: {reason}")]
-    InvalidImage { shown: String, reason: String },
-    /// The request's tag constraint does not parse.
-    #[error(transparent)]
-    InvalidTag(ConfigError),
-    /// A local binary ran, or could not.
-    #[error(transparent)]
-    Call(#[from] CallError),
-    /// The pod answered with an error: passed on as the pod said it.
-    #[error("{}", .source.message())]
-    PodAnswered {
-        #[source]
-        source: Status,
-    },
-    /// The cause names the image (once: a long name quoted at every level
-    /// of a chain made statuses too big to send).
-    #[error("{source}")]
-    Pod {
-        image: String,
-        #[source]
-        source: CacheError,
-    },
-    #[error("function {image:?} did not finish before the deadline")]
-    DeadlineExceeded { image: String },
-    #[error("function-runner is shutting down")]
-    ShuttingDown,
-    /// A goExecutor names a function that is not built in.
-    #[error("FunctionConfig {config} names built-in function {id:?} (goExecutor), which does not exist; built-in: {}", krm_builtins::ALL.iter().map(|b| b.name).collect::<Vec<_>>().join(", "))]
-    UnknownBuiltin { id: String, config: String },
-    /// A built-in function's thread ended without an answer.
-    #[error("built-in function for {image:?} failed: it stopped without an answer")]
-    BuiltinPanicked { image: String },
-    /// No function for the image, and FunctionConfigs were rejected at
-    /// start: they are named, since one of them may have been meant for it.
-    #[error("{source}; FunctionConfigs rejected at start (one may have been meant for this image): {rejected}")]
-    NotFoundWithRejected {
-        #[source]
-        source: Box<EvalError>,
-        rejected: String,
-    },
 }
 
 /// Longest image reference accepted: the distribution spec's 255-byte
@@ -129,82 +73,6 @@ pub fn validate_image(image: &str) -> Result<(), EvalError> {
         return Err(invalid(format!("it contains {:?}", c)));
     }
     Ok(())
-}
-
-impl EvalError {
-    /// Whether the failed call reached a function that the runner knows:
-    /// a configured binary ran, or a pod answered.
-    pub fn image_is_known(&self) -> bool {
-        matches!(
-            self,
-            EvalError::Call(_) | EvalError::PodAnswered { .. } | EvalError::BuiltinPanicked { .. }
-        )
-    }
-
-    /// The gRPC code for this error, chosen by walking its causes: the first
-    /// one that decides a code wins.
-    pub fn code(&self) -> Code {
-        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(self);
-        while let Some(err) = cause {
-            if let Some(code) = decided_code(err) {
-                return code;
-            }
-            cause = err.source();
-        }
-        Code::Internal
-    }
-}
-
-/// The code that `err` itself decides, if it does.
-fn decided_code(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
-    if let Some(err) = err.downcast_ref::<EvalError>() {
-        return match err {
-            EvalError::NotFound { .. } => Some(Code::NotFound),
-            EvalError::EmptyImage | EvalError::InvalidImage { .. } | EvalError::InvalidTag(_) => {
-                Some(Code::InvalidArgument)
-            }
-            EvalError::Call(call) => Some(call.code()),
-            EvalError::PodAnswered { source } => Some(source.code()),
-            EvalError::DeadlineExceeded { .. } => Some(Code::DeadlineExceeded),
-            EvalError::ShuttingDown => Some(Code::Unavailable),
-            EvalError::UnknownBuiltin { .. } => Some(Code::FailedPrecondition),
-            EvalError::BuiltinPanicked { .. } => Some(Code::Internal),
-            EvalError::Pod { .. } | EvalError::NotFoundWithRejected { .. } => None,
-        };
-    }
-    if let Some(err) = err.downcast_ref::<CacheError>() {
-        return match err {
-            CacheError::ShuttingDown => Some(Code::Unavailable),
-            CacheError::Full { .. } => Some(Code::ResourceExhausted),
-            CacheError::PodStart { .. } | CacheError::ActorGone => None,
-        };
-    }
-    match err.downcast_ref::<BackendError>() {
-        Some(BackendError::UnknownImage { .. }) => return Some(Code::NotFound),
-        // The runner cannot start pods now (and says NOT_SERVING): another
-        // replica, or a later try, may.
-        Some(BackendError::Refused { .. }) => return Some(Code::Unavailable),
-        _ => {}
-    }
-    None
-}
-
-impl From<EvalError> for Status {
-    fn from(err: EvalError) -> Status {
-        match err {
-            // The pod's own status, details and all.
-            EvalError::PodAnswered { source } => source,
-            err => Status::new(err.code(), err.to_string()),
-        }
-    }
-}
-
-/// A strategy for running functions.
-pub trait Evaluator: Send + Sync {
-    fn evaluate(
-        &self,
-        req: EvalRequest,
-    ) -> BoxFuture<'_, Result<EvaluateFunctionResponse, EvalError>>;
 }
 
 /// Runs `fut` until `deadline`, if any.
@@ -330,7 +198,7 @@ impl Evaluator for ExecEvaluator {
                 .index
                 .current()
                 .try_binary_for(&image, &req.request.tag)
-                .map_err(EvalError::InvalidTag)?
+                .map_err(|e| EvalError::InvalidTag(e.into()))?
             else {
                 return Err(EvalError::NotFound { image });
             };
@@ -388,7 +256,7 @@ impl PodEvaluator {
         let index = self.index.current();
         let (image, overrides) = match index
             .try_pod_settings_for(&req.request.image, &req.request.tag)
-            .map_err(EvalError::InvalidTag)?
+            .map_err(|e| EvalError::InvalidTag(e.into()))?
         {
             Some(m) => (m.resolved_image.clone(), PodRequestSettings::from(&m)),
             None => (
@@ -402,10 +270,7 @@ impl PodEvaluator {
                 .cache
                 .get(&image, overrides.clone())
                 .await
-                .map_err(|source| EvalError::Pod {
-                    image: image.clone(),
-                    source,
-                })?;
+                .map_err(|source| pod_error(image.clone(), source))?;
             let mut client = FunctionEvaluatorClient::new(lease.channel())
                 .max_decoding_message_size(self.max_message_bytes)
                 .max_encoding_message_size(self.max_message_bytes);
@@ -577,7 +442,9 @@ mod tests {
 
     use crate::cache::CacheSettings;
     use proto::pb::function_evaluator_server::{FunctionEvaluator, FunctionEvaluatorServer};
-    use runner_core::backend::{Backend, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
+    use runner_core::backend::{
+        Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason,
+    };
     use runner_core::config::ImageIndex;
 
     /// A pod on loopback whose first `break_first` calls fail UNAVAILABLE
@@ -714,32 +581,29 @@ mod tests {
 
     #[test]
     fn codes_are_chosen_by_walking_the_causes() {
-        let unknown = EvalError::Pod {
-            image: "img".into(),
-            source: CacheError::PodStart {
+        let unknown = pod_error(
+            "img".into(),
+            CacheError::PodStart {
                 image: "img".into(),
                 source: BackendError::UnknownImage {
                     image: "img".into(),
                     reason: "no entry".into(),
                 },
             },
-        };
+        );
         assert_eq!(unknown.code(), Code::NotFound);
-        let closing = EvalError::Pod {
-            image: "img".into(),
-            source: CacheError::ShuttingDown,
-        };
+        let closing = pod_error("img".into(), CacheError::ShuttingDown);
         assert_eq!(Status::from(closing).code(), Code::Unavailable);
-        let failed = EvalError::Pod {
-            image: "img".into(),
-            source: CacheError::PodStart {
+        let failed = pod_error(
+            "img".into(),
+            CacheError::PodStart {
                 image: "img".into(),
                 source: BackendError::StartFailed {
                     image: "img".into(),
                     source: runner_core::backend::cause("image pull backoff"),
                 },
             },
-        };
+        );
         let status = Status::from(failed);
         assert_eq!(status.code(), Code::Internal);
         assert!(

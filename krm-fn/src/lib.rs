@@ -6,6 +6,9 @@
 //!   structured results;
 //! - [`call`]: one EvaluateFunction call: admission, deadline, the answer
 //!   and its errors, and the one mapping from errors to gRPC statuses;
+//! - [`evaluator`]: the [`evaluator::Evaluator`] trait, one strategy for
+//!   running a function for a request (the runner chains several; `eval` and
+//!   `render` hand one to the package pipeline), and its errors;
 //! - [`drain`]: the graceful drain of calls in progress;
 //! - [`server`]: `evaluator.FunctionEvaluator` and gRPC health on one port;
 //! - [`metrics`]: the Prometheus endpoint;
@@ -26,6 +29,8 @@ pub mod cli;
 #[cfg(feature = "runtime")]
 pub mod drain;
 pub mod duration;
+#[cfg(feature = "runtime")]
+pub mod evaluator;
 #[cfg(feature = "runtime")]
 pub mod exec;
 #[cfg(feature = "runtime")]

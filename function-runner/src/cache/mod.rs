@@ -182,6 +182,32 @@ pub enum CacheError {
     ActorGone,
 }
 
+impl CacheError {
+    /// The gRPC code this error decides, walking its causes: the first that
+    /// decides one wins (`None`: none does).
+    pub fn code(&self) -> Option<tonic::Code> {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(err) = cause {
+            if let Some(err) = err.downcast_ref::<CacheError>() {
+                match err {
+                    CacheError::ShuttingDown => return Some(tonic::Code::Unavailable),
+                    CacheError::Full { .. } => return Some(tonic::Code::ResourceExhausted),
+                    CacheError::PodStart { .. } | CacheError::ActorGone => {}
+                }
+            }
+            match err.downcast_ref::<BackendError>() {
+                Some(BackendError::UnknownImage { .. }) => return Some(tonic::Code::NotFound),
+                // The runner cannot start pods now (and says NOT_SERVING):
+                // another replica, or a later try, may.
+                Some(BackendError::Refused { .. }) => return Some(tonic::Code::Unavailable),
+                _ => {}
+            }
+            cause = err.source();
+        }
+        None
+    }
+}
+
 /// A start task that ended without reporting (it panicked or was aborted).
 #[derive(Debug, thiserror::Error)]
 #[error("the start task ended without an answer")]
