@@ -18,49 +18,15 @@ use std::sync::{Arc, PoisonError};
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use krm_builtins::{Builtin, Context, ResourceList, Stop};
+use krm_builtins::container::{run_on_bytes, Answer, CALL_STACK_BYTES};
+use krm_builtins::{Builtin, Context, CATALOG_PREFIXES};
 use krm_fn::call::deadline;
 use krm_fn::exec::{ExitStatus, Output};
-use krm_yaml::package::kyaml;
-use krm_yaml::{Kind, Node};
 use proto::pb::EvaluateFunctionResponse;
 
 use crate::evaluator::{EvalError, EvalRequest, Evaluator};
 use crate::metrics::RunnerMetrics;
 use runner_core::config::LiveIndex;
-
-/// The registries whose images of a built-in name run built-in by
-/// default: kpt's (`gcr.io/kpt-fn`, where kpt expands bare names) and the
-/// catalog's current one.
-pub const CATALOG_PREFIXES: [&str; 2] = ["gcr.io/kpt-fn/", "ghcr.io/kptdev/krm-functions-catalog/"];
-
-/// The function name of a catalog image (`gcr.io/kpt-fn/set-labels:v0.2`
-/// → `set-labels`; bare `set-labels@sha256:…` → `set-labels`), or `None`
-/// for an image of another registry or path.
-pub fn catalog_name(image: &str) -> Option<&str> {
-    let path = image.split_once('@').map_or(image, |(p, _)| p);
-    // A tag follows the last `:` after the last `/` (a registry's port
-    // comes before a `/`).
-    let path = match path.rfind(':') {
-        Some(i) if !path[i..].contains('/') => &path[..i],
-        _ => path,
-    };
-    let name = CATALOG_PREFIXES
-        .iter()
-        .find_map(|p| path.strip_prefix(p))
-        .unwrap_or(path);
-    (!name.is_empty() && !name.contains('/')).then_some(name)
-}
-
-/// The name kpt gives an image in its lines: a bare name is expanded to
-/// kpt's registry (`set-labels:v0.2` → `gcr.io/kpt-fn/set-labels:v0.2`).
-pub fn kpt_image_name(image: &str) -> String {
-    if image.contains('/') {
-        image.to_owned()
-    } else {
-        format!("{}{image}", CATALOG_PREFIXES[0])
-    }
-}
 
 /// Whether `prefix` (`--default-image-prefix`, with or without its
 /// slashes) is one of the catalog's registries.
@@ -136,7 +102,7 @@ impl Builtins {
         if !image.contains('/') && !bare_names_are_the_catalogs(index.default_prefix()) {
             return Ok(None);
         }
-        let Some(builtin) = catalog_name(image).and_then(krm_builtins::find) else {
+        let Some(builtin) = krm_builtins::for_catalog_image(image) else {
             return Ok(None);
         };
         // An image and tag that a FunctionConfig gives a pod keep it (a
@@ -148,176 +114,6 @@ impl Builtins {
             .then_some(builtin))
     }
 }
-
-/// Why a ResourceList could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum InputError {
-    #[error("the ResourceList is not UTF-8: {0}")]
-    NotUtf8(#[from] std::str::Utf8Error),
-    #[error("the ResourceList does not parse: {0}")]
-    Parse(#[from] krm_yaml::parse::ParseError),
-    #[error("the input is empty: no ResourceList")]
-    Empty,
-    #[error("the input is not a ResourceList: {0}")]
-    NotAResourceList(String),
-}
-
-/// A ResourceList's text read into the tree: its `items` and
-/// `functionConfig` (JSON too: it is YAML).
-pub fn read_resource_list(input: &[u8]) -> Result<ResourceList, InputError> {
-    let text = std::str::from_utf8(input)?;
-    let mut docs = krm_yaml::parse::parse(text)?;
-    if docs.is_empty() {
-        return Err(InputError::Empty);
-    }
-    let mut doc = docs.swap_remove(0);
-    let root = kyaml::content_mut(&mut doc);
-    if root.kind != Kind::Mapping {
-        return Err(InputError::NotAResourceList(format!(
-            "a {}, not a mapping",
-            kyaml::kind_name(root.kind)
-        )));
-    }
-    let kind = kyaml::value_of(kyaml::field(root, "kind"));
-    if kind != "ResourceList" {
-        return Err(InputError::NotAResourceList(format!(
-            "kind is {kind:?}, not \"ResourceList\""
-        )));
-    }
-    let mut rl = ResourceList::default();
-    let mut content = std::mem::take(&mut root.content).into_iter();
-    while let (Some(key), Some(value)) = (content.next(), content.next()) {
-        match key.value.as_str() {
-            "items" => match value.kind {
-                Kind::Sequence => rl.items = value.content,
-                Kind::Scalar if value.tag == kyaml::NULL_TAG => {}
-                k => {
-                    return Err(InputError::NotAResourceList(format!(
-                        "items is a {}, not a sequence",
-                        kyaml::kind_name(k)
-                    )))
-                }
-            },
-            "functionConfig" if value.tag != kyaml::NULL_TAG => rl.function_config = Some(value),
-            _ => {}
-        }
-    }
-    Ok(rl)
-}
-
-/// The ResourceList a catalog function writes: its items, its
-/// functionConfig and its results.
-pub fn write_resource_list(rl: ResourceList) -> String {
-    let mut m = vec![
-        Node::string("apiVersion"),
-        Node::string("config.kubernetes.io/v1"),
-        Node::string("kind"),
-        Node::string("ResourceList"),
-        Node::string("items"),
-        Node::sequence(rl.items),
-    ];
-    if let Some(fc) = rl.function_config {
-        m.push(Node::string("functionConfig"));
-        m.push(fc);
-    }
-    if !rl.results.is_empty() {
-        m.push(Node::string("results"));
-        m.push(Node::sequence(
-            rl.results
-                .iter()
-                .map(krm_builtins::FnResult::to_node)
-                .collect(),
-        ));
-    }
-    krm_yaml::emit::encode_node(&Node::mapping(m), true)
-}
-
-/// What the catalog's binary would have done with `input`: exit status,
-/// stdout (the ResourceList) and stderr. `None`: cancelled.
-pub fn run_on_bytes(builtin: &Builtin, input: &[u8], ctx: &Context) -> Option<Output> {
-    let failed = |stderr: String| Output {
-        status: ExitStatus::Code(1),
-        stdout: Bytes::new(),
-        stderr: Bytes::from(stderr),
-        stderr_truncated: false,
-    };
-    let mut rl = match read_resource_list(input) {
-        Ok(rl) => rl,
-        Err(err) => return Some(failed(format!("{}: {err}\n", builtin.name))),
-    };
-    let outcome = builtin.run(&mut rl, ctx);
-    let mut stderr = std::mem::take(&mut rl.log);
-    let status = match outcome {
-        Ok(()) => ExitStatus::Code(0),
-        Err(Stop::Cancelled) => return None,
-        Err(Stop::Failed(text)) => {
-            stderr.push_str(&text);
-            ExitStatus::Code(1)
-        }
-    };
-    Some(Output {
-        status,
-        stdout: Bytes::from(write_resource_list(rl)),
-        stderr: Bytes::from(stderr),
-        stderr_truncated: false,
-    })
-}
-
-/// Gives untagged scalars the tag a YAML reader would (`!!int` for a plain
-/// `3`, `!!str` for a quoted one), as writing the items out and reading
-/// them back between two functions would: the catalog's setters leave new
-/// values untagged, and the next function in a pipeline reads tags.
-pub fn retag(items: &mut [Node]) {
-    let mut stack: Vec<&mut Node> = items.iter_mut().collect();
-    while let Some(n) = stack.pop() {
-        if n.kind == Kind::Scalar && n.tag.is_empty() {
-            n.tag = if n.style.is_empty() {
-                krm_yaml::resolve::resolve_plain(&n.value)
-            } else {
-                "!!str"
-            }
-            .into();
-        }
-        stack.extend(n.content.iter_mut());
-    }
-}
-
-/// Runs `f` on a thread with [`CALL_STACK_BYTES`] of stack (the
-/// caller's may be smaller than deep input needs); `None` if no thread
-/// could start.
-pub fn on_big_stack<R: Send>(f: impl FnOnce() -> R + Send) -> Option<R> {
-    std::thread::scope(|scope| {
-        let spawned = std::thread::Builder::new()
-            .stack_size(CALL_STACK_BYTES)
-            .spawn_scoped(scope, f);
-        match spawned {
-            Ok(thread) => Some(
-                thread
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            ),
-            Err(err) => {
-                tracing::warn!(%err, "no thread for a built-in function");
-                None
-            }
-        }
-    })
-}
-
-/// [`Builtin::run`] on a big stack ([`on_big_stack`]).
-pub fn run_with_stack(builtin: &Builtin, rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
-    on_big_stack(|| builtin.run(rl, ctx)).unwrap_or_else(|| {
-        Err(Stop::Failed(format!(
-            "no thread could start for built-in {}",
-            builtin.name
-        )))
-    })
-}
-
-/// Stack of the threads built-in calls run on: the tree is walked
-/// recursively, and the parser accepts nesting 10,000 deep (reserved, not
-/// committed, until used).
-pub(crate) const CALL_STACK_BYTES: usize = 256 << 20;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -372,6 +168,16 @@ fn worker_count() -> usize {
 fn slots() -> &'static Arc<tokio::sync::Semaphore> {
     static SLOTS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
     SLOTS.get_or_init(|| Arc::new(tokio::sync::Semaphore::new(worker_count())))
+}
+
+/// A built-in's answer as the exec core reports a process's.
+fn output_of(answer: Answer) -> Output {
+    Output {
+        status: ExitStatus::Code(answer.exit_code),
+        stdout: Bytes::from(answer.stdout),
+        stderr: Bytes::from(answer.stderr),
+        stderr_truncated: false,
+    }
 }
 
 /// Runs a built-in for gRPC calls: FunctionConfig `goExecutor` images and,
@@ -437,7 +243,7 @@ impl Evaluator for BuiltinEvaluator {
                 let _permit = permit;
                 // Gone or late while it waited: not even parsed.
                 let answer = match ctx.check() {
-                    Ok(()) => run_on_bytes(builtin, &input, &ctx),
+                    Ok(()) => run_on_bytes(builtin, &input, &ctx).map(output_of),
                     Err(_) => None,
                 };
                 let _ = tx.send(answer);

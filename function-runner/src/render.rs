@@ -24,7 +24,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::builtin::{kpt_image_name, Builtins};
+use crate::builtin::Builtins;
+use crate::eval::kpt_image_name;
 use crate::eval::{self, Error, FnRecord, Function, StepReport};
 use crate::evaluator::Evaluator;
 use crate::select::{self, Selector};

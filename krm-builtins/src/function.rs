@@ -1,8 +1,9 @@
 //! What every function works with: the ResourceList it reads and
 //! changes, the [`Context`] it checks between resources, how it stops
-//! ([`Stop`]), and its entry point's type ([`Run`]). Kept apart from the
-//! registry in the crate root so that the functions and their shared
-//! helpers depend on these types alone, not on the list of functions.
+//! ([`Stop`]), its entry point's type ([`Run`]) and a function by name
+//! ([`Builtin`]). Kept apart from the registry in the crate root so that
+//! the functions and their shared helpers depend on these types alone, not
+//! on the list of functions.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -83,3 +84,20 @@ impl Context {
 
 /// A function's entry point.
 pub type Run = fn(&mut ResourceList, &Context) -> Result<(), Stop>;
+
+/// One built-in function.
+#[derive(Debug, Clone, Copy)]
+pub struct Builtin {
+    /// The catalog's name (the image's last path segment).
+    pub name: &'static str,
+    pub(crate) run: Run,
+}
+
+impl Builtin {
+    /// Runs the function over `rl`. On [`Stop::Failed`] the ResourceList
+    /// holds what the catalog's binary would still write (its results).
+    pub fn run(&self, rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
+        ctx.check()?;
+        (self.run)(rl, ctx)
+    }
+}

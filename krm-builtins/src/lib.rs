@@ -31,6 +31,7 @@ mod apply_replacements;
 mod apply_setters;
 mod catalog;
 pub mod config;
+pub mod container;
 mod create_setters;
 mod ensure_name_substring;
 mod function;
@@ -49,25 +50,8 @@ pub mod starlark;
 mod test_support;
 mod upsert_resource;
 
-pub use function::{Context, ResourceList, Run, Stop};
+pub use function::{Builtin, Context, ResourceList, Run, Stop};
 pub use result::{FnResult, Severity};
-
-/// One built-in function.
-#[derive(Debug, Clone, Copy)]
-pub struct Builtin {
-    /// The catalog's name (the image's last path segment).
-    pub name: &'static str,
-    run: Run,
-}
-
-impl Builtin {
-    /// Runs the function over `rl`. On [`Stop::Failed`] the ResourceList
-    /// holds what the catalog's binary would still write (its results).
-    pub fn run(&self, rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
-        ctx.check()?;
-        (self.run)(rl, ctx)
-    }
-}
 
 /// Every built-in function, by name.
 pub const ALL: &[Builtin] = &[
@@ -128,4 +112,59 @@ pub const ALL: &[Builtin] = &[
 /// The built-in function of this name (`set-namespace`), if there is one.
 pub fn find(name: &str) -> Option<&'static Builtin> {
     ALL.iter().find(|b| b.name == name)
+}
+
+/// The registries whose images of a built-in name run built-in by
+/// default: kpt's (`gcr.io/kpt-fn`, where kpt expands bare names) and the
+/// catalog's current one.
+pub const CATALOG_PREFIXES: [&str; 2] = ["gcr.io/kpt-fn/", "ghcr.io/kptdev/krm-functions-catalog/"];
+
+/// The function name of a catalog image (`gcr.io/kpt-fn/set-labels:v0.2`
+/// → `set-labels`; bare `set-labels@sha256:…` → `set-labels`), or `None`
+/// for an image of another registry or path.
+pub fn catalog_name(image: &str) -> Option<&str> {
+    let path = image.split_once('@').map_or(image, |(p, _)| p);
+    // A tag follows the last `:` after the last `/` (a registry's port
+    // comes before a `/`).
+    let path = match path.rfind(':') {
+        Some(i) if !path[i..].contains('/') => &path[..i],
+        _ => path,
+    };
+    let name = CATALOG_PREFIXES
+        .iter()
+        .find_map(|p| path.strip_prefix(p))
+        .unwrap_or(path);
+    (!name.is_empty() && !name.contains('/')).then_some(name)
+}
+
+/// The built-in function a catalog image names ([`catalog_name`]), if
+/// there is one.
+pub fn for_catalog_image(image: &str) -> Option<&'static Builtin> {
+    catalog_name(image).and_then(find)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_images_are_named_by_their_last_segment() {
+        for (image, name) in [
+            ("set-labels", Some("set-labels")),
+            ("set-labels:v0.2", Some("set-labels")),
+            ("gcr.io/kpt-fn/set-labels:v0.2.0", Some("set-labels")),
+            ("gcr.io/kpt-fn/set-labels@sha256:0123", Some("set-labels")),
+            (
+                "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest",
+                Some("set-labels"),
+            ),
+            ("example.com/fns/set-labels:v1", None),
+            ("gcr.io/kpt-fn/nested/set-labels:v1", None),
+            ("localhost:5000/set-labels", None),
+            ("gcr.io/kpt-fn/", None),
+            ("", None),
+        ] {
+            assert_eq!(catalog_name(image), name, "{image}");
+        }
+    }
 }

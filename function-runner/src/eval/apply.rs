@@ -298,8 +298,9 @@ fn run_builtin_tree(
         function_config: fn_config.map(content),
         ..Default::default()
     };
-    let outcome = crate::builtin::run_with_stack(builtin, &mut rl, &krm_builtins::Context::new());
-    crate::builtin::retag(&mut rl.items);
+    let outcome =
+        krm_builtins::container::run_with_stack(builtin, &mut rl, &krm_builtins::Context::new());
+    krm_builtins::container::retag(&mut rl.items);
     let results = builtin_results(&rl.results)?;
     let mut log = std::mem::take(&mut rl.log);
     match outcome {

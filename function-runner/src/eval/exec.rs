@@ -177,9 +177,11 @@ pub(super) fn run_builtin(
     max_output_bytes: usize,
 ) -> Result<Ran, Error> {
     let ctx = krm_builtins::Context::new();
-    let out = crate::builtin::on_big_stack(|| crate::builtin::run_on_bytes(builtin, input, &ctx))
-        .flatten()
-        .ok_or_else(|| Error::Evaluator(format!("built-in {} was cancelled", builtin.name)))?;
+    let out = krm_builtins::container::on_big_stack(|| {
+        krm_builtins::container::run_on_bytes(builtin, input, &ctx)
+    })
+    .flatten()
+    .ok_or_else(|| Error::Evaluator(format!("built-in {} was cancelled", builtin.name)))?;
     if out.stdout.len() > max_output_bytes {
         return Err(Error::Exec(
             ExecError::OutputTooLarge {
@@ -189,12 +191,9 @@ pub(super) fn run_builtin(
         ));
     }
     Ok(Ran {
-        exit_code: match out.status {
-            ExitStatus::Code(c) => c,
-            ExitStatus::Signal(_) => -1,
-        },
-        stdout: out.stdout,
-        stderr: container_stderr(&out.stderr).into(),
+        exit_code: out.exit_code,
+        stdout: Bytes::from(out.stdout),
+        stderr: container_stderr(out.stderr.as_bytes()).into(),
     })
 }
 

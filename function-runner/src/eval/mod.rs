@@ -90,6 +90,19 @@ use output::{
 };
 use results::{fail_line, finish_results, print_results, print_stderr};
 
+/// Where kpt expands bare image names in its lines.
+pub const KPT_IMAGE_PREFIX: &str = "gcr.io/kpt-fn/";
+
+/// The name kpt gives an image in its lines: a bare name is expanded to
+/// kpt's registry (`set-labels:v0.2` → `gcr.io/kpt-fn/set-labels:v0.2`).
+pub fn kpt_image_name(image: &str) -> String {
+    if image.contains('/') {
+        image.to_owned()
+    } else {
+        format!("{KPT_IMAGE_PREFIX}{image}")
+    }
+}
+
 /// Where the resources come from.
 pub enum Source {
     /// A package directory.

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use function_runner::builtin::{kpt_image_name, Builtins};
+use function_runner::builtin::Builtins;
 use function_runner::cache::CacheSettings;
+use function_runner::eval::kpt_image_name;
 use function_runner::eval::{
     self, EvalOptions, FnConfig, Function, ImagePullPolicy, Output, Source,
 };

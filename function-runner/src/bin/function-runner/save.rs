@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use function_runner::builtin::kpt_image_name;
+use function_runner::eval::kpt_image_name;
 use function_runner::kptfile::{self, FnType, NewFunction};
 use function_runner::select::Selector;
 use krm_yaml::package::{clean_path, go_quote};
