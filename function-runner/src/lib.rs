@@ -19,11 +19,7 @@
 pub mod backend;
 pub mod builtin;
 pub mod cache;
-pub mod eval;
 pub mod evaluator;
-pub mod kptfile;
 pub mod metrics;
-pub mod render;
 pub mod runner;
-pub mod select;
 pub mod server;

@@ -1,4 +1,4 @@
-//! `function-runner eval`: the command line of [`function_runner::eval`],
+//! `function-runner eval`: the command line of [`krm_kpt::eval`],
 //! modelled on `kpt fn eval`.
 
 use std::io::{Read, Write};
@@ -9,14 +9,12 @@ use std::time::Duration;
 
 use function_runner::builtin::Builtins;
 use function_runner::cache::CacheSettings;
-use function_runner::eval::kpt_image_name;
-use function_runner::eval::{
-    self, EvalOptions, FnConfig, Function, ImagePullPolicy, Output, Source,
-};
 use function_runner::evaluator::Evaluator;
 use function_runner::runner::{BackendKind, Runner, RunnerOptions};
-use function_runner::select::Selector;
 use krm_builtins::Builtin;
+use krm_kpt::eval::{self, EvalOptions, FnConfig, Function, ImagePullPolicy, Output, Source};
+use krm_kpt::image::kpt_image_name;
+use krm_kpt::select::Selector;
 use runner_core::config::DEFAULT_IMAGE_PREFIX;
 use runner_docker::{choose_tools, ContainerOptions, Docker, DockerSettings, StorageMount, Tools};
 

@@ -1,12 +1,12 @@
 //! `function-runner render`: the command line of
-//! [`function_runner::render`], modelled on `kpt fn render`.
+//! [`krm_kpt::render`], modelled on `kpt fn render`.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use function_runner::eval;
-use function_runner::render::{self, RenderOptions};
+use krm_kpt::eval;
+use krm_kpt::render::{self, RenderOptions};
 
 use crate::eval::{with_image_evaluator, EvalPodArgs};
 
@@ -116,7 +116,9 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
                 dir,
                 allow_exec,
                 evaluator,
-                builtins: Some(builtins),
+                builtins: Some(std::sync::Arc::new(move |image: &str| {
+                    builtins.resolve(image, "").map_err(|e| e.to_string())
+                })),
                 truncate_output,
                 max_output_bytes,
                 results_dir,

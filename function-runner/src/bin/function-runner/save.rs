@@ -1,14 +1,14 @@
 //! `eval --save`/`--type` (kpt's `-s`/`-t`): the checks kpt makes on them
 //! (and on `--image`'s name) before anything runs, and, after a run that
 //! passed, the function added to the Kptfile
-//! ([`function_runner::kptfile::save`]).
+//! ([`krm_kpt::kptfile::save`]).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use function_runner::eval::kpt_image_name;
-use function_runner::kptfile::{self, FnType, NewFunction};
-use function_runner::select::Selector;
+use krm_kpt::image::kpt_image_name;
+use krm_kpt::kptfile::{self, FnType, NewFunction};
+use krm_kpt::select::Selector;
 use krm_yaml::package::{clean_path, go_quote};
 
 use crate::eval::{EvalArgs, EvalCommand};

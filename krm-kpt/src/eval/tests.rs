@@ -12,15 +12,6 @@ use krm_yaml::package::kyaml;
 use krm_yaml::{self as yaml, Node};
 
 #[test]
-fn bare_names_get_kpts_registry_in_its_lines() {
-    assert_eq!(
-        kpt_image_name("set-labels:v0.2"),
-        "gcr.io/kpt-fn/set-labels:v0.2"
-    );
-    assert_eq!(kpt_image_name("example.com/x:v1"), "example.com/x:v1");
-}
-
-#[test]
 fn image_pull_policy_as_kpt_reads_it() {
     assert_eq!(
         ImagePullPolicy::parse("never").unwrap(),

@@ -24,11 +24,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::builtin::Builtins;
-use crate::eval::kpt_image_name;
 use crate::eval::{self, Error, FnRecord, Function, StepReport};
-use crate::evaluator::Evaluator;
+use crate::image::{kpt_image_name, with_prefix, CATALOG_IMAGE_PREFIX};
 use crate::select::{self, Selector};
+use krm_fn::evaluator::Evaluator;
 use krm_yaml::package::{
     self, annotations as ann, go_quote, kyaml, PackageError, Placed, Progress,
 };
@@ -44,7 +43,7 @@ pub struct RenderOptions {
     pub evaluator: Option<Arc<dyn Evaluator>>,
     /// Which `image:` functions are built in (run on the package's tree,
     /// without the evaluator); `None`: none are.
-    pub builtins: Option<Builtins>,
+    pub builtins: Option<BuiltinFor>,
     /// kpt's `--truncate-output`.
     pub truncate_output: bool,
     /// The most stdout a function may write.
@@ -56,6 +55,12 @@ pub struct RenderOptions {
     /// `None` writes the package.
     pub output: Option<eval::Output>,
 }
+
+/// The built-in function that runs an image, if one does (the runner's
+/// FunctionConfigs and defaults decide); an error says why the image can
+/// run neither built in nor otherwise.
+pub type BuiltinFor =
+    Arc<dyn Fn(&str) -> Result<Option<&'static krm_builtins::Builtin>, String> + Send + Sync>;
 
 /// A package's pipeline step.
 struct Step {
@@ -529,10 +534,7 @@ fn step(f: &Node, opts: &RenderOptions) -> Result<Step, Error> {
         }
         (false, _) => {
             let evaluator = opts.evaluator.clone().ok_or(Error::NoImageEvaluator)?;
-            let image = runner_core::config::normalize_image_name(
-                &image,
-                runner_core::config::DEFAULT_IMAGE_PREFIX,
-            );
+            let image = with_prefix(&image, CATALOG_IMAGE_PREFIX);
             (
                 Function::Image {
                     image: image.clone(),
@@ -584,9 +586,7 @@ fn builtin_for(
     opts: &RenderOptions,
 ) -> Result<Option<&'static krm_builtins::Builtin>, Error> {
     match &opts.builtins {
-        Some(b) => b
-            .resolve(image, "")
-            .map_err(|e| Error::Evaluator(e.to_string())),
+        Some(builtin_for) => builtin_for(image).map_err(Error::Evaluator),
         None => Ok(None),
     }
 }

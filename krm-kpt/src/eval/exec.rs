@@ -10,7 +10,7 @@ use krm_fn::exec::{self, ExecError, ExecSpec, ExitStatus, Limits};
 use proto::pb::EvaluateFunctionRequest;
 
 use super::Error;
-use crate::evaluator::{EvalRequest, Evaluator};
+use krm_fn::evaluator::{EvalRequest, Evaluator};
 use krm_yaml::package::go_quote;
 
 /// What the function did.

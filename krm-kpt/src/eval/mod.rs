@@ -44,8 +44,8 @@
 //! another item, or that the field-order sync moves before its anchor, is
 //! expanded so each written document parses (kpt writes it as it is);
 //! `--exec` runs the command with `krm_fn::exec` directly rather than through
-//! [`crate::evaluator::ExecEvaluator`], whose gRPC-status mapping would lose
-//! the exit code, results and stderr that kpt's `[FAIL]` block shows.
+//! the runner's exec evaluator, whose gRPC-status mapping would lose the
+//! exit code, results and stderr that kpt's `[FAIL]` block shows.
 //!
 //! [`package`]: krm_yaml::package
 
@@ -65,8 +65,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::evaluator::Evaluator;
 use crate::select::{self, Selector};
+use krm_fn::evaluator::Evaluator;
 use krm_yaml::package::{go_quote, PackageError, Progress};
 
 pub(crate) use apply::{apply, StepReport};
@@ -90,19 +90,6 @@ use output::{
 };
 use results::{fail_line, finish_results, print_results, print_stderr};
 
-/// Where kpt expands bare image names in its lines.
-pub const KPT_IMAGE_PREFIX: &str = "gcr.io/kpt-fn/";
-
-/// The name kpt gives an image in its lines: a bare name is expanded to
-/// kpt's registry (`set-labels:v0.2` → `gcr.io/kpt-fn/set-labels:v0.2`).
-pub fn kpt_image_name(image: &str) -> String {
-    if image.contains('/') {
-        image.to_owned()
-    } else {
-        format!("{KPT_IMAGE_PREFIX}{image}")
-    }
-}
-
 /// Where the resources come from.
 pub enum Source {
     /// A package directory.
@@ -120,8 +107,9 @@ pub enum Function {
         image: String,
         evaluator: Arc<dyn Evaluator>,
     },
-    /// An image whose function is built in ([`crate::builtin::Builtins`]),
-    /// run in-process: its output is what the catalog's container would
+    /// An image whose function is built in (the runner's FunctionConfigs
+    /// and defaults decide which: [`crate::render::BuiltinFor`]), run
+    /// in-process: its output is what the catalog's container would
     /// write, and kpt's lines name the image.
     Builtin {
         image: String,
