@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use krm_fn::duration::PositiveDuration;
 
+use super::error::{ConfigError, DocLocation};
+use super::names::LATEST_TAG;
 use super::tag::best_tag;
-use super::{
-    ConfigError, DocLocation, FunctionConfig, FunctionConfigSpec, TagConstraint, TemplateOverrides,
-    LATEST_TAG,
-};
+use super::tag::TagConstraint;
+use super::types::{FunctionConfig, FunctionConfigSpec, TemplateOverrides};
 use crate::image::{join_image, normalize_image_name, trim_prefix, ImageRef};
 
 // ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::ImageIndex;
+use super::index::ImageIndex;
 
 /// The readers' side: cheap to clone, one per evaluator.
 #[derive(Debug, Clone)]

@@ -41,9 +41,11 @@
 //! `resources` or `securityContext`) are errors. As in serde_yaml_ng generally, an unquoted
 //! scalar in a string field is taken as written (`tags: [1.10]` is the tag `1.10`).
 
+mod error;
 mod index;
 mod live;
 mod load;
+mod names;
 mod pod_cache;
 mod tag;
 mod types;
@@ -54,14 +56,15 @@ mod types;
 #[doc(hidden)]
 pub mod test_support;
 
+pub use error::{ConfigError, DocLocation, Position};
 pub use index::{
     partition_duplicates, remove_duplicates, BinaryMatch, GoMatch, ImageIndex, PodMatch,
 };
 pub use live::{IndexPublisher, LiveIndex};
 pub use load::{
-    load_dir, load_dir_with_prefix, parse_object, parse_str, parse_str_with, ConfigError,
-    DocLocation, LoadReport, Position,
+    load_dir, load_dir_with_prefix, parse_object, parse_str, parse_str_with, LoadReport,
 };
+pub use names::{API_VERSION, DEFAULT_IMAGE_PREFIX, GROUP, KIND, LATEST_TAG};
 pub use pod_cache::{load_pod_cache_config, PodCacheConfigError};
 pub use tag::{resolve_tag, tag_version, TagConstraint};
 pub use types::{
@@ -71,14 +74,3 @@ pub use types::{
 
 pub use crate::image::{normalize_image_name, ImageRef};
 pub use krm_fn::duration::{parse_go_duration, DurationError, PositiveDuration};
-
-/// The API group of FunctionConfig.
-pub const GROUP: &str = "config.porch.kpt.dev";
-/// The `apiVersion` this module understands.
-pub const API_VERSION: &str = "config.porch.kpt.dev/v1alpha1";
-/// The `kind` of a FunctionConfig document.
-pub const KIND: &str = "FunctionConfig";
-/// The registry path that short image names (no `/`) belong to.
-pub const DEFAULT_IMAGE_PREFIX: &str = "ghcr.io/kptdev/krm-functions-catalog/";
-/// The tag an image reference without a tag (and without a constraint) means.
-pub const LATEST_TAG: &str = "latest";

@@ -19,10 +19,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{
-    ContainerOverrides, DocLocation, FunctionConfig, FunctionConfigSpec, ImageRef, ObjectMeta,
-    PodExecutor, PositiveDuration, TemplateOverrides, API_VERSION, KIND, LATEST_TAG,
+use super::error::DocLocation;
+use super::names::{API_VERSION, KIND, LATEST_TAG};
+use super::types::{
+    ContainerOverrides, FunctionConfig, FunctionConfigSpec, ObjectMeta, PodExecutor,
+    TemplateOverrides,
 };
+use crate::image::ImageRef;
+use krm_fn::duration::PositiveDuration;
 
 /// Why the pod cache config could not be used.
 #[derive(Debug, thiserror::Error)]

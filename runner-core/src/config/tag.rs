@@ -1,7 +1,7 @@
 //! Semver tag constraints as Porch and kpt write them ([`TagConstraint`]), and picking the
 //! highest tag that satisfies one ([`resolve_tag`]).
 
-use super::ConfigError;
+use super::error::ConfigError;
 
 /// A parsed tag constraint: alternatives separated by `||`, each a set of comparators that
 /// must all hold.

@@ -1,6 +1,7 @@
 //! Helpers shared by the tests of the config submodules (and of [`crate::image`]).
 
-use super::{parse_str, FunctionConfig, LoadReport};
+use super::load::{parse_str, LoadReport};
+use super::types::FunctionConfig;
 
 pub const PREFIX: &str = "ghcr.io/kptdev/krm-functions-catalog";
 

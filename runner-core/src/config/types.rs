@@ -7,7 +7,7 @@ use krm_fn::duration::PositiveDuration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::DocLocation;
+use super::error::DocLocation;
 
 /// The least `podExecutor.pidsLimit`: the wrapper's runtime threads and a
 /// function's processes must fit.
