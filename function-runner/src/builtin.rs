@@ -51,18 +51,6 @@ impl Builtins {
         Builtins { index, defaults }
     }
 
-    /// From the FunctionConfig documents in `dir` (those that do not load
-    /// are left out: the runner names them when it starts), with short
-    /// names under `default_prefix`: for `eval` and `render`, which decide
-    /// before any runner is started.
-    pub fn from_dir(dir: Option<&std::path::Path>, default_prefix: &str, defaults: bool) -> Self {
-        let configs = dir
-            .map(|d| runner_core::config::load_dir_with_prefix(d, default_prefix).configs)
-            .unwrap_or_default();
-        let (index, _) = runner_core::config::ImageIndex::build(&configs, default_prefix);
-        Builtins::new(LiveIndex::fixed(Arc::new(index)), defaults)
-    }
-
     /// The built-in function that runs `image` (with the request's tag
     /// constraint), or `None`: not built-in.
     pub fn resolve(&self, image: &str, tag: &str) -> Result<Option<&'static Builtin>, EvalError> {

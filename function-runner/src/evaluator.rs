@@ -592,6 +592,12 @@ mod tests {
             },
         );
         assert_eq!(unknown.code(), Code::NotFound);
+        // Naming the FunctionConfigs rejected at start keeps the code.
+        let named = EvalError::NotFoundWithRejected {
+            source: Box::new(unknown),
+            rejected: "configs.yaml (document 1): spec.image: empty".into(),
+        };
+        assert_eq!(Status::from(named).code(), Code::NotFound);
         let closing = pod_error("img".into(), CacheError::ShuttingDown);
         assert_eq!(Status::from(closing).code(), Code::Unavailable);
         let failed = pod_error(

@@ -1,10 +1,7 @@
 //! The runner's Prometheus metrics, served by [`krm_fn::metrics`], and the
 //! backend decorator that records pod starts.
 
-use std::sync::Arc;
 use std::time::Instant;
-
-use futures::future::BoxFuture;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -13,11 +10,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use tokio::sync::mpsc;
-
-use crate::cache::{PodCache, PodState};
 use runner_core::backend::metrics::PoolMetrics;
-use runner_core::backend::{Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, StopReason};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 struct EvalLabels {
@@ -47,6 +40,18 @@ pub const OTHER_IMAGES: &str = "other";
 /// a histogram).
 pub const MAX_IMAGE_LABELS: usize = 1000;
 
+/// The pod cache's figures at one instant, as the metrics show them
+/// (`PodCache::figures` reads them from the cache's task).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheFigures {
+    /// Calls handed a pod that was ready, and calls that waited for one.
+    pub hits: u64,
+    pub misses: u64,
+    /// Pods starting, and pods ready.
+    pub starting: i64,
+    pub ready: i64,
+}
+
 /// The runner's metrics. Cache figures are read from the cache actor at
 /// scrape time, so the warm path pays nothing for them.
 pub struct RunnerMetrics {
@@ -66,7 +71,6 @@ pub struct RunnerMetrics {
     backend_ready: Gauge,
     /// What `backend_ready` shows, read at scrape time.
     backend_readiness: std::sync::OnceLock<tokio::sync::watch::Receiver<bool>>,
-    pools: PoolMetrics,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
@@ -143,10 +147,7 @@ impl RunnerMetrics {
             "1 while the backend can start pods, 0 while it cannot (the kube backend: the API server refuses the runner a right it needs to list or start its pods; the runner's health is NOT_SERVING meanwhile)",
             backend_ready.clone(),
         );
-        let pools = PoolMetrics::default();
-        pools.register(&mut registry);
         Self {
-            pools,
             backend_ready,
             backend_readiness: Default::default(),
             registry,
@@ -163,9 +164,32 @@ impl RunnerMetrics {
         }
     }
 
-    /// The idle pools' series, for the backend that keeps the pools.
-    pub fn pools(&self) -> PoolMetrics {
-        self.pools.clone()
+    /// Serves the idle pools' series a backend keeps.
+    pub fn register_pools(&mut self, pools: PoolMetrics) {
+        pools.register(&mut self.registry);
+    }
+
+    /// A pod start ended, after `took`: Ready or failed.
+    pub fn observe_pod_start(&self, ready: bool, took: std::time::Duration) {
+        let outcome = if ready { "ok" } else { "failed" };
+        self.pod_starts
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            })
+            .inc();
+        if ready {
+            self.pod_start_seconds.observe(took.as_secs_f64());
+        }
+    }
+
+    /// The runner let go of a pod, for this reason
+    /// ([`runner_core::backend::StopReason::as_str`]).
+    pub fn observe_pod_stop(&self, reason: &str) {
+        self.pod_stops
+            .get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            })
+            .inc();
     }
 
     /// A call answered by a built-in function (also counted in
@@ -223,119 +247,28 @@ impl RunnerMetrics {
     }
 
     /// The metrics text, with the cache's current figures.
-    pub async fn render(&self, cache: Option<&PodCache>) -> String {
+    pub fn render(&self, cache: Option<CacheFigures>) -> String {
         if let Some(ready) = self.backend_readiness.get() {
             self.backend_ready.set(i64::from(*ready.borrow()));
         }
         if let Some(cache) = cache {
-            let snap = cache.snapshot().await;
             // Counters only move forward: set them to the actor's totals.
-            let hits = snap.counters.hits.saturating_sub(self.cache_hits.get());
+            let hits = cache.hits.saturating_sub(self.cache_hits.get());
             self.cache_hits.inc_by(hits);
-            let misses = snap.counters.misses.saturating_sub(self.cache_misses.get());
+            let misses = cache.misses.saturating_sub(self.cache_misses.get());
             self.cache_misses.inc_by(misses);
-            let (mut starting, mut ready) = (0i64, 0i64);
-            for image in &snap.images {
-                for pod in &image.pods {
-                    match pod.state {
-                        PodState::Starting => starting += 1,
-                        PodState::Ready => ready += 1,
-                    }
-                }
-            }
             self.pods
                 .get_or_create(&StateLabel {
                     state: "starting".into(),
                 })
-                .set(starting);
+                .set(cache.starting);
             self.pods
                 .get_or_create(&StateLabel {
                     state: "ready".into(),
                 })
-                .set(ready);
+                .set(cache.ready);
         }
         krm_fn::metrics::encode(&self.registry)
-    }
-}
-
-/// A backend that records pod starts and their duration.
-pub struct MeteredBackend {
-    inner: Arc<dyn Backend>,
-    metrics: Arc<RunnerMetrics>,
-}
-
-impl MeteredBackend {
-    pub fn new(inner: Arc<dyn Backend>, metrics: Arc<RunnerMetrics>) -> Self {
-        Self { inner, metrics }
-    }
-}
-
-impl Backend for MeteredBackend {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
-        let fut = self.inner.start(spec);
-        let metrics = self.metrics.clone();
-        Box::pin(async move {
-            let started = Instant::now();
-            let res = fut.await;
-            let outcome = if res.is_ok() { "ok" } else { "failed" };
-            metrics
-                .pod_starts
-                .get_or_create(&OutcomeLabel {
-                    outcome: outcome.into(),
-                })
-                .inc();
-            if res.is_ok() {
-                metrics
-                    .pod_start_seconds
-                    .observe(started.elapsed().as_secs_f64());
-            }
-            res
-        })
-    }
-
-    fn stop(&self, id: PodId, reason: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
-        // Every backend's pods: the process and docker backends have no
-        // place for events but the log and this counter.
-        tracing::info!(pod = %id, backend = self.inner.name(), why = reason.describe(), "letting go of a pod");
-        self.metrics
-            .pod_stops
-            .get_or_create(&ReasonLabel {
-                reason: reason.as_str().into(),
-            })
-            .inc();
-        self.inner.stop(id, reason)
-    }
-
-    fn reused(&self, id: &PodId, ttl: std::time::Duration) {
-        self.inner.reused(id, ttl)
-    }
-
-    fn set_events(&self, events: mpsc::UnboundedSender<PodEvent>) {
-        self.inner.set_events(events)
-    }
-
-    fn close(&self) -> futures::future::BoxFuture<'static, ()> {
-        self.inner.close()
-    }
-
-    fn ready(&self) -> Option<tokio::sync::watch::Receiver<bool>> {
-        self.inner.ready()
-    }
-
-    fn pod_key(&self, image: &str) -> Option<String> {
-        self.inner.pod_key(image)
-    }
-
-    fn check(&self, image: &str) -> Result<(), BackendError> {
-        self.inner.check(image)
-    }
-
-    fn set_pools(&self, pools: Vec<PodSpec>) {
-        self.inner.set_pools(pools)
     }
 }
 
@@ -345,23 +278,20 @@ mod tests {
 
     /// #31 item 1: the backend's readiness is in the metrics, read at each
     /// scrape; 1 when the backend cannot tell.
-    #[tokio::test]
-    async fn backend_ready_follows_the_backends_readiness() {
+    #[test]
+    fn backend_ready_follows_the_backends_readiness() {
         let metrics = RunnerMetrics::new();
         assert!(metrics
             .render(None)
-            .await
             .contains("function_runner_backend_ready 1"));
         let (ready, readiness) = tokio::sync::watch::channel(false);
         metrics.follow_backend_ready(readiness);
         assert!(metrics
             .render(None)
-            .await
             .contains("function_runner_backend_ready 0"));
         ready.send_replace(true);
         assert!(metrics
             .render(None)
-            .await
             .contains("function_runner_backend_ready 1"));
     }
 }

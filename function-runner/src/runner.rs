@@ -1,115 +1,80 @@
-//! Assembles the runner from its options: FunctionConfigs → image index;
-//! backend → pod cache; exec, built-in and pod evaluators in a fixed chain. Used by
-//! `serve` and by `eval --image`.
+//! The runner, from parts built by its caller: the FunctionConfigs in use
+//! (an index, fixed or replaced by the cluster's watch), a backend (its own
+//! crate's or module's constructor checked its settings) and the runner's
+//! own settings. It puts together the pod cache over the backend, the idle
+//! pools and warming the FunctionConfigs ask for, and the evaluators in
+//! their fixed order (exec, built-in, pod). `serve` and `eval`/`render`
+//! compose it (`bin/function-runner`).
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::process::{FunctionMap, FunctionMapError, ProcessBackend};
+use runner_core::backend::{Backend, PodSpec};
+use runner_core::config::{ImageIndex, LiveIndex};
+
+use crate::backend::metered::MeteredBackend;
 use crate::builtin::{BuiltinEvaluator, Builtins};
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
 use crate::evaluator::{Evaluator, ExecEvaluator, ExecPools, MultiEvaluator, PodEvaluator};
-use crate::metrics::MeteredBackend;
 use crate::metrics::RunnerMetrics;
-use runner_core::backend::pool::Pooled;
-use runner_core::backend::{Backend, PodSpec};
-use runner_core::config::{self, ImageIndex, LiveIndex};
-use runner_docker::{DockerBackend, DockerSettings, DockerSetupError};
-use runner_kube::config_watch::{self, ConfigWatch, WatchSettings};
-use runner_kube::entrypoint::Entrypoints;
-use runner_kube::owner;
-use runner_kube::pods::{KubeBackend, KubeSettings};
-use runner_kube::registry::{RegistryError, RegistrySettings};
 
-/// Which backend creates pods.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BackendKind {
-    /// Each pod is a wrapper-server child process on a loopback port.
-    Process,
-    /// Each pod is a Kubernetes Pod with a ClusterIP Service.
-    Kube,
-    /// Each pod is a container of the function's image on the local Docker
-    /// engine.
-    Docker,
+/// The FunctionConfigs the runner serves.
+#[derive(Debug, Clone)]
+pub struct Functions {
+    /// The index in use: fixed, or replaced as the cluster's FunctionConfigs
+    /// change.
+    pub index: LiveIndex,
+    /// The documents rejected at start, said: a call for an image that
+    /// matches nothing names them (one may have been meant for it).
+    pub rejected: Vec<String>,
 }
 
+impl Functions {
+    /// FunctionConfigs that never change.
+    pub fn fixed(configs: &runner_core::config::FunctionConfigs) -> Self {
+        Functions {
+            index: configs.fixed(),
+            rejected: configs.rejected.clone(),
+        }
+    }
+}
+
+/// The runner's own settings (each backend has its own).
 #[derive(Debug, Clone)]
-pub struct RunnerOptions {
-    /// Directory of FunctionConfig documents (`--functions`); `None`: none.
-    pub functions: Option<PathBuf>,
-    /// Porch's pod cache config (`--pod-cache-config`): functions to keep
-    /// pods for, with their pod settings.
-    pub pod_cache_config: Option<PathBuf>,
-    pub default_image_prefix: String,
+pub struct RunnerSettings {
     pub cache: CacheSettings,
+    /// Start a pod per FunctionConfig podExecutor at start, and for those
+    /// the cluster's FunctionConfigs add later.
     pub warm_up: bool,
+    /// Largest gRPC message, both directions.
     pub max_message_bytes: usize,
+    /// Retries of a call to a pod that broke off at the transport.
     pub max_grpc_retries: usize,
-    pub backend: BackendKind,
-    /// `wrapper-server` binary for the process backend.
-    pub wrapper_server: PathBuf,
-    /// Image → entrypoint map for the process backend.
-    pub process_functions: Option<PathBuf>,
-    /// The kube backend's settings (its `ttl` is taken from `cache`).
-    pub kube: Option<KubeSettings>,
-    /// The docker backend's settings.
-    pub docker: Option<DockerSettings>,
-    /// `eval -e`: added to the environment of the functions that run as
-    /// local processes (binaryExecutor binaries, process pods); the docker
-    /// backend's containers get theirs from `docker`.
-    pub function_env: Vec<(String, String)>,
     /// binaryExecutor functions: processes kept started per binary, unless
     /// its FunctionConfig says (`--prespawn`; 0: spawn per call). `None`:
     /// none even where a FunctionConfig asks ([`ExecPools::off`]).
     pub prespawn: Option<usize>,
-    /// How the kube backend reaches registries: plain HTTP ones, private
-    /// ones' credentials and CA, the pull Secret.
-    pub registries: RegistrySettings,
-    /// FunctionConfig objects to watch in the cluster (kube mode); `None`: none.
-    pub cluster_configs: Option<WatchSettings>,
+    /// `eval -e`: added to the environment of binaryExecutor binaries.
+    pub function_env: Vec<(String, String)>,
     /// The catalog's images of built-in names run built-in where no
     /// FunctionConfig says otherwise (`--no-default-builtins` turns it off;
     /// goExecutor entries run built-in either way).
     pub default_builtins: bool,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum RunnerError {
-    #[error("--functions {path}: {reason}")]
-    Functions { path: PathBuf, reason: String },
-    #[error("--process-functions: {0}")]
-    FunctionMap(#[from] FunctionMapError),
-    #[error("{0}")]
-    PodCacheConfig(#[from] config::PodCacheConfigError),
-    #[error("--backend kube: {0}")]
-    KubeSettings(&'static str),
-    #[error(
-        "--backend kube: connecting to the cluster (KUBECONFIG, or the pod's service account): {0}"
-    )]
-    Kube(#[source] kube::Error),
-    #[error("--backend kube: private registries: {0}")]
-    Registry(#[from] RegistryError),
-    #[error("--backend docker: {0}")]
-    Docker(#[from] DockerSetupError),
-}
-
-/// How long the Docker engine may take to answer at start.
-const DOCKER_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A client for the cluster (KUBECONFIG, or the pod's service account)
-/// whose requests name the runner: kube-rs sends no User-Agent, and an API
-/// server's audit log and metrics tell clients apart by it.
-async fn kube_client() -> Result<kube::Client, kube::Error> {
-    let mut config = kube::Config::infer()
-        .await
-        .map_err(kube::Error::InferConfig)?;
-    config.headers.push((
-        http::header::USER_AGENT,
-        http::HeaderValue::from_static(concat!("function-runner/", env!("CARGO_PKG_VERSION"))),
-    ));
-    kube::Client::try_from(config)
+impl Default for RunnerSettings {
+    fn default() -> Self {
+        RunnerSettings {
+            cache: CacheSettings::default(),
+            warm_up: false,
+            max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
+            max_grpc_retries: 2,
+            prespawn: None,
+            function_env: Vec::new(),
+            default_builtins: true,
+        }
+    }
 }
 
 /// The assembled runner.
@@ -119,12 +84,9 @@ pub struct Runner {
     pub metrics: Arc<RunnerMetrics>,
     /// The FunctionConfigs in use (replaced as the cluster's change).
     pub index: LiveIndex,
-    /// Which images run built-in (`eval` and `render` run them on their
-    /// own tree, without the evaluator).
+    /// Which images run built-in.
     pub builtins: Builtins,
-    /// Keeps the cluster's FunctionConfigs watched while the runner lives.
-    _config_watch: Option<ConfigWatch>,
-    /// Warms the images that FunctionConfig changes add (`--warm-up-pod-cache`).
+    /// Warms the images that FunctionConfig changes add (`warm_up`).
     _live_warming: Option<WarmOnChange>,
     /// Tells the backend which idle pools the FunctionConfigs want.
     _pool_sync: PoolSync,
@@ -135,155 +97,28 @@ pub struct Runner {
 }
 
 impl Runner {
-    /// Builds the runner and, if asked, starts warming the pod cache. Bad
-    /// FunctionConfig documents are logged with file and field; the good
-    /// ones are used.
-    pub async fn start(opts: RunnerOptions) -> Result<Runner, RunnerError> {
-        // Every rejected document, kept: a call for an image that matches
-        // nothing names them (one may have been meant for it).
-        let mut rejected = Vec::new();
-        let mut configs = match &opts.functions {
-            None => Vec::new(),
-            Some(dir) => {
-                match std::fs::metadata(dir) {
-                    Ok(meta) if meta.is_dir() => {}
-                    Ok(_) => {
-                        return Err(RunnerError::Functions {
-                            path: dir.clone(),
-                            reason: "not a directory".into(),
-                        })
-                    }
-                    Err(err) => {
-                        return Err(RunnerError::Functions {
-                            path: dir.clone(),
-                            reason: err.to_string(),
-                        })
-                    }
-                }
-                let report = config::load_dir_with_prefix(dir, &opts.default_image_prefix);
-                for err in &report.errors {
-                    tracing::error!("FunctionConfig: {err}");
-                    rejected.push(err.to_string());
-                }
-                tracing::info!(
-                    loaded = report.configs.len(),
-                    rejected = report.errors.len(),
-                    dir = %dir.display(),
-                    "FunctionConfigs read (--functions)"
-                );
-                report.configs
-            }
-        };
-        if let Some(path) = &opts.pod_cache_config {
-            let from_cache_config = config::load_pod_cache_config(path)?;
-            tracing::info!(
-                loaded = from_cache_config.len(),
-                path = %path.display(),
-                "pod cache config read (--pod-cache-config)"
-            );
-            configs.extend(from_cache_config);
+    /// The runner over `backend` for `functions`; with `warm_up`, the pod
+    /// cache warmed first.
+    pub async fn new(
+        functions: Functions,
+        backend: Arc<dyn Backend>,
+        settings: RunnerSettings,
+    ) -> Runner {
+        let Functions { index, rejected } = functions;
+        let mut metrics = RunnerMetrics::new();
+        if let Some(pools) = backend.pool_metrics() {
+            metrics.register_pools(pools);
         }
-        let (index, errors) = ImageIndex::build(&configs, &opts.default_image_prefix);
-        for err in &errors {
-            tracing::error!("FunctionConfig: {err}");
-            rejected.push(err.to_string());
-        }
-        let index = Arc::new(index);
-        let metrics = Arc::new(RunnerMetrics::new());
-        let backend: Arc<dyn Backend> = match opts.backend {
-            BackendKind::Process => {
-                let functions = match &opts.process_functions {
-                    Some(path) => FunctionMap::load(path)?,
-                    None => FunctionMap::Unset,
-                };
-                let process = ProcessBackend::new(
-                    opts.wrapper_server.clone(),
-                    functions,
-                    opts.max_message_bytes,
-                )
-                .with_env(opts.function_env.clone());
-                Arc::new(Pooled::new(Arc::new(process), metrics.pools()))
-            }
-            BackendKind::Kube => {
-                let mut settings = opts
-                    .kube
-                    .clone()
-                    .ok_or(RunnerError::KubeSettings("no kube settings"))?;
-                if settings.wrapper_image.is_empty() {
-                    return Err(RunnerError::KubeSettings(
-                        "the wrapper image is not set (WRAPPER_SERVER_IMAGE or --wrapper-server-image)",
-                    ));
-                }
-                if runner_kube::template::label_value(&settings.owner).is_empty() {
-                    return Err(RunnerError::KubeSettings(
-                        "the runner id (--runner-id, HOSTNAME) has no letter or digit: it must label this runner's pods",
-                    ));
-                }
-                settings.ttl = opts.cache.default_ttl;
-                settings.scan_interval = opts.cache.scan_interval;
-                settings.pull_secret = opts.registries.pull_secret();
-                let entrypoints = Entrypoints::with_settings(&opts.registries)?;
-                let client = kube_client().await.map_err(RunnerError::Kube)?;
-                if let Some(pod) = &settings.runner_pod {
-                    match owner::find(&client, &settings.runner_namespace, pod).await {
-                        Ok(Some(deployment)) => {
-                            tracing::info!(
-                                deployment = %deployment.name,
-                                owner_reference = deployment.reference_from(&settings.namespace).is_some(),
-                                "function pods belong to the runner's Deployment: they go when it is deleted"
-                            );
-                            settings.deployment = Some(deployment);
-                        }
-                        Ok(None) => tracing::info!(
-                            pod = %pod,
-                            "the runner is not run by a Deployment: its function pods go when it stops"
-                        ),
-                        Err(err) => tracing::warn!(
-                            "{err}: function pods will not go with the runner's Deployment"
-                        ),
-                    }
-                }
-                Arc::new(
-                    KubeBackend::new(client, settings, entrypoints)
-                        .with_pool_metrics(metrics.pools()),
-                )
-            }
-            BackendKind::Docker => {
-                let mut settings = opts.docker.clone().unwrap_or_default();
-                let docker = match settings.engine.take() {
-                    Some(docker) => docker,
-                    None => runner_docker::connect(DOCKER_CONNECT_TIMEOUT).await?,
-                };
-                let docker = DockerBackend::new(docker, settings).await?;
-                Arc::new(Pooled::new(Arc::new(docker), metrics.pools()))
-            }
-        };
-        let closer = backend.clone();
+        let metrics = Arc::new(metrics);
         if let Some(ready) = backend.ready() {
             metrics.follow_backend_ready(ready);
         }
-        let backend = Arc::new(MeteredBackend::new(backend, metrics.clone()));
-        let cache = PodCache::spawn(backend, opts.cache);
-        // --- FunctionConfigs in the cluster (kube mode): they join the directory's, and the
-        // index is replaced as they change. Read before warming, which they take part in.
-        let (publisher, index) = LiveIndex::new(index);
-        let config_watch = match opts.cluster_configs.clone() {
-            Some(settings) => {
-                let client = kube_client().await.map_err(RunnerError::Kube)?;
-                Some(config_watch::start(client, settings, configs, publisher).await)
-            }
-            None => None,
-        };
-        // --- end of the cluster's FunctionConfigs
+        let metered = Arc::new(MeteredBackend::new(backend.clone(), metrics.clone()));
+        let cache = PodCache::spawn(metered, settings.cache);
         // Idle pools (podExecutor idlePods) are kept whether or not the cache is warmed:
         // the FunctionConfig asks for them.
-        let pool_sync = PoolSync::spawn(
-            closer.clone(),
-            index.clone(),
-            opts.cache,
-            config_watch.is_some(),
-        );
-        let live_warming = if opts.warm_up {
+        let pool_sync = PoolSync::spawn(backend.clone(), index.clone(), settings.cache);
+        let live_warming = if settings.warm_up {
             let current = index.current();
             let images = warm_list(&current, &HashSet::new());
             if !images.is_empty() {
@@ -291,50 +126,51 @@ impl Runner {
                 cache.warm(images).await;
             }
             // FunctionConfigs applied later (or whose tags change) warm as the ones read
-            // at start did; only the cluster's change while the runner runs.
-            config_watch
-                .is_some()
-                .then(|| WarmOnChange::spawn(cache.clone(), index.clone(), &current))
+            // at start did.
+            Some(WarmOnChange::spawn(cache.clone(), index.clone(), &current))
         } else {
             None
         };
-        let exec_pools = Arc::new(opts.prespawn.map_or_else(ExecPools::off, ExecPools::new));
-        let builtins = Builtins::new(index.clone(), opts.default_builtins);
+        let exec_pools = Arc::new(
+            settings
+                .prespawn
+                .map_or_else(ExecPools::off, ExecPools::new),
+        );
+        let builtins = Builtins::new(index.clone(), settings.default_builtins);
         let evaluator: Arc<dyn Evaluator> = Arc::new(
             MultiEvaluator::new(vec![
                 Box::new(
                     ExecEvaluator::with_pools(
                         index.clone(),
-                        opts.max_message_bytes,
+                        settings.max_message_bytes,
                         exec_pools.clone(),
                     )
-                    .with_env(opts.function_env.clone()),
+                    .with_env(settings.function_env.clone()),
                 ),
                 Box::new(
-                    BuiltinEvaluator::new(builtins.clone(), opts.max_message_bytes)
+                    BuiltinEvaluator::new(builtins.clone(), settings.max_message_bytes)
                         .with_metrics(metrics.clone()),
                 ),
                 Box::new(PodEvaluator::new(
                     cache.clone(),
                     index.clone(),
-                    opts.max_message_bytes,
-                    opts.max_grpc_retries,
+                    settings.max_message_bytes,
+                    settings.max_grpc_retries,
                 )),
             ])
             .with_rejected(rejected),
         );
-        Ok(Runner {
+        Runner {
             evaluator,
             cache,
             metrics,
             index,
             builtins,
-            _config_watch: config_watch,
             _live_warming: live_warming,
             _pool_sync: pool_sync,
-            backend: closer,
+            backend,
             exec_pools,
-        })
+        }
     }
 
     /// Whether the backend can start pods, where it can tell (the kube
@@ -352,9 +188,10 @@ impl Runner {
         {
             tracing::warn!("pods did not all stop within {grace:?}");
         }
-        // The kube backend waits for its deletes under way, may delete an
-        // uninstalled Deployment's pods, then sends its last events.
-        let close_within = grace.max(runner_kube::pods::CLOSE_WITHIN);
+        // A backend may wait for its deletes under way (the kube backend,
+        // which may also delete an uninstalled Deployment's pods, then sends
+        // its last events).
+        let close_within = grace.max(self.backend.close_within());
         if tokio::time::timeout(close_within, self.backend.close())
             .await
             .is_err()
@@ -404,15 +241,10 @@ fn pool_list(index: &ImageIndex, cache: &CacheSettings) -> Vec<PodSpec> {
 
 /// Hands the backend the idle pools of the FunctionConfigs: those read at start, and
 /// again whenever the cluster's change.
-struct PoolSync(Option<tokio::task::JoinHandle<()>>);
+struct PoolSync(tokio::task::JoinHandle<()>);
 
 impl PoolSync {
-    fn spawn(
-        backend: Arc<dyn Backend>,
-        mut index: LiveIndex,
-        cache: CacheSettings,
-        live: bool,
-    ) -> Self {
+    fn spawn(backend: Arc<dyn Backend>, mut index: LiveIndex, cache: CacheSettings) -> Self {
         let first = pool_list(&index.current(), &cache);
         if !first.is_empty() {
             tracing::info!(
@@ -421,22 +253,18 @@ impl PoolSync {
             );
         }
         backend.set_pools(first);
-        if !live {
-            return PoolSync(None);
-        }
-        PoolSync(Some(tokio::spawn(async move {
+        // A fixed index ends the task at once.
+        PoolSync(tokio::spawn(async move {
             while index.changed().await {
                 backend.set_pools(pool_list(&index.current(), &cache));
             }
-        })))
+        }))
     }
 }
 
 impl Drop for PoolSync {
     fn drop(&mut self) {
-        if let Some(task) = &self.0 {
-            task.abort();
-        }
+        self.0.abort();
     }
 }
 

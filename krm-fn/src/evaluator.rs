@@ -131,7 +131,7 @@ fn decided_code(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
         EvalError::ShuttingDown => Some(Code::Unavailable),
         EvalError::UnknownBuiltin { .. } => Some(Code::FailedPrecondition),
         EvalError::BuiltinPanicked { .. } => Some(Code::Internal),
-        EvalError::NotFoundWithRejected { .. } => None,
+        EvalError::NotFoundWithRejected { source, .. } => Some(source.code()),
     }
 }
 

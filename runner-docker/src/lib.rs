@@ -151,9 +151,6 @@ pub struct DockerSettings {
     /// The tools, already chosen by the caller (`eval` says which before it
     /// starts); `None`: the backend chooses when it is set up.
     pub tools: Option<Tools>,
-    /// The engine, already connected by the caller (`eval` asked it first,
-    /// to pick its backend); `None`: [`connect`]ed when the runner starts.
-    pub engine: Option<Docker>,
     /// The host directory under which each pod gets its socket directory.
     pub socket_dir: PathBuf,
     /// Largest gRPC message, both directions (the wrapper's flag).
@@ -172,7 +169,6 @@ impl Default for DockerSettings {
             wrapper_image: None,
             tools_dir: runner_core::backend::binaries_dir(),
             tools: None,
-            engine: None,
             socket_dir: Self::default_socket_dir(),
             max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
             keep_warm: None,

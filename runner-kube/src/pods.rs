@@ -57,7 +57,9 @@ use super::owner::{OwnerDeployment, DEPLOYMENT_LABEL};
 use super::registry::{self, PullSecret};
 use super::source::{self, TemplateChoice};
 use super::template::{label_value, FunctionPod, Template};
-use super::{OWNER_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT};
+use crate::names::{
+    OWNER_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT,
+};
 use runner_core::backend::{
     cause, pod_name, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, Retire,
     StopReason,
@@ -140,14 +142,6 @@ pub struct KubeBackend {
     recheck: tokio::task::AbortHandle,
     /// The idle pools' pod watch and their sync.
     pool_tasks: (tokio::task::AbortHandle, tokio::task::AbortHandle),
-}
-
-impl KubeBackend {
-    /// Where the idle pools' figures go.
-    pub fn with_pool_metrics(self, metrics: runner_core::backend::metrics::PoolMetrics) -> Self {
-        let _ = self.inner.pools.metrics.set(metrics);
-        self
-    }
 }
 
 impl Drop for KubeBackend {
@@ -1155,6 +1149,14 @@ impl Backend for KubeBackend {
 
     fn set_pools(&self, pools: Vec<PodSpec>) {
         self.inner.pools.set(pools);
+    }
+
+    fn close_within(&self) -> Duration {
+        CLOSE_WITHIN
+    }
+
+    fn pool_metrics(&self) -> Option<runner_core::backend::metrics::PoolMetrics> {
+        self.inner.pools.metrics.get().cloned()
     }
 }
 

@@ -29,7 +29,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::lifecycle::{SERVING_GATE, TRAFFIC_FINALIZER};
-use super::{
+use crate::names::{
     IMAGE_LABEL, OWNER_LABEL, POD_LABEL, RECLAIM_AFTER_ANNOTATION, SAFE_TO_EVICT_ANNOTATION,
     TEMPLATE_VERSION_ANNOTATION, TOOLS_DIR, TOOLS_VOLUME, WRAPPER_PORT,
 };

@@ -499,6 +499,23 @@ impl PodCache {
         }
     }
 
+    /// The figures the metrics show, from [`PodCache::snapshot`].
+    pub async fn figures(&self) -> crate::metrics::CacheFigures {
+        let snap = self.snapshot().await;
+        let mut figures = crate::metrics::CacheFigures {
+            hits: snap.counters.hits,
+            misses: snap.counters.misses,
+            ..Default::default()
+        };
+        for pod in snap.images.iter().flat_map(|image| &image.pods) {
+            match pod.state {
+                PodState::Starting => figures.starting += 1,
+                PodState::Ready => figures.ready += 1,
+            }
+        }
+        figures
+    }
+
     /// The cache's state (empty if the cache task is gone).
     pub async fn snapshot(&self) -> CacheSnapshot {
         let (reply, answer) = oneshot::channel();

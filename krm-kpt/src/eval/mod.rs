@@ -293,6 +293,17 @@ pub enum Error {
     Write(#[from] io::Error),
 }
 
+impl Error {
+    /// The error as kpt prints it: a Kptfile's message as it is, any other
+    /// after `error: `.
+    pub fn kpt_text(&self) -> String {
+        match self {
+            Error::Kptfile(text) => text.clone(),
+            err => format!("error: {err}"),
+        }
+    }
+}
+
 /// Runs the function; kpt's lines go to `stderr`, output resources (for
 /// `-o stdout|unwrap` and stdin) to `stdout`. Returns the exit code: 0, or
 /// 1 when the function failed (its `[FAIL]` block already printed); an

@@ -396,6 +396,16 @@ pub fn read_local(
     Ok((files, subpackages))
 }
 
+/// [`read_local`] without looking for the subpackages (the caller knows
+/// them): the package's own files.
+pub fn read_local_files(
+    dir: &Path,
+    progress: &mut Progress<'_>,
+) -> Result<Vec<PackageFile>, PackageError> {
+    let mut listed = Vec::new();
+    read(dir, Some(&mut listed), progress)
+}
+
 fn find_subpackages(dir: &Path, rel: &str, out: &mut Vec<String>) -> Result<(), PackageError> {
     let mut entries: Vec<(Vec<u8>, PathBuf)> = Vec::new();
     for entry in fs::read_dir(dir).map_err(io_err(dir))? {

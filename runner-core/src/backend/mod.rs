@@ -342,6 +342,19 @@ pub trait Backend: Send + Sync + 'static {
     /// removes the pools it keeps that are not listed. Called at start and
     /// whenever the FunctionConfigs change; must not block.
     fn set_pools(&self, _pools: Vec<PodSpec>) {}
+
+    /// How long [`Backend::close`] may take at most (a backend that waits
+    /// for its deletes there): the runner waits that long for it, or its
+    /// own grace if longer.
+    fn close_within(&self) -> Duration {
+        Duration::ZERO
+    }
+
+    /// The idle pools' series the backend keeps, for the runner to serve
+    /// with its own metrics; `None`: it keeps no pools.
+    fn pool_metrics(&self) -> Option<metrics::PoolMetrics> {
+        None
+    }
 }
 
 #[cfg(test)]

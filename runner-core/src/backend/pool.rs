@@ -125,6 +125,8 @@ impl Pool {
 }
 
 impl Pooled {
+    /// `inner` with idle pools in front of it; their figures go to
+    /// `metrics` ([`Backend::pool_metrics`] hands them to the runner).
     pub fn new(inner: Arc<dyn Backend>, metrics: PoolMetrics) -> Self {
         Pooled {
             shared: Arc::new(Shared {
@@ -552,6 +554,14 @@ impl Backend for Pooled {
 
     fn set_pools(&self, pools: Vec<PodSpec>) {
         self.shared.set_pools(pools);
+    }
+
+    fn close_within(&self) -> Duration {
+        self.shared.inner.close_within()
+    }
+
+    fn pool_metrics(&self) -> Option<PoolMetrics> {
+        Some(self.shared.metrics.clone())
     }
 }
 

@@ -14,7 +14,8 @@
 //! * builds an [`ImageIndex`] answering "which binary / which pod settings for this requested
 //!   image and tag constraint" with hash-map lookups (`index`),
 //! * resolves semver tag constraints ([`resolve_tag`], [`TagConstraint`]; `tag`),
-//! * holds the index in use, swapped whole when the configs change ([`LiveIndex`]; `live`).
+//! * holds the index in use, swapped whole when the configs change ([`LiveIndex`]; `live`),
+//! * reads the FunctionConfigs a runner starts with, once ([`FunctionConfigs`]; `startup`).
 //!
 //! The FunctionConfig CustomResourceDefinition (generated from these types) and the watch
 //! of FunctionConfig objects in the cluster are the kube backend's (`runner-kube`).
@@ -47,6 +48,7 @@ mod live;
 mod load;
 mod names;
 mod pod_cache;
+mod startup;
 mod tag;
 mod types;
 
@@ -66,6 +68,7 @@ pub use load::{
 };
 pub use names::{API_VERSION, DEFAULT_IMAGE_PREFIX, GROUP, KIND, LATEST_TAG};
 pub use pod_cache::{load_pod_cache_config, PodCacheConfigError};
+pub use startup::{FunctionConfigs, StartupError};
 pub use tag::{resolve_tag, tag_version, TagConstraint};
 pub use types::{
     BinaryExecutor, ContainerOverrides, FunctionConfig, FunctionConfigSpec, GoExecutor, ObjectMeta,

@@ -42,12 +42,12 @@ use tokio::sync::{watch, Notify};
 use super::super::lifecycle::{self, OpType, Phase, TRAFFIC_FINALIZER};
 use super::super::owner::DEPLOYMENT_LABEL;
 use super::super::template::{image_label_value, label_value, FunctionPod, Template};
-use super::super::{
-    IMAGE_LABEL, OWNER_LABEL, POD_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION,
-};
 use super::{
     is_conflict, is_not_found, is_ready, name_key, now_secs, one_line, pod_ip, pod_watcher,
     registry, service_name, with_backoff, Inner, Progress, StartError,
+};
+use crate::names::{
+    IMAGE_LABEL, OWNER_LABEL, POD_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION,
 };
 use runner_core::backend::metrics::PoolMetrics;
 use runner_core::backend::{cause, pod_name, Cause, PodSpec};
@@ -130,7 +130,7 @@ impl Pools {
             resync: Arc::new(Notify::new()),
             applied: Mutex::default(),
             seen_ready: Mutex::default(),
-            metrics: std::sync::OnceLock::new(),
+            metrics: std::sync::OnceLock::from(PoolMetrics::default()),
             random: AtomicU64::new(seed),
             closed: Default::default(),
             synced: Default::default(),
@@ -224,7 +224,7 @@ const ASK_AGAIN: Duration = Duration::from_millis(100);
 /// write before the kubelet reports it Ready).
 async fn answers(ip: &str) -> bool {
     use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
-    let endpoint = format!("http://{ip}:{}", super::super::WRAPPER_PORT);
+    let endpoint = format!("http://{ip}:{}", crate::names::WRAPPER_PORT);
     let check = async {
         let channel = tonic::transport::Endpoint::from_shared(endpoint)
             .ok()?

@@ -3,9 +3,10 @@
 
 #![forbid(unsafe_code)]
 
+mod backends;
 mod eval;
+mod pods;
 mod render;
-mod save;
 mod serve;
 
 use std::io::IsTerminal;
@@ -13,7 +14,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use runner_core::config::parse_go_duration;
+use krm_fn::duration::parse_go_duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -152,7 +153,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match cli.command {
             Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
-            Command::Eval(cmd) => save::eval(*cmd).await,
+            Command::Eval(cmd) => eval::run(*cmd).await,
             Command::Render(cmd) => render::run(*cmd).await,
             Command::Crd => {
                 print!("{}", runner_kube::crd::crd_yaml()?);

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use krm_kpt::eval;
-use krm_kpt::render::{self, RenderOptions};
+use krm_kpt::render::{Images, Plan, RenderOptions};
 
-use crate::eval::{with_image_evaluator, EvalPodArgs};
+use crate::pods::{EvalPodArgs, ImageFunctions};
 
 /// `function-runner render`.
 #[derive(Debug, clap::Args)]
@@ -75,120 +75,57 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
         eprintln!("error: {err}");
         return Ok(ExitCode::from(1));
     }
-    // `-o DIR` must not exist, as kpt checks first of all.
-    let output = output.as_deref().map(eval::Output::parse);
-    if let Some(eval::Output::Dir(out)) = &output {
-        if out.exists() {
-            eprintln!(
-                "error: {}",
-                eval::Error::OutputExists(out.display().to_string())
-            );
+    let opts = RenderOptions {
+        dir,
+        allow_exec,
+        truncate_output,
+        max_output_bytes,
+        results_dir,
+        output: output.as_deref().map(eval::Output::parse),
+    };
+    // kpt's checks and every Kptfile, before a runner is started: a package
+    // kpt refuses changes nothing.
+    let plan = match Plan::new(opts) {
+        Ok(plan) => plan,
+        Err(err) => {
+            eprintln!("{}", err.kpt_text());
             return Ok(ExitCode::from(1));
         }
-    }
-    // A Kptfile kpt refuses stops the run before a runner is started (a
-    // results directory in the way first, as kpt checks it first).
-    if let Some(results) = &results_dir {
-        if let Err(err) = eval::prepare_results_dir(results) {
-            eprintln!("error: {err}");
-            return Ok(ExitCode::from(1));
-        }
-    }
-    if let Ok(root) = std::path::absolute(&dir) {
-        if let Err(err) = render::check_kptfiles(&root) {
-            eprintln!("{err}");
-            return Ok(ExitCode::from(1));
-        }
-    }
+    };
     // Image functions need the evaluator chain; a pipeline of exec and
     // built-in functions only does not start it.
-    let builtins = pods.builtins();
-    let needs_images = kptfile_images(&dir).iter().any(|image| match image {
-        Some(image) => !matches!(builtins.resolve(image, ""), Ok(Some(_))),
+    let functions = ImageFunctions::load(pods)?;
+    let needs_images = plan.images().iter().any(|image| match image {
+        Some(image) => !matches!(functions.builtin(image), Ok(Some(_))),
         None => true,
     });
-    let code = with_image_evaluator(
-        needs_images.then_some((pods, None)),
-        max_output_bytes,
-        |evaluator| async move {
-            let mut stderr = std::io::stderr();
-            let opts = RenderOptions {
-                dir,
-                allow_exec,
-                evaluator,
-                builtins: Some(std::sync::Arc::new(move |image: &str| {
-                    builtins.resolve(image, "").map_err(|e| e.to_string())
-                })),
-                truncate_output,
-                max_output_bytes,
-                results_dir,
-                output,
-            };
-            let mut stdout = std::io::stdout();
-            match render::run(opts, &mut stdout, &mut stderr).await {
-                Ok(code) => ExitCode::from(code),
-                Err(err) => {
-                    let _ = match err {
-                        // kpt's message, as kpt prints it.
-                        eval::Error::Kptfile(text) => writeln!(stderr, "{text}"),
-                        err => writeln!(stderr, "error: {err}"),
-                    };
-                    ExitCode::from(1)
-                }
-            }
-        },
-    )
-    .await;
-    krm_fn::exec::kill_all_orphans();
-    code
-}
-
-/// The `image:` of every pipeline function in the Kptfiles under `dir`
-/// (`None` for a Kptfile that does not read: render names its error, but
-/// it may still need the runner).
-fn kptfile_images(dir: &std::path::Path) -> Vec<Option<String>> {
-    // A Kptfile with a key twice is read here as kpt reads it (render then
-    // refuses it in kpt's words, see `check_kptfiles`).
-    use krm_yaml::package::{kyaml, read_documents_keeping_duplicates as read_documents};
-    fn walk(dir: &std::path::Path, out: &mut Vec<Option<String>>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                walk(&p, out);
-                continue;
-            }
-            if e.file_name() != "Kptfile" {
-                continue;
-            }
-            let Ok(text) = std::fs::read_to_string(&p) else {
-                continue;
-            };
-            let Some(doc) = read_documents(&text)
-                .ok()
-                .and_then(|d| d.into_iter().next())
-            else {
-                if text.contains("image:") {
-                    out.push(None);
-                }
-                continue;
-            };
-            let Some(pipeline) = kyaml::field(kyaml::content(&doc.node), "pipeline") else {
-                continue;
-            };
-            for list in ["mutators", "validators"] {
-                for f in kyaml::field(pipeline, list).map_or(&[][..], |l| &l.content) {
-                    let image = kyaml::value_of(kyaml::field(f, "image"));
-                    if !image.is_empty() {
-                        out.push(Some(image.to_owned()));
-                    }
-                }
+    let render = |images: Images| async move {
+        let (mut stdout, mut stderr) = (std::io::stdout(), std::io::stderr());
+        match plan.run(images, &mut stdout, &mut stderr).await {
+            Ok(code) => ExitCode::from(code),
+            Err(err) => {
+                let _ = writeln!(stderr, "{}", err.kpt_text());
+                ExitCode::from(1)
             }
         }
-    }
-    let mut out = Vec::new();
-    walk(dir, &mut out);
-    out
+    };
+    let builtin_for = Some(functions.builtin_for());
+    let code = if needs_images {
+        functions
+            .with_runner(None, max_output_bytes, |evaluator| {
+                render(Images {
+                    evaluator: Some(evaluator),
+                    builtin_for,
+                })
+            })
+            .await
+    } else {
+        Ok(render(Images {
+            evaluator: None,
+            builtin_for,
+        })
+        .await)
+    };
+    krm_fn::exec::kill_all_orphans();
+    code
 }

@@ -7,16 +7,18 @@ use std::time::Duration;
 
 use anyhow::Context;
 use function_runner::cache::CacheSettings;
-use function_runner::runner::{BackendKind, Runner, RunnerOptions};
+use function_runner::runner::{Functions, Runner, RunnerSettings};
 use function_runner::server::{serve, RunnerService};
-use runner_core::config::DEFAULT_IMAGE_PREFIX;
+use runner_core::backend::Backend;
+use runner_core::config::{FunctionConfigs, DEFAULT_IMAGE_PREFIX};
 use runner_docker::DockerSettings;
-use runner_kube::config_watch::WatchSettings;
+use runner_kube::config_watch::{ConfigWatch, WatchSettings};
 use runner_kube::pods::{Dial, KubeSettings};
 use runner_kube::registry::{self, RegistrySettings};
 use runner_kube::source::TemplateChoice;
 use tokio::signal::unix::{signal, SignalKind};
 
+use crate::backends::{self, BackendKind};
 use crate::parse_duration;
 
 /// How long startup waits for the cluster's FunctionConfigs before serving
@@ -197,34 +199,49 @@ fn registry_settings(args: &ServeArgs) -> RegistrySettings {
     }
 }
 
-/// Serves until SIGTERM or SIGINT, then drains and stops every pod.
-pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    args.starlark
-        .configure(Some(args.max_request_body_size as u64))?;
-    let opts = RunnerOptions {
-        default_builtins: !args.no_default_builtins,
-        functions: args.functions.clone(),
-        pod_cache_config: args.pod_cache_config.clone(),
-        default_image_prefix: args.default_image_prefix.clone(),
-        cache: CacheSettings {
-            default_ttl: args.pod_ttl,
-            scan_interval: args.scan_interval,
-            ready_timeout: args.pod_ready_timeout,
-            max_parallel_pods_per_function: args.max_parallel_pods_per_function,
-            max_waitlist_length: args.max_waitlist_length,
-            max_pods: args.max_pods,
-        },
-        warm_up: args.warm_up_pod_cache,
-        max_message_bytes: args.max_request_body_size,
-        max_grpc_retries: args.max_grpc_retries,
-        backend: args.backend,
-        wrapper_server: args.wrapper_server.clone().unwrap_or_else(
-            function_runner::backend::process::ProcessBackend::default_wrapper_path,
-        ),
-        process_functions: args.process_functions.clone(),
-        kube: Some(KubeSettings {
-            namespace: args.pod_namespace.clone(),
-            wrapper_image: args.wrapper_server_image.clone().unwrap_or_default(),
+impl ServeArgs {
+    /// The runner's own settings.
+    fn runner_settings(&self) -> RunnerSettings {
+        RunnerSettings {
+            cache: CacheSettings {
+                default_ttl: self.pod_ttl,
+                scan_interval: self.scan_interval,
+                ready_timeout: self.pod_ready_timeout,
+                max_parallel_pods_per_function: self.max_parallel_pods_per_function,
+                max_waitlist_length: self.max_waitlist_length,
+                max_pods: self.max_pods,
+            },
+            warm_up: self.warm_up_pod_cache,
+            max_message_bytes: self.max_request_body_size,
+            max_grpc_retries: self.max_grpc_retries,
+            prespawn: Some(self.prespawn),
+            function_env: Vec::new(),
+            default_builtins: !self.no_default_builtins,
+        }
+    }
+
+    /// The docker backend's settings.
+    fn docker_settings(&self) -> DockerSettings {
+        DockerSettings {
+            wrapper_image: self
+                .wrapper_server_image
+                .clone()
+                .filter(|image| !image.is_empty()),
+            socket_dir: self
+                .docker_socket_dir
+                .clone()
+                .unwrap_or_else(DockerSettings::default_socket_dir),
+            max_message_bytes: self.max_request_body_size,
+            // Porch's functions get no more than their FunctionConfig says.
+            ..DockerSettings::default()
+        }
+    }
+
+    /// The kube backend's settings.
+    fn kube_settings(&self) -> KubeSettings {
+        KubeSettings {
+            namespace: self.pod_namespace.clone(),
+            wrapper_image: self.wrapper_server_image.clone().unwrap_or_default(),
             // clap prefers the flag to the variable.
             wrapper_image_source: if std::env::args_os().any(|a| {
                 let a = a.as_encoded_bytes();
@@ -234,63 +251,106 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             } else {
                 "env WRAPPER_SERVER_IMAGE".into()
             },
-            max_message_bytes: args.max_request_body_size,
-            dial: args.kube_dial,
-            owner: args.runner_id.clone(),
-            ttl: args.pod_ttl,
-            scan_interval: args.scan_interval,
-            template: match &args.function_pod_template {
+            max_message_bytes: self.max_request_body_size,
+            dial: self.kube_dial,
+            owner: self.runner_id.clone(),
+            ttl: self.pod_ttl,
+            scan_interval: self.scan_interval,
+            template: match &self.function_pod_template {
                 Some(name) if !name.is_empty() => TemplateChoice::Named(name.clone()),
                 _ => TemplateChoice::Default,
             },
-            runner_namespace: args
+            runner_namespace: self
                 .runner_namespace
                 .clone()
                 .unwrap_or_else(runner_namespace),
-            // Made by the runner, from the registry settings.
+            // Made from the registry settings when the backend connects.
             pull_secret: None,
             // The downward API's, as deploy/function-runner.yaml sets it
             // (HOSTNAME is the node's under hostNetwork).
             runner_pod: std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()),
-            // Found by the runner from its pod.
+            // Found when the backend connects, from the runner's pod.
             deployment: None,
-        }),
-        docker: Some(DockerSettings {
-            wrapper_image: args
-                .wrapper_server_image
-                .clone()
-                .filter(|image| !image.is_empty()),
-            tools_dir: runner_core::backend::binaries_dir(),
-            tools: None,
-            engine: None,
-            socket_dir: args
-                .docker_socket_dir
-                .clone()
-                .unwrap_or_else(DockerSettings::default_socket_dir),
-            max_message_bytes: args.max_request_body_size,
-            keep_warm: None,
-            // Porch's functions get no more than their FunctionConfig says.
-            container: Default::default(),
-        }),
-        function_env: Vec::new(),
-        prespawn: Some(args.prespawn),
-        registries: registry_settings(&args),
-        cluster_configs: (args.backend == BackendKind::Kube && args.watch_function_configs).then(
-            || WatchSettings {
-                namespace: match args.function_config_namespace.as_deref() {
-                    Some("*") => None,
-                    Some(ns) => Some(ns.to_string()),
-                    None => Some(args.pod_namespace.clone()),
-                },
-                functions_dir: args
-                    .functions
-                    .as_deref()
-                    .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())),
-                default_prefix: args.default_image_prefix.clone(),
-                sync_timeout: CLUSTER_CONFIGS_SYNC_TIMEOUT,
+        }
+    }
+
+    /// What the cluster's FunctionConfig watch reads, if it is on.
+    fn watch_settings(&self) -> Option<WatchSettings> {
+        self.watch_function_configs.then(|| WatchSettings {
+            namespace: match self.function_config_namespace.as_deref() {
+                Some("*") => None,
+                Some(ns) => Some(ns.to_string()),
+                None => Some(self.pod_namespace.clone()),
             },
-        ),
-    };
+            functions_dir: self
+                .functions
+                .as_deref()
+                .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())),
+            default_prefix: self.default_image_prefix.clone(),
+            sync_timeout: CLUSTER_CONFIGS_SYNC_TIMEOUT,
+        })
+    }
+
+    /// The backend `--backend` names, and the FunctionConfigs it serves:
+    /// with the kube backend, the cluster's join those read at start (the
+    /// watch lives as long as the returned handle).
+    async fn backend(
+        &self,
+        configs: &FunctionConfigs,
+    ) -> anyhow::Result<(Arc<dyn Backend>, Functions, Option<ConfigWatch>)> {
+        let fixed = || Functions::fixed(configs);
+        Ok(match self.backend {
+            BackendKind::Process => {
+                let backend = backends::process(
+                    self.wrapper_server.clone(),
+                    backends::function_map(self.process_functions.as_deref())?,
+                    self.max_request_body_size,
+                    Vec::new(),
+                );
+                (backend, fixed(), None)
+            }
+            BackendKind::Docker => {
+                let backend = backends::docker(None, self.docker_settings()).await?;
+                (backend, fixed(), None)
+            }
+            BackendKind::Kube => {
+                let connected =
+                    runner_kube::connect(self.kube_settings(), &registry_settings(self))
+                        .await
+                        .context("--backend kube")?;
+                let (functions, watch) = match self.watch_settings() {
+                    Some(settings) => {
+                        let (publisher, index) = configs.live();
+                        let watch = runner_kube::config_watch::start(
+                            connected.client,
+                            settings,
+                            configs.configs.clone(),
+                            publisher,
+                        )
+                        .await;
+                        let functions = Functions {
+                            index,
+                            rejected: configs.rejected.clone(),
+                        };
+                        (functions, Some(watch))
+                    }
+                    None => (fixed(), None),
+                };
+                (Arc::new(connected.backend), functions, watch)
+            }
+        })
+    }
+}
+
+/// Serves until SIGTERM or SIGINT, then drains and stops every pod.
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    args.starlark
+        .configure(Some(args.max_request_body_size as u64))?;
+    let configs = FunctionConfigs::load(
+        args.functions.as_deref(),
+        args.pod_cache_config.as_deref(),
+        &args.default_image_prefix,
+    )?;
     // Signals first, so a SIGTERM during startup still stops what started.
     let mut sigterm = signal(SignalKind::terminate()).context("watching SIGTERM")?;
     let mut sigint = signal(SignalKind::interrupt()).context("watching SIGINT")?;
@@ -313,7 +373,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listening on {addr}"))?;
     let addr = listener.local_addr().context("reading the bound address")?;
-    let runner = Runner::start(opts).await?;
+    let (backend, functions, _config_watch) = args.backend(&configs).await?;
+    let runner = Runner::new(functions, backend, args.runner_settings()).await;
     if args.metrics_port != 0 {
         let maddr = SocketAddr::new(args.host, args.metrics_port);
         let mlistener = tokio::net::TcpListener::bind(maddr)
@@ -324,7 +385,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         let render: krm_fn::metrics::Render = Arc::new(move || {
             let metrics = metrics.clone();
             let cache = cache.clone();
-            Box::pin(async move { metrics.render(Some(&cache)).await })
+            Box::pin(async move { metrics.render(Some(cache.figures().await)) })
         });
         tokio::spawn(krm_fn::metrics::serve_http(
             mlistener,

@@ -4,17 +4,15 @@
 //! ([`krm_kpt::kptfile::save`]).
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use krm_kpt::image::kpt_image_name;
 use krm_kpt::kptfile::{self, FnType, NewFunction};
-use krm_kpt::select::Selector;
 use krm_yaml::package::{clean_path, go_quote};
 
-use crate::eval::{EvalArgs, EvalCommand};
+use super::args::EvalArgs;
 
 /// What `--save` will write, decided before the run.
-struct Saving {
+pub(crate) struct Saving {
     /// The package whose Kptfile takes the function (the working
     /// directory for `-`, as in kpt).
     dir: PathBuf,
@@ -22,28 +20,17 @@ struct Saving {
     ty: FnType,
 }
 
-/// `function-runner eval`: kpt's checks first, then the run, then the
-/// function saved if the run passed and `--save` asks for it (what
-/// happened is said on stderr; the exit code is the run's).
-pub(crate) async fn eval(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
-    let saving = match prepare(cmd.args()) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::from(1));
-        }
-    };
-    let code = crate::eval::run(cmd).await?;
-    if let Some(s) = saving.filter(|_| code == ExitCode::SUCCESS) {
-        eprint!("{}", kptfile::save(&s.dir, &s.function, s.ty));
+impl Saving {
+    /// Adds the function to the Kptfile, and says what happened.
+    pub(crate) fn save(&self) {
+        eprint!("{}", kptfile::save(&self.dir, &self.function, self.ty));
     }
-    Ok(code)
 }
 
 /// kpt's checks, in its order: `--type` with `--save`, the image's name
 /// (as kpt names it), and an existing `--fn-config` inside the package
 /// when saving (it is saved relative to the package).
-fn prepare(args: &EvalArgs) -> Result<Option<Saving>, String> {
+pub(crate) fn prepare(args: &EvalArgs) -> Result<Option<Saving>, String> {
     let ty = match args.fn_type.as_deref().filter(|t| !t.is_empty()) {
         _ if !args.save => None,
         None => {
@@ -72,7 +59,8 @@ fn prepare(args: &EvalArgs) -> Result<Option<Saving>, String> {
         Some(_) => Vec::new(),
         None => NewFunction::config_map_from_args(&args.fn_args),
     };
-    let (selector, exclusion) = selectors(args);
+    // A value the run refuses fails the run, so nothing is saved then.
+    let (selector, exclusion) = args.selection.selectors().unwrap_or_default();
     let function = NewFunction {
         image: image.filter(|_| args.exec.is_none()).unwrap_or_default(),
         exec: args.exec.clone().unwrap_or_default(),
@@ -107,30 +95,4 @@ fn relative_to_package(file: &Path, dir: &Path) -> Result<String, String> {
             pkg.display()
         )),
     }
-}
-
-/// `--match-*` and `--exclude-*` as the run reads them (a value it refuses
-/// fails the run, so nothing is saved then).
-fn selectors(args: &EvalArgs) -> (Selector, Selector) {
-    let s = &args.selection;
-    let pairs = |flag: &str, v: &[String]| Selector::parse_pairs(flag, v).unwrap_or_default();
-    let text = |v: &Option<String>| v.clone().unwrap_or_default();
-    (
-        Selector {
-            api_version: text(&s.match_api_version),
-            kind: text(&s.match_kind),
-            name: text(&s.match_name),
-            namespace: text(&s.match_namespace),
-            labels: pairs("--match-labels", &s.match_labels),
-            annotations: pairs("--match-annotations", &s.match_annotations),
-        },
-        Selector {
-            api_version: text(&s.exclude_api_version),
-            kind: text(&s.exclude_kind),
-            name: text(&s.exclude_name),
-            namespace: text(&s.exclude_namespace),
-            labels: pairs("--exclude-labels", &s.exclude_labels),
-            annotations: pairs("--exclude-annotations", &s.exclude_annotations),
-        },
-    )
 }

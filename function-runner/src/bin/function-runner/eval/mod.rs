@@ -1,0 +1,156 @@
+//! `function-runner eval`: the command line of [`krm_kpt::eval`],
+//! modelled on `kpt fn eval`.
+
+pub(crate) mod args;
+mod save;
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use krm_builtins::Builtin;
+use krm_fn::evaluator::Evaluator;
+use krm_kpt::eval::{self, EvalOptions, FnConfig, Function, ImagePullPolicy, Output, Source};
+use krm_kpt::image::{kpt_image_name, with_prefix, CATALOG_IMAGE_PREFIX};
+
+use crate::pods::{EvalPodArgs, FunctionPrivileges, ImageFunctions};
+use args::EvalArgs;
+
+/// `function-runner eval`: kpt's checks first, then the run, then the
+/// function saved if the run passed and `--save` asks for it (what
+/// happened is said on stderr; the exit code is the run's).
+pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
+    let EvalCommand { args, mut pods } = cmd;
+    let saving = match save::prepare(&args) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    // What the function leaves behind (a daemon in a session of its own)
+    // comes to us and is killed when eval ends, not left running.
+    if let Err(err) = krm_fn::exec::become_subreaper() {
+        tracing::debug!(%err, "not a child subreaper");
+    }
+    // Checked before anything runs (kpt: before it runs `docker run`).
+    pods.function = match FunctionPrivileges::from_eval(&args) {
+        Ok(privileges) => privileges,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let code = run_function(args, pods).await;
+    krm_fn::exec::kill_all_orphans();
+    let code = code?;
+    if let Some(saving) = saving.filter(|_| code == ExitCode::SUCCESS) {
+        saving.save();
+    }
+    Ok(code)
+}
+
+/// The function run: a command, a built-in (no runner is started for it),
+/// or an image through the runner.
+async fn run_function(args: EvalArgs, pods: EvalPodArgs) -> anyhow::Result<ExitCode> {
+    let Some(image) = args.image.clone().filter(|_| args.exec.is_none()) else {
+        return run_args(args, None, None).await;
+    };
+    let functions = ImageFunctions::load(pods)?;
+    match functions.builtin(&image) {
+        Ok(Some(builtin)) => {
+            functions.note_builtin();
+            run_args(args, None, Some(builtin)).await
+        }
+        Ok(None) => {
+            let full = functions.full_name(&image);
+            let max = args.max_output_bytes;
+            functions
+                .with_runner(Some(&full), max, |evaluator| {
+                    run_args(args, Some(evaluator), None)
+                })
+                .await?
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// Runs `eval`; errors are printed the way kpt prints them (`error: ...`)
+/// and give exit code 1, like a failing function.
+async fn run_args(
+    args: EvalArgs,
+    image_evaluator: Option<Arc<dyn Evaluator>>,
+    builtin: Option<&'static Builtin>,
+) -> anyhow::Result<ExitCode> {
+    let mut stderr = std::io::stderr();
+    match run_inner(args, image_evaluator, builtin, &mut stderr).await {
+        Ok(code) => Ok(ExitCode::from(code)),
+        Err(err) => {
+            let _ = writeln!(stderr, "error: {err}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+async fn run_inner(
+    args: EvalArgs,
+    image_evaluator: Option<Arc<dyn Evaluator>>,
+    builtin: Option<&'static Builtin>,
+    stderr: &mut (dyn Write + Send),
+) -> Result<u8, eval::Error> {
+    // Flags first, as kpt reads them.
+    ImagePullPolicy::parse(&args.image_pull_policy)?;
+    let (selector, exclusion) = args.selection.selectors()?;
+    let function = match (args.exec, args.image) {
+        (Some(cmd), _) => Function::Exec(cmd),
+        (None, Some(image)) if builtin.is_some() => Function::Builtin {
+            image: kpt_image_name(&image),
+            builtin: builtin.ok_or(eval::Error::NoImageEvaluator)?,
+        },
+        (None, Some(image)) => {
+            let evaluator = image_evaluator.ok_or(eval::Error::NoImageEvaluator)?;
+            let image = with_prefix(&image, CATALOG_IMAGE_PREFIX);
+            Function::Image { image, evaluator }
+        }
+        (None, None) => return Err(eval::Error::Input("must specify --image or --exec".into())),
+    };
+    let fn_config = match args.fn_config {
+        Some(_) if !args.fn_args.is_empty() => return Err(eval::Error::ArgsWithFnConfig),
+        Some(path) => FnConfig::File(path),
+        None => FnConfig::Args(args.fn_args),
+    };
+    let source = if args.dir == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut buf)?;
+        Source::Stdin(buf)
+    } else {
+        Source::Dir(PathBuf::from(&args.dir))
+    };
+    let opts = EvalOptions {
+        output: args.output.as_deref().map(Output::parse),
+        fn_config,
+        results_dir: args.results_dir,
+        truncate_output: args.truncate_output,
+        max_output_bytes: args.max_output_bytes,
+        selector,
+        exclusion,
+        env: eval::FunctionEnv::parse(&args.env)?.process_env(),
+        ..EvalOptions::new(source, function)
+    };
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout());
+    let code = eval::run(opts, &mut stdout, stderr).await?;
+    stdout.flush()?;
+    Ok(code)
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EvalCommand {
+    #[command(flatten)]
+    args: EvalArgs,
+    #[command(flatten)]
+    pods: EvalPodArgs,
+}

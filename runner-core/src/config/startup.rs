@@ -1,0 +1,129 @@
+//! The FunctionConfigs a runner starts with, read once: the documents of
+//! `--functions` and the entries of `--pod-cache-config`, the index they
+//! make, and every document left out, said. `serve`, `eval` and `render`
+//! read them here and hand the result to every part that needs them (the
+//! runner, the built-ins' choice, eval's choice of backend, the cluster's
+//! watch), so no part reads them again.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::index::ImageIndex;
+use super::live::{IndexPublisher, LiveIndex};
+use super::load::load_dir_with_prefix;
+use super::pod_cache::{load_pod_cache_config, PodCacheConfigError};
+use super::types::FunctionConfig;
+
+/// Why the FunctionConfigs could not be read at all (a bad document is
+/// not: it is left out and said, and the others are used).
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("--functions {}: {reason}", path.display())]
+    Functions { path: PathBuf, reason: String },
+    #[error(transparent)]
+    PodCacheConfig(#[from] PodCacheConfigError),
+}
+
+/// The FunctionConfigs read at start.
+#[derive(Debug, Clone)]
+pub struct FunctionConfigs {
+    /// Every FunctionConfig that loaded, in the order read (the cluster's
+    /// watch combines its own after these).
+    pub configs: Vec<FunctionConfig>,
+    /// What they configure, duplicates left out.
+    pub index: Arc<ImageIndex>,
+    /// Every document left out, said: a call for an image that matches
+    /// nothing names them (one may have been meant for it).
+    pub rejected: Vec<String>,
+    /// The registry path of short image names.
+    pub default_prefix: String,
+}
+
+impl FunctionConfigs {
+    /// None: every image is the default prefix's, and nothing maps it.
+    pub fn none(default_prefix: &str) -> Self {
+        Self::from_configs(Vec::new(), Vec::new(), default_prefix)
+    }
+
+    /// Reads `functions` (a directory of FunctionConfig documents) and
+    /// `pod_cache_config` (Porch's list of functions to keep pods for).
+    /// Bad documents are logged with file and field and left out.
+    pub fn load(
+        functions: Option<&Path>,
+        pod_cache_config: Option<&Path>,
+        default_prefix: &str,
+    ) -> Result<Self, StartupError> {
+        let mut rejected = Vec::new();
+        let mut configs = match functions {
+            None => Vec::new(),
+            Some(dir) => {
+                match std::fs::metadata(dir) {
+                    Ok(meta) if meta.is_dir() => {}
+                    Ok(_) => {
+                        return Err(StartupError::Functions {
+                            path: dir.to_path_buf(),
+                            reason: "not a directory".into(),
+                        })
+                    }
+                    Err(err) => {
+                        return Err(StartupError::Functions {
+                            path: dir.to_path_buf(),
+                            reason: err.to_string(),
+                        })
+                    }
+                }
+                let report = load_dir_with_prefix(dir, default_prefix);
+                for err in &report.errors {
+                    tracing::error!("FunctionConfig: {err}");
+                    rejected.push(err.to_string());
+                }
+                tracing::info!(
+                    loaded = report.configs.len(),
+                    rejected = report.errors.len(),
+                    dir = %dir.display(),
+                    "FunctionConfigs read (--functions)"
+                );
+                report.configs
+            }
+        };
+        if let Some(path) = pod_cache_config {
+            let from_cache_config = load_pod_cache_config(path)?;
+            tracing::info!(
+                loaded = from_cache_config.len(),
+                path = %path.display(),
+                "pod cache config read (--pod-cache-config)"
+            );
+            configs.extend(from_cache_config);
+        }
+        Ok(Self::from_configs(configs, rejected, default_prefix))
+    }
+
+    fn from_configs(
+        configs: Vec<FunctionConfig>,
+        mut rejected: Vec<String>,
+        default_prefix: &str,
+    ) -> Self {
+        let (index, errors) = ImageIndex::build(&configs, default_prefix);
+        for err in &errors {
+            tracing::error!("FunctionConfig: {err}");
+            rejected.push(err.to_string());
+        }
+        FunctionConfigs {
+            configs,
+            index: Arc::new(index),
+            rejected,
+            default_prefix: default_prefix.to_owned(),
+        }
+    }
+
+    /// The index as a runner uses it, never replaced.
+    pub fn fixed(&self) -> LiveIndex {
+        LiveIndex::fixed(self.index.clone())
+    }
+
+    /// The index as a runner uses it, replaced by whoever holds the
+    /// publisher (the cluster's watch).
+    pub fn live(&self) -> (IndexPublisher, LiveIndex) {
+        LiveIndex::new(self.index.clone())
+    }
+}

@@ -1,0 +1,88 @@
+//! The backend's start: its own settings checked, the registries'
+//! credentials and CA read, a client for the cluster made, and the runner's
+//! Deployment found (its function pods then go with it). A setting that
+//! cannot work fails here, before the runner serves.
+
+use kube::Client;
+
+use crate::entrypoint::Entrypoints;
+use crate::owner;
+use crate::pods::{KubeBackend, KubeSettings};
+use crate::registry::{RegistryError, RegistrySettings};
+use crate::template::label_value;
+
+/// Why the backend could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("{0}")]
+    Settings(&'static str),
+    #[error("private registries: {0}")]
+    Registry(#[from] RegistryError),
+    #[error("connecting to the cluster (KUBECONFIG, or the pod's service account): {0}")]
+    Client(#[source] kube::Error),
+}
+
+/// The started backend, and its client for whatever else reads the
+/// cluster (the FunctionConfig watch).
+pub struct Connected {
+    pub backend: KubeBackend,
+    pub client: Client,
+}
+
+/// A client for the cluster (KUBECONFIG, or the pod's service account)
+/// whose requests name the runner: kube-rs sends no User-Agent, and an API
+/// server's audit log and metrics tell clients apart by it.
+pub async fn client() -> Result<Client, kube::Error> {
+    let mut config = kube::Config::infer()
+        .await
+        .map_err(kube::Error::InferConfig)?;
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("function-runner/", env!("CARGO_PKG_VERSION"))),
+    ));
+    Client::try_from(config)
+}
+
+/// Checks `settings`, reads the registries' credentials and CA, connects
+/// to the cluster and starts the backend.
+pub async fn connect(
+    mut settings: KubeSettings,
+    registries: &RegistrySettings,
+) -> Result<Connected, ConnectError> {
+    if settings.wrapper_image.is_empty() {
+        return Err(ConnectError::Settings(
+            "the wrapper image is not set (WRAPPER_SERVER_IMAGE or --wrapper-server-image)",
+        ));
+    }
+    if label_value(&settings.owner).is_empty() {
+        return Err(ConnectError::Settings(
+            "the runner id (--runner-id, HOSTNAME) has no letter or digit: it must label this runner's pods",
+        ));
+    }
+    settings.pull_secret = registries.pull_secret();
+    let entrypoints = Entrypoints::with_settings(registries)?;
+    let client = client().await.map_err(ConnectError::Client)?;
+    if let Some(pod) = &settings.runner_pod {
+        match owner::find(&client, &settings.runner_namespace, pod).await {
+            Ok(Some(deployment)) => {
+                tracing::info!(
+                    deployment = %deployment.name,
+                    owner_reference = deployment.reference_from(&settings.namespace).is_some(),
+                    "function pods belong to the runner's Deployment: they go when it is deleted"
+                );
+                settings.deployment = Some(deployment);
+            }
+            Ok(None) => tracing::info!(
+                pod = %pod,
+                "the runner is not run by a Deployment: its function pods go when it stops"
+            ),
+            Err(err) => {
+                tracing::warn!("{err}: function pods will not go with the runner's Deployment")
+            }
+        }
+    }
+    Ok(Connected {
+        backend: KubeBackend::new(client.clone(), settings, entrypoints),
+        client,
+    })
+}
