@@ -19,24 +19,39 @@ use krm_yaml::alias::expand_misplaced;
 use krm_yaml::package::{self, annotations as ann, go_quote, kyaml, PackageError};
 use krm_yaml::{self as yaml, Kind, Node};
 
-/// Runs `function` over `input` as kpt's function runner does for one
-/// pipeline step: ids and migration ids on the way in; on the way out the
-/// input's comments and field order restored, ids cleared, the path and
-/// index annotations reconciled. Prints kpt's `[RUNNING]` and `[PASS]` or
-/// `[FAIL]` lines. `Ok(None)`: the function failed (its block printed).
-/// `report` says whether to print the resource count and takes what kpt's
-/// results file records of the run.
-#[allow(clippy::too_many_arguments)]
+/// What a pipeline step runs, and how kpt prints it.
+pub(crate) struct StepFunction<'a> {
+    pub function: &'a Function,
+    /// The name kpt's lines give the function.
+    pub name: &'a str,
+    /// Its `functionConfig`, if any.
+    pub fn_config: Option<Node>,
+    /// The most stdout the function may write.
+    pub max_output_bytes: usize,
+    /// kpt's `--truncate-output`.
+    pub truncate: bool,
+}
+
+/// Runs the step's function over `input` as kpt's function runner does
+/// for one pipeline step: ids and migration ids on the way in; on the way
+/// out the input's comments and field order restored, ids cleared, the
+/// path and index annotations reconciled. Prints kpt's `[RUNNING]` and
+/// `[PASS]` or `[FAIL]` lines. `Ok(None)`: the function failed (its block
+/// printed). `report` says whether to print the resource count and takes
+/// what kpt's results file records of the run.
 pub(crate) async fn apply(
-    function: &Function,
-    name: &str,
+    step: StepFunction<'_>,
     mut input: Vec<Node>,
-    fn_config: Option<Node>,
-    max_output_bytes: usize,
-    truncate: bool,
     report: &mut StepReport,
     stderr: &mut (dyn Write + Send),
 ) -> Result<Option<Vec<Node>>, Error> {
+    let StepFunction {
+        function,
+        name,
+        fn_config,
+        max_output_bytes,
+        truncate,
+    } = step;
     for item in &input {
         if let Some(problem) = krm_problem(&kyaml::meta(item)) {
             let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();

@@ -69,7 +69,7 @@ use crate::select::{self, Selector};
 use krm_fn::evaluator::Evaluator;
 use krm_yaml::package::{go_quote, PackageError, Progress};
 
-pub(crate) use apply::{apply, StepReport};
+pub(crate) use apply::{apply, StepFunction, StepReport};
 // Named by nothing outside `eval` today (`render` reads it through
 // `StepReport::outcome`), but reachable here as before the split.
 #[allow(unused_imports)]

@@ -34,7 +34,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::eval::{self, Error, FnRecord, StepReport};
+use crate::eval::{self, Error, FnRecord, StepFunction, StepReport};
 use crate::select;
 use krm_fn::evaluator::Evaluator;
 use krm_yaml::package::{self, annotations as ann, go_quote, kyaml, Progress};
@@ -317,17 +317,14 @@ impl State<'_> {
             validator,
             ..StepReport::default()
         };
-        let applied = eval::apply(
-            &step.function,
-            &step.name,
-            sent,
+        let function = StepFunction {
+            function: &step.function,
+            name: &step.name,
             fn_config,
-            self.opts.max_output_bytes,
-            self.opts.truncate_output,
-            &mut report,
-            stderr,
-        )
-        .await;
+            max_output_bytes: self.opts.max_output_bytes,
+            truncate: self.opts.truncate_output,
+        };
+        let applied = eval::apply(function, sent, &mut report, stderr).await;
         if let Some(o) = report.outcome {
             self.records.push(FnRecord {
                 key: step.key,
