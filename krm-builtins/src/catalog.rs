@@ -10,7 +10,7 @@ use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
 use crate::function::{Context, ResourceList, Stop};
-use crate::result::{Field, File, FnResult};
+use crate::result::{Field, File, FnResult, Severity};
 
 pub(crate) const NULL_TAG: &str = "!!null";
 
@@ -293,7 +293,7 @@ pub(crate) fn file_path(item: &Node, internal: bool) -> Result<String, &'static 
 pub(crate) fn item(message: String, field_path: &str, file_path: &str) -> FnResult {
     FnResult {
         message,
-        severity: None,
+        severity: Severity::Unset,
         field: (!field_path.is_empty()).then(|| Field {
             path: field_path.to_owned(),
             ..Field::default()

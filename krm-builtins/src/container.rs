@@ -9,7 +9,6 @@ use krm_yaml::package::kyaml;
 use krm_yaml::{Kind, Node};
 
 use crate::function::{Builtin, Context, ResourceList, Stop};
-use crate::result::FnResult;
 
 /// Why a ResourceList could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +84,7 @@ pub fn write_resource_list(rl: ResourceList) -> String {
     if !rl.results.is_empty() {
         m.push(Node::string("results"));
         m.push(Node::sequence(
-            rl.results.iter().map(FnResult::to_node).collect(),
+            rl.results.iter().map(crate::result::to_node).collect(),
         ));
     }
     krm_yaml::emit::encode_node(&Node::mapping(m), true)

@@ -44,7 +44,7 @@ use krm_yaml::{emit, resolve, Kind, Node};
 
 use crate::config::FieldSpec;
 use crate::function::{Context, ResourceList, Stop};
-use crate::result::{Field, File, FnResult};
+use crate::result::{Field, File, FnResult, Severity};
 use crate::sdk;
 
 #[cfg(test)]
@@ -677,7 +677,7 @@ fn results(applied: Applied) -> Vec<FnResult> {
             );
             let r = FnResult {
                 message,
-                severity: None,
+                severity: Severity::Unset,
                 field: Some(Field {
                     path: field,
                     ..Field::default()

@@ -71,7 +71,7 @@ pub(crate) fn text(items: &[Node]) -> String {
 /// The results as the ResourceList's `results` would hold them (`[]`
 /// when there are none).
 pub(crate) fn results_yaml(results: &[FnResult]) -> String {
-    let seq = Node::sequence(results.iter().map(FnResult::to_node).collect());
+    let seq = Node::sequence(results.iter().map(crate::result::to_node).collect());
     emit::encode_node(&seq, false)
 }
 
@@ -87,7 +87,7 @@ pub(crate) fn results(results: &[FnResult]) -> String {
 pub(crate) fn messages(rl: &ResourceList) -> Vec<String> {
     rl.results
         .iter()
-        .map(|r| format!("{}: {}", r.severity.map_or("", |s| s.as_str()), r.message))
+        .map(|r| format!("{}: {}", r.severity.as_written(), r.message))
         .collect()
 }
 

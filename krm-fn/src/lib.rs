@@ -16,7 +16,8 @@
 //! - [`error_chain`]: an error and its causes, each said once;
 //! - [`cli`]: what both binaries add to clap's errors.
 //!
-//! All but `duration` need the default `runtime` feature.
+//! All but `duration` need the default `runtime` feature; `results` alone
+//! needs only the `results` feature.
 
 // Denied, not forbidden: one `pre_exec` (exec.rs, a pre-spawned process's
 // own session) needs it, and says why it is sound.
@@ -37,7 +38,7 @@ pub mod exec;
 pub mod metrics;
 #[cfg(feature = "runtime")]
 pub mod prespawn;
-#[cfg(feature = "runtime")]
+#[cfg(feature = "results")]
 pub mod results;
 #[cfg(feature = "runtime")]
 pub mod server;

@@ -49,7 +49,7 @@ fn fails_with(items: &str, config: Option<Node>) -> String {
         ))
     );
     assert_eq!(rl.results.len(), 1);
-    assert_eq!(rl.results[0].severity, Some(Severity::Error));
+    assert_eq!(rl.results[0].severity, Severity::Error);
     // Nothing changed (the items only sorted).
     let mut sorted = nodes(items);
     sorted.sort_by_cached_key(|n| {

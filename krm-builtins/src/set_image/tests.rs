@@ -218,7 +218,7 @@ fn bad_configs_fail_with_the_catalog_s_messages() {
     assert_eq!(rl.results[0], first);
     assert_eq!(rl.results.len(), 2);
     assert_eq!(
-        emit::encode_node(&rl.results[0].to_node(), true),
+        emit::encode_node(&crate::result::to_node(&rl.results[0]), true),
         "message: unknown FunctionConfig `SetLabels`, expect SetImage\nseverity: error\nresourceRef:\n  apiVersion: fn.kpt.dev/v1alpha1\n  kind: SetLabels\n  name: x\n  namespace: ns\nfile:\n  index: -1\n"
     );
     // Fields of the wrong type: the SDK's "unmatched field type".

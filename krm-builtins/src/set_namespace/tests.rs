@@ -314,7 +314,7 @@ fn bad_configs_are_error_results_on_the_config() {
     );
     go(run, &mut rl).unwrap();
     assert_eq!(
-        emit::encode_node(&rl.results[0].to_node(), false),
+        emit::encode_node(&crate::result::to_node(&rl.results[0]), false),
         "message: '`data.namespace` should not be empty'\nseverity: error\nresourceRef:\n  apiVersion: v1\n  kind: ConfigMap\n  name: c\nfile:\n  path: fn.yaml\n  index: -1\n"
     );
     // Values the SDK cannot decode into its struct: exit 1.

@@ -418,7 +418,7 @@ pub(super) fn flatten(raw: Vec<RawResult>, out: &mut Vec<FnResult>) {
                 if !message.is_empty() {
                     out.push(FnResult {
                         message,
-                        severity: Severity::from_name(r.severity.0.as_deref().unwrap_or("")),
+                        severity: Severity::from_written(r.severity.0.as_deref().unwrap_or("")),
                         ..FnResult::default()
                     });
                 }
@@ -441,58 +441,20 @@ fn normalise(r: RawResult) -> FnResult {
     });
     let field = r.field.map(|RawField(f)| Field {
         path: f.path.into_string(),
-        current_value: f.current_value.map(yaml_to_json),
-        proposed_value: f.proposed_value.or(f.suggested_value).map(yaml_to_json),
+        current_value: f.current_value,
+        proposed_value: f.proposed_value.or(f.suggested_value),
     });
     let file = r.file.map(|f| File {
         path: f.path.into_string(),
-        index: f.index.0.and_then(|i| i.trim().parse().ok()),
+        index: f.index.0.and_then(|i| i.trim().parse().ok()).unwrap_or(0),
     });
     FnResult {
         message: r.message.into_string(),
-        severity: Severity::from_name(r.severity.0.as_deref().unwrap_or("")),
+        severity: Severity::from_written(r.severity.0.as_deref().unwrap_or("")),
         resource_ref: resource_ref.filter(|rr| *rr != ResourceRef::default()),
         field: field.filter(|f| *f != Field::default()),
         file: file.filter(|f| *f != File::default()),
         tags: r.tags.map(|t| t.0).unwrap_or_default(),
-    }
-}
-
-/// A YAML value as JSON: tags dropped, non-string keys written as text.
-fn yaml_to_json(value: serde_yaml_ng::Value) -> serde_json::Value {
-    use serde_json::Value as J;
-    use serde_yaml_ng::Value as Y;
-    match value {
-        Y::Null => J::Null,
-        Y::Bool(b) => J::Bool(b),
-        Y::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                J::from(i)
-            } else if let Some(u) = n.as_u64() {
-                J::from(u)
-            } else {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                serde_json::Number::from_f64(f).map_or_else(|| J::String(n.to_string()), J::Number)
-            }
-        }
-        Y::String(s) => J::String(s),
-        Y::Sequence(items) => J::Array(items.into_iter().map(yaml_to_json).collect()),
-        Y::Mapping(map) => J::Object(
-            map.into_iter()
-                .map(|(k, v)| (yaml_key_text(k), yaml_to_json(v)))
-                .collect(),
-        ),
-        Y::Tagged(tagged) => yaml_to_json(tagged.value),
-    }
-}
-
-fn yaml_key_text(key: serde_yaml_ng::Value) -> String {
-    match key {
-        serde_yaml_ng::Value::String(s) => s,
-        serde_yaml_ng::Value::Null => "null".to_owned(),
-        serde_yaml_ng::Value::Bool(b) => b.to_string(),
-        serde_yaml_ng::Value::Number(n) => n.to_string(),
-        other => serde_json::to_string(&yaml_to_json(other)).unwrap_or_default(),
     }
 }
 

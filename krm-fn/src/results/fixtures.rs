@@ -2,8 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
-
 use super::{parse_output, Field, File, FnResult, OutputError, ResourceRef, Severity};
 
 pub(super) fn ok(input: &str) -> Vec<FnResult> {
@@ -18,6 +16,11 @@ pub(super) fn err(input: &str) -> OutputError {
         Ok(out) => panic!("parse_output accepted {input:?}: {out:?}"),
         Err(e) => e,
     }
+}
+
+/// A YAML value, as written.
+pub(super) fn yaml(text: &str) -> serde_yaml_ng::Value {
+    serde_yaml_ng::from_str(text).unwrap()
 }
 
 pub(super) fn result(severity: Severity, message: &str) -> FnResult {
@@ -103,12 +106,12 @@ pub(super) fn spec_shape_expected() -> Vec<FnResult> {
             resource_ref: rref("apps/v1", "Deployment", "prod", "app"),
             field: Some(Field {
                 path: "spec.replicas".into(),
-                current_value: Some(json!(1)),
-                proposed_value: Some(json!(2)),
+                current_value: Some(yaml("1")),
+                proposed_value: Some(yaml("2")),
             }),
             file: Some(File {
                 path: "deploy/app.yaml".into(),
-                index: Some(0),
+                index: 0,
             }),
             tags: BTreeMap::from([
                 ("level".to_owned(), "3".to_owned()),
@@ -181,31 +184,31 @@ results:
 
 pub(super) fn variants_expected() -> Vec<FnResult> {
     vec![
-        result(Severity::Warning, "a warn"),
-        result(Severity::Warning, "shouting"),
-        result(Severity::Info, "mixed case"),
-        result(Severity::Error, "no severity"),
-        result(Severity::Error, "null severity"),
-        result(Severity::Error, "odd severity"),
+        result(Severity::Other("warn".into()), "a warn"),
+        result(Severity::Other("WARNING".into()), "shouting"),
+        result(Severity::Other("Info".into()), "mixed case"),
+        result(Severity::Unset, "no severity"),
+        result(Severity::Unset, "null severity"),
+        result(Severity::Other("fatal".into()), "odd severity"),
         FnResult {
             message: "legacy one".into(),
             severity: Severity::Warning,
             resource_ref: rref("v1", "ConfigMap", "default", "cm"),
             field: Some(Field {
                 path: "data.key".into(),
-                current_value: Some(json!({"a": [1, 2]})),
-                proposed_value: Some(json!("fixed")),
+                current_value: Some(yaml("{a: [1, 2]}")),
+                proposed_value: Some(yaml("fixed")),
             }),
             file: Some(File {
                 path: "cm.yaml".into(),
-                index: None,
+                index: 0,
             }),
             tags: BTreeMap::new(),
         },
-        result(Severity::Error, "legacy two"),
+        result(Severity::Unset, "legacy two"),
         FnResult {
             message: "field as string".into(),
-            severity: Severity::Error,
+            severity: Severity::Unset,
             resource_ref: rref("v1", "Namespace", "", "team"),
             field: Some(Field {
                 path: "spec.template".into(),

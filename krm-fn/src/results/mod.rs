@@ -14,7 +14,9 @@
 //!   block-YAML line scan that leaves `items` unread;
 //! - `de`: the serde deserialisers every parse goes through: the top level of
 //!   the first document, and `results` in the spec's shape or the variants
-//!   real functions emit, normalised into [`FnResult`]s.
+//!   real functions emit, normalised into [`FnResult`]s;
+//! - [`kpt`]: `results` as kpt reads them (its own migrations of the legacy
+//!   shapes), for `eval` and `render`.
 //!
 //! # Accepted input
 //!
@@ -78,9 +80,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::IgnoredAny;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 mod de;
+pub mod kpt;
 mod scan;
 
 use de::{flatten, Top};
@@ -92,88 +95,154 @@ pub const RESOURCE_LIST_KIND: &str = "ResourceList";
 /// What [`OutputError::NotResourceList`] says when the mapping has no `kind`.
 pub const NO_KIND: &str = "no kind";
 
-/// Severity of one result, as functions write it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// Severity of one result, as the function wrote it.
+///
+/// Kept as written, since kpt prints and records it so (`warn`, `ERROR` and
+/// a missing one stay as they are); read two ways: the SDK's rule
+/// ([`Severity::is_error`]: `error` alone fails a function) and the
+/// wrapper's reading for its messages ([`Severity::level`]: case-insensitive,
+/// `warn` a warning, anything else an error).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Severity {
-    /// `error`, and also a missing, empty or unknown severity (as kpt).
+    /// None written.
     #[default]
+    Unset,
+    /// `error`.
     Error,
-    /// `warning` or `warn`.
+    /// `warning`.
     Warning,
     /// `info`.
     Info,
+    /// Any other text, as written.
+    Other(String),
 }
 
-impl Severity {
+/// What a severity means to the wrapper's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warning,
+    Info,
+}
+
+impl Level {
     /// `"error"`, `"warning"` or `"info"`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-        }
-    }
-
-    /// Reads a severity as functions write it: case-insensitive, `warn` is a
-    /// warning, anything else that is not `warning`/`info` is an error.
-    pub fn from_name(name: &str) -> Severity {
-        let name = name.trim();
-        if name.eq_ignore_ascii_case("warning") || name.eq_ignore_ascii_case("warn") {
-            Severity::Warning
-        } else if name.eq_ignore_ascii_case("info") {
-            Severity::Info
-        } else {
-            Severity::Error
+            Level::Error => "error",
+            Level::Warning => "warning",
+            Level::Info => "info",
         }
     }
 }
 
-impl fmt::Display for Severity {
+impl fmt::Display for Level {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
 }
 
-/// One structured result (the spec's shape, normalised from the variants
-/// functions emit).
+impl Severity {
+    /// A severity as written (`""`: none).
+    pub fn from_written(text: &str) -> Severity {
+        match text {
+            "" => Severity::Unset,
+            "error" => Severity::Error,
+            "warning" => Severity::Warning,
+            "info" => Severity::Info,
+            other => Severity::Other(other.to_owned()),
+        }
+    }
+
+    /// As written (`""` for none).
+    pub fn as_written(&self) -> &str {
+        match self {
+            Severity::Unset => "",
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+            Severity::Other(text) => text,
+        }
+    }
+
+    /// The SDK's rule (`fn.Results.ExitCode`): a result of severity `error`
+    /// makes the function fail.
+    pub fn is_error(&self) -> bool {
+        *self == Severity::Error
+    }
+
+    /// The wrapper's reading, for its messages: case-insensitive, `warn` is
+    /// a warning, a missing, empty or unknown severity an error.
+    pub fn level(&self) -> Level {
+        let name = self.as_written().trim();
+        if name.eq_ignore_ascii_case("warning") || name.eq_ignore_ascii_case("warn") {
+            Level::Warning
+        } else if name.eq_ignore_ascii_case("info") {
+            Level::Info
+        } else {
+            Level::Error
+        }
+    }
+}
+
+/// One structured result: kpt's `FunctionResult`, the fields kyaml's
+/// `framework.Result` and the SDK's `fn.Result` write in a ResourceList's
+/// `results`. The one model of the workspace: the wrapper reads a
+/// function's ([`parse_output`]), `eval` and `render` read and record
+/// them as kpt does ([`kpt`]), and the built-in functions make them.
 ///
-/// Accepted on input: `message`; `severity` (`error`/`warning`/`warn`/`info`,
-/// any case; missing → error); `resourceRef` with `apiVersion`, `kind`,
-/// `name`, `namespace`, or `metadata.name`/`metadata.namespace`; `field` as a
-/// mapping (`path`, `currentValue`, `proposedValue` or `suggestedValue`) or a
-/// plain path string; `file` (`path`, `index`); `tags`. Legacy wrapped
-/// results `{name, items: [...]}` are flattened. Unknown keys are ignored.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// Accepted on input (the wrapper's reading): `message`; `severity`;
+/// `resourceRef` with `apiVersion`, `kind`, `name`, `namespace`, or
+/// `metadata.name`/`metadata.namespace`; `field` as a mapping (`path`,
+/// `currentValue`, `proposedValue` or `suggestedValue`) or a plain path
+/// string; `file` (`path`, `index`); `tags`. Legacy wrapped results `{name,
+/// items: [...]}` are flattened. Unknown keys are ignored.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct FnResult {
     pub message: String,
     pub severity: Severity,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_ref: Option<ResourceRef>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<Field>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<File>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
 }
 
 impl FnResult {
-    /// Whether this result has error severity.
+    /// A result with this severity and message.
+    pub fn new(severity: Severity, message: impl Into<String>) -> FnResult {
+        FnResult {
+            message: message.into(),
+            severity,
+            ..FnResult::default()
+        }
+    }
+
+    pub fn error(message: impl Into<String>) -> FnResult {
+        FnResult::new(Severity::Error, message)
+    }
+
+    pub fn warning(message: impl Into<String>) -> FnResult {
+        FnResult::new(Severity::Warning, message)
+    }
+
+    pub fn info(message: impl Into<String>) -> FnResult {
+        FnResult::new(Severity::Info, message)
+    }
+
+    /// Whether this result fails its function (the SDK's rule).
     pub fn is_error(&self) -> bool {
-        self.severity == Severity::Error
+        self.severity.is_error()
     }
 }
 
-/// The resource a result is about. Missing parts are empty strings.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The resource a result is about (kyaml's `ResourceIdentifier`). Missing
+/// parts are empty strings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ResourceRef {
     pub api_version: String,
     pub kind: String,
-    pub namespace: String,
     pub name: String,
+    pub namespace: String,
 }
 
 impl fmt::Display for ResourceRef {
@@ -192,25 +261,23 @@ impl fmt::Display for ResourceRef {
     }
 }
 
-/// The field a result is about.
-#[derive(Debug, Clone, PartialEq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The field a result is about: its path, its value and the one proposed
+/// (YAML values, as written).
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Field {
     pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_value: Option<serde_json::Value>,
+    pub current_value: Option<serde_yaml_ng::Value>,
     /// `proposedValue`, or the legacy `suggestedValue`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub proposed_value: Option<serde_json::Value>,
+    pub proposed_value: Option<serde_yaml_ng::Value>,
 }
 
-/// The file a result is about.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// The file a result is about: where the resource was read from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct File {
     pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub index: Option<i64>,
+    /// The document's index in the file; 0 is not written (Go's
+    /// `omitempty`).
+    pub index: i64,
 }
 
 /// stdout parsed as a ResourceList: only what the server needs.
@@ -255,10 +322,11 @@ fn describe_kind(kind: &str) -> String {
 }
 
 impl fmt::Display for FnResult {
-    /// `[severity] apiVersion/kind/ns/name field: message`; absent parts are
-    /// left out (`[error] message` when there is no resource and no field).
+    /// `[level] apiVersion/kind/ns/name field: message` (the wrapper's
+    /// reading of the severity, [`Severity::level`]); absent parts are left
+    /// out (`[error] message` when there is no resource and no field).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}] ", self.severity)?;
+        write!(f, "[{}] ", self.severity.level())?;
         let resource = self
             .resource_ref
             .as_ref()

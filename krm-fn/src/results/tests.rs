@@ -1,6 +1,4 @@
-use serde_json::json;
-
-use super::fixtures::{err, ok, result, rref, spec_shape_expected, SPEC_SHAPE, VARIANTS};
+use super::fixtures::{err, ok, result, rref, SPEC_SHAPE, VARIANTS};
 use super::*;
 
 #[test]
@@ -19,7 +17,7 @@ fn kind_quoting_and_layout() {
     }
     assert_eq!(
         ok("kind: &k ResourceList\nitems: []\nresults: [{message: *k}]\n"),
-        vec![result(Severity::Error, "ResourceList")]
+        vec![result(Severity::Unset, "ResourceList")]
     );
 }
 
@@ -27,15 +25,15 @@ fn kind_quoting_and_layout() {
 fn only_the_first_document_counts() {
     assert_eq!(
         ok("kind: ResourceList\nitems: []\nresults: [{message: first doc}]\n---\nkind: Other\n---\n: : bad [\n"),
-        vec![result(Severity::Error, "first doc")]
+        vec![result(Severity::Unset, "first doc")]
     );
     assert_eq!(
         ok("kind: ResourceList\nresults: [{message: first doc}]\n...\nkind: Other\n"),
-        vec![result(Severity::Error, "first doc")]
+        vec![result(Severity::Unset, "first doc")]
     );
     assert_eq!(
         ok("{\"kind\": \"ResourceList\", \"results\": [{\"message\": \"j\"}]}\n---\nkind: X\n"),
-        vec![result(Severity::Error, "j")]
+        vec![result(Severity::Unset, "j")]
     );
     assert_eq!(err("---\n---\nkind: ResourceList\n"), OutputError::Empty);
 }
@@ -184,7 +182,7 @@ fn format_results_lines() {
             resource_ref: rref("", "ConfigMap", "", "cm"),
             file: Some(File {
                 path: "cm.yaml".into(),
-                index: Some(1),
+                index: 1,
             }),
             ..FnResult::default()
         },
@@ -214,7 +212,10 @@ fn format_results_lines() {
          [error] legacy two\n\
          [error] v1/Namespace/team spec.template: field as string"
     );
-    assert_eq!(Severity::Warning.to_string(), "warning");
+    assert_eq!(
+        Severity::Other("warn".into()).level().to_string(),
+        "warning"
+    );
     assert_eq!(
         results[1].to_string(),
         "[warning] v1/Namespace/team: cluster-scoped"
@@ -222,26 +223,10 @@ fn format_results_lines() {
 }
 
 #[test]
-fn results_serialize_in_the_spec_shape() {
-    let json = serde_json::to_value(spec_shape_expected()).unwrap();
-    assert_eq!(
-        json,
-        json!([
-            {"message": "replicas too low", "severity": "error",
-             "resourceRef": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": "prod", "name": "app"},
-             "field": {"path": "spec.replicas", "currentValue": 1, "proposedValue": 2},
-             "file": {"path": "deploy/app.yaml", "index": 0},
-             "tags": {"level": "3", "rule": "min-replicas"}},
-            {"message": "just so you know", "severity": "info"}
-        ])
-    );
-}
-
-#[test]
 fn results_as_one_mapping_in_older_kyamls_shape() {
     assert_eq!(
         ok("kind: ResourceList\nitems: []\nresults:\n  name: old-validator\n  items:\n  - message: one\n    severity: warning\n  - message: two\n"),
-        vec![result(Severity::Warning, "one"), result(Severity::Error, "two")]
+        vec![result(Severity::Warning, "one"), result(Severity::Unset, "two")]
     );
     assert_eq!(
         ok("{\"kind\": \"ResourceList\", \"results\": {\"name\": \"j\", \"items\": [{\"message\": \"m\", \"severity\": \"info\"}]}}"),
@@ -250,4 +235,65 @@ fn results_as_one_mapping_in_older_kyamls_shape() {
     // Neither a list nor a mapping: still refused, saying what is wanted.
     let bad = format!("{:?}", err("kind: ResourceList\nresults: 5\n"));
     assert!(bad.contains("one {name, items} mapping"), "{bad}");
+}
+
+#[test]
+fn severities_are_kept_as_written_and_read_two_ways() {
+    use super::Level;
+    // (as written, the SDK's rule: fails the function, the wrapper's level)
+    for (text, fails, level) in [
+        ("error", true, Level::Error),
+        ("warning", false, Level::Warning),
+        ("info", false, Level::Info),
+        ("", false, Level::Error),
+        ("ERROR", false, Level::Error),
+        ("warn", false, Level::Warning),
+        ("Info", false, Level::Info),
+        ("fatal", false, Level::Error),
+    ] {
+        let severity = Severity::from_written(text);
+        assert_eq!(severity.as_written(), text);
+        assert_eq!(severity.is_error(), fails, "{text:?}");
+        assert_eq!(severity.level(), level, "{text:?}");
+    }
+    assert!(ok("kind: ResourceList\nresults: [{message: m, severity: error}]\n")[0].is_error());
+    assert!(!ok("kind: ResourceList\nresults: [{message: m}]\n")[0].is_error());
+}
+
+#[test]
+fn kpt_reads_the_legacy_shapes_its_own_way() {
+    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(
+        "items:\n\
+         - message: m\n  \
+           resourceRef: {kind: ConfigMap, name: top, namespace: ns, metadata: {name: ' meta ', namespace: \"''\"}}\n  \
+           field: {path: p, proposedValue: 1, suggestedValue: 2}\n\
+         - just text\n\
+         - message: n\n  field: a.b\n  tags: {b: 2, a: 1}\n",
+    )
+    .unwrap();
+    let read = super::kpt::read(&value);
+    // Entries that are not mappings are skipped; `metadata.name` (trimmed)
+    // wins over `name`, a quoted-empty namespace does not; `suggestedValue`
+    // wins over `proposedValue` (the wrapper's reading does the opposite).
+    assert_eq!(read.len(), 2);
+    let rr = read[0].resource_ref.as_ref().unwrap();
+    assert_eq!((rr.name.as_str(), rr.namespace.as_str()), ("meta", "ns"));
+    let field = read[0].field.as_ref().unwrap();
+    assert_eq!(
+        field.proposed_value,
+        Some(serde_yaml_ng::Value::Number(2.into()))
+    );
+    assert_eq!(read[1].field.as_ref().unwrap().path, "a.b");
+    assert_eq!(
+        read[1].tags.iter().collect::<Vec<_>>(),
+        [
+            (&"a".to_owned(), &"1".to_owned()),
+            (&"b".to_owned(), &"2".to_owned())
+        ]
+    );
+    let wrapper = ok("kind: ResourceList\nresults: [{message: m, field: {path: p, proposedValue: 1, suggestedValue: 2}}]\n");
+    assert_eq!(
+        wrapper[0].field.as_ref().unwrap().proposed_value,
+        Some(serde_yaml_ng::Value::Number(1.into()))
+    );
 }

@@ -11,10 +11,9 @@ use bytes::Bytes;
 use super::exec::{container_stderr, run_builtin, run_exec, run_image};
 use super::input::{assemble, krm_problem, set_all};
 use super::output::{clear_annotations, parse_output, PathAnns, INTERNAL_KEYS, LEGACY_KEYS};
-use super::results::{
-    fail_line, kpt_duration, parse_results, print_results, print_stderr, KptResult,
-};
+use super::results::{fail_line, kpt_duration, print_results, print_stderr};
 use super::{Error, Function};
+use krm_fn::results::FnResult;
 use krm_yaml::alias::expand_misplaced;
 use krm_yaml::package::{self, annotations as ann, go_quote, kyaml, PackageError};
 use krm_yaml::{self as yaml, Kind, Node};
@@ -258,7 +257,7 @@ pub(crate) struct StepReport {
 pub(crate) struct Outcome {
     pub exit_code: i32,
     pub stderr: String,
-    pub results: Vec<KptResult>,
+    pub results: Vec<FnResult>,
 }
 
 impl Outcome {
@@ -275,7 +274,7 @@ impl Outcome {
 
 /// What a function left that passed: its items and results, its stderr,
 /// and when it started.
-type Passed = (Vec<Node>, Vec<KptResult>, Bytes, Instant);
+type Passed = (Vec<Node>, Vec<FnResult>, Bytes, Instant);
 
 /// [`apply`] for a built-in function: on the items themselves, no text in
 /// between (the items are moved into the function; it keeps their comments
@@ -350,17 +349,12 @@ fn run_builtin_tree(
 }
 
 /// A built-in's results as kpt reads them from a container's output.
-fn builtin_results(results: &[krm_builtins::FnResult]) -> Result<Vec<KptResult>, Error> {
+fn builtin_results(results: &[FnResult]) -> Result<Vec<FnResult>, Error> {
     if results.is_empty() {
         return Ok(Vec::new());
     }
-    let node = Node::sequence(
-        results
-            .iter()
-            .map(krm_builtins::FnResult::to_node)
-            .collect(),
-    );
+    let node = Node::sequence(results.iter().map(krm_builtins::result::to_node).collect());
     yaml::value::to_value(&node)
-        .map(|v| parse_results(&v))
+        .map(|v| krm_fn::results::kpt::read(&v))
         .map_err(|e| Error::BadOutput(format!("results: {e}")))
 }

@@ -78,7 +78,7 @@ pub use env::FunctionEnv;
 pub use exec::shlex_split;
 pub(crate) use input::{doc_error, function_config, krm_problem, set_all};
 pub(crate) use output::clear_annotations;
-pub use results::{kpt_duration, parse_results, prepare_results_dir, KptResult};
+pub use results::{kpt_duration, kpt_line, prepare_results_dir};
 pub(crate) use results::{results_list_yaml, FnRecord};
 pub(crate) use text_output::{resource_list_text, write_output_text};
 

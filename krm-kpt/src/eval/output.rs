@@ -7,8 +7,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use super::input::{krm_problem, read_stream, set_all, wrap_and_encode, wrapped_list, Input};
-use super::results::{parse_results, KptResult};
 use super::{Error, Output};
+use krm_fn::results::FnResult;
 use krm_yaml::alias::{expand_misplaced, Expansions};
 use krm_yaml::package::{self, annotations as ann, kyaml, PackageError, Placed, Progress};
 use krm_yaml::{self as yaml, Kind, Node};
@@ -18,7 +18,7 @@ use krm_yaml::{self as yaml, Kind, Node};
 pub(super) fn parse_output(
     stdout: &[u8],
     function: &str,
-) -> Result<(Vec<Node>, Vec<KptResult>), Error> {
+) -> Result<(Vec<Node>, Vec<FnResult>), Error> {
     // kpt reads a mapping with a key twice and loses the second value; it
     // is refused, and named by the function, as the text is no file.
     let read_error = |e: package::DocError| match e {
@@ -99,9 +99,9 @@ pub(super) fn parse_output(
 /// The results of the ResourceList `list`. Their aliases may name
 /// anchors anywhere before them (PyYAML anchors a dict two results share
 /// in the first, aliases it in the second).
-fn results_of(list: &Node) -> Result<Vec<KptResult>, Error> {
+fn results_of(list: &Node) -> Result<Vec<FnResult>, Error> {
     Ok(match kyaml::field(list, "results") {
-        Some(r) => parse_results(
+        Some(r) => krm_fn::results::kpt::read(
             &yaml::value::to_value_in(list, r)
                 .map_err(|e| Error::BadOutput(format!("results: {e}")))?,
         ),

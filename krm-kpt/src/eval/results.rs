@@ -1,6 +1,8 @@
-//! Results as kpt reads and prints them: [`KptResult`] and
-//! [`parse_results`], kpt's printed lines (`[FAIL]`, `Results:`,
-//! `Stderr:`, durations) and the results file (`FunctionResultList`).
+//! Results as kpt prints and records them: kpt's lines (`[FAIL]`,
+//! `Results:`, `Stderr:`, durations, one line per result:
+//! [`kpt_line`]) and the results file (`FunctionResultList`). The results
+//! themselves are the workspace's one model, read as kpt reads them
+//! ([`krm_fn::results::kpt`]).
 
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
@@ -8,189 +10,84 @@ use std::time::{Duration, Instant};
 use serde_yaml_ng::{Mapping, Value};
 
 use super::{Error, EvalOptions};
+use krm_fn::results::FnResult;
 use krm_yaml as yaml;
 use krm_yaml::package::{go_quote, go_quote_bytes};
 
-/// A structured result, as kpt (kyaml's `framework.Result`) reads it.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct KptResult {
-    pub message: String,
-    /// As written (empty when missing; printed as `info`).
-    pub severity: String,
-    pub resource_ref: Option<[String; 4]>,
-    pub field: Option<(String, Option<Value>, Option<Value>)>,
-    pub file: Option<(String, i64)>,
-    pub tags: Vec<(String, String)>,
-}
-
-/// A scalar's text (`""` for null; `None` for collections).
-fn scalar_string(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Null => Some(String::new()),
-        Value::Tagged(t) => scalar_string(&t.value),
-        _ => None,
-    }
-}
-
-fn str_of(v: Option<&Value>) -> String {
-    v.and_then(scalar_string).unwrap_or_default()
-}
-
-/// Reads `results` as kpt does: a list, or the legacy `{items: [...]}`;
-/// `resourceRef.metadata.name|namespace` and `field.suggestedValue` are
-/// migrated. Entries that are not mappings are skipped.
-pub fn parse_results(v: &Value) -> Vec<KptResult> {
-    let list = match v {
-        Value::Mapping(m) => match m.get("items") {
-            Some(Value::Sequence(s)) => s.as_slice(),
-            _ => &[],
-        },
-        Value::Sequence(s) => s.as_slice(),
-        _ => &[],
+/// kpt's line: `[severity] apiVersion/kind/namespace/name field.path:
+/// message`, the severity as written (`info` when there is none).
+pub fn kpt_line(result: &FnResult) -> String {
+    let severity = match result.severity.as_written() {
+        "" => "info",
+        written => written,
     };
-    let mut out = Vec::with_capacity(list.len());
-    for item in list {
-        let Value::Mapping(m) = item else {
-            continue;
-        };
-        let mut r = KptResult {
-            message: str_of(m.get("message")),
-            severity: str_of(m.get("severity")),
-            ..KptResult::default()
-        };
-        if let Some(Value::Mapping(rr)) = m.get("resourceRef") {
-            let mut name = str_of(rr.get("name"));
-            let mut namespace = str_of(rr.get("namespace"));
-            if let Some(Value::Mapping(md)) = rr.get("metadata") {
-                if md.get("name").is_some() {
-                    name = str_of(md.get("name")).trim().to_owned();
-                }
-                let ns = str_of(md.get("namespace"));
-                let ns = ns.trim();
-                if !ns.is_empty() && ns != "''" {
-                    namespace = ns.to_owned();
-                }
-            }
-            r.resource_ref = Some([
-                str_of(rr.get("apiVersion")),
-                str_of(rr.get("kind")),
-                name,
-                namespace,
-            ]);
+    let mut s = format!("[{severity}]");
+    if let Some(r) = &result.resource_ref {
+        let ids: Vec<&str> = [&r.api_version, &r.kind, &r.namespace, &r.name]
+            .into_iter()
+            .map(String::as_str)
+            .filter(|p| !p.is_empty())
+            .collect();
+        if !ids.is_empty() {
+            s.push(' ');
+            s.push_str(&ids.join("/"));
         }
-        match m.get("field") {
-            Some(Value::Mapping(f)) => {
-                let proposed = f.get("suggestedValue").or(f.get("proposedValue")).cloned();
-                r.field = Some((
-                    str_of(f.get("path")),
-                    f.get("currentValue").cloned(),
-                    proposed,
-                ));
-            }
-            Some(Value::String(s)) => r.field = Some((s.clone(), None, None)),
-            _ => {}
-        }
-        if let Some(Value::Mapping(f)) = m.get("file") {
-            let index = f.get("index").and_then(Value::as_i64).unwrap_or(0);
-            r.file = Some((str_of(f.get("path")), index));
-        }
-        if let Some(Value::Mapping(t)) = m.get("tags") {
-            let mut tags: Vec<(String, String)> = t
-                .iter()
-                .map(|(k, v)| {
-                    (
-                        scalar_string(k).unwrap_or_default(),
-                        scalar_string(v).unwrap_or_default(),
-                    )
-                })
-                .collect();
-            tags.sort();
-            r.tags = tags;
-        }
-        out.push(r);
     }
-    out
+    if let Some(field) = &result.field {
+        s.push(' ');
+        s.push_str(&field.path);
+    }
+    s.push_str(": ");
+    s.push_str(&result.message);
+    s
 }
 
-impl KptResult {
-    /// kpt's line: `[severity] apiVersion/kind/namespace/name field.path: message`.
-    pub fn line(&self) -> String {
-        let severity = if self.severity.is_empty() {
-            "info"
-        } else {
-            &self.severity
-        };
-        let mut s = format!("[{severity}]");
-        if let Some([api_version, kind, name, namespace]) = &self.resource_ref {
-            let ids: Vec<&str> = [api_version, kind, namespace, name]
-                .into_iter()
-                .map(String::as_str)
-                .filter(|p| !p.is_empty())
-                .collect();
-            if !ids.is_empty() {
-                s.push(' ');
-                s.push_str(&ids.join("/"));
-            }
+/// A result as kpt writes it in `results.yaml`.
+fn result_value(result: &FnResult) -> Value {
+    let mut m = Mapping::new();
+    let put = |m: &mut Mapping, k: &str, v: &str| {
+        if !v.is_empty() {
+            m.insert(k.into(), v.into());
         }
-        if let Some((path, _, _)) = &self.field {
-            s.push(' ');
-            s.push_str(path);
-        }
-        s.push_str(": ");
-        s.push_str(&self.message);
-        s
+    };
+    put(&mut m, "message", &result.message);
+    put(&mut m, "severity", result.severity.as_written());
+    if let Some(r) = &result.resource_ref {
+        let mut rm = Mapping::new();
+        put(&mut rm, "apiVersion", &r.api_version);
+        put(&mut rm, "kind", &r.kind);
+        put(&mut rm, "name", &r.name);
+        put(&mut rm, "namespace", &r.namespace);
+        m.insert("resourceRef".into(), Value::Mapping(rm));
     }
-
-    /// As kpt writes it in `results.yaml`.
-    fn to_value(&self) -> Value {
-        let mut m = Mapping::new();
-        let put = |m: &mut Mapping, k: &str, v: &str| {
-            if !v.is_empty() {
-                m.insert(k.into(), v.into());
-            }
-        };
-        put(&mut m, "message", &self.message);
-        put(&mut m, "severity", &self.severity);
-        if let Some([api_version, kind, name, namespace]) = &self.resource_ref {
-            let mut r = Mapping::new();
-            put(&mut r, "apiVersion", api_version);
-            put(&mut r, "kind", kind);
-            put(&mut r, "name", name);
-            put(&mut r, "namespace", namespace);
-            m.insert("resourceRef".into(), Value::Mapping(r));
+    if let Some(field) = &result.field {
+        let mut f = Mapping::new();
+        put(&mut f, "path", &field.path);
+        if let Some(c) = &field.current_value {
+            f.insert("currentValue".into(), c.clone());
         }
-        if let Some((path, current, proposed)) = &self.field {
-            let mut f = Mapping::new();
-            put(&mut f, "path", path);
-            if let Some(c) = current {
-                f.insert("currentValue".into(), c.clone());
-            }
-            if let Some(p) = proposed {
-                f.insert("proposedValue".into(), p.clone());
-            }
-            m.insert("field".into(), Value::Mapping(f));
+        if let Some(p) = &field.proposed_value {
+            f.insert("proposedValue".into(), p.clone());
         }
-        if let Some((path, index)) = &self.file {
-            let mut f = Mapping::new();
-            put(&mut f, "path", path);
-            if *index != 0 {
-                f.insert("index".into(), (*index).into());
-            }
-            m.insert("file".into(), Value::Mapping(f));
-        }
-        if !self.tags.is_empty() {
-            let t: Mapping = self
-                .tags
-                .iter()
-                .map(|(k, v)| (Value::from(k.as_str()), Value::from(v.as_str())))
-                .collect();
-            m.insert("tags".into(), Value::Mapping(t));
-        }
-        Value::Mapping(m)
+        m.insert("field".into(), Value::Mapping(f));
     }
+    if let Some(file) = &result.file {
+        let mut f = Mapping::new();
+        put(&mut f, "path", &file.path);
+        if file.index != 0 {
+            f.insert("index".into(), file.index.into());
+        }
+        m.insert("file".into(), Value::Mapping(f));
+    }
+    if !result.tags.is_empty() {
+        let t: Mapping = result
+            .tags
+            .iter()
+            .map(|(k, v)| (Value::from(k.as_str()), Value::from(v.as_str())))
+            .collect();
+        m.insert("tags".into(), Value::Mapping(t));
+    }
+    Value::Mapping(m)
 }
 
 /// One function's entry in `results.yaml`.
@@ -201,7 +98,7 @@ pub(crate) struct FnRecord {
     pub name: String,
     pub stderr: String,
     pub exit_code: i32,
-    pub results: Vec<KptResult>,
+    pub results: Vec<FnResult>,
 }
 
 /// kpt's `FunctionResultList` of one function.
@@ -238,7 +135,7 @@ fn record_value(record: &FnRecord) -> Value {
     if !record.results.is_empty() {
         item.insert(
             "results".into(),
-            Value::Sequence(record.results.iter().map(KptResult::to_value).collect()),
+            Value::Sequence(record.results.iter().map(result_value).collect()),
         );
     }
     Value::Mapping(item)
@@ -312,13 +209,13 @@ pub(super) fn block(title: &str, lines: &[String], truncate: bool) -> String {
 
 pub(super) fn print_results(
     stderr: &mut (dyn Write + Send),
-    results: &[KptResult],
+    results: &[FnResult],
     truncate: bool,
 ) -> io::Result<()> {
     if results.is_empty() {
         return Ok(());
     }
-    let lines: Vec<String> = results.iter().map(KptResult::line).collect();
+    let lines: Vec<String> = results.iter().map(kpt_line).collect();
     stderr.write_all(block("Results", &lines, truncate).as_bytes())
 }
 

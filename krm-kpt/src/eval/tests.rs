@@ -129,7 +129,10 @@ fn result_lines_as_kpt_prints_them() {
 "#,
     )
     .unwrap();
-    let lines: Vec<String> = parse_results(&v).iter().map(KptResult::line).collect();
+    let lines: Vec<String> = krm_fn::results::kpt::read(&v)
+        .iter()
+        .map(kpt_line)
+        .collect();
     assert_eq!(
         lines,
         vec![
@@ -142,7 +145,7 @@ fn result_lines_as_kpt_prints_them() {
     );
     let wrapped: Value =
         serde_yaml_ng::from_str("{name: x, items: [{message: m, severity: info}]}").unwrap();
-    assert_eq!(parse_results(&wrapped).len(), 1);
+    assert_eq!(krm_fn::results::kpt::read(&wrapped).len(), 1);
 }
 
 #[test]
@@ -156,7 +159,7 @@ fn results_file_as_kpt_writes_it() {
         name: "./fail.sh".into(),
         stderr: "some stderr line\nsecond stderr line\n".into(),
         exit_code: 1,
-        results: parse_results(&v),
+        results: krm_fn::results::kpt::read(&v),
     };
     assert_eq!(
         results_yaml(&record),

@@ -1,9 +1,7 @@
 use std::collections::BTreeMap;
 
-use serde_json::json;
-
 use crate::results::fixtures::{
-    err, ok, spec_shape_expected, variants_expected, NO_RESULTS, SPEC_SHAPE, SPEC_SHAPE_JSON,
+    err, ok, spec_shape_expected, variants_expected, yaml, NO_RESULTS, SPEC_SHAPE, SPEC_SHAPE_JSON,
     VARIANTS,
 };
 use crate::results::{Field, FnResult, OutputError};
@@ -64,7 +62,7 @@ fn non_string_keys_and_tags() {
             message: "x".into(),
             field: Some(Field {
                 path: "p".into(),
-                current_value: Some(json!({"1": "x"})),
+                current_value: Some(yaml("{1: !custom x}")),
                 proposed_value: None,
             }),
             tags: BTreeMap::from([

@@ -211,7 +211,7 @@ fn scanner_traps_are_not_taken_for_top_level_keys() {
 fn multi_line_and_aliased_values_fall_back_correctly() {
     assert_eq!(
         ok("kind: ResourceList\nitems: [\n{a: 1},\n]\nresults:\n- message: after a multi-line flow\n"),
-        vec![result(Severity::Error, "after a multi-line flow")]
+        vec![result(Severity::Unset, "after a multi-line flow")]
     );
     assert_eq!(
         ok("kind: ResourceList\nfunctionConfig: \"a\nresults: fake\"\nitems: []\n"),
@@ -219,15 +219,15 @@ fn multi_line_and_aliased_values_fall_back_correctly() {
     );
     assert_eq!(
         ok("kind: ResourceList\nitems:\n- &msg {message: from an anchor in items}\nresults:\n- *msg\n"),
-        vec![result(Severity::Error, "from an anchor in items")]
+        vec![result(Severity::Unset, "from an anchor in items")]
     );
     assert_eq!(
         ok("kind: ResourceList\nitems: [{a: \"]\"}, {'b': 'it''s'}, {\"c\":\"d\"}]\nresults: [{\"message\": \"x, y]\", severity: warn}]\n"),
-        vec![result(Severity::Warning, "x, y]")]
+        vec![result(Severity::Other("warn".into()), "x, y]")]
     );
     assert_eq!(
         ok("kind: ResourceList\ritems: []\rresults: [{message: cr}]\r"),
-        vec![result(Severity::Error, "cr")]
+        vec![result(Severity::Unset, "cr")]
     );
 }
 
@@ -281,7 +281,7 @@ fn column0_search_matches_a_naive_one() {
 #[test]
 fn broken_items_pass_the_fast_path_only() {
     let input = "kind: ResourceList\nitems:\n- a: 1\n   b: 2\nresults: [{message: m}]\n";
-    assert_eq!(ok(input), vec![result(Severity::Error, "m")]);
+    assert_eq!(ok(input), vec![result(Severity::Unset, "m")]);
     assert!(matches!(
         parse_output_strict(input.as_bytes()),
         Err(OutputError::Parse(_))
