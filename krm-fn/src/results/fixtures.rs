@@ -20,7 +20,7 @@ pub(super) fn err(input: &str) -> OutputError {
 
 /// A YAML value, as written.
 pub(super) fn yaml(text: &str) -> serde_yaml_ng::Value {
-    serde_yaml_ng::from_str(text).unwrap()
+    serde_yaml_ng::from_str(text).expect("a YAML value")
 }
 
 pub(super) fn result(severity: Severity, message: &str) -> FnResult {
