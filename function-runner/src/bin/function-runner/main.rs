@@ -5,6 +5,8 @@
 
 mod backends;
 mod eval;
+#[cfg(feature = "kube")]
+mod kube;
 mod pods;
 mod render;
 mod serve;
@@ -37,6 +39,7 @@ enum Command {
     Render(Box<render::RenderCommand>),
     /// Print the FunctionConfig CustomResourceDefinition (YAML), generated
     /// from the types the runner parses (deploy/functionconfig-crd.yaml).
+    #[cfg(feature = "kube")]
     Crd,
 }
 
@@ -155,6 +158,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
             Command::Eval(cmd) => eval::run(*cmd).await,
             Command::Render(cmd) => render::run(*cmd).await,
+            #[cfg(feature = "kube")]
             Command::Crd => {
                 print!("{}", runner_kube::crd::crd_yaml()?);
                 Ok(ExitCode::SUCCESS)

@@ -12,18 +12,10 @@ use function_runner::server::{serve, RunnerService};
 use runner_core::backend::Backend;
 use runner_core::config::{FunctionConfigs, DEFAULT_IMAGE_PREFIX};
 use runner_docker::DockerSettings;
-use runner_kube::config_watch::{ConfigWatch, WatchSettings};
-use runner_kube::pods::{Dial, KubeSettings};
-use runner_kube::registry::{self, RegistrySettings};
-use runner_kube::source::TemplateChoice;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::backends::{self, BackendKind};
 use crate::parse_duration;
-
-/// How long startup waits for the cluster's FunctionConfigs before serving
-/// without them (they then apply once listed).
-const CLUSTER_CONFIGS_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// After the drain, how long stopping the pods may take: with the default
 /// `--shutdown-grace` within Kubernetes' default 30 s termination grace.
@@ -104,9 +96,6 @@ pub(crate) struct ServeArgs {
     /// after images, or a YAML map; see docs/backends.md).
     #[arg(long)]
     process_functions: Option<PathBuf>,
-    /// kube backend: the namespace of function pods.
-    #[arg(long, default_value = runner_kube::DEFAULT_NAMESPACE)]
-    pod_namespace: String,
     /// kube and docker backends: the image whose init container installs
     /// wrapper-server and grpc-health-probe into function pods (docker
     /// default: wrapper-server:dev, as ./build-images.sh tags it, if the
@@ -118,56 +107,6 @@ pub(crate) struct ServeArgs {
     /// sockets (private to this user; default: in the temporary directory).
     #[arg(long, value_name = "DIR")]
     docker_socket_dir: Option<PathBuf>,
-    /// kube backend: how function pods are reached: their Service's DNS
-    /// name, or their pod IP.
-    #[arg(long, value_enum, default_value_t = Dial::Service)]
-    kube_dial: Dial,
-    /// kube backend: this runner's identity, on its pods' owner label;
-    /// replicas sharing a namespace need distinct ones (in a Deployment, the
-    /// pod name in HOSTNAME is).
-    #[arg(long, env = "HOSTNAME", default_value = "function-runner")]
-    runner_id: String,
-    /// kube backend: the function pod template: a ConfigMap of this name in
-    /// the runner's namespace (keys `template`, `serviceTemplate`) or a
-    /// PodTemplate in the pod namespace. Default: the PodTemplate
-    /// `base-pod-template` if the pod namespace has one, else built in.
-    #[arg(long)]
-    function_pod_template: Option<String>,
-    /// kube backend: the runner's own namespace (where the template
-    /// ConfigMap is); default: the service account's, else porch-system.
-    #[arg(long, env = "POD_NAMESPACE")]
-    runner_namespace: Option<String>,
-    /// kube backend: also read the FunctionConfig objects in the cluster
-    /// (deploy/functionconfig-crd.yaml), and apply their changes live.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    watch_function_configs: bool,
-    /// kube backend: the namespace whose FunctionConfig objects are read
-    /// (default: --pod-namespace, as Porch's runner; `*`: all namespaces).
-    #[arg(long)]
-    function_config_namespace: Option<String>,
-    /// Registries (`host:port`, comma-separated) whose image configs are
-    /// read over plain HTTP.
-    #[arg(long, value_delimiter = ',')]
-    insecure_registries: Vec<String>,
-    /// kube backend: read images that are not from the default registry
-    /// with the credentials of --registry-auth-secret-path, and have their
-    /// pods pull with them (the pull Secret --registry-auth-secret-name).
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    enable_private_registries: bool,
-    /// The docker config JSON with the registry credentials.
-    #[arg(long, default_value = registry::DEFAULT_AUTH_FILE)]
-    registry_auth_secret_path: PathBuf,
-    /// The kubernetes.io/dockerconfigjson Secret made from it in the pod
-    /// namespace.
-    #[arg(long, default_value = registry::DEFAULT_PULL_SECRET_NAME)]
-    registry_auth_secret_name: String,
-    /// With --enable-private-registries: trust the CA in --tls-secret-path
-    /// for registry TLS, besides the system's roots.
-    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    enable_private_registries_tls: bool,
-    /// The directory holding that CA: ca.crt, else ca.pem.
-    #[arg(long, default_value = registry::DEFAULT_TLS_DIR)]
-    tls_secret_path: PathBuf,
     /// Log format on stderr.
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     pub(crate) log_format: String,
@@ -179,24 +118,9 @@ pub(crate) struct ServeArgs {
     no_default_builtins: bool,
     #[command(flatten)]
     starlark: crate::StarlarkArgs,
-}
-
-/// The registry flags, as Porch reads them: the CA only with private
-/// registries.
-fn registry_settings(args: &ServeArgs) -> RegistrySettings {
-    let private = args.enable_private_registries;
-    if args.enable_private_registries_tls && !private {
-        tracing::warn!(
-            "--enable-private-registries-tls has no effect without --enable-private-registries"
-        );
-    }
-    RegistrySettings {
-        insecure: args.insecure_registries.clone(),
-        auth_file: private.then(|| args.registry_auth_secret_path.clone()),
-        ca_dir: (private && args.enable_private_registries_tls)
-            .then(|| args.tls_secret_path.clone()),
-        pull_secret_name: args.registry_auth_secret_name.clone(),
-    }
+    #[cfg(feature = "kube")]
+    #[command(flatten)]
+    kube: crate::kube::KubeArgs,
 }
 
 impl ServeArgs {
@@ -237,67 +161,13 @@ impl ServeArgs {
         }
     }
 
-    /// The kube backend's settings.
-    fn kube_settings(&self) -> KubeSettings {
-        KubeSettings {
-            namespace: self.pod_namespace.clone(),
-            wrapper_image: self.wrapper_server_image.clone().unwrap_or_default(),
-            // clap prefers the flag to the variable.
-            wrapper_image_source: if std::env::args_os().any(|a| {
-                let a = a.as_encoded_bytes();
-                a == b"--wrapper-server-image" || a.starts_with(b"--wrapper-server-image=")
-            }) {
-                "--wrapper-server-image".into()
-            } else {
-                "env WRAPPER_SERVER_IMAGE".into()
-            },
-            max_message_bytes: self.max_request_body_size,
-            dial: self.kube_dial,
-            owner: self.runner_id.clone(),
-            ttl: self.pod_ttl,
-            scan_interval: self.scan_interval,
-            template: match &self.function_pod_template {
-                Some(name) if !name.is_empty() => TemplateChoice::Named(name.clone()),
-                _ => TemplateChoice::Default,
-            },
-            runner_namespace: self
-                .runner_namespace
-                .clone()
-                .unwrap_or_else(runner_namespace),
-            // Made from the registry settings when the backend connects.
-            pull_secret: None,
-            // The downward API's, as deploy/function-runner.yaml sets it
-            // (HOSTNAME is the node's under hostNetwork).
-            runner_pod: std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()),
-            // Found when the backend connects, from the runner's pod.
-            deployment: None,
-        }
-    }
-
-    /// What the cluster's FunctionConfig watch reads, if it is on.
-    fn watch_settings(&self) -> Option<WatchSettings> {
-        self.watch_function_configs.then(|| WatchSettings {
-            namespace: match self.function_config_namespace.as_deref() {
-                Some("*") => None,
-                Some(ns) => Some(ns.to_string()),
-                None => Some(self.pod_namespace.clone()),
-            },
-            functions_dir: self
-                .functions
-                .as_deref()
-                .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())),
-            default_prefix: self.default_image_prefix.clone(),
-            sync_timeout: CLUSTER_CONFIGS_SYNC_TIMEOUT,
-        })
-    }
-
     /// The backend `--backend` names, and the FunctionConfigs it serves:
     /// with the kube backend, the cluster's join those read at start (the
     /// watch lives as long as the returned handle).
     async fn backend(
         &self,
         configs: &FunctionConfigs,
-    ) -> anyhow::Result<(Arc<dyn Backend>, Functions, Option<ConfigWatch>)> {
+    ) -> anyhow::Result<(Arc<dyn Backend>, Functions, Option<Box<dyn Send>>)> {
         let fixed = || Functions::fixed(configs);
         Ok(match self.backend {
             BackendKind::Process => {
@@ -313,31 +183,23 @@ impl ServeArgs {
                 let backend = backends::docker(None, self.docker_settings()).await?;
                 (backend, fixed(), None)
             }
+            #[cfg(feature = "kube")]
             BackendKind::Kube => {
-                let connected =
-                    runner_kube::connect(self.kube_settings(), &registry_settings(self))
-                        .await
-                        .context("--backend kube")?;
-                let (functions, watch) = match self.watch_settings() {
-                    Some(settings) => {
-                        let (publisher, index) = configs.live();
-                        let watch = runner_kube::config_watch::start(
-                            connected.client,
-                            settings,
-                            configs.configs.clone(),
-                            publisher,
-                        )
-                        .await;
-                        let functions = Functions {
-                            index,
-                            rejected: configs.rejected.clone(),
-                        };
-                        (functions, Some(watch))
-                    }
-                    None => (fixed(), None),
+                let shared = crate::kube::Shared {
+                    pod_ttl: self.pod_ttl,
+                    scan_interval: self.scan_interval,
+                    max_message_bytes: self.max_request_body_size,
+                    wrapper_image: self.wrapper_server_image.clone(),
+                    functions_dir: self.functions.clone(),
+                    default_prefix: self.default_image_prefix.clone(),
                 };
-                (Arc::new(connected.backend), functions, watch)
+                let (backend, functions, watch) = self.kube.backend(&shared, configs).await?;
+                (backend, functions, Some(Box::new(watch) as Box<dyn Send>))
             }
+            #[cfg(not(feature = "kube"))]
+            BackendKind::Kube => anyhow::bail!(
+                "--backend kube: this function-runner is built without the kube backend (cargo feature `kube`)"
+            ),
         })
     }
 }
@@ -417,14 +279,4 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     served.context("serving gRPC")?;
     tracing::info!("stopped");
     Ok(())
-}
-
-/// The namespace this runner's pod runs in (its service account's), as
-/// Porch finds it; `porch-system` outside a cluster.
-fn runner_namespace() -> String {
-    std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-        .ok()
-        .map(|ns| ns.trim().to_string())
-        .filter(|ns| !ns.is_empty())
-        .unwrap_or_else(|| "porch-system".to_string())
 }
