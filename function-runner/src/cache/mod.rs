@@ -66,6 +66,11 @@ use image::{Choice, ImageEntry, Pod, Slot};
 
 mod image;
 mod room;
+mod settings;
+mod snapshot;
+
+pub use settings::{CacheSettings, PodRequestSettings, DEFAULT_MAX_PODS};
+pub use snapshot::{CacheCounters, CacheSnapshot, ImageSnapshot, PodSnapshot, PodState};
 
 #[cfg(test)]
 mod tests;
@@ -80,83 +85,6 @@ const START_GRACE: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Stand-in for "never" when `now + ttl` does not fit in an `Instant`.
 const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
-
-/// Cache-wide settings; each defaults to Porch's value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CacheSettings {
-    /// Pod time to live after its last hand-out (Porch: 30m).
-    pub default_ttl: Duration,
-    /// Period of the garbage collection scan (Porch: 1m).
-    pub scan_interval: Duration,
-    /// How long a pod may take to become ready (Porch: 60s).
-    pub ready_timeout: Duration,
-    /// Most pods per function image, pods still starting included (Porch: 1).
-    pub max_parallel_pods_per_function: usize,
-    /// Preferred most callers per pod before another pod is started (Porch: 2).
-    pub max_waitlist_length: usize,
-    /// Most pods of all functions together, starting ones included
-    /// (`--max-pods`): past it, idle pods are stopped least recently used
-    /// first to make room; with none idle, the call is refused.
-    pub max_pods: usize,
-}
-
-/// `--max-pods`' default: far more functions than a pipeline calls, few
-/// enough that callers naming new images cannot exhaust the machine.
-pub const DEFAULT_MAX_PODS: usize = 100;
-
-impl Default for CacheSettings {
-    fn default() -> Self {
-        CacheSettings {
-            default_ttl: Duration::from_secs(30 * 60),
-            scan_interval: Duration::from_secs(60),
-            ready_timeout: Duration::from_secs(60),
-            max_parallel_pods_per_function: 1,
-            max_waitlist_length: 2,
-            max_pods: DEFAULT_MAX_PODS,
-        }
-    }
-}
-
-/// Per-image overrides, from a FunctionConfig's `podExecutor`. `None` falls
-/// back to [`CacheSettings`].
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct PodRequestSettings {
-    /// `timeToLive`.
-    pub ttl: Option<Duration>,
-    /// `maxParallelExecutions`: most pods for this function.
-    pub max_parallel_pods: Option<usize>,
-    /// `preferredMaxQueueLength`: waitlist length per pod.
-    pub max_queue_length: Option<usize>,
-    /// `templateOverrides`, handed to the backend with each start.
-    pub template_overrides: Option<Arc<runner_core::config::TemplateOverrides>>,
-    /// podExecutor `prespawn`, handed to the backend with each start.
-    pub prespawn: Option<u32>,
-    /// podExecutor `pidsLimit`, handed to the backend with each start.
-    pub pids_limit: Option<u32>,
-    /// podExecutor `idlePods`, handed to the backend with each start: it
-    /// claims a pod of the function's idle pool (0: no pool).
-    pub idle_pods: u32,
-    /// podExecutor `singleUse`: every call gets a pod no call had before,
-    /// stopped once that call is done.
-    pub single_use: bool,
-}
-
-impl From<&runner_core::config::PodMatch> for PodRequestSettings {
-    /// A FunctionConfig podExecutor's overrides: `timeToLive`,
-    /// `maxParallelExecutions` (pods), `preferredMaxQueueLength` (waitlist).
-    fn from(m: &runner_core::config::PodMatch) -> Self {
-        Self {
-            ttl: m.ttl,
-            max_parallel_pods: m.max_parallel_executions.map(|n| n as usize),
-            max_queue_length: m.preferred_max_queue_length.map(|n| n as usize),
-            template_overrides: m.template_overrides.clone(),
-            prespawn: m.prespawn,
-            pids_limit: m.pids_limit,
-            idle_pods: m.idle_pods,
-            single_use: m.single_use,
-        }
-    }
-}
 
 /// Why the cache could not hand out a pod.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -221,70 +149,6 @@ struct InvalidEndpoint {
     endpoint: String,
     #[source]
     source: tonic::transport::Error,
-}
-
-/// What a pod is doing, as shown in a [`CacheSnapshot`]. Failed pods are not
-/// listed: a failure removes the pod from the cache at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PodState {
-    /// `Backend::start` has not answered yet.
-    Starting,
-    /// Serving; leases are handed out on it.
-    Ready,
-}
-
-/// One pod in a [`CacheSnapshot`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PodSnapshot {
-    /// `None` while starting: the backend names the pod when it is ready.
-    pub id: Option<PodId>,
-    pub state: PodState,
-    /// Leases out (ready) or live waiters (starting).
-    pub load: usize,
-    /// When the GC may delete the pod once idle; `None` while starting.
-    pub expiry: Option<Instant>,
-}
-
-/// The pods of one image in a [`CacheSnapshot`], in creation order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageSnapshot {
-    pub image: String,
-    pub pods: Vec<PodSnapshot>,
-    /// Callers waiting for a pod of this image to start.
-    pub waiters: usize,
-}
-
-/// Totals since the cache started.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CacheCounters {
-    /// `Backend::start` calls.
-    pub pod_starts: u64,
-    /// Starts that failed (or were not answered in time).
-    pub pod_start_failures: u64,
-    /// Calls served at once by a ready pod.
-    pub hits: u64,
-    /// Calls that had to wait for a pod to start.
-    pub misses: u64,
-    /// Pods removed because they failed or a caller saw UNAVAILABLE.
-    pub evictions: u64,
-    /// Pods deleted by the GC because their TTL passed.
-    pub gc_deletions: u64,
-}
-
-/// The cache's state at one instant, for tests and metrics.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CacheSnapshot {
-    /// Sorted by image.
-    pub images: Vec<ImageSnapshot>,
-    pub counters: CacheCounters,
-    pub shutting_down: bool,
-}
-
-impl CacheSnapshot {
-    /// The entry of `image`, if the cache has pods for it.
-    pub fn image(&self, image: &str) -> Option<&ImageSnapshot> {
-        self.images.iter().find(|i| i.image == image)
-    }
 }
 
 /// What every lease of one pod shares: created once when the pod is ready.
