@@ -8,11 +8,12 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use super::error::Error;
 use super::exec::{container_stderr, run_builtin, run_exec, run_image};
 use super::input::{assemble, krm_problem, set_all};
+use super::options::Function;
 use super::output::{clear_annotations, parse_output, PathAnns, INTERNAL_KEYS, LEGACY_KEYS};
 use super::results::{fail_line, kpt_duration, print_results, print_stderr};
-use super::{Error, Function};
 use krm_fn::results::FnResult;
 use krm_yaml::alias::expand_misplaced;
 use krm_yaml::package::{self, annotations as ann, go_quote, kyaml, PackageError};

@@ -11,7 +11,7 @@
 
 use krm_yaml::package::go_quote;
 
-use super::Error;
+use super::error::Error;
 
 /// The function's environment from `-e` flags.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

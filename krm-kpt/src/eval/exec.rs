@@ -9,7 +9,7 @@ use bytes::Bytes;
 use krm_fn::exec::{self, ExecError, ExecSpec, ExitStatus, Limits};
 use proto::pb::EvaluateFunctionRequest;
 
-use super::Error;
+use super::error::Error;
 use krm_fn::evaluator::{EvalRequest, Evaluator};
 use krm_yaml::package::go_quote;
 

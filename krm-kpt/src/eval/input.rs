@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 
-use super::{Error, FnConfig};
+use super::error::Error;
+use super::options::FnConfig;
 use crate::select::{self, Selector};
 use krm_yaml::package::{self, annotations as ann, kyaml, Meta, PackageError, Progress};
 use krm_yaml::{self as yaml, Kind, Node, Style};

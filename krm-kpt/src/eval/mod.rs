@@ -51,8 +51,10 @@
 
 mod apply;
 mod env;
+mod error;
 mod exec;
 mod input;
+mod options;
 mod output;
 mod results;
 #[cfg(test)]
@@ -60,14 +62,16 @@ mod results;
 mod tests;
 mod text_output;
 
-use std::io::{self, Write};
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::io::Write;
 use std::time::Instant;
 
-use crate::select::{self, Selector};
-use krm_fn::evaluator::Evaluator;
-use krm_yaml::package::{go_quote, PackageError, Progress};
+use crate::select;
+use krm_yaml::package::{go_quote, Progress};
+
+pub use error::Error;
+pub use options::{
+    EvalOptions, FnConfig, Function, ImagePullPolicy, Output, Source, DEFAULT_MAX_OUTPUT_BYTES,
+};
 
 pub(crate) use apply::{apply, StepFunction, StepReport};
 // Named by nothing outside `eval` today (`render` reads it through
@@ -89,220 +93,6 @@ use output::{
     Processed,
 };
 use results::{fail_line, finish_results, print_results, print_stderr};
-
-/// Where the resources come from.
-pub enum Source {
-    /// A package directory.
-    Dir(PathBuf),
-    /// A ResourceList or a stream of YAML documents (stdin: `-`).
-    Stdin(Vec<u8>),
-}
-
-/// The function to run.
-pub enum Function {
-    /// A local command line (split like a shell would, without expansion).
-    Exec(String),
-    /// An image, run by an evaluator (exec or pod).
-    Image {
-        image: String,
-        evaluator: Arc<dyn Evaluator>,
-    },
-    /// An image whose function is built in (the runner's FunctionConfigs
-    /// and defaults decide which: [`crate::render::BuiltinFor`]), run
-    /// in-process: its output is what the catalog's container would
-    /// write, and kpt's lines name the image.
-    Builtin {
-        image: String,
-        builtin: &'static krm_builtins::Builtin,
-    },
-}
-
-impl Function {
-    /// The name kpt's lines give the function, and its key in the results
-    /// file.
-    fn name_and_key(&self) -> (String, &'static str) {
-        match self {
-            Function::Exec(cmd) => (cmd.clone(), "exec"),
-            Function::Image { image, .. } | Function::Builtin { image, .. } => {
-                (image.clone(), "image")
-            }
-        }
-    }
-}
-
-/// Where the `functionConfig` comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FnConfig {
-    /// `key=value` arguments (a ConfigMap named `function-input`; a first
-    /// argument without `=` is its kind). Empty: a ConfigMap with no data.
-    Args(Vec<String>),
-    /// A file holding the `functionConfig`.
-    File(PathBuf),
-}
-
-/// Where the output goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Output {
-    /// Back into the package directory (the default for a directory).
-    InPlace,
-    /// A ResourceList on stdout (the default for stdin).
-    Stdout,
-    /// The resources as YAML documents on stdout.
-    Unwrap,
-    /// A new directory (it must not exist).
-    Dir(PathBuf),
-}
-
-impl Output {
-    /// `-o` as kpt reads it.
-    pub fn parse(s: &str) -> Output {
-        match s {
-            "stdout" => Output::Stdout,
-            "unwrap" => Output::Unwrap,
-            dir => Output::Dir(PathBuf::from(dir)),
-        }
-    }
-}
-
-/// Everything `eval` needs.
-pub struct EvalOptions {
-    pub source: Source,
-    pub function: Function,
-    pub fn_config: FnConfig,
-    /// `None`: in place for a directory, stdout for stdin.
-    pub output: Option<Output>,
-    pub results_dir: Option<PathBuf>,
-    /// kpt's `--truncate-output` (default true): at most four lines of
-    /// results and of stderr.
-    pub truncate_output: bool,
-    /// The most stdout a function may write.
-    pub max_output_bytes: usize,
-    /// kpt's `--match-*` flags: the resources the function sees (all when
-    /// this and `exclusion` are empty; see [`crate::select`]).
-    pub selector: Selector,
-    /// kpt's `--exclude-*` flags.
-    pub exclusion: Selector,
-    /// `-e/--env`: added to an `--exec` function's environment (an image
-    /// function's comes from its evaluator; a built-in has none).
-    pub env: Vec<(String, String)>,
-}
-
-impl EvalOptions {
-    pub fn new(source: Source, function: Function) -> Self {
-        Self {
-            source,
-            function,
-            fn_config: FnConfig::Args(Vec::new()),
-            output: None,
-            results_dir: None,
-            truncate_output: true,
-            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
-            selector: Selector::default(),
-            exclusion: Selector::default(),
-            env: Vec::new(),
-        }
-    }
-}
-
-/// kpt's `--image-pull-policy` values (default `IfNotPresent`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ImagePullPolicy {
-    Always,
-    #[default]
-    IfNotPresent,
-    Never,
-}
-
-impl ImagePullPolicy {
-    const ALL: [(ImagePullPolicy, &'static str); 3] = [
-        (ImagePullPolicy::Always, "Always"),
-        (ImagePullPolicy::IfNotPresent, "IfNotPresent"),
-        (ImagePullPolicy::Never, "Never"),
-    ];
-
-    /// As kpt reads the flag: any case; otherwise kpt's error.
-    pub fn parse(s: &str) -> Result<Self, Error> {
-        Self::ALL
-            .iter()
-            .find(|(_, name)| name.eq_ignore_ascii_case(s))
-            .map(|(p, _)| *p)
-            .ok_or_else(|| {
-                Error::Input(format!(
-                    "invalid argument {} for \"--image-pull-policy\" flag: must be one of: {}",
-                    go_quote(s),
-                    Self::ALL.map(|(_, n)| n).join(", ")
-                ))
-            })
-    }
-}
-
-/// Default for [`EvalOptions::max_output_bytes`]: 1 GiB.
-pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1 << 30;
-
-/// Why `eval` failed (printed as kpt prints errors: `error: ...`).
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// A Kptfile kpt refuses: kpt's message, printed as it is (not after
-    /// `error: `).
-    #[error("{0}")]
-    Kptfile(String),
-    #[error("missing function config file: {0}")]
-    MissingFnConfig(String),
-    #[error("invalid function config file {0}: {1}")]
-    BadFnConfig(String, String),
-    #[error("function arguments can only be specified without function config file")]
-    ArgsWithFnConfig,
-    #[error("args must have keys and values separated by =")]
-    BadArg,
-    #[error("exec command {} must be valid: {reason}", go_quote(.command))]
-    BadExec {
-        command: String,
-        reason: &'static str,
-    },
-    #[error("directory {} already exists, please delete the directory and retry", go_quote(.0))]
-    OutputExists(String),
-    #[error(
-        "--image needs an image evaluator, which this command was started without; use --exec"
-    )]
-    NoImageEvaluator,
-    #[error(transparent)]
-    Package(#[from] PackageError),
-    #[error("{0}")]
-    Input(String),
-    #[error("input resource list must contain only KRM resources: {0}")]
-    InputNotKrm(String),
-    #[error("output resource list must contain only KRM resources: {0}")]
-    OutputNotKrm(String),
-    #[error("function output: {0}")]
-    BadOutput(String),
-    /// A function's output with a key twice in one mapping
-    /// ([`DocError::DuplicateKey`](krm_yaml::package::DocError::DuplicateKey)),
-    /// naming the function as `[RUNNING]` does.
-    #[error("function output: {}: {source}", go_quote(.function))]
-    OutputDuplicateKey {
-        function: String,
-        source: krm_yaml::package::DocError,
-    },
-    #[error("unexpected function error: {0}")]
-    Exec(String),
-    #[error("{0}")]
-    Evaluator(String),
-    #[error("writing results: {0}")]
-    Results(io::Error),
-    #[error("writing output: {0}")]
-    Write(#[from] io::Error),
-}
-
-impl Error {
-    /// The error as kpt prints it: a Kptfile's message as it is, any other
-    /// after `error: `.
-    pub fn kpt_text(&self) -> String {
-        match self {
-            Error::Kptfile(text) => text.clone(),
-            err => format!("error: {err}"),
-        }
-    }
-}
 
 /// Runs the function; kpt's lines go to `stderr`, output resources (for
 /// `-o stdout|unwrap` and stdin) to `stdout`. Returns the exit code: 0, or

@@ -6,8 +6,9 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::error::Error;
 use super::input::{krm_problem, read_stream, set_all, wrap_and_encode, wrapped_list, Input};
-use super::{Error, Output};
+use super::options::Output;
 use krm_fn::results::FnResult;
 use krm_yaml::alias::{expand_misplaced, Expansions};
 use krm_yaml::package::{self, annotations as ann, kyaml, PackageError, Placed, Progress};

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_yaml_ng::{Mapping, Value};
 
-use super::{Error, EvalOptions};
+use super::error::Error;
+use super::options::EvalOptions;
 use krm_fn::results::FnResult;
 use krm_yaml as yaml;
 use krm_yaml::package::{go_quote, go_quote_bytes};

@@ -5,9 +5,10 @@
 
 use std::io::Write;
 
+use super::error::Error;
 use super::input::wrap_and_encode;
+use super::options::Output;
 use super::output::{placed_from_text, unwrap_text};
-use super::{Error, Output};
 use krm_yaml::package::{self, PackageError, Progress};
 use krm_yaml::Node;
 

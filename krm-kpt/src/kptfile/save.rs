@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::{Schema, Ty, KPTFILE};
+use super::schema::{Schema, Ty, KPTFILE};
 use crate::select::Selector;
 use krm_yaml::package::{self, go_quote, kyaml};
 use krm_yaml::resolve::{is_base60_float, is_old_bool, resolve_plain};
@@ -164,7 +164,7 @@ pub fn save(dir: &Path, f: &NewFunction, ty: FnType) -> String {
     else {
         return not_added();
     };
-    if super::read(dir, &original).is_err() {
+    if super::read::read(dir, &original).is_err() {
         return not_added();
     }
     let mut decoded = kyaml::content(&original).clone();

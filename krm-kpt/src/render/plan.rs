@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use krm_yaml::package::{self, go_quote, kyaml};
 use krm_yaml::Node;
 
-use super::RenderOptions;
+use super::options::RenderOptions;
 use crate::eval::{self, Error};
 
 /// A render, checked and planned.

@@ -5,7 +5,7 @@
 use krm_yaml::package::{go_quote, kyaml};
 use krm_yaml::{Kind, Node};
 
-use super::Images;
+use super::options::Images;
 use crate::eval::{Error, Function};
 use crate::image::{kpt_image_name, with_prefix, CATALOG_IMAGE_PREFIX};
 use crate::select::Selector;

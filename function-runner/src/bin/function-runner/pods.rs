@@ -16,13 +16,11 @@ use function_runner::builtin::Builtins;
 use function_runner::runner::{Functions, Runner, RunnerSettings};
 use krm_builtins::Builtin;
 use krm_fn::evaluator::{EvalError, Evaluator};
-use krm_kpt::eval;
 use krm_kpt::render::BuiltinFor;
 use runner_core::config::{FunctionConfigs, DEFAULT_IMAGE_PREFIX};
-use runner_docker::{choose_tools, ContainerOptions, Docker, DockerSettings, StorageMount, Tools};
+use runner_docker::{choose_tools, ContainerOptions, Docker, DockerSettings, Tools};
 
 use crate::backends;
-use crate::eval::args::EvalArgs;
 
 /// How `eval --image` (and `render`'s `image:` functions) run the image:
 /// through the same evaluator chain as `serve` (FunctionConfigs, then a
@@ -64,7 +62,7 @@ pub(crate) struct EvalPodArgs {
     #[arg(long)]
     pub(crate) no_default_builtins: bool,
     #[command(flatten)]
-    pub(crate) starlark: crate::StarlarkArgs,
+    pub(crate) starlark: crate::flags::StarlarkArgs,
     /// Not a flag: set by the command from its own.
     #[arg(skip)]
     pub(crate) function: FunctionPrivileges,
@@ -85,55 +83,6 @@ pub(crate) struct FunctionPrivileges {
 }
 
 impl FunctionPrivileges {
-    /// eval's flags, checked as kpt and its `docker run` check them, in
-    /// their words.
-    pub(crate) fn from_eval(args: &EvalArgs) -> Result<Self, eval::Error> {
-        let docker_only: Vec<&'static str> = [
-            ("--mount", !args.mounts.is_empty()),
-            ("--network", args.network),
-            ("--as-current-user", args.as_current_user),
-        ]
-        .into_iter()
-        .filter_map(|(flag, given)| given.then_some(flag))
-        .collect();
-        if args.exec.is_some() && !docker_only.is_empty() {
-            // kpt refuses `--env` with `--exec` too (its message names it);
-            // here an exec function gets its environment.
-            return Err(eval::Error::Input(
-                "--mount, --as-current-user and --network can only be used with container functions"
-                    .into(),
-            ));
-        }
-        let env = eval::FunctionEnv::parse(&args.env)?;
-        let mounts = args
-            .mounts
-            .iter()
-            .map(|m| {
-                let mount = StorageMount::parse(m);
-                mount.check().map(|()| mount)
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(eval::Error::Input)?;
-        // kpt's `user.Current()`: the real ids, not the effective ones.
-        let user = args.as_current_user.then(|| {
-            format!(
-                "{}:{}",
-                rustix::process::getuid().as_raw(),
-                rustix::process::getgid().as_raw()
-            )
-        });
-        Ok(FunctionPrivileges {
-            env: env.process_env(),
-            container: ContainerOptions {
-                env: env.container_env(),
-                mounts,
-                network: args.network,
-                user,
-            },
-            docker_only,
-        })
-    }
-
     /// Said when the function runs other than in a container.
     pub(crate) fn not_applied(&self) -> Option<String> {
         let flags = match self.docker_only.as_slice() {
@@ -279,7 +228,7 @@ impl ImageFunctions {
 /// `--keep-warm`: a Go duration of a second or more (less would have the
 /// container exit before a later run could find it).
 fn parse_keep_warm(s: &str) -> Result<Duration, String> {
-    let d = crate::parse_duration(s)?;
+    let d = crate::flags::parse_duration(s)?;
     if d < Duration::from_secs(1) {
         return Err(format!(
             "{s:?} is under a second: the container would be gone before the next run"

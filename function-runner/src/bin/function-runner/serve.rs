@@ -15,7 +15,7 @@ use runner_docker::DockerSettings;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::backends::{self, BackendKind};
-use crate::parse_duration;
+use crate::flags::parse_duration;
 
 /// After the drain, how long stopping the pods may take: with the default
 /// `--shutdown-grace` within Kubernetes' default 30 s termination grace.
@@ -117,7 +117,7 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     no_default_builtins: bool,
     #[command(flatten)]
-    starlark: crate::StarlarkArgs,
+    starlark: crate::flags::StarlarkArgs,
     #[cfg(feature = "kube")]
     #[command(flatten)]
     kube: crate::kube::KubeArgs,

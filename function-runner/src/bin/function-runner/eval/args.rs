@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use krm_kpt::eval;
 use krm_kpt::select::Selector;
+use runner_docker::{ContainerOptions, StorageMount};
+
+use crate::pods::FunctionPrivileges;
 
 /// Arguments of `function-runner eval`.
 #[derive(Debug, clap::Args)]
@@ -143,5 +146,58 @@ impl SelectionArgs {
             annotations: pairs("--exclude-annotations", &self.exclude_annotations)?,
         };
         Ok((selector, exclusion))
+    }
+}
+
+impl EvalArgs {
+    /// What the function gets beyond its image (`-e`, `--mount`,
+    /// `--network`, `--as-current-user`), checked as kpt and its `docker
+    /// run` check them, in their words.
+    pub(crate) fn privileges(&self) -> Result<FunctionPrivileges, eval::Error> {
+        let args = self;
+        let docker_only: Vec<&'static str> = [
+            ("--mount", !args.mounts.is_empty()),
+            ("--network", args.network),
+            ("--as-current-user", args.as_current_user),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect();
+        if args.exec.is_some() && !docker_only.is_empty() {
+            // kpt refuses `--env` with `--exec` too (its message names it);
+            // here an exec function gets its environment.
+            return Err(eval::Error::Input(
+                "--mount, --as-current-user and --network can only be used with container functions"
+                    .into(),
+            ));
+        }
+        let env = eval::FunctionEnv::parse(&args.env)?;
+        let mounts = args
+            .mounts
+            .iter()
+            .map(|m| {
+                let mount = StorageMount::parse(m);
+                mount.check().map(|()| mount)
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(eval::Error::Input)?;
+        // kpt's `user.Current()`: the real ids, not the effective ones.
+        let user = args.as_current_user.then(|| {
+            format!(
+                "{}:{}",
+                rustix::process::getuid().as_raw(),
+                rustix::process::getgid().as_raw()
+            )
+        });
+        Ok(FunctionPrivileges {
+            env: env.process_env(),
+            container: ContainerOptions {
+                env: env.container_env(),
+                mounts,
+                network: args.network,
+                user,
+            },
+            docker_only,
+        })
     }
 }

@@ -14,7 +14,7 @@ use krm_fn::evaluator::Evaluator;
 use krm_kpt::eval::{self, EvalOptions, FnConfig, Function, ImagePullPolicy, Output, Source};
 use krm_kpt::image::{kpt_image_name, with_prefix, CATALOG_IMAGE_PREFIX};
 
-use crate::pods::{EvalPodArgs, FunctionPrivileges, ImageFunctions};
+use crate::pods::{EvalPodArgs, ImageFunctions};
 use args::EvalArgs;
 
 /// `function-runner eval`: kpt's checks first, then the run, then the
@@ -35,7 +35,7 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
         tracing::debug!(%err, "not a child subreaper");
     }
     // Checked before anything runs (kpt: before it runs `docker run`).
-    pods.function = match FunctionPrivileges::from_eval(&args) {
+    pods.function = match args.privileges() {
         Ok(privileges) => privileges,
         Err(err) => {
             eprintln!("error: {err}");

@@ -1,0 +1,78 @@
+//! Flags more than one command takes: Go durations, and the `starlark`
+//! built-in's limits.
+
+use std::time::Duration;
+
+use krm_fn::duration::parse_go_duration;
+
+/// A Go duration (`30m`, `1m30s`), for clap.
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
+    parse_go_duration(s).map_err(|e| e.to_string())
+}
+
+/// The `starlark` built-in's limits (serve, eval, render).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct StarlarkArgs {
+    /// The memory a `starlark` function's program may use (its sandbox
+    /// process's address space beyond the interpreter's own); past it the
+    /// call fails naming this flag. Bytes, or with Ki, Mi, Gi.
+    #[arg(long, value_name = "SIZE", default_value = "512Mi", value_parser = parse_size)]
+    pub(crate) starlark_memory_limit: u64,
+}
+
+impl StarlarkArgs {
+    /// Runs every `starlark` program of this process in a sandbox: this
+    /// binary, started with the sandbox argument.
+    pub(crate) fn configure(&self, max_output_bytes: Option<u64>) -> anyhow::Result<()> {
+        let program = std::env::current_exe()
+            .map_err(|e| anyhow::anyhow!("finding this binary for the starlark sandbox: {e}"))?;
+        krm_builtins::starlark::configure(krm_builtins::starlark::Limits {
+            program,
+            memory_bytes: self.starlark_memory_limit,
+            // serve: what a call may answer; eval and render: what the
+            // program may hold.
+            max_output_bytes: max_output_bytes.unwrap_or(self.starlark_memory_limit),
+            max_depth: 0,
+            memory_flag: format!(
+                "--starlark-memory-limit {}",
+                show_size(self.starlark_memory_limit)
+            ),
+            // Known to the orphan sweep of a runner that reaps orphans.
+            spawn: |cmd| {
+                let (child, registered) = krm_fn::exec::spawn_registered(cmd)?;
+                Ok((child, Box::new(registered)))
+            },
+        });
+        Ok(())
+    }
+}
+
+/// `512Mi`, `1Gi`, `65536`: a size in bytes.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let (digits, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (bytes, or a number with Ki, Mi or Gi)"))?;
+    let shift = match unit {
+        "" => 0,
+        "Ki" => 10,
+        "Mi" => 20,
+        "Gi" => 30,
+        _ => return Err(format!("{s:?}: the unit is Ki, Mi or Gi")),
+    };
+    let bytes = n
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))?;
+    if bytes < 16 << 20 {
+        return Err(format!("{s:?}: at least 16Mi"));
+    }
+    Ok(bytes)
+}
+
+fn show_size(bytes: u64) -> String {
+    match bytes {
+        b if b % (1 << 30) == 0 => format!("{}Gi", b >> 30),
+        b if b % (1 << 20) == 0 => format!("{}Mi", b >> 20),
+        b => b.to_string(),
+    }
+}
