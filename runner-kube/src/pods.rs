@@ -54,8 +54,8 @@ use super::backoff::with_backoff;
 use super::entrypoint::{EntrypointError, Entrypoints};
 use super::lifecycle::{self, Events, OpType, Outcome, Phase};
 use super::owner::{OwnerDeployment, DEPLOYMENT_LABEL};
-use super::registry::{self, PullSecret};
-use super::source::{self, TemplateChoice};
+use super::registry;
+use super::source;
 use super::template::{label_value, FunctionPod, Template};
 use crate::names::{
     OWNER_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT,
@@ -75,8 +75,10 @@ mod operations;
 mod pool;
 mod readiness;
 mod service;
+mod settings;
 
 pub use pool::{POOL_LABEL, POOL_STATE_LABEL};
+pub use settings::{Dial, KubeSettings};
 
 /// How long the runner takes at most, when it stops with its Deployment
 /// gone, to delete that Deployment's function pods.
@@ -92,49 +94,6 @@ pub const CLOSE_WITHIN: Duration = Duration::from_secs(5 + 20 + 5 + 1);
 /// Slots tried per start before giving up: more than any function's pod
 /// limit plus the pods of other runners it might collide with.
 const MAX_SLOTS: u32 = 64;
-
-/// How the runner reaches a function pod.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Dial {
-    /// The pod's Service: `<name>.<namespace>.svc.cluster.local:9446`
-    /// (service-mesh friendly; needs the cluster's DNS).
-    Service,
-    /// The pod's IP, straight (no DNS, no kube-proxy).
-    PodIp,
-}
-
-/// What the kube backend needs to know.
-#[derive(Debug, Clone)]
-pub struct KubeSettings {
-    pub namespace: String,
-    /// `WRAPPER_SERVER_IMAGE`: the init container's image.
-    pub wrapper_image: String,
-    /// Where `wrapper_image` was set (`--wrapper-server-image`, env
-    /// `WRAPPER_SERVER_IMAGE`), named when pods cannot pull it.
-    pub wrapper_image_source: String,
-    pub max_message_bytes: usize,
-    pub dial: Dial,
-    /// This runner, as a label value: its pods carry it.
-    pub owner: String,
-    /// The default pod TTL: also how long past its reclaim-after a pod whose
-    /// owner is gone is left before another runner deletes it.
-    pub ttl: Duration,
-    /// How often pods nobody here holds are swept.
-    pub scan_interval: Duration,
-    /// Where the pod template comes from.
-    pub template: TemplateChoice,
-    /// The runner's own namespace, where a `--function-pod-template`
-    /// ConfigMap lives.
-    pub runner_namespace: String,
-    /// A pull Secret that pods of images outside the default registry
-    /// reference (private registries), made from the registry auth file.
-    pub pull_secret: Option<PullSecret>,
-    /// The runner's own pod (`POD_NAME`), in `runner_namespace`: its
-    /// Deployment owns the function pods ([`super::owner`]).
-    pub runner_pod: Option<String>,
-    /// That Deployment, found at start.
-    pub deployment: Option<OwnerDeployment>,
-}
 
 pub struct KubeBackend {
     inner: Arc<Inner>,
