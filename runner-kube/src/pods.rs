@@ -69,11 +69,13 @@ use failures::{Attempt, StartError, Taken};
 pub use readiness::is_ready;
 use readiness::{ended, lists_address, pod_ip, service_accepts, terminated};
 
+mod claim;
 mod events;
 mod failures;
 mod operations;
 mod pool;
 mod readiness;
+mod replicasets;
 mod service;
 mod settings;
 
@@ -277,7 +279,7 @@ impl KubeBackend {
                 inner.access.recheck(&client).await;
             }
         });
-        let pool_tasks = pool::spawn(&inner);
+        let pool_tasks = replicasets::spawn(&inner);
         Self {
             inner,
             watch: task.abort_handle(),
