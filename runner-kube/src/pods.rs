@@ -36,13 +36,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::wait::await_condition;
 use kube::runtime::watcher;
@@ -57,24 +57,28 @@ use super::owner::{OwnerDeployment, DEPLOYMENT_LABEL};
 use super::registry;
 use super::source;
 use super::template::{label_value, FunctionPod, Template};
-use crate::names::{
-    OWNER_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT,
-};
+use crate::names::{OWNER_LABEL, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT};
 use runner_core::backend::{
     cause, pod_name, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, Retire,
     StopReason,
 };
 
-use failures::{Attempt, StartError, Taken};
+use delete::{delete_pod, Exactly};
+use failures::{is_conflict, is_not_found, Attempt, StartError, Taken};
+use naming::{service_name, MAX_SLOTS};
 pub use readiness::is_ready;
 use readiness::{ended, lists_address, pod_ip, service_accepts, terminated};
+use reclaim::{now_secs, reclaim_after};
 
 mod claim;
+mod delete;
 mod events;
 mod failures;
+mod naming;
 mod operations;
 mod pool;
 mod readiness;
+mod reclaim;
 mod replicasets;
 mod service;
 mod settings;
@@ -92,10 +96,6 @@ const DELETES_WITHIN: Duration = Duration::from_secs(5);
 /// How long the backend's close takes at most: the deletes under way, an
 /// uninstall, the last events (5 s).
 pub const CLOSE_WITHIN: Duration = Duration::from_secs(5 + 20 + 5 + 1);
-
-/// Slots tried per start before giving up: more than any function's pod
-/// limit plus the pods of other runners it might collide with.
-const MAX_SLOTS: u32 = 64;
 
 pub struct KubeBackend {
     inner: Arc<Inner>,
@@ -313,44 +313,12 @@ fn pod_watcher(
     )
 }
 
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-fn reclaim_after(pod: &Pod) -> Option<u64> {
-    pod.metadata
-        .annotations
-        .as_ref()?
-        .get(RECLAIM_AFTER_ANNOTATION)?
-        .parse()
-        .ok()
-}
-
 fn owner_of(pod: &Pod) -> Option<&str> {
     pod.metadata
         .labels
         .as_ref()?
         .get(OWNER_LABEL)
         .map(String::as_str)
-}
-
-fn is_conflict(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(status) if status.code == 409)
-}
-
-/// 8 hex digits of FNV-1a over `parts`: stable across runs and builds, so
-/// that every runner computes the same pod names.
-fn name_key(parts: &[&str]) -> String {
-    let mut hash: u32 = 0x811c_9dc5;
-    for part in parts {
-        for byte in part.bytes().chain(std::iter::once(0)) {
-            hash ^= u32::from(byte);
-            hash = hash.wrapping_mul(0x0100_0193);
-        }
-    }
-    format!("{hash:08x}")
 }
 
 impl Inner {
@@ -364,52 +332,6 @@ impl Inner {
 
     fn mine(&self, pod: &Pod) -> bool {
         owner_of(pod) == Some(label_value(&self.settings.owner).as_str())
-    }
-
-    /// Deletes the pod in the background, if it is still `exactly` it.
-    fn spawn_delete(&self, name: String, exactly: Exactly) {
-        if let Exactly::Uid(uid) = &exactly {
-            self.deleting(uid);
-        }
-        let pods = self.pods.clone();
-        self.deletes.spawn(async move {
-            delete_pod(&pods, &name, exactly).await;
-        });
-    }
-
-    /// Notes that the pod `uid` is being deleted (until its Delete event).
-    fn deleting(&self, uid: &str) {
-        let mut held = self.held();
-        // Bounded, should Delete events be missed (a watch gap).
-        if held.deleting.len() > 4096 {
-            held.deleting.clear();
-        }
-        held.deleting.insert(uid.to_string());
-    }
-
-    /// A hash of everything `spec`'s pods are made of from `template`
-    /// (image, template and its version, wrapper image, message size,
-    /// overrides, pull Secret) and `extra`: the same in every runner.
-    fn spec_key(&self, spec: &PodSpec, template: &Template, extra: &[&str]) -> String {
-        let settings = &self.settings;
-        let overrides = spec
-            .overrides
-            .as_ref()
-            .map(|o| serde_json::to_string(&**o).unwrap_or_default())
-            .unwrap_or_default();
-        let pull_secret = self.pull_secret_for(&spec.image).unwrap_or_default();
-        let max_message_bytes = settings.max_message_bytes.to_string();
-        let mut parts = vec![
-            spec.image.as_str(),
-            &template.source,
-            &template.version,
-            &settings.wrapper_image,
-            &max_message_bytes,
-            &overrides,
-            &pull_secret,
-        ];
-        parts.extend_from_slice(extra);
-        name_key(&parts)
     }
 
     /// Waits for the watches to have read the template.
@@ -756,122 +678,7 @@ impl Inner {
             }
         }
     }
-
-    /// Records a reuse on the pod's reclaim-after, in the background, when
-    /// it moves by more than a tenth of the TTL (a minute at most): other
-    /// runners and later runs read it; this runner keeps its own clock.
-    fn reused(&self, name: &str, ttl: Duration) {
-        self.extend(name, ttl, false);
-    }
-
-    /// [`Inner::reused`]; with `force`, past what is recorded even if by
-    /// less than the slack.
-    fn extend(&self, name: &str, ttl: Duration, force: bool) {
-        let mut wanted = now_secs().saturating_add(ttl.as_secs());
-        let slack = (ttl.as_secs() / 10).clamp(1, 60);
-        // The path of nearly every hand-out: one lock, one lookup.
-        if !force
-            && self
-                .held()
-                .known
-                .get(name)
-                .is_some_and(|known| wanted < known.saturating_add(slack))
-        {
-            return;
-        }
-        let recorded = self
-            .store
-            .get(&self.key(name))
-            .and_then(|pod| reclaim_after(&pod));
-        {
-            let mut held = self.held();
-            let recorded = recorded.max(held.written.get(name).copied()).unwrap_or(0);
-            if force {
-                wanted = wanted.max(recorded.saturating_add(1));
-            } else if wanted < recorded.saturating_add(slack) {
-                if held.ready.contains(name) {
-                    held.known.insert(name.to_string(), recorded);
-                }
-                return;
-            }
-            if !held.patching.insert(name.to_string()) {
-                return;
-            }
-        }
-        let pods = self.pods.clone();
-        let name = name.to_string();
-        let patch = serde_json::json!({
-            "metadata": {"annotations": {RECLAIM_AFTER_ANNOTATION: wanted.to_string()}}
-        });
-        let held = Arc::clone(&self.held);
-        tokio::spawn(async move {
-            let result = pods
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await;
-            let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
-            held.patching.remove(&name);
-            match result {
-                Ok(_) => {
-                    let written = held.written.entry(name.clone()).or_insert(0);
-                    *written = (*written).max(wanted);
-                    if held.ready.contains(&name) {
-                        let known = held.known.entry(name).or_insert(0);
-                        *known = (*known).max(wanted);
-                    }
-                }
-                Err(err) if is_not_found(&err) => {}
-                Err(err) => {
-                    tracing::warn!(pod = %name, err = %one_line(&err), "extending the pod's reclaim-after")
-                }
-            }
-        });
-    }
 }
-
-/// Which pod of a name a delete may remove: names are shared (a pod
-/// deleted and created again keeps its name), so every delete names the uid
-/// it means, or the resourceVersion it saw (which also fails the delete if a
-/// reuse patch landed since).
-enum Exactly {
-    Uid(String),
-    Version(String),
-}
-
-/// Deletes a pod (its Service goes with it, by owner reference), only if it
-/// is still `exactly` the one meant. False only when the pod surely stays:
-/// its precondition failed (another error may hide a delete that landed).
-async fn delete_pod(pods: &Api<Pod>, name: &str, exactly: Exactly) -> bool {
-    let preconditions = match exactly {
-        Exactly::Uid(uid) => Preconditions {
-            uid: Some(uid),
-            resource_version: None,
-        },
-        Exactly::Version(version) => Preconditions {
-            uid: None,
-            resource_version: Some(version),
-        },
-    };
-    let params = DeleteParams {
-        preconditions: Some(preconditions),
-        ..DeleteParams::default()
-    };
-    match pods.delete(name, &params).await {
-        Ok(_) => true,
-        Err(err) if is_not_found(&err) => true,
-        Err(err) if is_conflict(&err) => {
-            tracing::info!(
-                pod = name,
-                "not deleted: the pod changed meanwhile (another runner uses it)"
-            );
-            false
-        }
-        Err(err) => {
-            tracing::warn!(pod = name, err = %one_line(&err), "deleting pod");
-            true
-        }
-    }
-}
-
 impl Backend for KubeBackend {
     fn name(&self) -> &'static str {
         "kube"
@@ -1119,20 +926,6 @@ impl Backend for KubeBackend {
     fn pool_metrics(&self) -> Option<runner_core::backend::metrics::PoolMetrics> {
         self.inner.pools.metrics.get().cloned()
     }
-}
-
-fn is_not_found(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(status) if status.code == 404)
-}
-
-/// A pod name that is also a valid Service name (DNS-1035: it starts with a
-/// letter): `fn-` in front when it does not, keeping its unique end.
-fn service_name(name: String) -> String {
-    if name.starts_with(|c: char| c.is_ascii_lowercase()) {
-        return name;
-    }
-    let tail = &name[name.len().saturating_sub(60)..];
-    format!("fn-{tail}")
 }
 
 #[cfg(test)]

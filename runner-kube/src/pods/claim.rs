@@ -9,9 +9,12 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Patch, PatchParams};
 use serde_json::{json, Map, Value};
 
+use super::delete::Exactly;
+use super::failures::{is_conflict, is_not_found, StartError};
 use super::pool::{idle_in, label, CLAIMED, IDLE, POOL_LABEL, POOL_STATE_LABEL};
 use super::readiness::{ended, is_ready, pod_ip, terminated};
-use super::{is_conflict, is_not_found, now_secs, Exactly, Inner, Progress, StartError};
+use super::reclaim::now_secs;
+use super::{Inner, Progress};
 use crate::lifecycle::{self, OpType, Phase, TRAFFIC_FINALIZER};
 use crate::names::{OWNER_LABEL, POD_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION};
 use crate::template::{label_value, Template};

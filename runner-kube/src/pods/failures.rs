@@ -1,9 +1,22 @@
 //! How a start fails: what went wrong ([`StartError`]), and what the
 //! caller is told of it (a refused right, an image its registry lacks, the
-//! wrapper image that cannot be pulled).
+//! wrapper image that cannot be pulled); and the API server's answers that
+//! a start, a claim or a delete takes as no failure (a conflict, an
+//! absence).
 
 use super::readiness::is_pull_failure;
 use super::*;
+
+/// 409: another actor made the object first, or changed it since it was
+/// read.
+pub(super) fn is_conflict(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 409)
+}
+
+/// 404: the object is gone.
+pub(super) fn is_not_found(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 404)
+}
 
 /// Why a Kubernetes pod did not start.
 #[derive(Debug, thiserror::Error)]

@@ -14,14 +14,14 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::{reflector, watcher};
 
+use super::failures::{is_conflict, is_not_found, StartError};
+use super::naming::{name_key, service_name};
 use super::pool::{
     claimable, label, FIELD_MANAGER, IDLE, POOL_APPLIED_AT_ANNOTATION, POOL_IMAGE_ANNOTATION,
     POOL_LABEL, POOL_OF_LABEL, POOL_RUNNER_LABEL, POOL_STATE_LABEL, STALE_AFTER, STANDALONE,
 };
-use super::{
-    is_conflict, is_not_found, name_key, now_secs, one_line, pod_watcher, registry, service_name,
-    with_backoff, Inner, StartError,
-};
+use super::reclaim::now_secs;
+use super::{one_line, pod_watcher, registry, with_backoff, Inner};
 use crate::lifecycle;
 use crate::names::{
     IMAGE_LABEL, OWNER_LABEL, POD_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION,
