@@ -34,7 +34,6 @@
 //! crashed or scaled-down replica) is deleted by any runner one more TTL
 //! later, when a live owner would have deleted it long since.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
@@ -43,7 +42,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, PostParams, Preconditions};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector;
 use kube::runtime::wait::await_condition;
 use kube::runtime::watcher;
 use kube::{Api, Client};
@@ -54,7 +53,6 @@ use super::backoff::with_backoff;
 use super::entrypoint::{EntrypointError, Entrypoints};
 use super::lifecycle::{self, Events, OpType, Outcome, Phase};
 use super::owner::{OwnerDeployment, DEPLOYMENT_LABEL};
-use super::registry;
 use super::source;
 use super::template::{label_value, FunctionPod, Template};
 use crate::names::{OWNER_LABEL, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT};
@@ -64,7 +62,9 @@ use runner_core::backend::{
 };
 
 use delete::{delete_pod, Exactly};
+use events::pod_watcher;
 use failures::{is_conflict, is_not_found, Attempt, StartError, Taken};
+use inner::{owner_of, Held, Inner};
 use naming::{service_name, MAX_SLOTS};
 pub use readiness::is_ready;
 use readiness::{ended, lists_address, pod_ip, service_accepts, terminated};
@@ -74,6 +74,7 @@ mod claim;
 mod delete;
 mod events;
 mod failures;
+mod inner;
 mod naming;
 mod operations;
 mod pool;
@@ -112,68 +113,6 @@ impl Drop for KubeBackend {
         self.pool_tasks.0.abort();
         self.pool_tasks.1.abort();
     }
-}
-
-struct Inner {
-    settings: KubeSettings,
-    pods: Api<Pod>,
-    services: Api<Service>,
-    endpoints: Api<Endpoints>,
-    store: Store<Pod>,
-    /// Ticks on every watch event: starts wait on it instead of polling.
-    changed: watch::Receiver<u64>,
-    template: watch::Receiver<source::Current>,
-    entrypoints: Entrypoints,
-    /// Shared with the reuse patches running in the background.
-    held: Arc<Mutex<Held>>,
-    events: OnceLock<mpsc::UnboundedSender<PodEvent>>,
-    /// The pod watch's last error, named when a start times out.
-    watch_error: Mutex<Option<String>>,
-    /// This runner's id as a label name: its operations on pods.
-    runner: String,
-    /// Events on the pods, published in the background.
-    lifecycle: Events,
-    /// The rights the API server refuses now: the backend's readiness.
-    access: Access,
-    /// Deletes running in the background (a failed start's pod): the
-    /// backend's close waits for them, so a runner told to stop right after
-    /// leaves no such pod behind.
-    deletes: tokio_util::task::TaskTracker,
-    /// The idle pools (podExecutor `idlePods`).
-    pools: pool::Pools,
-}
-
-/// What this runner holds, by pod name.
-#[derive(Default)]
-struct Held {
-    /// Pods being started or handed out by this runner: their names are not
-    /// tried again by its other starts, and the sweep leaves them alone.
-    claimed: HashSet<String>,
-    /// Pods handed out as ready: their end is reported as a failure.
-    ready: HashSet<String>,
-    /// The reclaim-after this runner last wrote on each pod.
-    written: HashMap<String, u64>,
-    /// The latest reclaim-after known on each handed-out pod (written here,
-    /// or seen in the store): a hand-out that would move it by less than
-    /// the slack is decided from this alone, without reading the store.
-    known: HashMap<String, u64>,
-    /// The uid of each pod handed out: the one pod a stop may delete.
-    uids: HashMap<String, String>,
-    /// Uids of pods this runner is deleting: the store may show them alive
-    /// for a moment still, and a start must not take one (names are reused).
-    deleting: HashSet<String>,
-    /// Reclaim-after patches under way.
-    patching: HashSet<String>,
-    /// When this runner last declared (or refreshed) its `serve` operation
-    /// on each handed-out pod, unix nanoseconds.
-    declared: HashMap<String, u128>,
-    /// Operation refreshes and releases under way, by pod name.
-    operating: HashSet<String>,
-    /// Finalizer removals under way, by uid.
-    unprotecting: HashSet<String>,
-    /// Handed-out pods reported to the cache as taken away (drained or
-    /// deleted by another actor): reported once.
-    taken: HashSet<String>,
 }
 
 /// What a start did, for the cleanup after a failure or a timeout.
@@ -289,52 +228,7 @@ impl KubeBackend {
     }
 }
 
-/// The pod watcher, started afresh (from a new list) when a watch request
-/// is answered 410 Gone: kube-runtime relists after a 410 ERROR event, but
-/// retries a watch request answered 410 at the same expired
-/// resourceVersion for ever, so pods deleted meanwhile would never leave
-/// the store.
-fn pod_watcher(
-    pods: Api<Pod>,
-    config: watcher::Config,
-) -> impl futures::Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Send {
-    let first = watcher(pods.clone(), config.clone()).boxed();
-    futures::stream::unfold(
-        (first, pods, config),
-        |(mut stream, pods, config)| async move {
-            let event = stream.next().await?;
-            if let Err(watcher::Error::WatchStartFailed(kube::Error::Api(status))) = &event {
-                if status.code == 410 {
-                    stream = watcher(pods.clone(), config.clone()).boxed();
-                }
-            }
-            Some((event, (stream, pods, config)))
-        },
-    )
-}
-
-fn owner_of(pod: &Pod) -> Option<&str> {
-    pod.metadata
-        .labels
-        .as_ref()?
-        .get(OWNER_LABEL)
-        .map(String::as_str)
-}
-
 impl Inner {
-    fn held(&self) -> MutexGuard<'_, Held> {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn key(&self, name: &str) -> ObjectRef<Pod> {
-        ObjectRef::new(name).within(&self.settings.namespace)
-    }
-
-    fn mine(&self, pod: &Pod) -> bool {
-        owner_of(pod) == Some(label_value(&self.settings.owner).as_str())
-    }
-
-    /// Waits for the watches to have read the template.
     async fn current_template(&self) -> Result<Arc<Template>, StartError> {
         let mut template = self.template.clone();
         let current = template

@@ -6,7 +6,7 @@ use kube::api::{DeleteParams, Preconditions};
 use kube::Api;
 
 use super::failures::{is_conflict, is_not_found};
-use super::Inner;
+use super::inner::Inner;
 use crate::access::one_line;
 
 /// Which pod of a name a delete may remove: names are shared (a pod

@@ -227,3 +227,27 @@ impl Inner {
         }
     }
 }
+
+/// The pod watcher, started afresh (from a new list) when a watch request
+/// is answered 410 Gone: kube-runtime relists after a 410 ERROR event, but
+/// retries a watch request answered 410 at the same expired
+/// resourceVersion for ever, so pods deleted meanwhile would never leave
+/// the store.
+pub(super) fn pod_watcher(
+    pods: Api<Pod>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Send {
+    let first = watcher(pods.clone(), config.clone()).boxed();
+    futures::stream::unfold(
+        (first, pods, config),
+        |(mut stream, pods, config)| async move {
+            let event = stream.next().await?;
+            if let Err(watcher::Error::WatchStartFailed(kube::Error::Api(status))) = &event {
+                if status.code == 410 {
+                    stream = watcher(pods.clone(), config.clone()).boxed();
+                }
+            }
+            Some((event, (stream, pods, config)))
+        },
+    )
+}

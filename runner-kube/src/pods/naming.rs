@@ -1,7 +1,7 @@
 //! Pod names that every runner computes alike: a hash of what the pod is
 //! made from, a slot, and a valid Service name.
 
-use super::Inner;
+use super::inner::Inner;
 use crate::template::Template;
 use runner_core::backend::PodSpec;
 

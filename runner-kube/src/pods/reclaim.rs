@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Patch, PatchParams};
 
 use super::failures::is_not_found;
-use super::Inner;
+use super::inner::Inner;
 use crate::access::one_line;
 use crate::names::RECLAIM_AFTER_ANNOTATION;
 

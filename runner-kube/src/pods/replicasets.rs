@@ -14,14 +14,17 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::runtime::{reflector, watcher};
 
+use super::events::pod_watcher;
 use super::failures::{is_conflict, is_not_found, StartError};
+use super::inner::Inner;
 use super::naming::{name_key, service_name};
 use super::pool::{
     claimable, label, FIELD_MANAGER, IDLE, POOL_APPLIED_AT_ANNOTATION, POOL_IMAGE_ANNOTATION,
     POOL_LABEL, POOL_OF_LABEL, POOL_RUNNER_LABEL, POOL_STATE_LABEL, STALE_AFTER, STANDALONE,
 };
 use super::reclaim::now_secs;
-use super::{one_line, pod_watcher, registry, with_backoff, Inner};
+use crate::access::one_line;
+use crate::backoff::with_backoff;
 use crate::lifecycle;
 use crate::names::{
     IMAGE_LABEL, OWNER_LABEL, POD_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION,
@@ -55,15 +58,6 @@ fn ready_after(pod: &Pod) -> Option<Duration> {
 }
 
 impl Inner {
-    /// The pull Secret pods of `image` reference (private registries).
-    pub(super) fn pull_secret_for(&self, image: &str) -> Option<String> {
-        self.settings
-            .pull_secret
-            .as_ref()
-            .map(|secret| secret.name.clone())
-            .filter(|_| registry::is_private(image))
-    }
-
     /// What of this runner's settings shapes its pools' pods.
     fn pool_runner(&self) -> String {
         let settings = &self.settings;
