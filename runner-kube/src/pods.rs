@@ -43,7 +43,6 @@ use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::runtime::reflector;
-use kube::runtime::wait::await_condition;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use tokio::sync::{mpsc, watch};
@@ -57,18 +56,18 @@ use super::source;
 use super::template::{label_value, FunctionPod, Template};
 use crate::names::{OWNER_LABEL, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT};
 use runner_core::backend::{
-    cause, pod_name, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, Retire,
-    StopReason,
+    cause, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason,
 };
 
 use delete::{delete_pod, Exactly};
 use events::pod_watcher;
 use failures::{is_conflict, is_not_found, Attempt, StartError, Taken};
 use inner::{owner_of, Held, Inner};
-use naming::{service_name, MAX_SLOTS};
+use naming::MAX_SLOTS;
 pub use readiness::is_ready;
-use readiness::{ended, lists_address, pod_ip, service_accepts, terminated};
-use reclaim::{now_secs, reclaim_after};
+use readiness::{ended, pod_ip, terminated};
+use reclaim::reclaim_after;
+use start::Progress;
 
 mod claim;
 mod delete;
@@ -83,6 +82,8 @@ mod reclaim;
 mod replicasets;
 mod service;
 mod settings;
+mod start;
+mod sweep;
 
 pub use pool::{POOL_LABEL, POOL_STATE_LABEL};
 pub use settings::{Dial, KubeSettings};
@@ -113,20 +114,6 @@ impl Drop for KubeBackend {
         self.pool_tasks.0.abort();
         self.pool_tasks.1.abort();
     }
-}
-
-/// What a start did, for the cleanup after a failure or a timeout.
-#[derive(Default)]
-struct Progress {
-    /// The name claimed last.
-    name: Option<String>,
-    /// The uid of that pod if this start created it (and so deletes it on
-    /// failure; its Service goes with it).
-    created: Option<String>,
-    /// What the start waits for, named when it times out: an API server
-    /// that does not answer (or answers 503, which the client retries) is
-    /// not a pod that does not become Ready.
-    step: &'static str,
 }
 
 impl KubeBackend {
@@ -228,351 +215,6 @@ impl KubeBackend {
     }
 }
 
-impl Inner {
-    async fn current_template(&self) -> Result<Arc<Template>, StartError> {
-        let mut template = self.template.clone();
-        let current = template
-            .wait_for(Option::is_some)
-            .await
-            .map_err(|_| StartError::TemplateGone)?
-            .clone();
-        match current {
-            Some(Ok(template)) => Ok(template),
-            Some(Err(err)) => Err(StartError::Template(err)),
-            None => Err(StartError::TemplateGone),
-        }
-    }
-
-    /// Starts (or adopts) a pod for `spec`: its name, the pod, and the
-    /// version of the template it was made from.
-    async fn start(
-        &self,
-        spec: &PodSpec,
-        progress: &mut Progress,
-    ) -> Result<(String, Pod, String), Cause> {
-        progress.step = "the function pod template";
-        let template = self.current_template().await.map_err(cause)?;
-        progress.step = "the image's entrypoint from its registry";
-        let entrypoint = self.entrypoints.of(&spec.image).await.map_err(cause)?;
-        let settings = &self.settings;
-        let pull_secret = self.pull_secret_for(&spec.image);
-        let key = self.spec_key(spec, &template, &[]);
-        let reclaim_after = now_secs().saturating_add(spec.ttl.as_secs());
-        // A single-use pod's name is its own: no other runner's start, or
-        // later run, ever computes it, so none is handed the pod.
-        let slots = if spec.single_use { 1 } else { MAX_SLOTS };
-        for slot in 0..slots {
-            let slot = if spec.single_use {
-                format!("u{:08x}", self.pools.random() as u32)
-            } else {
-                slot.to_string()
-            };
-            let name = service_name(pod_name(&spec.image, &format!("{key}-{slot}")));
-            if !self.held().claimed.insert(name.clone()) {
-                continue;
-            }
-            *progress = Progress {
-                name: Some(name.clone()),
-                created: None,
-                step: "the API server to answer its create",
-            };
-            let function_pod = FunctionPod {
-                name: name.clone(),
-                namespace: settings.namespace.clone(),
-                image: spec.image.clone(),
-                entrypoint: entrypoint.clone(),
-                wrapper_image: settings.wrapper_image.clone(),
-                max_message_bytes: settings.max_message_bytes,
-                prespawn: spec.prespawn,
-                owner: settings.owner.clone(),
-                reclaim_after,
-                pull_secret: pull_secret.clone(),
-                deployment: settings.deployment.clone(),
-            };
-            match self
-                .start_named(&function_pod, &template, spec, progress)
-                .await
-            {
-                Ok(pod) => return Ok((name, pod, template.version.clone())),
-                Err(Attempt::Taken(Taken(why))) => {
-                    tracing::debug!(pod = %name, %why, "pod name taken; trying the next");
-                    self.held().claimed.remove(&name);
-                    progress.name = None;
-                }
-                Err(Attempt::Failed(err)) => return Err(err),
-            }
-        }
-        Err(cause(StartError::NoFreeName))
-    }
-
-    /// Creates the pod `fp.name`, or uses the one of that name that another
-    /// runner (or an earlier run) made; then its Service; then waits until
-    /// it serves.
-    async fn start_named(
-        &self,
-        fp: &FunctionPod,
-        template: &Template,
-        spec: &PodSpec,
-        progress: &mut Progress,
-    ) -> Result<Pod, Attempt> {
-        let name = &fp.name;
-        let uid = match self.store.get(&self.key(name)) {
-            Some(existing) => self.adopt(&existing, spec.ttl)?,
-            None => {
-                let pod = fp.pod(template, spec.overrides.as_deref())?;
-                // Private registries: the Secret the kubelet pulls with holds
-                // the auth file's content before the pod needs it.
-                if let (Some(secret), Some(_)) = (&self.settings.pull_secret, &fp.pull_secret) {
-                    let secrets = Api::namespaced(self.pods.clone().into_client(), &fp.namespace);
-                    secret
-                        .ensure(&secrets)
-                        .await
-                        .map_err(|err| Attempt::Failed(cause(err)))?;
-                }
-                match self.pods.create(&PostParams::default(), &pod).await {
-                    Ok(created) => {
-                        self.lifecycle.emit(
-                            &created,
-                            Phase::Created,
-                            format!(
-                                "runner {} created it for {} (template {} version {})",
-                                self.runner, fp.image, template.source, template.version
-                            ),
-                        );
-                        let uid = created.metadata.uid.clone().unwrap_or_default();
-                        progress.created = Some(uid.clone());
-                        // Its traffic is switched on now, while the kubelet
-                        // starts it: the pod is Ready (in its Service's
-                        // Endpoints) only once its wrapper also answers
-                        // the readiness probe, and the gate costs the cold
-                        // start nothing (set after the probe, it would wait
-                        // for the kubelet's next look at the pod).
-                        progress.step = "the API server to answer the switch of its traffic gate";
-                        self.switch_on(name, &uid, created).await?;
-                        self.held().written.insert(name.clone(), fp.reclaim_after);
-                        uid
-                    }
-                    // Another runner made it first (the store had not seen
-                    // it yet).
-                    Err(err) if is_conflict(&err) => {
-                        progress.step = "the API server to answer a read of it";
-                        let existing =
-                            self.pods
-                                .get_opt(name)
-                                .await
-                                .map_err(|source| StartError::Api {
-                                    verb: "reading",
-                                    kind: "pod",
-                                    name: name.clone(),
-                                    source,
-                                })?;
-                        match existing {
-                            Some(existing) => self.adopt(&existing, spec.ttl)?,
-                            None => return Err(Attempt::Taken(Taken("deleted meanwhile".into()))),
-                        }
-                    }
-                    Err(source) => {
-                        return Err(StartError::Api {
-                            verb: "creating",
-                            kind: "pod",
-                            name: name.clone(),
-                            source,
-                        }
-                        .into())
-                    }
-                }
-            }
-        };
-        progress.step = "its Service to be created";
-        self.ensure_service(fp, template, &uid).await?;
-        progress.step = "it to be Ready";
-        let pod = self.wait_ready(name, &uid).await?;
-        if progress.created.is_some() {
-            self.lifecycle.emit(
-                &pod,
-                Phase::Ready,
-                format!(
-                    "its wrapper answers and its traffic gate {} is True: in its Service's Endpoints",
-                    lifecycle::SERVING_GATE
-                ),
-            );
-        }
-        // The Service routes to the pod only once its Endpoints list the
-        // pod's IP: before that, a call by the Service's name is refused,
-        // and would count as a dead pod. Checked in both dial modes, so that
-        // every pod handed out is reachable both ways.
-        let ip = pod_ip(&pod).unwrap_or_default().to_string();
-        progress.step = "its Service's Endpoints to list it";
-        let listed = await_condition(
-            self.endpoints.clone(),
-            name,
-            move |e: Option<&Endpoints>| lists_address(e, &ip),
-        );
-        tokio::select! {
-            listed = listed => {
-                listed.map_err(|source| StartError::Endpoints { name: name.clone(), source })?;
-            }
-            // The pod may end while its Endpoints are awaited.
-            ended = self.wait_ended(name) => return Err(ended.into()),
-        }
-        if self.settings.dial == Dial::Service {
-            // kube-proxy programs the Service's address a moment after its
-            // Endpoints list the pod, and refuses connections until then: a
-            // call made at once would find the pod "unreachable". Wait until
-            // the Service takes a connection (the cold path only).
-            let address = format!(
-                "{name}.{}.svc.cluster.local:{WRAPPER_PORT}",
-                self.settings.namespace
-            );
-            tokio::select! {
-                () = service_accepts(&address) => {}
-                ended = self.wait_ended(name) => return Err(ended.into()),
-            }
-        }
-        // Declared before the first call goes to it: a runner about to
-        // delete the pod sees it in use, and one that drains it already
-        // makes this patch fail (its resourceVersion moved), and the pod
-        // is read again and refused.
-        progress.step = "the API server to answer the declaration of its serve operation";
-        let declared = lifecycle::patch_meta(&self.pods, name, &uid, Some(pod.clone()), |pod| {
-            if let Some(why) = self.taken_away(pod) {
-                return Err(why);
-            }
-            Ok(Some(lifecycle::declaring(
-                &self.runner,
-                Some(OpType::Serve),
-            )))
-        })
-        .await
-        .map_err(|source| StartError::Lifecycle {
-            verb: "declaring the serve operation on",
-            name: name.clone(),
-            source,
-        })?;
-        match declared {
-            Outcome::Done(declared) => {
-                self.held()
-                    .declared
-                    .insert(name.clone(), lifecycle::now_ns());
-                self.lifecycle.emit(
-                    &declared,
-                    Phase::Serving,
-                    format!("runner {} hands it out for calls", self.runner),
-                );
-                Ok(pod)
-            }
-            Outcome::Gone => Err(Attempt::Taken(Taken("deleted meanwhile".into()))),
-            Outcome::Refused(why) => Err(Attempt::Taken(Taken(why))),
-        }
-    }
-
-    /// Uses a pod of the wanted name that exists already; its uid. One that
-    /// ended is deleted (whoever made it: it serves no one) and its name
-    /// skipped.
-    fn adopt(&self, pod: &Pod, ttl: Duration) -> Result<String, Attempt> {
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        if pod
-            .metadata
-            .uid
-            .as_ref()
-            .is_some_and(|uid| self.held().deleting.contains(uid))
-        {
-            return Err(Attempt::Taken(Taken("being deleted by this runner".into())));
-        }
-        if let Some(reason) = ended(pod) {
-            if pod.metadata.deletion_timestamp.is_none() {
-                let version = pod.metadata.resource_version.clone().unwrap_or_default();
-                self.spawn_delete(name, Exactly::Version(version));
-            }
-            return Err(Attempt::Taken(Taken(reason)));
-        }
-        if let Some(why) = self.taken_away(pod) {
-            return Err(Attempt::Taken(Taken(why)));
-        }
-        tracing::info!(pod = %name, owner = owner_of(pod).unwrap_or(""), "using an existing pod");
-        // Another runner's pod: its reclaim-after must move now, so that
-        // its owner, going idle or shutting down, sees it in use here and
-        // leaves it.
-        self.extend(&name, ttl, !self.mine(pod));
-        Ok(pod.metadata.uid.clone().unwrap_or_default())
-    }
-
-    /// Resolves once the pod has ended (or is gone).
-    async fn wait_ended(&self, name: &str) -> StartError {
-        let key = self.key(name);
-        let mut changed = self.changed.clone();
-        loop {
-            let reason = match self.store.get(&key) {
-                None => Some("was deleted".to_string()),
-                Some(pod) => ended(&pod),
-            };
-            if let Some(reason) = reason {
-                return StartError::Ended {
-                    name: name.to_string(),
-                    reason,
-                };
-            }
-            if changed.changed().await.is_err() {
-                return StartError::Ended {
-                    name: name.to_string(),
-                    reason: "was not seen: the pod watch ended".into(),
-                };
-            }
-        }
-    }
-
-    /// Waits (on watch events) until the pod is Ready, or fails if it ended.
-    /// Its traffic is switched on (the gate set True) once its containers
-    /// are ready, that is once the wrapper answers its probe.
-    async fn wait_ready(&self, name: &str, uid: &str) -> Result<Pod, StartError> {
-        let key = self.key(name);
-        let mut changed = self.changed.clone();
-        let mut gate_set = false;
-        loop {
-            if let Some(pod) = self.store.get(&key) {
-                if let Some(reason) = ended(&pod) {
-                    return Err(StartError::Ended {
-                        name: name.to_string(),
-                        reason: self.wrapper_unpullable(&pod).unwrap_or(reason),
-                    });
-                }
-                if is_ready(&pod) && pod_ip(&pod).is_some() {
-                    return Ok((*pod).clone());
-                }
-                // A pod whose creator died before it switched the gate on
-                // would never be Ready: whoever waits for it does.
-                let off = lifecycle::gate(&pod) != Some(true);
-                if !gate_set
-                    && off
-                    && lifecycle::has_gate(&pod)
-                    && lifecycle::containers_ready(&pod)
-                    && pod.metadata.uid.as_deref() == Some(uid)
-                {
-                    gate_set = true;
-                    self.switch_on(name, uid, (*pod).clone()).await.map_err(
-                        |attempt| match attempt {
-                            Attempt::Failed(cause) => StartError::Ended {
-                                name: name.to_string(),
-                                reason: cause.to_string(),
-                            },
-                            Attempt::Taken(Taken(reason)) => StartError::Ended {
-                                name: name.to_string(),
-                                reason,
-                            },
-                        },
-                    )?;
-                    continue;
-                }
-            }
-            if changed.changed().await.is_err() {
-                return Err(StartError::Ended {
-                    name: name.to_string(),
-                    reason: "was not seen: the pod watch ended".into(),
-                });
-            }
-        }
-    }
-}
 impl Backend for KubeBackend {
     fn name(&self) -> &'static str {
         "kube"

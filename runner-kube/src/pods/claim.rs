@@ -15,7 +15,7 @@ use super::inner::Inner;
 use super::pool::{idle_in, label, CLAIMED, IDLE, POOL_LABEL, POOL_STATE_LABEL};
 use super::readiness::{ended, is_ready, pod_ip, terminated};
 use super::reclaim::now_secs;
-use super::Progress;
+use super::start::Progress;
 use crate::lifecycle::{self, OpType, Phase, TRAFFIC_FINALIZER};
 use crate::names::{OWNER_LABEL, POD_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION};
 use crate::template::{label_value, Template};
