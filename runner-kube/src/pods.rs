@@ -34,38 +34,33 @@
 //! crashed or scaled-down replica) is deleted by any runner one more TTL
 //! later, when a live owner would have deleted it long since.
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::runtime::reflector;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use tokio::sync::{mpsc, watch};
 
-use super::access::{one_line, Access, RECHECK};
-use super::backoff::with_backoff;
-use super::entrypoint::{EntrypointError, Entrypoints};
-use super::lifecycle::{self, Events, OpType, Outcome, Phase};
-use super::owner::{OwnerDeployment, DEPLOYMENT_LABEL};
-use super::source;
-use super::template::{label_value, FunctionPod, Template};
-use crate::names::{OWNER_LABEL, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT};
+use crate::access::{Access, RECHECK};
+use crate::backoff::with_backoff;
+use crate::entrypoint::Entrypoints;
+use crate::lifecycle::{Events, Phase};
+use crate::names::{OWNER_LABEL, WRAPPER_PORT};
+use crate::source;
+use crate::template::label_value;
 use runner_core::backend::{
-    cause, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason,
+    cause, Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason,
 };
 
 use delete::{delete_pod, Exactly};
 use events::pod_watcher;
-use failures::{is_conflict, is_not_found, Attempt, StartError, Taken};
-use inner::{owner_of, Held, Inner};
-use naming::MAX_SLOTS;
-pub use readiness::is_ready;
-use readiness::{ended, pod_ip, terminated};
+use failures::StartError;
+use inner::{Held, Inner};
+use readiness::{ended, pod_ip};
 use reclaim::reclaim_after;
 use start::Progress;
 
@@ -86,6 +81,7 @@ mod start;
 mod sweep;
 
 pub use pool::{POOL_LABEL, POOL_STATE_LABEL};
+pub use readiness::is_ready;
 pub use settings::{Dial, KubeSettings};
 
 /// How long the runner takes at most, when it stops with its Deployment

@@ -2,7 +2,20 @@
 //! drains by others, relists, template changes), and the watcher that
 //! yields them.
 
-use super::*;
+use std::sync::PoisonError;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::watcher;
+use kube::Api;
+
+use super::delete::Exactly;
+use super::inner::Inner;
+use super::readiness::terminated;
+use crate::lifecycle::Phase;
+use crate::names::TEMPLATE_VERSION_ANNOTATION;
+use crate::template::Template;
+use runner_core::backend::{PodEvent, PodId, Retire};
 
 impl Inner {
     pub(super) fn on_pod_event(&self, event: Result<watcher::Event<Pod>, watcher::Error>) {
@@ -72,7 +85,7 @@ impl Inner {
                 };
                 // A refusal is logged once, by the access state, not on
                 // every retry.
-                let said = super::super::access::watch_one_line(&err);
+                let said = crate::access::watch_one_line(&err);
                 if !api.is_some_and(|api| self.access.note(api)) {
                     tracing::warn!(err = %said, "pod watch");
                 }

@@ -4,8 +4,14 @@
 //! a start, a claim or a delete takes as no failure (a conflict, an
 //! absence).
 
+use k8s_openapi::api::core::v1::Pod;
+
+use super::inner::Inner;
+use super::naming::MAX_SLOTS;
 use super::readiness::is_pull_failure;
-use super::*;
+use crate::access::one_line;
+use crate::entrypoint::EntrypointError;
+use runner_core::backend::{cause, BackendError, Cause};
 
 /// 409: another actor made the object first, or changed it since it was
 /// read.
@@ -24,7 +30,7 @@ pub(super) enum StartError {
     #[error("the function pod template: {0}")]
     Template(String),
     #[error("{0}")]
-    Build(#[from] super::super::template::TemplateError),
+    Build(#[from] crate::template::TemplateError),
     #[error("{verb} {kind} {name}: {}", one_line(source))]
     Api {
         verb: &'static str,
