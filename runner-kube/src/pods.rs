@@ -34,7 +34,7 @@
 //! crashed or scaled-down replica) is deleted by any runner one more TTL
 //! later, when a live owner would have deleted it long since.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -49,20 +49,17 @@ use crate::access::{Access, RECHECK};
 use crate::backoff::with_backoff;
 use crate::entrypoint::Entrypoints;
 use crate::lifecycle::{Events, Phase};
-use crate::names::{OWNER_LABEL, WRAPPER_PORT};
+use crate::names::OWNER_LABEL;
 use crate::source;
 use crate::template::label_value;
 use runner_core::backend::{
-    cause, Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason,
+    Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason,
 };
 
 use delete::{delete_pod, Exactly};
 use events::pod_watcher;
-use failures::StartError;
 use inner::{Held, Inner};
-use readiness::{ended, pod_ip};
 use reclaim::reclaim_after;
-use start::Progress;
 
 mod claim;
 mod delete;
@@ -222,114 +219,7 @@ impl Backend for KubeBackend {
 
     fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
         let inner = self.inner.clone();
-        Box::pin(async move {
-            let started = tokio::time::Instant::now();
-            let mut progress = Progress::default();
-            let pooled = spec.idle_pods > 0;
-            let start = async {
-                if pooled {
-                    inner.claim(&spec, &mut progress).await
-                } else {
-                    inner.start(&spec, &mut progress).await
-                }
-            };
-            let outcome = tokio::time::timeout(spec.ready_timeout, start).await;
-            let failed = |inner: &Inner, progress: &Progress| {
-                if let Some(name) = &progress.name {
-                    inner.held().claimed.remove(name);
-                    if let Some(uid) = &progress.created {
-                        inner.spawn_delete(name.clone(), Exactly::Uid(uid.clone()));
-                    }
-                }
-            };
-            let (name, pod, version) = match outcome {
-                Ok(Ok(found)) => found,
-                Ok(Err(source)) => {
-                    failed(&inner, &progress);
-                    return Err(inner.start_error(spec.image, source));
-                }
-                Err(_) => {
-                    failed(&inner, &progress);
-                    let watch = inner
-                        .watch_error
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .clone();
-                    let waiting = match &progress.name {
-                        Some(name) => format!("pod {name}: waiting for {}", progress.step),
-                        None => format!("waiting for {}", progress.step),
-                    };
-                    return Err(BackendError::ReadyTimeout {
-                        image: spec.image,
-                        timeout: spec.ready_timeout,
-                        detail: match watch {
-                            Some(err) => format!("{waiting}; the pod watch fails: {err}"),
-                            None => waiting,
-                        },
-                    });
-                }
-            };
-            if progress.created.is_some() {
-                // A whole start (create, Service, gate, operation) went
-                // through: whatever was refused is granted again.
-                inner.access.start_went_through(&inner.settings.namespace);
-            }
-            let uid = pod.metadata.uid.clone().unwrap_or_default();
-            {
-                let mut held = inner.held();
-                held.ready.insert(name.clone());
-                held.uids.insert(name.clone(), uid.clone());
-            }
-            // A failure seen after the last check and before the insert was
-            // not reported (the pod was not handed out yet): look again now
-            // that it would be.
-            let now = inner
-                .store
-                .get(&inner.key(&name))
-                .filter(|p| p.metadata.uid.as_deref() == Some(uid.as_str()));
-            let gone = now.map_or(Some("was deleted".to_string()), |p| ended(&p));
-            if let Some(reason) = gone {
-                {
-                    let mut held = inner.held();
-                    held.ready.remove(&name);
-                    held.claimed.remove(&name);
-                    held.uids.remove(&name);
-                    held.known.remove(&name);
-                }
-                inner.spawn_delete(name.clone(), Exactly::Uid(uid));
-                return Err(BackendError::StartFailed {
-                    image: spec.image,
-                    source: cause(StartError::Ended { name, reason }),
-                });
-            }
-            let settings = &inner.settings;
-            // A claimed pod has no Service: it is dialled by its IP.
-            let dial = if pooled { Dial::PodIp } else { settings.dial };
-            let endpoint = match dial {
-                Dial::PodIp => {
-                    format!("http://{}:{WRAPPER_PORT}", pod_ip(&pod).unwrap_or_default())
-                }
-                Dial::Service => format!(
-                    "http://{name}.{}.svc.cluster.local:{WRAPPER_PORT}",
-                    settings.namespace
-                ),
-            };
-            tracing::info!(pod = %name, image = %spec.image, %endpoint, ms = started.elapsed().as_millis() as u64, "pod ready");
-            // The template changed while the pod started: the template
-            // watch retired only the pods handed out then. This one serves
-            // the call that waits for it, and is replaced once idle.
-            let current = inner.template.borrow().clone();
-            if let Some(Ok(template)) = current {
-                if template.version != version {
-                    tracing::info!(pod = %name, "the pod template changed while the pod started: replacing it once idle");
-                    inner.report_stale(name.clone(), Retire::TemplateChanged);
-                }
-            }
-            Ok(ReadyPod {
-                id: PodId(name),
-                endpoint,
-            })
-        })
+        Box::pin(async move { inner.ready_pod(spec).await })
     }
 
     fn stop(&self, id: PodId, reason: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {

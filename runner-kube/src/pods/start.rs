@@ -1,7 +1,7 @@
 //! A function pod's start: a name claimed, the pod created (or another
 //! runner's adopted), its Service, and the waits until it serves.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Endpoints, Pod};
@@ -19,7 +19,9 @@ use super::settings::Dial;
 use crate::lifecycle::{self, OpType, Outcome, Phase};
 use crate::names::WRAPPER_PORT;
 use crate::template::{FunctionPod, Template};
-use runner_core::backend::{cause, pod_name, Cause, PodSpec};
+use runner_core::backend::{
+    cause, pod_name, BackendError, Cause, PodId, PodSpec, ReadyPod, Retire,
+};
 
 /// What a start did, for the cleanup after a failure or a timeout.
 #[derive(Default)]
@@ -49,6 +51,117 @@ impl Inner {
             Some(Err(err)) => Err(StartError::Template(err)),
             None => Err(StartError::TemplateGone),
         }
+    }
+
+    /// A pod for `spec` that takes calls: claimed from its idle pool, or
+    /// started, within its ready timeout; held as handed out.
+    pub(super) async fn ready_pod(&self, spec: PodSpec) -> Result<ReadyPod, BackendError> {
+        let started = tokio::time::Instant::now();
+        let mut progress = Progress::default();
+        let pooled = spec.idle_pods > 0;
+        let start = async {
+            if pooled {
+                self.claim(&spec, &mut progress).await
+            } else {
+                self.start(&spec, &mut progress).await
+            }
+        };
+        let outcome = tokio::time::timeout(spec.ready_timeout, start).await;
+        let failed = |inner: &Inner, progress: &Progress| {
+            if let Some(name) = &progress.name {
+                inner.held().claimed.remove(name);
+                if let Some(uid) = &progress.created {
+                    inner.spawn_delete(name.clone(), Exactly::Uid(uid.clone()));
+                }
+            }
+        };
+        let (name, pod, version) = match outcome {
+            Ok(Ok(found)) => found,
+            Ok(Err(source)) => {
+                failed(self, &progress);
+                return Err(self.start_error(spec.image, source));
+            }
+            Err(_) => {
+                failed(self, &progress);
+                let watch = self
+                    .watch_error
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
+                let waiting = match &progress.name {
+                    Some(name) => format!("pod {name}: waiting for {}", progress.step),
+                    None => format!("waiting for {}", progress.step),
+                };
+                return Err(BackendError::ReadyTimeout {
+                    image: spec.image,
+                    timeout: spec.ready_timeout,
+                    detail: match watch {
+                        Some(err) => format!("{waiting}; the pod watch fails: {err}"),
+                        None => waiting,
+                    },
+                });
+            }
+        };
+        if progress.created.is_some() {
+            // A whole start (create, Service, gate, operation) went
+            // through: whatever was refused is granted again.
+            self.access.start_went_through(&self.settings.namespace);
+        }
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        {
+            let mut held = self.held();
+            held.ready.insert(name.clone());
+            held.uids.insert(name.clone(), uid.clone());
+        }
+        // A failure seen after the last check and before the insert was
+        // not reported (the pod was not handed out yet): look again now
+        // that it would be.
+        let now = self
+            .store
+            .get(&self.key(&name))
+            .filter(|p| p.metadata.uid.as_deref() == Some(uid.as_str()));
+        let gone = now.map_or(Some("was deleted".to_string()), |p| ended(&p));
+        if let Some(reason) = gone {
+            {
+                let mut held = self.held();
+                held.ready.remove(&name);
+                held.claimed.remove(&name);
+                held.uids.remove(&name);
+                held.known.remove(&name);
+            }
+            self.spawn_delete(name.clone(), Exactly::Uid(uid));
+            return Err(BackendError::StartFailed {
+                image: spec.image,
+                source: cause(StartError::Ended { name, reason }),
+            });
+        }
+        let settings = &self.settings;
+        // A claimed pod has no Service: it is dialled by its IP.
+        let dial = if pooled { Dial::PodIp } else { settings.dial };
+        let endpoint = match dial {
+            Dial::PodIp => {
+                format!("http://{}:{WRAPPER_PORT}", pod_ip(&pod).unwrap_or_default())
+            }
+            Dial::Service => format!(
+                "http://{name}.{}.svc.cluster.local:{WRAPPER_PORT}",
+                settings.namespace
+            ),
+        };
+        tracing::info!(pod = %name, image = %spec.image, %endpoint, ms = started.elapsed().as_millis() as u64, "pod ready");
+        // The template changed while the pod started: the template
+        // watch retired only the pods handed out then. This one serves
+        // the call that waits for it, and is replaced once idle.
+        let current = self.template.borrow().clone();
+        if let Some(Ok(template)) = current {
+            if template.version != version {
+                tracing::info!(pod = %name, "the pod template changed while the pod started: replacing it once idle");
+                self.report_stale(name.clone(), Retire::TemplateChanged);
+            }
+        }
+        Ok(ReadyPod {
+            id: PodId(name),
+            endpoint,
+        })
     }
 
     /// Starts (or adopts) a pod for `spec`: its name, the pod, and the
