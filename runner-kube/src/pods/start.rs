@@ -239,70 +239,7 @@ impl Inner {
         let name = &fp.name;
         let uid = match self.store.get(&self.key(name)) {
             Some(existing) => self.adopt(&existing, spec.ttl)?,
-            None => {
-                let pod = fp.pod(template, spec.overrides.as_deref())?;
-                // Private registries: the Secret the kubelet pulls with holds
-                // the auth file's content before the pod needs it.
-                if let (Some(secret), Some(_)) = (&self.settings.pull_secret, &fp.pull_secret) {
-                    let secrets = Api::namespaced(self.pods.clone().into_client(), &fp.namespace);
-                    secret
-                        .ensure(&secrets)
-                        .await
-                        .map_err(|err| Attempt::Failed(cause(err)))?;
-                }
-                match self.pods.create(&PostParams::default(), &pod).await {
-                    Ok(created) => {
-                        self.lifecycle.emit(
-                            &created,
-                            Phase::Created,
-                            format!(
-                                "runner {} created it for {} (template {} version {})",
-                                self.runner, fp.image, template.source, template.version
-                            ),
-                        );
-                        let uid = created.metadata.uid.clone().unwrap_or_default();
-                        progress.created = Some(uid.clone());
-                        // Its traffic is switched on now, while the kubelet
-                        // starts it: the pod is Ready (in its Service's
-                        // Endpoints) only once its wrapper also answers
-                        // the readiness probe, and the gate costs the cold
-                        // start nothing (set after the probe, it would wait
-                        // for the kubelet's next look at the pod).
-                        progress.step = "the API server to answer the switch of its traffic gate";
-                        self.switch_on(name, &uid, created).await?;
-                        self.held().written.insert(name.clone(), fp.reclaim_after);
-                        uid
-                    }
-                    // Another runner made it first (the store had not seen
-                    // it yet).
-                    Err(err) if is_conflict(&err) => {
-                        progress.step = "the API server to answer a read of it";
-                        let existing =
-                            self.pods
-                                .get_opt(name)
-                                .await
-                                .map_err(|source| StartError::Api {
-                                    verb: "reading",
-                                    kind: "pod",
-                                    name: name.clone(),
-                                    source,
-                                })?;
-                        match existing {
-                            Some(existing) => self.adopt(&existing, spec.ttl)?,
-                            None => return Err(Attempt::Taken(Taken("deleted meanwhile".into()))),
-                        }
-                    }
-                    Err(source) => {
-                        return Err(StartError::Api {
-                            verb: "creating",
-                            kind: "pod",
-                            name: name.clone(),
-                            source,
-                        }
-                        .into())
-                    }
-                }
-            }
+            None => self.create(fp, template, spec, progress).await?,
         };
         progress.step = "its Service to be created";
         self.ensure_service(fp, template, &uid).await?;
@@ -322,8 +259,122 @@ impl Inner {
         // pod's IP: before that, a call by the Service's name is refused,
         // and would count as a dead pod. Checked in both dial modes, so that
         // every pod handed out is reachable both ways.
-        let ip = pod_ip(&pod).unwrap_or_default().to_string();
         progress.step = "its Service's Endpoints to list it";
+        self.wait_listed(name, &pod).await?;
+        if self.settings.dial == Dial::Service {
+            // kube-proxy programs the Service's address a moment after its
+            // Endpoints list the pod, and refuses connections until then: a
+            // call made at once would find the pod "unreachable". Wait until
+            // the Service takes a connection (the cold path only).
+            self.wait_service_accepts(name).await?;
+        }
+        // Declared before the first call goes to it: a runner about to
+        // delete the pod sees it in use, and one that drains it already
+        // makes this patch fail (its resourceVersion moved), and the pod
+        // is read again and refused.
+        progress.step = "the API server to answer the declaration of its serve operation";
+        self.declare_serving(name, &uid, &pod).await?;
+        Ok(pod)
+    }
+
+    /// Creates the pod `fp.name`, with its pull Secret first if it needs
+    /// one, and switches its traffic on; its uid. A pod of that name made
+    /// meanwhile by another runner is adopted instead.
+    async fn create(
+        &self,
+        fp: &FunctionPod,
+        template: &Template,
+        spec: &PodSpec,
+        progress: &mut Progress,
+    ) -> Result<String, Attempt> {
+        let name = &fp.name;
+        let pod = fp.pod(template, spec.overrides.as_deref())?;
+        // Private registries: the Secret the kubelet pulls with holds
+        // the auth file's content before the pod needs it.
+        if let (Some(secret), Some(_)) = (&self.settings.pull_secret, &fp.pull_secret) {
+            let secrets = Api::namespaced(self.pods.clone().into_client(), &fp.namespace);
+            secret
+                .ensure(&secrets)
+                .await
+                .map_err(|err| Attempt::Failed(cause(err)))?;
+        }
+        match self.pods.create(&PostParams::default(), &pod).await {
+            Ok(created) => {
+                self.switch_on_created(fp, template, created, progress)
+                    .await
+            }
+            // Another runner made it first (the store had not seen it yet).
+            Err(err) if is_conflict(&err) => self.adopt_made_first(name, spec.ttl, progress).await,
+            Err(source) => Err(StartError::Api {
+                verb: "creating",
+                kind: "pod",
+                name: name.clone(),
+                source,
+            }
+            .into()),
+        }
+    }
+
+    /// The pod this start just created: recorded as this start's (a failed
+    /// start deletes it) and its traffic switched on; its uid.
+    async fn switch_on_created(
+        &self,
+        fp: &FunctionPod,
+        template: &Template,
+        created: Pod,
+        progress: &mut Progress,
+    ) -> Result<String, Attempt> {
+        let name = &fp.name;
+        self.lifecycle.emit(
+            &created,
+            Phase::Created,
+            format!(
+                "runner {} created it for {} (template {} version {})",
+                self.runner, fp.image, template.source, template.version
+            ),
+        );
+        let uid = created.metadata.uid.clone().unwrap_or_default();
+        progress.created = Some(uid.clone());
+        // Its traffic is switched on now, while the kubelet starts it: the
+        // pod is Ready (in its Service's Endpoints) only once its wrapper
+        // also answers the readiness probe, and the gate costs the cold
+        // start nothing (set after the probe, it would wait for the
+        // kubelet's next look at the pod).
+        progress.step = "the API server to answer the switch of its traffic gate";
+        self.switch_on(name, &uid, created).await?;
+        self.held().written.insert(name.clone(), fp.reclaim_after);
+        Ok(uid)
+    }
+
+    /// Adopts the pod `name` that another runner created first (this
+    /// start's create conflicted with it); its uid.
+    async fn adopt_made_first(
+        &self,
+        name: &str,
+        ttl: Duration,
+        progress: &mut Progress,
+    ) -> Result<String, Attempt> {
+        progress.step = "the API server to answer a read of it";
+        let existing = self
+            .pods
+            .get_opt(name)
+            .await
+            .map_err(|source| StartError::Api {
+                verb: "reading",
+                kind: "pod",
+                name: name.to_string(),
+                source,
+            })?;
+        match existing {
+            Some(existing) => self.adopt(&existing, ttl),
+            None => Err(Attempt::Taken(Taken("deleted meanwhile".into()))),
+        }
+    }
+
+    /// Waits until the pod's Service's Endpoints list it; fails if the pod
+    /// ends meanwhile.
+    async fn wait_listed(&self, name: &str, pod: &Pod) -> Result<(), StartError> {
+        let ip = pod_ip(pod).unwrap_or_default().to_string();
         let listed = await_condition(
             self.endpoints.clone(),
             name,
@@ -331,31 +382,32 @@ impl Inner {
         );
         tokio::select! {
             listed = listed => {
-                listed.map_err(|source| StartError::Endpoints { name: name.clone(), source })?;
+                listed.map_err(|source| StartError::Endpoints { name: name.to_string(), source })?;
             }
             // The pod may end while its Endpoints are awaited.
-            ended = self.wait_ended(name) => return Err(ended.into()),
+            ended = self.wait_ended(name) => return Err(ended),
         }
-        if self.settings.dial == Dial::Service {
-            // kube-proxy programs the Service's address a moment after its
-            // Endpoints list the pod, and refuses connections until then: a
-            // call made at once would find the pod "unreachable". Wait until
-            // the Service takes a connection (the cold path only).
-            let address = format!(
-                "{name}.{}.svc.cluster.local:{WRAPPER_PORT}",
-                self.settings.namespace
-            );
-            tokio::select! {
-                () = service_accepts(&address) => {}
-                ended = self.wait_ended(name) => return Err(ended.into()),
-            }
+        Ok(())
+    }
+
+    /// Waits until the pod's Service takes a connection; fails if the pod
+    /// ends meanwhile.
+    async fn wait_service_accepts(&self, name: &str) -> Result<(), StartError> {
+        let address = format!(
+            "{name}.{}.svc.cluster.local:{WRAPPER_PORT}",
+            self.settings.namespace
+        );
+        tokio::select! {
+            () = service_accepts(&address) => {}
+            ended = self.wait_ended(name) => return Err(ended),
         }
-        // Declared before the first call goes to it: a runner about to
-        // delete the pod sees it in use, and one that drains it already
-        // makes this patch fail (its resourceVersion moved), and the pod
-        // is read again and refused.
-        progress.step = "the API server to answer the declaration of its serve operation";
-        let declared = lifecycle::patch_meta(&self.pods, name, &uid, Some(pod.clone()), |pod| {
+        Ok(())
+    }
+
+    /// Declares this runner's `serve` operation on the pod; refused if the
+    /// pod is being taken away (deleted, or drained by another runner).
+    async fn declare_serving(&self, name: &str, uid: &str, pod: &Pod) -> Result<(), Attempt> {
+        let declared = lifecycle::patch_meta(&self.pods, name, uid, Some(pod.clone()), |pod| {
             if let Some(why) = self.taken_away(pod) {
                 return Err(why);
             }
@@ -367,20 +419,20 @@ impl Inner {
         .await
         .map_err(|source| StartError::Lifecycle {
             verb: "declaring the serve operation on",
-            name: name.clone(),
+            name: name.to_string(),
             source,
         })?;
         match declared {
             Outcome::Done(declared) => {
                 self.held()
                     .declared
-                    .insert(name.clone(), lifecycle::now_ns());
+                    .insert(name.to_string(), lifecycle::now_ns());
                 self.lifecycle.emit(
                     &declared,
                     Phase::Serving,
                     format!("runner {} hands it out for calls", self.runner),
                 );
-                Ok(pod)
+                Ok(())
             }
             Outcome::Gone => Err(Attempt::Taken(Taken("deleted meanwhile".into()))),
             Outcome::Refused(why) => Err(Attempt::Taken(Taken(why))),
