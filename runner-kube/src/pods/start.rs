@@ -67,39 +67,15 @@ impl Inner {
             }
         };
         let outcome = tokio::time::timeout(spec.ready_timeout, start).await;
-        let failed = |inner: &Inner, progress: &Progress| {
-            if let Some(name) = &progress.name {
-                inner.held().claimed.remove(name);
-                if let Some(uid) = &progress.created {
-                    inner.spawn_delete(name.clone(), Exactly::Uid(uid.clone()));
-                }
-            }
-        };
         let (name, pod, version) = match outcome {
             Ok(Ok(found)) => found,
             Ok(Err(source)) => {
-                failed(self, &progress);
+                self.forget_failed(&progress);
                 return Err(self.start_error(spec.image, source));
             }
             Err(_) => {
-                failed(self, &progress);
-                let watch = self
-                    .watch_error
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .clone();
-                let waiting = match &progress.name {
-                    Some(name) => format!("pod {name}: waiting for {}", progress.step),
-                    None => format!("waiting for {}", progress.step),
-                };
-                return Err(BackendError::ReadyTimeout {
-                    image: spec.image,
-                    timeout: spec.ready_timeout,
-                    detail: match watch {
-                        Some(err) => format!("{waiting}; the pod watch fails: {err}"),
-                        None => waiting,
-                    },
-                });
+                self.forget_failed(&progress);
+                return Err(self.timed_out(spec.image, spec.ready_timeout, &progress));
             }
         };
         if progress.created.is_some() {
@@ -107,47 +83,108 @@ impl Inner {
             // through: whatever was refused is granted again.
             self.access.start_went_through(&self.settings.namespace);
         }
+        if let Err(ended) = self.hold_ready(&name, &pod) {
+            return Err(BackendError::StartFailed {
+                image: spec.image,
+                source: cause(ended),
+            });
+        }
+        let endpoint = self.endpoint(&name, &pod, pooled);
+        tracing::info!(pod = %name, image = %spec.image, %endpoint, ms = started.elapsed().as_millis() as u64, "pod ready");
+        self.replace_if_template_changed(&name, &version);
+        Ok(ReadyPod {
+            id: PodId(name),
+            endpoint,
+        })
+    }
+
+    /// After a failed start: the name it claimed is free again, and the
+    /// pod it made (or claimed) is deleted.
+    fn forget_failed(&self, progress: &Progress) {
+        if let Some(name) = &progress.name {
+            self.held().claimed.remove(name);
+            if let Some(uid) = &progress.created {
+                self.spawn_delete(name.clone(), Exactly::Uid(uid.clone()));
+            }
+        }
+    }
+
+    /// What a start that ran out of time tells: what it waited for, and
+    /// why the pod watch fails if it does.
+    fn timed_out(&self, image: String, timeout: Duration, progress: &Progress) -> BackendError {
+        let watch = self
+            .watch_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let waiting = match &progress.name {
+            Some(name) => format!("pod {name}: waiting for {}", progress.step),
+            None => format!("waiting for {}", progress.step),
+        };
+        BackendError::ReadyTimeout {
+            image,
+            timeout,
+            detail: match watch {
+                Some(err) => format!("{waiting}; the pod watch fails: {err}"),
+                None => waiting,
+            },
+        }
+    }
+
+    /// Holds the pod as handed out: its end is reported from now on. One
+    /// that ended meanwhile is let go and deleted instead.
+    fn hold_ready(&self, name: &str, pod: &Pod) -> Result<(), StartError> {
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         {
             let mut held = self.held();
-            held.ready.insert(name.clone());
-            held.uids.insert(name.clone(), uid.clone());
+            held.ready.insert(name.to_string());
+            held.uids.insert(name.to_string(), uid.clone());
         }
         // A failure seen after the last check and before the insert was
         // not reported (the pod was not handed out yet): look again now
         // that it would be.
         let now = self
             .store
-            .get(&self.key(&name))
+            .get(&self.key(name))
             .filter(|p| p.metadata.uid.as_deref() == Some(uid.as_str()));
         let gone = now.map_or(Some("was deleted".to_string()), |p| ended(&p));
         if let Some(reason) = gone {
             {
                 let mut held = self.held();
-                held.ready.remove(&name);
-                held.claimed.remove(&name);
-                held.uids.remove(&name);
-                held.known.remove(&name);
+                held.ready.remove(name);
+                held.claimed.remove(name);
+                held.uids.remove(name);
+                held.known.remove(name);
             }
-            self.spawn_delete(name.clone(), Exactly::Uid(uid));
-            return Err(BackendError::StartFailed {
-                image: spec.image,
-                source: cause(StartError::Ended { name, reason }),
+            self.spawn_delete(name.to_string(), Exactly::Uid(uid));
+            return Err(StartError::Ended {
+                name: name.to_string(),
+                reason,
             });
         }
+        Ok(())
+    }
+
+    /// Where the runner dials the pod: by its Service's name or its IP, as
+    /// set.
+    fn endpoint(&self, name: &str, pod: &Pod, pooled: bool) -> String {
         let settings = &self.settings;
         // A claimed pod has no Service: it is dialled by its IP.
         let dial = if pooled { Dial::PodIp } else { settings.dial };
-        let endpoint = match dial {
+        match dial {
             Dial::PodIp => {
-                format!("http://{}:{WRAPPER_PORT}", pod_ip(&pod).unwrap_or_default())
+                format!("http://{}:{WRAPPER_PORT}", pod_ip(pod).unwrap_or_default())
             }
             Dial::Service => format!(
                 "http://{name}.{}.svc.cluster.local:{WRAPPER_PORT}",
                 settings.namespace
             ),
-        };
-        tracing::info!(pod = %name, image = %spec.image, %endpoint, ms = started.elapsed().as_millis() as u64, "pod ready");
+        }
+    }
+
+    /// Reports the pod stale if the template is no longer the `version` it
+    /// was made from.
+    fn replace_if_template_changed(&self, name: &str, version: &str) {
         // The template changed while the pod started: the template
         // watch retired only the pods handed out then. This one serves
         // the call that waits for it, and is replaced once idle.
@@ -155,13 +192,9 @@ impl Inner {
         if let Some(Ok(template)) = current {
             if template.version != version {
                 tracing::info!(pod = %name, "the pod template changed while the pod started: replacing it once idle");
-                self.report_stale(name.clone(), Retire::TemplateChanged);
+                self.report_stale(name.to_string(), Retire::TemplateChanged);
             }
         }
-        Ok(ReadyPod {
-            id: PodId(name),
-            endpoint,
-        })
     }
 
     /// Starts (or adopts) a pod for `spec`: its name, the pod, and the
