@@ -33,6 +33,18 @@
 //! own once their reclaim-after passed; a pod whose owner is gone (a
 //! crashed or scaled-down replica) is deleted by any runner one more TTL
 //! later, when a live owner would have deleted it long since.
+//!
+//! # Where
+//!
+//! A start is `start`'s (a name, the pod created or adopted, its Service
+//! from `service`, the waits), or `claim`'s for a pooled function (the
+//! idle pools are `pool`, their ReplicaSets kept by `replicasets`). The
+//! watch's events are `events`', the periodic sweep `sweep`'s, and the
+//! lifecycle's side (drains, releases, finalizers) `operations`'. Below
+//! them: the shared state (`inner`), pod names (`naming`), deletes
+//! (`delete`), the reclaim-after (`reclaim`), how a start fails
+//! (`failures`), what a pod's status says (`readiness`) and the settings
+//! (`settings`).
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
