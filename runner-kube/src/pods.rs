@@ -33,50 +33,65 @@
 //! own once their reclaim-after passed; a pod whose owner is gone (a
 //! crashed or scaled-down replica) is deleted by any runner one more TTL
 //! later, when a live owner would have deleted it long since.
+//!
+//! # Where
+//!
+//! A start is `start`'s (a name, the pod created or adopted, its Service
+//! from `service`, the waits), or `claim`'s for a pooled function (the
+//! idle pools are `pool`, their ReplicaSets kept by `replicasets`). The
+//! watch's events are `events`', the periodic sweep `sweep`'s, and the
+//! lifecycle's side (drains, releases, finalizers) `operations`'. Below
+//! them: the shared state (`inner`), pod names (`naming`), deletes
+//! (`delete`), the reclaim-after (`reclaim`), how a start fails
+//! (`failures`), what a pod's status says (`readiness`) and the settings
+//! (`settings`).
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::wait::await_condition;
+use kube::runtime::reflector;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use tokio::sync::{mpsc, watch};
 
-use super::access::{one_line, Access, RECHECK};
-use super::backoff::with_backoff;
-use super::entrypoint::{EntrypointError, Entrypoints};
-use super::lifecycle::{self, Events, OpType, Outcome, Phase};
-use super::owner::{OwnerDeployment, DEPLOYMENT_LABEL};
-use super::registry::{self, PullSecret};
-use super::source::{self, TemplateChoice};
-use super::template::{label_value, FunctionPod, Template};
-use crate::names::{
-    OWNER_LABEL, RECLAIM_AFTER_ANNOTATION, TEMPLATE_VERSION_ANNOTATION, WRAPPER_PORT,
-};
+use crate::access::{Access, RECHECK};
+use crate::backoff::with_backoff;
+use crate::entrypoint::Entrypoints;
+use crate::lifecycle::{Events, Phase};
+use crate::names::OWNER_LABEL;
+use crate::source;
+use crate::template::label_value;
 use runner_core::backend::{
-    cause, pod_name, Backend, BackendError, Cause, PodEvent, PodId, PodSpec, ReadyPod, Retire,
-    StopReason,
+    Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason,
 };
 
-use failures::{Attempt, StartError, Taken};
-pub use readiness::is_ready;
-use readiness::{ended, lists_address, pod_ip, service_accepts, terminated};
+use delete::{delete_pod, Exactly};
+use events::pod_watcher;
+use inner::{Held, Inner};
+use reclaim::reclaim_after;
 
+mod claim;
+mod delete;
 mod events;
 mod failures;
+mod inner;
+mod naming;
 mod operations;
 mod pool;
 mod readiness;
+mod reclaim;
+mod replicasets;
 mod service;
+mod settings;
+mod start;
+mod sweep;
 
 pub use pool::{POOL_LABEL, POOL_STATE_LABEL};
+pub use readiness::is_ready;
+pub use settings::{Dial, KubeSettings};
 
 /// How long the runner takes at most, when it stops with its Deployment
 /// gone, to delete that Deployment's function pods.
@@ -88,53 +103,6 @@ const DELETES_WITHIN: Duration = Duration::from_secs(5);
 /// How long the backend's close takes at most: the deletes under way, an
 /// uninstall, the last events (5 s).
 pub const CLOSE_WITHIN: Duration = Duration::from_secs(5 + 20 + 5 + 1);
-
-/// Slots tried per start before giving up: more than any function's pod
-/// limit plus the pods of other runners it might collide with.
-const MAX_SLOTS: u32 = 64;
-
-/// How the runner reaches a function pod.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Dial {
-    /// The pod's Service: `<name>.<namespace>.svc.cluster.local:9446`
-    /// (service-mesh friendly; needs the cluster's DNS).
-    Service,
-    /// The pod's IP, straight (no DNS, no kube-proxy).
-    PodIp,
-}
-
-/// What the kube backend needs to know.
-#[derive(Debug, Clone)]
-pub struct KubeSettings {
-    pub namespace: String,
-    /// `WRAPPER_SERVER_IMAGE`: the init container's image.
-    pub wrapper_image: String,
-    /// Where `wrapper_image` was set (`--wrapper-server-image`, env
-    /// `WRAPPER_SERVER_IMAGE`), named when pods cannot pull it.
-    pub wrapper_image_source: String,
-    pub max_message_bytes: usize,
-    pub dial: Dial,
-    /// This runner, as a label value: its pods carry it.
-    pub owner: String,
-    /// The default pod TTL: also how long past its reclaim-after a pod whose
-    /// owner is gone is left before another runner deletes it.
-    pub ttl: Duration,
-    /// How often pods nobody here holds are swept.
-    pub scan_interval: Duration,
-    /// Where the pod template comes from.
-    pub template: TemplateChoice,
-    /// The runner's own namespace, where a `--function-pod-template`
-    /// ConfigMap lives.
-    pub runner_namespace: String,
-    /// A pull Secret that pods of images outside the default registry
-    /// reference (private registries), made from the registry auth file.
-    pub pull_secret: Option<PullSecret>,
-    /// The runner's own pod (`POD_NAME`), in `runner_namespace`: its
-    /// Deployment owns the function pods ([`super::owner`]).
-    pub runner_pod: Option<String>,
-    /// That Deployment, found at start.
-    pub deployment: Option<OwnerDeployment>,
-}
 
 pub struct KubeBackend {
     inner: Arc<Inner>,
@@ -151,82 +119,6 @@ impl Drop for KubeBackend {
         self.pool_tasks.0.abort();
         self.pool_tasks.1.abort();
     }
-}
-
-struct Inner {
-    settings: KubeSettings,
-    pods: Api<Pod>,
-    services: Api<Service>,
-    endpoints: Api<Endpoints>,
-    store: Store<Pod>,
-    /// Ticks on every watch event: starts wait on it instead of polling.
-    changed: watch::Receiver<u64>,
-    template: watch::Receiver<source::Current>,
-    entrypoints: Entrypoints,
-    /// Shared with the reuse patches running in the background.
-    held: Arc<Mutex<Held>>,
-    events: OnceLock<mpsc::UnboundedSender<PodEvent>>,
-    /// The pod watch's last error, named when a start times out.
-    watch_error: Mutex<Option<String>>,
-    /// This runner's id as a label name: its operations on pods.
-    runner: String,
-    /// Events on the pods, published in the background.
-    lifecycle: Events,
-    /// The rights the API server refuses now: the backend's readiness.
-    access: Access,
-    /// Deletes running in the background (a failed start's pod): the
-    /// backend's close waits for them, so a runner told to stop right after
-    /// leaves no such pod behind.
-    deletes: tokio_util::task::TaskTracker,
-    /// The idle pools (podExecutor `idlePods`).
-    pools: pool::Pools,
-}
-
-/// What this runner holds, by pod name.
-#[derive(Default)]
-struct Held {
-    /// Pods being started or handed out by this runner: their names are not
-    /// tried again by its other starts, and the sweep leaves them alone.
-    claimed: HashSet<String>,
-    /// Pods handed out as ready: their end is reported as a failure.
-    ready: HashSet<String>,
-    /// The reclaim-after this runner last wrote on each pod.
-    written: HashMap<String, u64>,
-    /// The latest reclaim-after known on each handed-out pod (written here,
-    /// or seen in the store): a hand-out that would move it by less than
-    /// the slack is decided from this alone, without reading the store.
-    known: HashMap<String, u64>,
-    /// The uid of each pod handed out: the one pod a stop may delete.
-    uids: HashMap<String, String>,
-    /// Uids of pods this runner is deleting: the store may show them alive
-    /// for a moment still, and a start must not take one (names are reused).
-    deleting: HashSet<String>,
-    /// Reclaim-after patches under way.
-    patching: HashSet<String>,
-    /// When this runner last declared (or refreshed) its `serve` operation
-    /// on each handed-out pod, unix nanoseconds.
-    declared: HashMap<String, u128>,
-    /// Operation refreshes and releases under way, by pod name.
-    operating: HashSet<String>,
-    /// Finalizer removals under way, by uid.
-    unprotecting: HashSet<String>,
-    /// Handed-out pods reported to the cache as taken away (drained or
-    /// deleted by another actor): reported once.
-    taken: HashSet<String>,
-}
-
-/// What a start did, for the cleanup after a failure or a timeout.
-#[derive(Default)]
-struct Progress {
-    /// The name claimed last.
-    name: Option<String>,
-    /// The uid of that pod if this start created it (and so deletes it on
-    /// failure; its Service goes with it).
-    created: Option<String>,
-    /// What the start waits for, named when it times out: an API server
-    /// that does not answer (or answers 503, which the client retries) is
-    /// not a pod that does not become Ready.
-    step: &'static str,
 }
 
 impl KubeBackend {
@@ -318,595 +210,12 @@ impl KubeBackend {
                 inner.access.recheck(&client).await;
             }
         });
-        let pool_tasks = pool::spawn(&inner);
+        let pool_tasks = replicasets::spawn(&inner);
         Self {
             inner,
             watch: task.abort_handle(),
             recheck: recheck.abort_handle(),
             pool_tasks,
-        }
-    }
-}
-
-/// The pod watcher, started afresh (from a new list) when a watch request
-/// is answered 410 Gone: kube-runtime relists after a 410 ERROR event, but
-/// retries a watch request answered 410 at the same expired
-/// resourceVersion for ever, so pods deleted meanwhile would never leave
-/// the store.
-fn pod_watcher(
-    pods: Api<Pod>,
-    config: watcher::Config,
-) -> impl futures::Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Send {
-    let first = watcher(pods.clone(), config.clone()).boxed();
-    futures::stream::unfold(
-        (first, pods, config),
-        |(mut stream, pods, config)| async move {
-            let event = stream.next().await?;
-            if let Err(watcher::Error::WatchStartFailed(kube::Error::Api(status))) = &event {
-                if status.code == 410 {
-                    stream = watcher(pods.clone(), config.clone()).boxed();
-                }
-            }
-            Some((event, (stream, pods, config)))
-        },
-    )
-}
-
-fn now_secs() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-fn reclaim_after(pod: &Pod) -> Option<u64> {
-    pod.metadata
-        .annotations
-        .as_ref()?
-        .get(RECLAIM_AFTER_ANNOTATION)?
-        .parse()
-        .ok()
-}
-
-fn owner_of(pod: &Pod) -> Option<&str> {
-    pod.metadata
-        .labels
-        .as_ref()?
-        .get(OWNER_LABEL)
-        .map(String::as_str)
-}
-
-fn is_conflict(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(status) if status.code == 409)
-}
-
-/// 8 hex digits of FNV-1a over `parts`: stable across runs and builds, so
-/// that every runner computes the same pod names.
-fn name_key(parts: &[&str]) -> String {
-    let mut hash: u32 = 0x811c_9dc5;
-    for part in parts {
-        for byte in part.bytes().chain(std::iter::once(0)) {
-            hash ^= u32::from(byte);
-            hash = hash.wrapping_mul(0x0100_0193);
-        }
-    }
-    format!("{hash:08x}")
-}
-
-impl Inner {
-    fn held(&self) -> MutexGuard<'_, Held> {
-        self.held.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn key(&self, name: &str) -> ObjectRef<Pod> {
-        ObjectRef::new(name).within(&self.settings.namespace)
-    }
-
-    fn mine(&self, pod: &Pod) -> bool {
-        owner_of(pod) == Some(label_value(&self.settings.owner).as_str())
-    }
-
-    /// Deletes the pod in the background, if it is still `exactly` it.
-    fn spawn_delete(&self, name: String, exactly: Exactly) {
-        if let Exactly::Uid(uid) = &exactly {
-            self.deleting(uid);
-        }
-        let pods = self.pods.clone();
-        self.deletes.spawn(async move {
-            delete_pod(&pods, &name, exactly).await;
-        });
-    }
-
-    /// Notes that the pod `uid` is being deleted (until its Delete event).
-    fn deleting(&self, uid: &str) {
-        let mut held = self.held();
-        // Bounded, should Delete events be missed (a watch gap).
-        if held.deleting.len() > 4096 {
-            held.deleting.clear();
-        }
-        held.deleting.insert(uid.to_string());
-    }
-
-    /// A hash of everything `spec`'s pods are made of from `template`
-    /// (image, template and its version, wrapper image, message size,
-    /// overrides, pull Secret) and `extra`: the same in every runner.
-    fn spec_key(&self, spec: &PodSpec, template: &Template, extra: &[&str]) -> String {
-        let settings = &self.settings;
-        let overrides = spec
-            .overrides
-            .as_ref()
-            .map(|o| serde_json::to_string(&**o).unwrap_or_default())
-            .unwrap_or_default();
-        let pull_secret = self.pull_secret_for(&spec.image).unwrap_or_default();
-        let max_message_bytes = settings.max_message_bytes.to_string();
-        let mut parts = vec![
-            spec.image.as_str(),
-            &template.source,
-            &template.version,
-            &settings.wrapper_image,
-            &max_message_bytes,
-            &overrides,
-            &pull_secret,
-        ];
-        parts.extend_from_slice(extra);
-        name_key(&parts)
-    }
-
-    /// Waits for the watches to have read the template.
-    async fn current_template(&self) -> Result<Arc<Template>, StartError> {
-        let mut template = self.template.clone();
-        let current = template
-            .wait_for(Option::is_some)
-            .await
-            .map_err(|_| StartError::TemplateGone)?
-            .clone();
-        match current {
-            Some(Ok(template)) => Ok(template),
-            Some(Err(err)) => Err(StartError::Template(err)),
-            None => Err(StartError::TemplateGone),
-        }
-    }
-
-    /// Starts (or adopts) a pod for `spec`: its name, the pod, and the
-    /// version of the template it was made from.
-    async fn start(
-        &self,
-        spec: &PodSpec,
-        progress: &mut Progress,
-    ) -> Result<(String, Pod, String), Cause> {
-        progress.step = "the function pod template";
-        let template = self.current_template().await.map_err(cause)?;
-        progress.step = "the image's entrypoint from its registry";
-        let entrypoint = self.entrypoints.of(&spec.image).await.map_err(cause)?;
-        let settings = &self.settings;
-        let pull_secret = self.pull_secret_for(&spec.image);
-        let key = self.spec_key(spec, &template, &[]);
-        let reclaim_after = now_secs().saturating_add(spec.ttl.as_secs());
-        // A single-use pod's name is its own: no other runner's start, or
-        // later run, ever computes it, so none is handed the pod.
-        let slots = if spec.single_use { 1 } else { MAX_SLOTS };
-        for slot in 0..slots {
-            let slot = if spec.single_use {
-                format!("u{:08x}", self.pools.random() as u32)
-            } else {
-                slot.to_string()
-            };
-            let name = service_name(pod_name(&spec.image, &format!("{key}-{slot}")));
-            if !self.held().claimed.insert(name.clone()) {
-                continue;
-            }
-            *progress = Progress {
-                name: Some(name.clone()),
-                created: None,
-                step: "the API server to answer its create",
-            };
-            let function_pod = FunctionPod {
-                name: name.clone(),
-                namespace: settings.namespace.clone(),
-                image: spec.image.clone(),
-                entrypoint: entrypoint.clone(),
-                wrapper_image: settings.wrapper_image.clone(),
-                max_message_bytes: settings.max_message_bytes,
-                prespawn: spec.prespawn,
-                owner: settings.owner.clone(),
-                reclaim_after,
-                pull_secret: pull_secret.clone(),
-                deployment: settings.deployment.clone(),
-            };
-            match self
-                .start_named(&function_pod, &template, spec, progress)
-                .await
-            {
-                Ok(pod) => return Ok((name, pod, template.version.clone())),
-                Err(Attempt::Taken(Taken(why))) => {
-                    tracing::debug!(pod = %name, %why, "pod name taken; trying the next");
-                    self.held().claimed.remove(&name);
-                    progress.name = None;
-                }
-                Err(Attempt::Failed(err)) => return Err(err),
-            }
-        }
-        Err(cause(StartError::NoFreeName))
-    }
-
-    /// Creates the pod `fp.name`, or uses the one of that name that another
-    /// runner (or an earlier run) made; then its Service; then waits until
-    /// it serves.
-    async fn start_named(
-        &self,
-        fp: &FunctionPod,
-        template: &Template,
-        spec: &PodSpec,
-        progress: &mut Progress,
-    ) -> Result<Pod, Attempt> {
-        let name = &fp.name;
-        let uid = match self.store.get(&self.key(name)) {
-            Some(existing) => self.adopt(&existing, spec.ttl)?,
-            None => {
-                let pod = fp.pod(template, spec.overrides.as_deref())?;
-                // Private registries: the Secret the kubelet pulls with holds
-                // the auth file's content before the pod needs it.
-                if let (Some(secret), Some(_)) = (&self.settings.pull_secret, &fp.pull_secret) {
-                    let secrets = Api::namespaced(self.pods.clone().into_client(), &fp.namespace);
-                    secret
-                        .ensure(&secrets)
-                        .await
-                        .map_err(|err| Attempt::Failed(cause(err)))?;
-                }
-                match self.pods.create(&PostParams::default(), &pod).await {
-                    Ok(created) => {
-                        self.lifecycle.emit(
-                            &created,
-                            Phase::Created,
-                            format!(
-                                "runner {} created it for {} (template {} version {})",
-                                self.runner, fp.image, template.source, template.version
-                            ),
-                        );
-                        let uid = created.metadata.uid.clone().unwrap_or_default();
-                        progress.created = Some(uid.clone());
-                        // Its traffic is switched on now, while the kubelet
-                        // starts it: the pod is Ready (in its Service's
-                        // Endpoints) only once its wrapper also answers
-                        // the readiness probe, and the gate costs the cold
-                        // start nothing (set after the probe, it would wait
-                        // for the kubelet's next look at the pod).
-                        progress.step = "the API server to answer the switch of its traffic gate";
-                        self.switch_on(name, &uid, created).await?;
-                        self.held().written.insert(name.clone(), fp.reclaim_after);
-                        uid
-                    }
-                    // Another runner made it first (the store had not seen
-                    // it yet).
-                    Err(err) if is_conflict(&err) => {
-                        progress.step = "the API server to answer a read of it";
-                        let existing =
-                            self.pods
-                                .get_opt(name)
-                                .await
-                                .map_err(|source| StartError::Api {
-                                    verb: "reading",
-                                    kind: "pod",
-                                    name: name.clone(),
-                                    source,
-                                })?;
-                        match existing {
-                            Some(existing) => self.adopt(&existing, spec.ttl)?,
-                            None => return Err(Attempt::Taken(Taken("deleted meanwhile".into()))),
-                        }
-                    }
-                    Err(source) => {
-                        return Err(StartError::Api {
-                            verb: "creating",
-                            kind: "pod",
-                            name: name.clone(),
-                            source,
-                        }
-                        .into())
-                    }
-                }
-            }
-        };
-        progress.step = "its Service to be created";
-        self.ensure_service(fp, template, &uid).await?;
-        progress.step = "it to be Ready";
-        let pod = self.wait_ready(name, &uid).await?;
-        if progress.created.is_some() {
-            self.lifecycle.emit(
-                &pod,
-                Phase::Ready,
-                format!(
-                    "its wrapper answers and its traffic gate {} is True: in its Service's Endpoints",
-                    lifecycle::SERVING_GATE
-                ),
-            );
-        }
-        // The Service routes to the pod only once its Endpoints list the
-        // pod's IP: before that, a call by the Service's name is refused,
-        // and would count as a dead pod. Checked in both dial modes, so that
-        // every pod handed out is reachable both ways.
-        let ip = pod_ip(&pod).unwrap_or_default().to_string();
-        progress.step = "its Service's Endpoints to list it";
-        let listed = await_condition(
-            self.endpoints.clone(),
-            name,
-            move |e: Option<&Endpoints>| lists_address(e, &ip),
-        );
-        tokio::select! {
-            listed = listed => {
-                listed.map_err(|source| StartError::Endpoints { name: name.clone(), source })?;
-            }
-            // The pod may end while its Endpoints are awaited.
-            ended = self.wait_ended(name) => return Err(ended.into()),
-        }
-        if self.settings.dial == Dial::Service {
-            // kube-proxy programs the Service's address a moment after its
-            // Endpoints list the pod, and refuses connections until then: a
-            // call made at once would find the pod "unreachable". Wait until
-            // the Service takes a connection (the cold path only).
-            let address = format!(
-                "{name}.{}.svc.cluster.local:{WRAPPER_PORT}",
-                self.settings.namespace
-            );
-            tokio::select! {
-                () = service_accepts(&address) => {}
-                ended = self.wait_ended(name) => return Err(ended.into()),
-            }
-        }
-        // Declared before the first call goes to it: a runner about to
-        // delete the pod sees it in use, and one that drains it already
-        // makes this patch fail (its resourceVersion moved), and the pod
-        // is read again and refused.
-        progress.step = "the API server to answer the declaration of its serve operation";
-        let declared = lifecycle::patch_meta(&self.pods, name, &uid, Some(pod.clone()), |pod| {
-            if let Some(why) = self.taken_away(pod) {
-                return Err(why);
-            }
-            Ok(Some(lifecycle::declaring(
-                &self.runner,
-                Some(OpType::Serve),
-            )))
-        })
-        .await
-        .map_err(|source| StartError::Lifecycle {
-            verb: "declaring the serve operation on",
-            name: name.clone(),
-            source,
-        })?;
-        match declared {
-            Outcome::Done(declared) => {
-                self.held()
-                    .declared
-                    .insert(name.clone(), lifecycle::now_ns());
-                self.lifecycle.emit(
-                    &declared,
-                    Phase::Serving,
-                    format!("runner {} hands it out for calls", self.runner),
-                );
-                Ok(pod)
-            }
-            Outcome::Gone => Err(Attempt::Taken(Taken("deleted meanwhile".into()))),
-            Outcome::Refused(why) => Err(Attempt::Taken(Taken(why))),
-        }
-    }
-
-    /// Uses a pod of the wanted name that exists already; its uid. One that
-    /// ended is deleted (whoever made it: it serves no one) and its name
-    /// skipped.
-    fn adopt(&self, pod: &Pod, ttl: Duration) -> Result<String, Attempt> {
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        if pod
-            .metadata
-            .uid
-            .as_ref()
-            .is_some_and(|uid| self.held().deleting.contains(uid))
-        {
-            return Err(Attempt::Taken(Taken("being deleted by this runner".into())));
-        }
-        if let Some(reason) = ended(pod) {
-            if pod.metadata.deletion_timestamp.is_none() {
-                let version = pod.metadata.resource_version.clone().unwrap_or_default();
-                self.spawn_delete(name, Exactly::Version(version));
-            }
-            return Err(Attempt::Taken(Taken(reason)));
-        }
-        if let Some(why) = self.taken_away(pod) {
-            return Err(Attempt::Taken(Taken(why)));
-        }
-        tracing::info!(pod = %name, owner = owner_of(pod).unwrap_or(""), "using an existing pod");
-        // Another runner's pod: its reclaim-after must move now, so that
-        // its owner, going idle or shutting down, sees it in use here and
-        // leaves it.
-        self.extend(&name, ttl, !self.mine(pod));
-        Ok(pod.metadata.uid.clone().unwrap_or_default())
-    }
-
-    /// Resolves once the pod has ended (or is gone).
-    async fn wait_ended(&self, name: &str) -> StartError {
-        let key = self.key(name);
-        let mut changed = self.changed.clone();
-        loop {
-            let reason = match self.store.get(&key) {
-                None => Some("was deleted".to_string()),
-                Some(pod) => ended(&pod),
-            };
-            if let Some(reason) = reason {
-                return StartError::Ended {
-                    name: name.to_string(),
-                    reason,
-                };
-            }
-            if changed.changed().await.is_err() {
-                return StartError::Ended {
-                    name: name.to_string(),
-                    reason: "was not seen: the pod watch ended".into(),
-                };
-            }
-        }
-    }
-
-    /// Waits (on watch events) until the pod is Ready, or fails if it ended.
-    /// Its traffic is switched on (the gate set True) once its containers
-    /// are ready, that is once the wrapper answers its probe.
-    async fn wait_ready(&self, name: &str, uid: &str) -> Result<Pod, StartError> {
-        let key = self.key(name);
-        let mut changed = self.changed.clone();
-        let mut gate_set = false;
-        loop {
-            if let Some(pod) = self.store.get(&key) {
-                if let Some(reason) = ended(&pod) {
-                    return Err(StartError::Ended {
-                        name: name.to_string(),
-                        reason: self.wrapper_unpullable(&pod).unwrap_or(reason),
-                    });
-                }
-                if is_ready(&pod) && pod_ip(&pod).is_some() {
-                    return Ok((*pod).clone());
-                }
-                // A pod whose creator died before it switched the gate on
-                // would never be Ready: whoever waits for it does.
-                let off = lifecycle::gate(&pod) != Some(true);
-                if !gate_set
-                    && off
-                    && lifecycle::has_gate(&pod)
-                    && lifecycle::containers_ready(&pod)
-                    && pod.metadata.uid.as_deref() == Some(uid)
-                {
-                    gate_set = true;
-                    self.switch_on(name, uid, (*pod).clone()).await.map_err(
-                        |attempt| match attempt {
-                            Attempt::Failed(cause) => StartError::Ended {
-                                name: name.to_string(),
-                                reason: cause.to_string(),
-                            },
-                            Attempt::Taken(Taken(reason)) => StartError::Ended {
-                                name: name.to_string(),
-                                reason,
-                            },
-                        },
-                    )?;
-                    continue;
-                }
-            }
-            if changed.changed().await.is_err() {
-                return Err(StartError::Ended {
-                    name: name.to_string(),
-                    reason: "was not seen: the pod watch ended".into(),
-                });
-            }
-        }
-    }
-
-    /// Records a reuse on the pod's reclaim-after, in the background, when
-    /// it moves by more than a tenth of the TTL (a minute at most): other
-    /// runners and later runs read it; this runner keeps its own clock.
-    fn reused(&self, name: &str, ttl: Duration) {
-        self.extend(name, ttl, false);
-    }
-
-    /// [`Inner::reused`]; with `force`, past what is recorded even if by
-    /// less than the slack.
-    fn extend(&self, name: &str, ttl: Duration, force: bool) {
-        let mut wanted = now_secs().saturating_add(ttl.as_secs());
-        let slack = (ttl.as_secs() / 10).clamp(1, 60);
-        // The path of nearly every hand-out: one lock, one lookup.
-        if !force
-            && self
-                .held()
-                .known
-                .get(name)
-                .is_some_and(|known| wanted < known.saturating_add(slack))
-        {
-            return;
-        }
-        let recorded = self
-            .store
-            .get(&self.key(name))
-            .and_then(|pod| reclaim_after(&pod));
-        {
-            let mut held = self.held();
-            let recorded = recorded.max(held.written.get(name).copied()).unwrap_or(0);
-            if force {
-                wanted = wanted.max(recorded.saturating_add(1));
-            } else if wanted < recorded.saturating_add(slack) {
-                if held.ready.contains(name) {
-                    held.known.insert(name.to_string(), recorded);
-                }
-                return;
-            }
-            if !held.patching.insert(name.to_string()) {
-                return;
-            }
-        }
-        let pods = self.pods.clone();
-        let name = name.to_string();
-        let patch = serde_json::json!({
-            "metadata": {"annotations": {RECLAIM_AFTER_ANNOTATION: wanted.to_string()}}
-        });
-        let held = Arc::clone(&self.held);
-        tokio::spawn(async move {
-            let result = pods
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await;
-            let mut held = held.lock().unwrap_or_else(PoisonError::into_inner);
-            held.patching.remove(&name);
-            match result {
-                Ok(_) => {
-                    let written = held.written.entry(name.clone()).or_insert(0);
-                    *written = (*written).max(wanted);
-                    if held.ready.contains(&name) {
-                        let known = held.known.entry(name).or_insert(0);
-                        *known = (*known).max(wanted);
-                    }
-                }
-                Err(err) if is_not_found(&err) => {}
-                Err(err) => {
-                    tracing::warn!(pod = %name, err = %one_line(&err), "extending the pod's reclaim-after")
-                }
-            }
-        });
-    }
-}
-
-/// Which pod of a name a delete may remove: names are shared (a pod
-/// deleted and created again keeps its name), so every delete names the uid
-/// it means, or the resourceVersion it saw (which also fails the delete if a
-/// reuse patch landed since).
-enum Exactly {
-    Uid(String),
-    Version(String),
-}
-
-/// Deletes a pod (its Service goes with it, by owner reference), only if it
-/// is still `exactly` the one meant. False only when the pod surely stays:
-/// its precondition failed (another error may hide a delete that landed).
-async fn delete_pod(pods: &Api<Pod>, name: &str, exactly: Exactly) -> bool {
-    let preconditions = match exactly {
-        Exactly::Uid(uid) => Preconditions {
-            uid: Some(uid),
-            resource_version: None,
-        },
-        Exactly::Version(version) => Preconditions {
-            uid: None,
-            resource_version: Some(version),
-        },
-    };
-    let params = DeleteParams {
-        preconditions: Some(preconditions),
-        ..DeleteParams::default()
-    };
-    match pods.delete(name, &params).await {
-        Ok(_) => true,
-        Err(err) if is_not_found(&err) => true,
-        Err(err) if is_conflict(&err) => {
-            tracing::info!(
-                pod = name,
-                "not deleted: the pod changed meanwhile (another runner uses it)"
-            );
-            false
-        }
-        Err(err) => {
-            tracing::warn!(pod = name, err = %one_line(&err), "deleting pod");
-            true
         }
     }
 }
@@ -922,114 +231,7 @@ impl Backend for KubeBackend {
 
     fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
         let inner = self.inner.clone();
-        Box::pin(async move {
-            let started = tokio::time::Instant::now();
-            let mut progress = Progress::default();
-            let pooled = spec.idle_pods > 0;
-            let start = async {
-                if pooled {
-                    inner.claim(&spec, &mut progress).await
-                } else {
-                    inner.start(&spec, &mut progress).await
-                }
-            };
-            let outcome = tokio::time::timeout(spec.ready_timeout, start).await;
-            let failed = |inner: &Inner, progress: &Progress| {
-                if let Some(name) = &progress.name {
-                    inner.held().claimed.remove(name);
-                    if let Some(uid) = &progress.created {
-                        inner.spawn_delete(name.clone(), Exactly::Uid(uid.clone()));
-                    }
-                }
-            };
-            let (name, pod, version) = match outcome {
-                Ok(Ok(found)) => found,
-                Ok(Err(source)) => {
-                    failed(&inner, &progress);
-                    return Err(inner.start_error(spec.image, source));
-                }
-                Err(_) => {
-                    failed(&inner, &progress);
-                    let watch = inner
-                        .watch_error
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .clone();
-                    let waiting = match &progress.name {
-                        Some(name) => format!("pod {name}: waiting for {}", progress.step),
-                        None => format!("waiting for {}", progress.step),
-                    };
-                    return Err(BackendError::ReadyTimeout {
-                        image: spec.image,
-                        timeout: spec.ready_timeout,
-                        detail: match watch {
-                            Some(err) => format!("{waiting}; the pod watch fails: {err}"),
-                            None => waiting,
-                        },
-                    });
-                }
-            };
-            if progress.created.is_some() {
-                // A whole start (create, Service, gate, operation) went
-                // through: whatever was refused is granted again.
-                inner.access.start_went_through(&inner.settings.namespace);
-            }
-            let uid = pod.metadata.uid.clone().unwrap_or_default();
-            {
-                let mut held = inner.held();
-                held.ready.insert(name.clone());
-                held.uids.insert(name.clone(), uid.clone());
-            }
-            // A failure seen after the last check and before the insert was
-            // not reported (the pod was not handed out yet): look again now
-            // that it would be.
-            let now = inner
-                .store
-                .get(&inner.key(&name))
-                .filter(|p| p.metadata.uid.as_deref() == Some(uid.as_str()));
-            let gone = now.map_or(Some("was deleted".to_string()), |p| ended(&p));
-            if let Some(reason) = gone {
-                {
-                    let mut held = inner.held();
-                    held.ready.remove(&name);
-                    held.claimed.remove(&name);
-                    held.uids.remove(&name);
-                    held.known.remove(&name);
-                }
-                inner.spawn_delete(name.clone(), Exactly::Uid(uid));
-                return Err(BackendError::StartFailed {
-                    image: spec.image,
-                    source: cause(StartError::Ended { name, reason }),
-                });
-            }
-            let settings = &inner.settings;
-            // A claimed pod has no Service: it is dialled by its IP.
-            let dial = if pooled { Dial::PodIp } else { settings.dial };
-            let endpoint = match dial {
-                Dial::PodIp => {
-                    format!("http://{}:{WRAPPER_PORT}", pod_ip(&pod).unwrap_or_default())
-                }
-                Dial::Service => format!(
-                    "http://{name}.{}.svc.cluster.local:{WRAPPER_PORT}",
-                    settings.namespace
-                ),
-            };
-            tracing::info!(pod = %name, image = %spec.image, %endpoint, ms = started.elapsed().as_millis() as u64, "pod ready");
-            // The template changed while the pod started: the template
-            // watch retired only the pods handed out then. This one serves
-            // the call that waits for it, and is replaced once idle.
-            let current = inner.template.borrow().clone();
-            if let Some(Ok(template)) = current {
-                if template.version != version {
-                    tracing::info!(pod = %name, "the pod template changed while the pod started: replacing it once idle");
-                    inner.report_stale(name.clone(), Retire::TemplateChanged);
-                }
-            }
-            Ok(ReadyPod {
-                id: PodId(name),
-                endpoint,
-            })
-        })
+        Box::pin(async move { inner.ready_pod(spec).await })
     }
 
     fn stop(&self, id: PodId, reason: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
@@ -1158,20 +360,6 @@ impl Backend for KubeBackend {
     fn pool_metrics(&self) -> Option<runner_core::backend::metrics::PoolMetrics> {
         self.inner.pools.metrics.get().cloned()
     }
-}
-
-fn is_not_found(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(status) if status.code == 404)
-}
-
-/// A pod name that is also a valid Service name (DNS-1035: it starts with a
-/// letter): `fn-` in front when it does not, keeping its unique end.
-fn service_name(name: String) -> String {
-    if name.starts_with(|c: char| c.is_ascii_lowercase()) {
-        return name;
-    }
-    let tail = &name[name.len().saturating_sub(60)..];
-    format!("fn-{tail}")
 }
 
 #[cfg(test)]

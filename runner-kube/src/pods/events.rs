@@ -1,8 +1,21 @@
 //! What this runner does with the pod watch's events (failures, deletes,
-//! drains by others, relists, template changes) and on each sweep (expired
-//! pods nobody holds, operation refreshes, finalizers left behind).
+//! drains by others, relists, template changes), and the watcher that
+//! yields them.
 
-use super::*;
+use std::sync::PoisonError;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::watcher;
+use kube::Api;
+
+use super::delete::Exactly;
+use super::inner::Inner;
+use super::readiness::terminated;
+use crate::lifecycle::Phase;
+use crate::names::TEMPLATE_VERSION_ANNOTATION;
+use crate::template::Template;
+use runner_core::backend::{PodEvent, PodId, Retire};
 
 impl Inner {
     pub(super) fn on_pod_event(&self, event: Result<watcher::Event<Pod>, watcher::Error>) {
@@ -72,7 +85,7 @@ impl Inner {
                 };
                 // A refusal is logged once, by the access state, not on
                 // every retry.
-                let said = super::super::access::watch_one_line(&err);
+                let said = crate::access::watch_one_line(&err);
                 if !api.is_some_and(|api| self.access.note(api)) {
                     tracing::warn!(err = %said, "pod watch");
                 }
@@ -162,68 +175,28 @@ impl Inner {
             }
         }
     }
+}
 
-    /// Deletes, from the store's view, the pods nobody here holds that are
-    /// due: this runner's own once expired or ended, another's once a TTL
-    /// past its reclaim-after (its owner is gone).
-    ///
-    /// Also the lifecycle's clock: this runner's operations on the pods it
-    /// holds are refreshed (every tenth of the TTL), and deleted pods whose
-    /// runners' operations went stale lose their finalizer.
-    pub(super) fn sweep(&self) {
-        let now = now_secs();
-        let grace = self.settings.ttl.as_secs();
-        let (claimed, refresh) = {
-            let held = self.held();
-            let due = lifecycle::now_ns().saturating_sub(self.stale().as_nanos() / 10);
-            let refresh: Vec<(String, String)> = held
-                .ready
-                .iter()
-                .filter(|name| held.declared.get(*name).is_some_and(|at| *at <= due))
-                .filter(|name| !held.operating.contains(*name))
-                .filter_map(|name| Some((name.clone(), held.uids.get(name)?.clone())))
-                .collect();
-            (held.claimed.clone(), refresh)
-        };
-        for (name, uid) in refresh {
-            self.held().operating.insert(name.clone());
-            let this = self.detached();
-            let seen = self.store.get(&self.key(&name)).map(|p| (*p).clone());
-            tokio::spawn(async move {
-                this.refresh(&name, &uid, seen).await;
-                this.held().operating.remove(&name);
-            });
-        }
-        for pod in self.store.state() {
-            let Some(name) = pod.metadata.name.clone() else {
-                continue;
-            };
-            self.unprotect_if_due(&pod);
-            if claimed.contains(&name) || pod.metadata.deletion_timestamp.is_some() {
-                continue;
+/// The pod watcher, started afresh (from a new list) when a watch request
+/// is answered 410 Gone: kube-runtime relists after a 410 ERROR event, but
+/// retries a watch request answered 410 at the same expired
+/// resourceVersion for ever, so pods deleted meanwhile would never leave
+/// the store.
+pub(super) fn pod_watcher(
+    pods: Api<Pod>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = Result<watcher::Event<Pod>, watcher::Error>> + Send {
+    let first = watcher(pods.clone(), config.clone()).boxed();
+    futures::stream::unfold(
+        (first, pods, config),
+        |(mut stream, pods, config)| async move {
+            let event = stream.next().await?;
+            if let Err(watcher::Error::WatchStartFailed(kube::Error::Api(status))) = &event {
+                if status.code == 410 {
+                    stream = watcher(pods.clone(), config.clone()).boxed();
+                }
             }
-            let expiry = reclaim_after(&pod).unwrap_or(0);
-            let due = if self.mine(&pod) {
-                expiry <= now || ended(&pod).is_some()
-            } else {
-                expiry.saturating_add(grace) <= now
-            };
-            // Never a pod another live runner has in rotation.
-            if due && self.serving_elsewhere(&pod).is_none() {
-                let why = if self.mine(&pod) {
-                    "idle past its TTL, nobody holds it"
-                } else {
-                    "its owner is gone (no reuse for a TTL past its reclaim-after)"
-                };
-                tracing::info!(pod = %name, owner = owner_of(&pod).unwrap_or(""), why, "deleting a pod nobody holds");
-                self.lifecycle.emit(
-                    &pod,
-                    Phase::Deleted,
-                    format!("runner {} deletes it: {why}", self.runner),
-                );
-                let version = pod.metadata.resource_version.clone().unwrap_or_default();
-                self.spawn_delete(name, Exactly::Version(version));
-            }
-        }
-    }
+            Some((event, (stream, pods, config)))
+        },
+    )
 }

@@ -1,9 +1,28 @@
 //! How a start fails: what went wrong ([`StartError`]), and what the
 //! caller is told of it (a refused right, an image its registry lacks, the
-//! wrapper image that cannot be pulled).
+//! wrapper image that cannot be pulled); and the API server's answers that
+//! a start, a claim or a delete takes as no failure (a conflict, an
+//! absence).
 
+use k8s_openapi::api::core::v1::Pod;
+
+use super::inner::Inner;
+use super::naming::MAX_SLOTS;
 use super::readiness::is_pull_failure;
-use super::*;
+use crate::access::one_line;
+use crate::entrypoint::EntrypointError;
+use runner_core::backend::{cause, BackendError, Cause};
+
+/// 409: another actor made the object first, or changed it since it was
+/// read.
+pub(super) fn is_conflict(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 409)
+}
+
+/// 404: the object is gone.
+pub(super) fn is_not_found(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 404)
+}
 
 /// Why a Kubernetes pod did not start.
 #[derive(Debug, thiserror::Error)]
@@ -11,7 +30,7 @@ pub(super) enum StartError {
     #[error("the function pod template: {0}")]
     Template(String),
     #[error("{0}")]
-    Build(#[from] super::super::template::TemplateError),
+    Build(#[from] crate::template::TemplateError),
     #[error("{verb} {kind} {name}: {}", one_line(source))]
     Api {
         verb: &'static str,

@@ -16,6 +16,9 @@ use tokio::sync::mpsc;
 
 use super::*;
 use crate::fake_api::{failure, fake_api, status, Expiry, FakeApi, POD_IP};
+use crate::lifecycle;
+use crate::names::{RECLAIM_AFTER_ANNOTATION, WRAPPER_PORT};
+use crate::source::TemplateChoice;
 
 const NS: &str = "fns";
 const OWNER: &str = "runner-a";

@@ -1,10 +1,23 @@
 //! The lifecycle's side of the kube backend (seed 004; the labels, gate,
-//! finalizer and events themselves are in [`super::super::lifecycle`]):
+//! finalizer and events themselves are in [`crate::lifecycle`]):
 //! how this runner reads other runners' operations, lets go of a pod,
 //! drains and deletes one it owns, and frees deleted pods of their
 //! finalizer.
 
-use super::*;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+
+use super::delete::{delete_pod, Exactly};
+use super::failures::{Attempt, StartError, Taken};
+use super::inner::{owner_of, Held, Inner};
+use crate::access::one_line;
+use crate::lifecycle::{self, Events, OpType, Outcome, Phase};
+use crate::owner::{OwnerDeployment, DEPLOYMENT_LABEL};
+use crate::template::label_value;
+use runner_core::backend::{Retire, StopReason};
 
 /// What the lifecycle's requests need of the runner, cloned into the
 /// background tasks that send them.

@@ -1,6 +1,11 @@
 //! Each pod's ClusterIP Service.
 
-use super::*;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::api::{DeleteParams, PostParams, Preconditions};
+
+use super::failures::{is_conflict, is_not_found, Attempt, StartError};
+use super::inner::Inner;
+use crate::template::{FunctionPod, Template};
 
 impl Inner {
     /// Creates the pod's Service, owned by the pod: Kubernetes deletes it

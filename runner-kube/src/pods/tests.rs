@@ -1,6 +1,7 @@
 //! Reading pod objects: when a pod has ended, Endpoints listing a pod, pod
 //! names as Service names.
 
+use super::naming::{name_key, service_name};
 use super::readiness::{ended, lists_address};
 use super::*;
 
