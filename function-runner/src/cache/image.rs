@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use runner_core::backend::PodId;
 
-use super::{deadline, PodLease, PodShared, Reply};
+use super::lease::{PodLease, PodShared, Reply};
 
 pub(super) struct Pod {
     pub(super) serial: u64,
@@ -208,4 +208,13 @@ impl ImageEntry {
     pub(super) fn position(&self, serial: u64) -> Option<usize> {
         self.pods.iter().position(|p| p.serial == serial)
     }
+}
+
+/// Stand-in for "never" when `now + ttl` does not fit in an `Instant`.
+const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+
+/// When something `ttl` from `now` happens (far in the future for a TTL
+/// past what an `Instant` holds).
+pub(super) fn deadline(now: Instant, ttl: Duration) -> Instant {
+    now.checked_add(ttl).unwrap_or(now + FAR_FUTURE)
 }

@@ -56,7 +56,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Endpoint;
 
 use runner_core::backend::{
     Backend, BackendError, PodEvent, PodId, PodSpec, ReadyPod, Retire, StopReason,
@@ -64,77 +64,22 @@ use runner_core::backend::{
 
 use image::{Choice, ImageEntry, Pod, Slot};
 
+mod error;
 mod image;
+mod lease;
 mod room;
 mod settings;
 mod snapshot;
 
+pub use error::CacheError;
+use image::deadline;
+pub use lease::PodLease;
+use lease::{PodShared, Reply};
 pub use settings::{CacheSettings, PodRequestSettings, DEFAULT_MAX_PODS};
 pub use snapshot::{CacheCounters, CacheSnapshot, ImageSnapshot, PodSnapshot, PodState};
 
 #[cfg(test)]
 mod tests;
-
-/// Requests buffered between handles and the actor before `get` waits.
-const REQUEST_QUEUE: usize = 1024;
-/// How much longer than `ready_timeout` the cache waits for a backend's own
-/// answer before it gives up on a start (the backend's typed error is better).
-const START_GRACE: Duration = Duration::from_secs(5);
-/// TCP connect timeout of the per-pod channel; a dead pod then answers
-/// UNAVAILABLE quickly and the caller evicts it.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// Stand-in for "never" when `now + ttl` does not fit in an `Instant`.
-const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
-
-/// Why the cache could not hand out a pod.
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum CacheError {
-    /// Starting the pod failed; every caller waiting for it gets this. (The
-    /// backend's error names the image.)
-    #[error("{source}")]
-    PodStart {
-        image: String,
-        #[source]
-        source: BackendError,
-    },
-    /// [`PodCache::shutdown`] was called.
-    #[error("the pod cache is shutting down")]
-    ShuttingDown,
-    /// `--max-pods` pods exist and none is idle: no room for another.
-    #[error(
-        "no pod for {image}: all {max} pods the runner may have (--max-pods) are busy with calls"
-    )]
-    Full { image: String, max: usize },
-    /// The cache task ended (it panicked); nothing can be served.
-    #[error("the pod cache task is gone")]
-    ActorGone,
-}
-
-impl CacheError {
-    /// The gRPC code this error decides, walking its causes: the first that
-    /// decides one wins (`None`: none does).
-    pub fn code(&self) -> Option<tonic::Code> {
-        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(self);
-        while let Some(err) = cause {
-            if let Some(err) = err.downcast_ref::<CacheError>() {
-                match err {
-                    CacheError::ShuttingDown => return Some(tonic::Code::Unavailable),
-                    CacheError::Full { .. } => return Some(tonic::Code::ResourceExhausted),
-                    CacheError::PodStart { .. } | CacheError::ActorGone => {}
-                }
-            }
-            match err.downcast_ref::<BackendError>() {
-                Some(BackendError::UnknownImage { .. }) => return Some(tonic::Code::NotFound),
-                // The runner cannot start pods now (and says NOT_SERVING):
-                // another replica, or a later try, may.
-                Some(BackendError::Refused { .. }) => return Some(tonic::Code::Unavailable),
-                _ => {}
-            }
-            cause = err.source();
-        }
-        None
-    }
-}
 
 /// A start task that ended without reporting (it panicked or was aborted).
 #[derive(Debug, thiserror::Error)]
@@ -151,79 +96,14 @@ struct InvalidEndpoint {
     source: tonic::transport::Error,
 }
 
-/// What every lease of one pod shares: created once when the pod is ready.
-struct PodShared {
-    image: Arc<str>,
-    /// Unique per pod and cache; a release names its pod by it, so a lease on
-    /// an evicted pod can never touch a newer pod.
-    serial: u64,
-    id: PodId,
-    endpoint: String,
-    /// One HTTP/2 connection per pod, shared by all callers.
-    channel: Channel,
-    releases: mpsc::UnboundedSender<Arc<PodShared>>,
-}
-
-/// The right to send calls to one pod. Counts 1 against the pod's load until
-/// dropped, whatever the reason for the drop.
-pub struct PodLease {
-    pod: Arc<PodShared>,
-    /// False only for a lease the actor could not deliver and took back itself.
-    armed: bool,
-}
-
-impl PodLease {
-    fn new(pod: Arc<PodShared>) -> Self {
-        PodLease { pod, armed: true }
-    }
-
-    /// Where the pod serves EvaluateFunction (`http://127.0.0.1:40123`).
-    pub fn endpoint(&self) -> &str {
-        &self.pod.endpoint
-    }
-
-    /// The pod, as named by the backend; pass it to [`PodCache::evict`].
-    pub fn pod_id(&self) -> &PodId {
-        &self.pod.id
-    }
-
-    /// The function image this pod serves.
-    pub fn image(&self) -> &str {
-        &self.pod.image
-    }
-
-    /// The pod's channel (connected lazily, shared by all its leases).
-    pub fn channel(&self) -> Channel {
-        self.pod.channel.clone()
-    }
-
-    /// Drops the lease without a release message; the actor already
-    /// accounted for it.
-    fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for PodLease {
-    fn drop(&mut self) {
-        if self.armed {
-            // The actor being gone is fine: nobody counts load any more.
-            let _ = self.pod.releases.send(Arc::clone(&self.pod));
-        }
-    }
-}
-
-impl fmt::Debug for PodLease {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PodLease")
-            .field("image", &self.pod.image)
-            .field("pod", &self.pod.id)
-            .field("endpoint", &self.pod.endpoint)
-            .finish()
-    }
-}
-
-type Reply = oneshot::Sender<Result<PodLease, CacheError>>;
+/// Requests buffered between handles and the actor before `get` waits.
+const REQUEST_QUEUE: usize = 1024;
+/// How much longer than `ready_timeout` the cache waits for a backend's own
+/// answer before it gives up on a start (the backend's typed error is better).
+const START_GRACE: Duration = Duration::from_secs(5);
+/// TCP connect timeout of the per-pod channel; a dead pod then answers
+/// UNAVAILABLE quickly and the caller evicts it.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 enum Command {
     Get {
@@ -1087,8 +967,4 @@ impl Actor {
             shutting_down: self.ctx.shutting_down,
         }
     }
-}
-
-fn deadline(now: Instant, ttl: Duration) -> Instant {
-    now.checked_add(ttl).unwrap_or(now + FAR_FUTURE)
 }
