@@ -84,37 +84,20 @@ mod connect;
 mod engine;
 mod errors;
 mod host;
+mod names;
 mod options;
 mod resources;
+mod settings;
 pub mod tools;
 
 pub use connect::{connect, engine_host};
 pub use errors::{DockerSetupError, StartError};
+pub use names::{
+    IMAGE_LABEL, KEEP_WARM_LABEL, MANAGED_LABEL, RUNNER_LABEL, SOCKET_DIR_LABEL, SOCKET_ROOT_LABEL,
+};
+use names::{SOCKET_MOUNT, SOCKET_NAME, TOOLS_DIR};
+pub use settings::{DockerSettings, DEFAULT_WRAPPER_IMAGE};
 pub use tools::{choose_tools, Tools};
-
-/// Marks everything this backend creates.
-pub const MANAGED_LABEL: &str = "krm-fn.dev/managed";
-/// The runner instance that created it.
-pub const RUNNER_LABEL: &str = "krm-fn.dev/runner";
-/// The function image a container serves.
-pub const IMAGE_LABEL: &str = "krm-fn.dev/image";
-/// The host directory of a container's socket.
-pub const SOCKET_DIR_LABEL: &str = "krm-fn.dev/socket-dir";
-/// The socket directory of the runner that made it: a runner sweeps only
-/// what runners of its own socket directory left, whose locks it can see.
-pub const SOCKET_ROOT_LABEL: &str = "krm-fn.dev/socket-root";
-/// On a kept-warm container: the fingerprint a reuser must match.
-pub const KEEP_WARM_LABEL: &str = "krm-fn.dev/keep-warm";
-
-/// Where the tools volume is mounted in every container.
-const TOOLS_DIR: &str = "/wrapper-server-tools";
-/// Where a pod's socket directory is mounted in its container.
-const SOCKET_MOUNT: &str = "/krm-fn";
-const SOCKET_NAME: &str = "wrapper.sock";
-/// kpt's `--user nobody`, by number: scratch images have no /etc/passwd.
-const FUNCTION_USER: &str = "65534:65534";
-/// A function's scratch space on the read-only root filesystem.
-const TMPFS: &str = "size=256m,mode=1777";
 
 /// Processes and threads a function container may have at once unless its
 /// FunctionConfig says (`podExecutor.pidsLimit`): a fork bomb stays in its
@@ -134,59 +117,10 @@ const DEATH_EVENT_WAIT: Duration = Duration::from_secs(5);
 const SWEEP_WAIT: Duration = Duration::from_secs(10);
 /// How long a stopping container may drain before the engine kills it.
 const STOP_GRACE: Duration = Duration::from_secs(5);
-/// The init image built from `Dockerfile` by `./build-images.sh`.
-pub const DEFAULT_WRAPPER_IMAGE: &str = "wrapper-server:dev";
-
-/// How the docker backend is set up.
-#[derive(Debug, Clone)]
-pub struct DockerSettings {
-    /// The init image (`Dockerfile`): `wrapper-server install DIR` as its
-    /// entrypoint, as named by the user (`--wrapper-server-image`). `None`:
-    /// [`DEFAULT_WRAPPER_IMAGE`] if the engine has it, else the binaries in
-    /// `tools_dir` ([`choose_tools`]).
-    pub wrapper_image: Option<String>,
-    /// Where `wrapper-server` and `health-probe` are looked for when no
-    /// wrapper image is named or present: beside this program by default.
-    pub tools_dir: PathBuf,
-    /// The tools, already chosen by the caller (`eval` says which before it
-    /// starts); `None`: the backend chooses when it is set up.
-    pub tools: Option<Tools>,
-    /// The host directory under which each pod gets its socket directory.
-    pub socket_dir: PathBuf,
-    /// Largest gRPC message, both directions (the wrapper's flag).
-    pub max_message_bytes: usize,
-    /// `eval --keep-warm`: pods outlive the runner, reusable, for this long
-    /// after their last call.
-    pub keep_warm: Option<Duration>,
-    /// `eval`'s `-e`, `--mount`, `--network`, `--as-current-user` and
-    /// `render --allow-network`: none by default.
-    pub container: ContainerOptions,
-}
-
-impl Default for DockerSettings {
-    fn default() -> Self {
-        DockerSettings {
-            wrapper_image: None,
-            tools_dir: runner_core::backend::binaries_dir(),
-            tools: None,
-            socket_dir: Self::default_socket_dir(),
-            max_message_bytes: proto::DEFAULT_MAX_MESSAGE_BYTES,
-            keep_warm: None,
-            container: ContainerOptions::default(),
-        }
-    }
-}
-
-impl DockerSettings {
-    /// The default socket directory: private to this user, in the temporary
-    /// directory.
-    pub fn default_socket_dir() -> PathBuf {
-        std::env::temp_dir().join(format!(
-            "krm-fn-docker-{}",
-            rustix::process::geteuid().as_raw()
-        ))
-    }
-}
+/// kpt's `--user nobody`, by number: scratch images have no /etc/passwd.
+const FUNCTION_USER: &str = "65534:65534";
+/// A function's scratch space on the read-only root filesystem.
+const TMPFS: &str = "size=256m,mode=1777";
 
 /// One pod the backend knows of.
 struct PodEntry {

@@ -15,36 +15,10 @@ use std::path::{Path, PathBuf};
 use bollard::models::{Mount, MountType};
 use bollard::Docker;
 
-use super::{DockerSettings, DEFAULT_WRAPPER_IMAGE, TOOLS_DIR};
-
-/// Where the tools come from; see the module docs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Tools {
-    /// Installed by this init image into a volume.
-    Image(String),
-    /// Bind-mounted from this host.
-    Host { wrapper: PathBuf, probe: PathBuf },
-    /// Neither: no wrapper image in the engine and no usable binaries beside
-    /// this program (why not). The first start fails with it.
-    Missing { image: String, host: String },
-}
-
-impl std::fmt::Display for Tools {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Tools::Image(image) => write!(f, "wrapper-server from the image {image}"),
-            Tools::Host { wrapper, .. } => write!(
-                f,
-                "wrapper-server and health-probe from {} (mounted read-only; no wrapper image in the engine)",
-                wrapper.parent().unwrap_or(Path::new("/")).display()
-            ),
-            Tools::Missing { image, host } => write!(
-                f,
-                "no wrapper-server for function containers: the image {image} is not in the engine and {host}"
-            ),
-        }
-    }
-}
+use crate::connect::{engine_host, is_local};
+use crate::names::TOOLS_DIR;
+pub use crate::settings::Tools;
+use crate::settings::{DockerSettings, DEFAULT_WRAPPER_IMAGE};
 
 /// The tools for `settings`: an image named by the user is used whatever
 /// the engine holds (a missing one fails the first start, naming it); else
@@ -60,8 +34,8 @@ pub async fn choose_tools(docker: &Docker, settings: &DockerSettings) -> Tools {
     }
     // A bind mount's source is a path on the engine's machine: only a local
     // engine (a Unix socket) sees this host's files.
-    let host = super::connect::engine_host();
-    if !super::connect::is_local(&host) {
+    let host = engine_host();
+    if !is_local(&host) {
         return Tools::Missing {
             image: DEFAULT_WRAPPER_IMAGE.into(),
             host: format!(
