@@ -231,7 +231,7 @@ impl DockerBackend {
             tools: AsyncMutex::new(None),
             next: AtomicU64::new(1),
         }));
-        let sweeper = backend.clone();
+        let sweeper = backend.0.clone();
         let sweep = tokio::spawn(async move { sweeper.sweep().await });
         let sweep: BoxFuture<'static, ()> = Box::pin(async move {
             let _ = sweep.await;
@@ -241,11 +241,108 @@ impl DockerBackend {
         Ok(backend)
     }
 
+    async fn stop_pod(&self, id: PodId, reason: StopReason) {
+        let inner = &self.0;
+        let entry = {
+            let mut pods = inner.lock_pods();
+            match pods.get_mut(&id) {
+                // Kept warm: stays for the next run, unless broken or a
+                // single-use pod that served its call.
+                Some(entry)
+                    if entry.kept
+                        && matches!(reason, StopReason::Idle(why) if why != Retire::Used) =>
+                {
+                    pods.remove(&id);
+                    return;
+                }
+                Some(entry) => {
+                    entry.stopping = true;
+                    (entry.container.clone(), entry.socket_dir.clone())
+                }
+                None => return,
+            }
+        };
+        let (container, dir) = entry;
+        // SIGTERM drains the wrapper; the engine kills it after the grace.
+        let _ = inner
+            .docker
+            .stop_container(
+                &container,
+                Some(bollard::query_parameters::StopContainerOptions {
+                    t: Some(STOP_GRACE.as_secs() as i32),
+                    ..Default::default()
+                }),
+            )
+            .await;
+        remove_container(&inner.docker, &container).await;
+        let _ = std::fs::remove_dir_all(&dir);
+        inner.lock_pods().remove(&id);
+    }
+
+    /// Removes this runner's tools volume (once no container uses it: a
+    /// kept-warm one keeps it until a later sweep) and its directory, but
+    /// the directories of kept-warm containers.
+    async fn close_backend(&self) {
+        let inner = &self.0;
+        inner.closed.store(true, Ordering::SeqCst);
+        if tokio::time::timeout(SWEEP_WAIT, inner.swept())
+            .await
+            .is_err()
+        {
+            tracing::warn!("docker: the sweep of gone runners' leftovers did not finish");
+        }
+        if !inner.made.load(Ordering::SeqCst) {
+            // Only kept-warm containers were reused (an `eval --keep-warm`
+            // that found its container): nothing of this runner's to list.
+            let _ = std::fs::remove_dir_all(&inner.dir);
+            return;
+        }
+        // Starts still running (given up by the cache, or cut short by the
+        // runner's exit): their containers go now, kept-warm ones excepted.
+        let own = format!("{RUNNER_LABEL}={}", inner.instance);
+        if let Ok(list) = list_containers(&inner.docker, &[MANAGED_LABEL, &own]).await {
+            for c in list {
+                let kept = c
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key(KEEP_WARM_LABEL));
+                if let (false, Some(id)) = (kept, c.id) {
+                    remove_container(&inner.docker, &id).await;
+                }
+            }
+        }
+        if let Some(volume) = inner.tools.lock().await.take() {
+            remove_volume(&inner.docker, &volume).await;
+        }
+        let kept: Vec<PathBuf> = inner
+            .lock_pods()
+            .values()
+            .map(|p| p.socket_dir.clone())
+            .collect();
+        let mut left = false;
+        for entry in std::fs::read_dir(&inner.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let path = entry.path();
+            if kept.contains(&path) || inner.kept_dir(&path).await {
+                left = true;
+            } else {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+        if !left {
+            let _ = std::fs::remove_dir_all(&inner.dir);
+        }
+    }
+}
+
+impl Inner {
     /// Where the tools come from: as chosen, or chosen again while none
     /// were found.
     async fn tools_from(&self) -> Tools {
-        let inner = &self.0;
-        let current = inner
+        let current = self
             .tools_from
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -253,11 +350,11 @@ impl DockerBackend {
         if !matches!(current, Tools::Missing { .. }) {
             return current;
         }
-        let chosen = choose_tools(&inner.docker, &inner.settings).await;
+        let chosen = choose_tools(&self.docker, &self.settings).await;
         if !matches!(chosen, Tools::Missing { .. }) {
             tracing::info!(tools = %chosen, "docker: function containers' tools");
         }
-        *inner
+        *self
             .tools_from
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = chosen.clone();
@@ -266,7 +363,7 @@ impl DockerBackend {
 
     /// Waits for the sweep started with the backend.
     async fn swept(&self) {
-        if let Some(sweep) = self.0.swept.get() {
+        if let Some(sweep) = self.swept.get() {
             sweep.clone().await;
         }
     }
@@ -275,10 +372,9 @@ impl DockerBackend {
     /// (but kept-warm ones still running), volumes no container uses, and
     /// directories without a container.
     async fn sweep(&self) {
-        let inner = &self.0;
-        let root = &inner.settings.socket_dir;
+        let root = &self.settings.socket_dir;
         let alive = |instance: &str| -> bool {
-            if instance == inner.instance {
+            if instance == self.instance {
                 return true;
             }
             // A runner that lives holds a lock on its directory; taking it,
@@ -295,7 +391,7 @@ impl DockerBackend {
             }
         };
         let root_label = format!("{SOCKET_ROOT_LABEL}={}", root.display());
-        let containers = match list_containers(&inner.docker, &[MANAGED_LABEL, &root_label]).await {
+        let containers = match list_containers(&self.docker, &[MANAGED_LABEL, &root_label]).await {
             Ok(list) => list,
             Err(err) => {
                 tracing::warn!(%err, "docker: listing containers to sweep");
@@ -316,11 +412,11 @@ impl DockerBackend {
                 continue;
             }
             tracing::info!(container = %id, runner = owner, "docker: removing a container a runner left");
-            remove_container(&inner.docker, &id).await;
+            remove_container(&self.docker, &id).await;
         }
         // Volumes: those of gone runners; one still mounted is refused by the
         // engine (kept-warm containers use theirs) and stays.
-        if let Ok(list) = inner
+        if let Ok(list) = self
             .docker
             .list_volumes(Some(ListVolumesOptions {
                 filters: Some(label_filter(&[MANAGED_LABEL, &root_label])),
@@ -330,7 +426,7 @@ impl DockerBackend {
             for v in list.volumes.unwrap_or_default() {
                 let owner = v.labels.get(RUNNER_LABEL).map(String::as_str).unwrap_or("");
                 if !alive(owner) {
-                    remove_volume(&inner.docker, &v.name).await;
+                    remove_volume(&self.docker, &v.name).await;
                 }
             }
         }
@@ -389,33 +485,30 @@ impl DockerBackend {
     /// The tools volume, installed by the init container of `image` on
     /// first use.
     async fn tools_volume(&self, image: &String, timeout: Duration) -> Result<String, StartError> {
-        let inner = &self.0;
-        let mut tools = inner.tools.lock().await;
+        let mut tools = self.tools.lock().await;
         if let Some(volume) = tools.as_ref() {
             return Ok(volume.clone());
         }
-        inner
-            .docker
+        self.docker
             .inspect_image(image)
             .await
             .map_err(|source| StartError::WrapperImage {
                 image: image.clone(),
                 source,
             })?;
-        let volume = format!("krm-fn-tools-{}", inner.instance);
-        inner
-            .docker
+        let volume = format!("krm-fn-tools-{}", self.instance);
+        self.docker
             .create_volume(VolumeCreateRequest {
                 name: Some(volume.clone()),
-                labels: Some(inner.labels(&[])),
+                labels: Some(self.labels(&[])),
                 ..Default::default()
             })
             .await
             .map_err(engine("creating the tools volume"))?;
-        let name = format!("krm-fn-{}-install", inner.instance);
+        let name = format!("krm-fn-{}-install", self.instance);
         let config = ContainerCreateBody {
             image: Some(image.clone()),
-            labels: Some(inner.labels(&[])),
+            labels: Some(self.labels(&[])),
             // Our own image, trusted: root only to write into the fresh
             // volume (owned by root), with nothing else allowed.
             user: Some("0:0".into()),
@@ -427,11 +520,11 @@ impl DockerBackend {
             ..Default::default()
         };
         let ran = async {
-            create_container(&inner.docker, &name, config).await?;
-            start_container(&inner.docker, &name).await?;
-            let code = wait_exit(&inner.docker, &name).await;
+            create_container(&self.docker, &name, config).await?;
+            start_container(&self.docker, &name).await?;
+            let code = wait_exit(&self.docker, &name).await;
             if code != Some(0) {
-                let log = log_tail(&inner.docker, &name).await;
+                let log = log_tail(&self.docker, &name).await;
                 return Err(StartError::Install {
                     image: image.clone(),
                     code,
@@ -444,7 +537,7 @@ impl DockerBackend {
             Ok(ran) => ran,
             Err(_) => Err(StartError::InstallTimeout { timeout }),
         };
-        remove_container(&inner.docker, &name).await;
+        remove_container(&self.docker, &name).await;
         ran?;
         tracing::info!(%volume, wrapper_image = %image, "docker: tools installed");
         *tools = Some(volume.clone());
@@ -454,17 +547,12 @@ impl DockerBackend {
     /// The running kept-warm containers of `image`, whatever their
     /// fingerprint (listed while the fingerprint is still being worked out).
     async fn kept_of(&self, image: &str) -> Vec<bollard::models::ContainerSummary> {
-        let inner = &self.0;
         let image_label = format!("{IMAGE_LABEL}={image}");
-        let root_label = format!(
-            "{SOCKET_ROOT_LABEL}={}",
-            inner.settings.socket_dir.display()
-        );
+        let root_label = format!("{SOCKET_ROOT_LABEL}={}", self.settings.socket_dir.display());
         let mut filters =
             label_filter(&[MANAGED_LABEL, &image_label, KEEP_WARM_LABEL, &root_label]);
         filters.insert("status".into(), vec!["running".into()]);
-        inner
-            .docker
+        self.docker
             .list_containers(Some(ListContainersOptions {
                 filters: Some(filters),
                 ..Default::default()
@@ -479,7 +567,6 @@ impl DockerBackend {
         kept: Vec<bollard::models::ContainerSummary>,
         fingerprint: &str,
     ) -> Option<(String, PathBuf)> {
-        let inner = &self.0;
         for c in kept {
             let (Some(names), Some(labels)) = (c.names, c.labels) else {
                 continue;
@@ -492,7 +579,7 @@ impl DockerBackend {
             };
             let Some(name) = names.first() else { continue };
             let dir = PathBuf::from(dir);
-            if !dir.starts_with(&inner.settings.socket_dir) {
+            if !dir.starts_with(&self.settings.socket_dir) {
                 continue;
             }
             let endpoint = format!("unix:{}", dir.join(SOCKET_NAME).display());
@@ -513,7 +600,6 @@ impl DockerBackend {
     }
 
     async fn start_pod(&self, spec: PodSpec) -> Result<ReadyPod, BackendError> {
-        let inner = &self.0;
         let failed = |source: StartError| BackendError::StartFailed {
             image: spec.image.clone(),
             source: runner_core::backend::cause(source),
@@ -532,11 +618,11 @@ impl DockerBackend {
         // the tools and the command: what it takes is asked of the engine at
         // once, not one after the other (a warm `eval --keep-warm` is a few
         // of these round trips and little else).
-        let keep_warm = inner.settings.keep_warm.is_some();
+        let keep_warm = self.settings.keep_warm.is_some();
         let tools_id = async {
             match (&self.tools_from().await, keep_warm) {
                 (_, false) | (Tools::Missing { .. }, _) => String::new(),
-                (Tools::Image(image), true) => inner
+                (Tools::Image(image), true) => self
                     .docker
                     .inspect_image(image)
                     .await
@@ -553,7 +639,7 @@ impl DockerBackend {
             }
         };
         let (command, tools_id, kept) = tokio::join!(
-            tokio::time::timeout_at(deadline, image_command(&inner.docker, &spec.image)),
+            tokio::time::timeout_at(deadline, image_command(&self.docker, &spec.image)),
             tokio::time::timeout_at(deadline, tools_id),
             tokio::time::timeout_at(deadline, kept),
         );
@@ -567,17 +653,17 @@ impl DockerBackend {
             format!("{SOCKET_MOUNT}/{SOCKET_NAME}"),
             "--print-address".into(),
             "--max-request-body-size".into(),
-            inner.settings.max_message_bytes.to_string(),
+            self.settings.max_message_bytes.to_string(),
         ];
         wrapper_args.extend(spec.prespawn_args());
-        if let Some(idle) = inner.settings.keep_warm {
+        if let Some(idle) = self.settings.keep_warm {
             wrapper_args.push("--exit-after-idle".into());
             wrapper_args.push(format!("{}ms", idle.as_millis()));
         }
         wrapper_args.push("--".into());
         wrapper_args.extend(argv);
         // Only kept-warm containers are looked up by their shape.
-        let fingerprint = match inner.settings.keep_warm {
+        let fingerprint = match self.settings.keep_warm {
             Some(_) => {
                 // The image's id, not only its name: an author who rebuilds
                 // the image under the same tag gets a container of the new one.
@@ -589,7 +675,7 @@ impl DockerBackend {
                     &format!("{resources:?}"),
                     // Another environment, mount, network or user makes
                     // another container.
-                    &format!("{:?}", inner.settings.container),
+                    &format!("{:?}", self.settings.container),
                     // As do another PIDs limit, and a runner that locks
                     // its socket directories (one kept before did not).
                     &format!("pids={:?}; socket dir locked", spec.pids_limit),
@@ -608,7 +694,7 @@ impl DockerBackend {
                 let id = PodId(name.clone());
                 let endpoint = format!("unix:{}", dir.join(SOCKET_NAME).display());
                 tracing::info!(pod = %id, image = %spec.image, "docker: reusing a kept-warm container");
-                inner.lock_pods().insert(
+                self.lock_pods().insert(
                     id.clone(),
                     PodEntry {
                         container: name,
@@ -629,7 +715,7 @@ impl DockerBackend {
         // engine's load, as they were when the sweep ran before any start;
         // the wait is the sweep's own, not the start's: the deadline moves
         // by it.
-        inner.made.store(true, Ordering::SeqCst);
+        self.made.store(true, Ordering::SeqCst);
         let waited = tokio::time::Instant::now();
         if tokio::time::timeout(SWEEP_WAIT, self.swept())
             .await
@@ -645,13 +731,13 @@ impl DockerBackend {
         .await
         .map_err(|_| timed_out("installing the tools (the init container)"))?
         .map_err(failed)?;
-        let n = inner.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
         let name = format!(
             "krm-fn-{}",
-            runner_core::backend::pod_name(&spec.image, &format!("{}-{n}", inner.instance))
+            runner_core::backend::pod_name(&spec.image, &format!("{}-{n}", self.instance))
         );
         let id = PodId(name.clone());
-        let socket_dir = inner.dir.join(n.to_string());
+        let socket_dir = self.dir.join(n.to_string());
         make_socket_dir(&socket_dir).map_err(|source| {
             failed(StartError::SocketDir {
                 path: socket_dir.clone(),
@@ -659,7 +745,7 @@ impl DockerBackend {
             })
         })?;
         let endpoint = format!("unix:{}", socket_dir.join(SOCKET_NAME).display());
-        let mut labels = inner.labels(&[
+        let mut labels = self.labels(&[
             (IMAGE_LABEL, spec.image.as_str()),
             (SOCKET_DIR_LABEL, &socket_dir.to_string_lossy()),
         ]);
@@ -673,7 +759,7 @@ impl DockerBackend {
             typ: Some(MountType::BIND),
             ..Default::default()
         });
-        let asked = &inner.settings.container;
+        let asked = &self.settings.container;
         mounts.extend(user_mounts(asked).map_err(|reason| failed(StartError::Mount(reason)))?);
         // A mount of the user's at /tmp takes the place of ours.
         let tmpfs = (!asked.mounts.iter().any(|m| m.targets("/tmp")))
@@ -696,7 +782,7 @@ impl DockerBackend {
                 memory_reservation: resources.memory_reservation,
                 nano_cpus: resources.nano_cpus,
                 cpu_shares: resources.cpu_shares,
-                auto_remove: Some(inner.settings.keep_warm.is_some()),
+                auto_remove: Some(self.settings.keep_warm.is_some()),
                 // The wrapper logs a line or two per call: bounded, for
                 // containers that live for days.
                 log_config: Some(HostConfigLogConfig {
@@ -717,13 +803,13 @@ impl DockerBackend {
         // The start learns of the container's death from the events (which
         // replay from before it was created, so none is missed).
         let (died_tx, mut died_rx) = tokio::sync::oneshot::channel();
-        inner.lock_pods().insert(
+        self.lock_pods().insert(
             id.clone(),
             PodEntry {
                 container: name.clone(),
                 socket_dir: socket_dir.clone(),
                 ready: false,
-                kept: inner.settings.keep_warm.is_some(),
+                kept: self.settings.keep_warm.is_some(),
                 stopping: false,
                 died: None,
                 died_tx: Some(died_tx),
@@ -736,12 +822,12 @@ impl DockerBackend {
         let phase = Mutex::new("creating the container");
         let set_phase = |now| *phase.lock().unwrap_or_else(PoisonError::into_inner) = now;
         let ready = async {
-            create_container(&inner.docker, &name, config).await?;
-            if inner.closed.load(Ordering::SeqCst) {
+            create_container(&self.docker, &name, config).await?;
+            if self.closed.load(Ordering::SeqCst) {
                 return Err(StartError::Died("the runner is shutting down".into()));
             }
             // Attached before the start, so no output can be missed.
-            let attached = inner
+            let attached = self
                 .docker
                 .attach_container(
                     &name,
@@ -756,7 +842,7 @@ impl DockerBackend {
                 .await
                 .map_err(engine("attaching to the container"))?;
             set_phase("starting the container");
-            start_container(&inner.docker, &name).await?;
+            start_container(&self.docker, &name).await?;
             set_phase("waiting for the wrapper to listen (its address on stdout)");
             let mut output = attached.output;
             let mut line = Vec::new();
@@ -817,7 +903,7 @@ impl DockerBackend {
             Ok(reason) = &mut died_rx => Err(StartError::Exited { reason, log: log_text() }),
         };
         let outcome = outcome.and_then(|()| {
-            let mut pods = inner.lock_pods();
+            let mut pods = self.lock_pods();
             match pods.get_mut(&id) {
                 Some(entry) => match entry.died.take() {
                     Some(reason) => Err(StartError::Died(reason)),
@@ -830,8 +916,8 @@ impl DockerBackend {
             }
         });
         if let Err(err) = outcome {
-            inner.lock_pods().remove(&id);
-            remove_container(&inner.docker, &name).await;
+            self.lock_pods().remove(&id);
+            remove_container(&self.docker, &name).await;
             let _ = std::fs::remove_dir_all(&socket_dir);
             return Err(match err {
                 StartError::Timeout => {
@@ -844,106 +930,10 @@ impl DockerBackend {
         Ok(ReadyPod { id, endpoint })
     }
 
-    async fn stop_pod(&self, id: PodId, reason: StopReason) {
-        let inner = &self.0;
-        let entry = {
-            let mut pods = inner.lock_pods();
-            match pods.get_mut(&id) {
-                // Kept warm: stays for the next run, unless broken or a
-                // single-use pod that served its call.
-                Some(entry)
-                    if entry.kept
-                        && matches!(reason, StopReason::Idle(why) if why != Retire::Used) =>
-                {
-                    pods.remove(&id);
-                    return;
-                }
-                Some(entry) => {
-                    entry.stopping = true;
-                    (entry.container.clone(), entry.socket_dir.clone())
-                }
-                None => return,
-            }
-        };
-        let (container, dir) = entry;
-        // SIGTERM drains the wrapper; the engine kills it after the grace.
-        let _ = inner
-            .docker
-            .stop_container(
-                &container,
-                Some(bollard::query_parameters::StopContainerOptions {
-                    t: Some(STOP_GRACE.as_secs() as i32),
-                    ..Default::default()
-                }),
-            )
-            .await;
-        remove_container(&inner.docker, &container).await;
-        let _ = std::fs::remove_dir_all(&dir);
-        inner.lock_pods().remove(&id);
-    }
-
-    /// Removes this runner's tools volume (once no container uses it: a
-    /// kept-warm one keeps it until a later sweep) and its directory, but
-    /// the directories of kept-warm containers.
-    async fn close_backend(&self) {
-        let inner = &self.0;
-        inner.closed.store(true, Ordering::SeqCst);
-        if tokio::time::timeout(SWEEP_WAIT, self.swept())
-            .await
-            .is_err()
-        {
-            tracing::warn!("docker: the sweep of gone runners' leftovers did not finish");
-        }
-        if !inner.made.load(Ordering::SeqCst) {
-            // Only kept-warm containers were reused (an `eval --keep-warm`
-            // that found its container): nothing of this runner's to list.
-            let _ = std::fs::remove_dir_all(&inner.dir);
-            return;
-        }
-        // Starts still running (given up by the cache, or cut short by the
-        // runner's exit): their containers go now, kept-warm ones excepted.
-        let own = format!("{RUNNER_LABEL}={}", inner.instance);
-        if let Ok(list) = list_containers(&inner.docker, &[MANAGED_LABEL, &own]).await {
-            for c in list {
-                let kept = c
-                    .labels
-                    .as_ref()
-                    .is_some_and(|l| l.contains_key(KEEP_WARM_LABEL));
-                if let (false, Some(id)) = (kept, c.id) {
-                    remove_container(&inner.docker, &id).await;
-                }
-            }
-        }
-        if let Some(volume) = inner.tools.lock().await.take() {
-            remove_volume(&inner.docker, &volume).await;
-        }
-        let kept: Vec<PathBuf> = inner
-            .lock_pods()
-            .values()
-            .map(|p| p.socket_dir.clone())
-            .collect();
-        let mut left = false;
-        for entry in std::fs::read_dir(&inner.dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let path = entry.path();
-            if kept.contains(&path) || self.kept_dir(&path).await {
-                left = true;
-            } else {
-                let _ = std::fs::remove_dir_all(&path);
-            }
-        }
-        if !left {
-            let _ = std::fs::remove_dir_all(&inner.dir);
-        }
-    }
-
     /// Whether a kept-warm container still uses `dir`.
     async fn kept_dir(&self, dir: &Path) -> bool {
         let label = format!("{SOCKET_DIR_LABEL}={}", dir.display());
-        list_containers(&self.0.docker, &[MANAGED_LABEL, &label])
+        list_containers(&self.docker, &[MANAGED_LABEL, &label])
             .await
             .is_ok_and(|list| !list.is_empty())
     }
@@ -1088,7 +1078,7 @@ impl Backend for DockerBackend {
 
     fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
         let this = self.clone();
-        Box::pin(async move { this.start_pod(spec).await })
+        Box::pin(async move { this.0.start_pod(spec).await })
     }
 
     fn stop(&self, id: PodId, reason: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
