@@ -1,6 +1,6 @@
 //! The backend: set up on an engine (this runner's directory and lock, the
-//! sweep, the events followed), pods stopped, the runner's leftovers removed
-//! at its close, and the runner's `Backend` on it.
+//! sweep, the events followed), pods stopped, this runner's leftovers
+//! removed at its close; and the runner's [`Backend`] trait over it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,7 +33,7 @@ const SOCKET_PATH_TAIL: usize = 1 + 8 + 1 + 20 + 1 + SOCKET_NAME.len();
 /// How long a stopping container may drain before the engine kills it.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// The docker backend. See the module docs.
+/// The docker backend. See the [crate docs](crate).
 #[derive(Clone)]
 pub struct DockerBackend(Arc<Inner>);
 
