@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use bollard::Docker;
 
-use super::DockerSetupError;
+use crate::errors::DockerSetupError;
 
 /// Connects to the engine of `DOCKER_HOST` (else the local socket) and
 /// agrees on an API version with it; an error if none answers within

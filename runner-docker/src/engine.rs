@@ -13,7 +13,7 @@ use bollard::query_parameters::{
 use bollard::Docker;
 use futures::StreamExt;
 
-use super::StartError;
+use crate::errors::StartError;
 
 /// The image's id and command (Entrypoint then Cmd, as `docker run` puts
 /// them together). Pulled first if the engine does not have it.

@@ -9,6 +9,8 @@ use std::path::{Component, Path};
 use bollard::models::{Mount, MountType};
 use krm_yaml::package::go_quote;
 
+use crate::names::{SOCKET_MOUNT, TOOLS_DIR};
+
 /// A function container's environment and privileges beyond the default.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ContainerOptions {
@@ -136,8 +138,8 @@ pub(super) fn user_mounts(asked: &ContainerOptions) -> Result<Vec<Mount>, String
         .iter()
         .map(|m| {
             for (ours, what) in [
-                (super::TOOLS_DIR, "the wrapper's tools"),
-                (super::SOCKET_MOUNT, "the wrapper's socket"),
+                (TOOLS_DIR, "the wrapper's tools"),
+                (SOCKET_MOUNT, "the wrapper's socket"),
             ] {
                 if m.targets(ours) {
                     return Err(format!(

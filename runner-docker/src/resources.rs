@@ -4,7 +4,7 @@
 
 use runner_core::config::TemplateOverrides;
 
-use super::StartError;
+use crate::errors::StartError;
 
 /// What the FunctionConfig's `templateOverrides.container` asks of the
 /// container, in the engine's terms.

@@ -11,40 +11,22 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::PoisonError;
+use std::time::Duration;
 
-use bollard::models::{Mount, MountType};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, VolumeCreateRequest};
 use bollard::Docker;
 
-use super::{DockerSettings, DEFAULT_WRAPPER_IMAGE, TOOLS_DIR};
-
-/// Where the tools come from; see the module docs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Tools {
-    /// Installed by this init image into a volume.
-    Image(String),
-    /// Bind-mounted from this host.
-    Host { wrapper: PathBuf, probe: PathBuf },
-    /// Neither: no wrapper image in the engine and no usable binaries beside
-    /// this program (why not). The first start fails with it.
-    Missing { image: String, host: String },
-}
-
-impl std::fmt::Display for Tools {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Tools::Image(image) => write!(f, "wrapper-server from the image {image}"),
-            Tools::Host { wrapper, .. } => write!(
-                f,
-                "wrapper-server and health-probe from {} (mounted read-only; no wrapper image in the engine)",
-                wrapper.parent().unwrap_or(Path::new("/")).display()
-            ),
-            Tools::Missing { image, host } => write!(
-                f,
-                "no wrapper-server for function containers: the image {image} is not in the engine and {host}"
-            ),
-        }
-    }
-}
+use crate::connect::{engine_host, is_local};
+use crate::engine::{
+    create_container, engine, locked_down, log_tail, remove_container, start_container,
+    volume_mount, wait_exit,
+};
+use crate::errors::StartError;
+use crate::names::TOOLS_DIR;
+pub use crate::settings::Tools;
+use crate::settings::{DockerSettings, DEFAULT_WRAPPER_IMAGE};
+use crate::state::Inner;
 
 /// The tools for `settings`: an image named by the user is used whatever
 /// the engine holds (a missing one fails the first start, naming it); else
@@ -60,8 +42,8 @@ pub async fn choose_tools(docker: &Docker, settings: &DockerSettings) -> Tools {
     }
     // A bind mount's source is a path on the engine's machine: only a local
     // engine (a Unix socket) sees this host's files.
-    let host = super::connect::engine_host();
-    if !super::connect::is_local(&host) {
+    let host = engine_host();
+    if !is_local(&host) {
         return Tools::Missing {
             image: DEFAULT_WRAPPER_IMAGE.into(),
             host: format!(
@@ -183,7 +165,7 @@ fn elf_interpreter(path: &Path) -> Result<bool, String> {
 
 /// The function container's mounts of host tools: the wrapper and the probe
 /// under both names the image's install writes.
-pub(super) fn host_mounts(wrapper: &Path, probe: &Path) -> Vec<Mount> {
+fn host_mounts(wrapper: &Path, probe: &Path) -> Vec<Mount> {
     let bind = |source: &Path, name: &str| Mount {
         target: Some(format!("{TOOLS_DIR}/{name}")),
         source: Some(source.to_string_lossy().into_owned()),
@@ -217,6 +199,109 @@ pub(super) fn host_fingerprint(wrapper: &Path, probe: &Path) -> String {
         })
         .collect::<Vec<_>>()
         .join("\0")
+}
+
+impl Inner {
+    /// Where the tools come from: as chosen, or chosen again while none
+    /// were found.
+    pub(crate) async fn tools_from(&self) -> Tools {
+        let current = self
+            .tools_from
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if !matches!(current, Tools::Missing { .. }) {
+            return current;
+        }
+        let chosen = choose_tools(&self.docker, &self.settings).await;
+        if !matches!(chosen, Tools::Missing { .. }) {
+            tracing::info!(tools = %chosen, "docker: function containers' tools");
+        }
+        *self
+            .tools_from
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = chosen.clone();
+        chosen
+    }
+
+    /// The function container's mounts of the tools: the tools volume,
+    /// installed by the init container on first use, or the host's binaries.
+    pub(crate) async fn tool_mounts(&self, timeout: Duration) -> Result<Vec<Mount>, StartError> {
+        match &self.tools_from().await {
+            Tools::Image(image) => Ok(vec![volume_mount(
+                &self.tools_volume(image, timeout).await?,
+                TOOLS_DIR,
+                true,
+            )]),
+            Tools::Host { wrapper, probe } => Ok(host_mounts(wrapper, probe)),
+            Tools::Missing { image, host } => Err(StartError::NoTools {
+                image: image.clone(),
+                host: host.clone(),
+            }),
+        }
+    }
+
+    /// The tools volume, installed by the init container of `image` on
+    /// first use.
+    async fn tools_volume(&self, image: &String, timeout: Duration) -> Result<String, StartError> {
+        let mut tools = self.tools.lock().await;
+        if let Some(volume) = tools.as_ref() {
+            return Ok(volume.clone());
+        }
+        self.docker
+            .inspect_image(image)
+            .await
+            .map_err(|source| StartError::WrapperImage {
+                image: image.clone(),
+                source,
+            })?;
+        let volume = format!("krm-fn-tools-{}", self.instance);
+        self.docker
+            .create_volume(VolumeCreateRequest {
+                name: Some(volume.clone()),
+                labels: Some(self.labels(&[])),
+                ..Default::default()
+            })
+            .await
+            .map_err(engine("creating the tools volume"))?;
+        let name = format!("krm-fn-{}-install", self.instance);
+        let config = ContainerCreateBody {
+            image: Some(image.clone()),
+            labels: Some(self.labels(&[])),
+            // Our own image, trusted: root only to write into the fresh
+            // volume (owned by root), with nothing else allowed.
+            user: Some("0:0".into()),
+            network_disabled: Some(true),
+            host_config: Some(HostConfig {
+                mounts: Some(vec![volume_mount(&volume, TOOLS_DIR, false)]),
+                ..locked_down()
+            }),
+            ..Default::default()
+        };
+        let ran = async {
+            create_container(&self.docker, &name, config).await?;
+            start_container(&self.docker, &name).await?;
+            let code = wait_exit(&self.docker, &name).await;
+            if code != Some(0) {
+                let log = log_tail(&self.docker, &name).await;
+                return Err(StartError::Install {
+                    image: image.clone(),
+                    code,
+                    log,
+                });
+            }
+            Ok(())
+        };
+        let ran = match tokio::time::timeout(timeout, ran).await {
+            Ok(ran) => ran,
+            Err(_) => Err(StartError::InstallTimeout { timeout }),
+        };
+        remove_container(&self.docker, &name).await;
+        ran?;
+        tracing::info!(%volume, wrapper_image = %image, "docker: tools installed");
+        *tools = Some(volume.clone());
+        Ok(volume)
+    }
 }
 
 #[cfg(test)]
