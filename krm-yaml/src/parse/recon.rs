@@ -6,10 +6,11 @@ use std::collections::VecDeque;
 use compact_str::CompactString;
 use libyaml_safer::{Event, EventData, MappingStyle, ScalarStyle, SequenceStyle};
 
+use super::error::{directive_line, tab_error, ParseError};
 use super::tokens::{
     at, blanks, is_blankz, is_bom, is_break, is_breakz, is_z, width, Desync, Mk, Sc, VTok, NO, T,
 };
-use super::{directive_line, tab_error, Failure, Feed, ParseError, BATCH};
+use super::{Failure, Feed, BATCH};
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum FrameKind {
