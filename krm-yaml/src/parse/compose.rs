@@ -11,7 +11,7 @@ use crate::resolve::resolve_plain;
 
 use super::error::ParseError;
 use super::goparse::{Ev, GoParser};
-use super::scanner_error_first;
+use super::scanner_error::scanner_error_first;
 use super::tokens::Mk;
 
 fn kind_of(data: &EventData) -> Option<Ev> {

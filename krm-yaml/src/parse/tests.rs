@@ -3,6 +3,7 @@
 //! inline one, errors, and the inputs kept from libyaml-safer.
 
 use super::recon::Recon;
+use super::scanner_error::token_type;
 use super::tokens::{Desync, Mk, T};
 use super::*;
 use libyaml_safer::{Event, EventData, Parser};
