@@ -26,7 +26,6 @@
 //!   tail, with a marker saying how much was cut between them (and flagged):
 //!   a failing function's last words are what explains the failure.
 
-use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
@@ -35,8 +34,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -46,8 +45,11 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 
+pub use registry::MARKER_VAR;
+use registry::{lock_registry, Entry, Kind, NEXT_SPAWN, SPAWN_GATE};
 use sweep::{children, sweep};
 
+mod registry;
 mod sweep;
 
 /// Linux's default pipe capacity.
@@ -888,18 +890,6 @@ fn peek_exit(fd: &OwnedFd) -> io::Result<Option<ExitStatus>> {
     }))
 }
 
-/// Pids of the children spawned through [`Process`] and not reaped yet.
-static REGISTRY: Mutex<BTreeMap<i32, Entry>> = Mutex::new(BTreeMap::new());
-
-/// Held shared from a spawn until its pid is in [`REGISTRY`], and exclusively
-/// by a sweep while it decides: a sweep never takes a child of ours for an
-/// orphan before it is registered. (Lock order: gate, then registry.)
-static SPAWN_GATE: RwLock<()> = RwLock::new(());
-
-fn lock_registry() -> MutexGuard<'static, BTreeMap<i32, Entry>> {
-    REGISTRY.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// A child started by [`spawn_registered`]: known to the sweep (never
 /// taken for an orphan) until this is dropped, which must come after its
 /// spawner reaped it (else a sweep could reap it first).
@@ -948,32 +938,6 @@ pub fn kill_all_groups() {
         }
     }
 }
-
-/// What a registered child is: a call's function, whose descendants may
-/// still be at work, or a long-lived server; and the id its descendants
-/// carry in [`MARKER_VAR`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Entry {
-    kind: Kind,
-    id: u64,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Call,
-    Server,
-    /// Pre-spawned, waiting for its call ([`crate::prespawn`]): its marked
-    /// descendants are spared as a call's are, but its start time, which
-    /// may be long ago, does not hold back the sweep of unmarked orphans.
-    Waiting,
-}
-
-/// The environment variable every spawned process (and so, unless it clears
-/// its environment, every descendant) gets: `PID.ID`, the spawning process
-/// and the spawn.
-pub const MARKER_VAR: &str = "KRM_FN_SPAWN";
-
-static NEXT_SPAWN: AtomicU64 = AtomicU64::new(1);
 
 /// Whether orphans are ours to kill: set by [`become_subreaper`], or true
 /// for PID 1.

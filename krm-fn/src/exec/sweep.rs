@@ -8,7 +8,7 @@ use std::time::Duration;
 use rustix::process::Signal;
 use rustix::process::{Pid, PidfdFlags};
 
-use super::{lock_registry, Kind, MARKER_VAR, SPAWN_GATE};
+use super::registry::{lock_registry, Kind, MARKER_VAR, SPAWN_GATE};
 
 /// Reaps `pid` if it is a zombie.
 fn reap(pid: i32) {

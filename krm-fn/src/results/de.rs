@@ -9,7 +9,8 @@ use std::fmt;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::{Field, File, FnResult, ResourceRef, Severity, RESOURCE_LIST_KIND};
+use super::model::{Field, File, FnResult, ResourceRef, Severity};
+use super::output::RESOURCE_LIST_KIND;
 
 /// The top level of the first document.
 pub(super) enum Top {

@@ -2,7 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{parse_output, Field, File, FnResult, OutputError, ResourceRef, Severity};
+use super::model::{Field, File, FnResult, ResourceRef, Severity};
+use super::output::OutputError;
+use super::parse_output;
 
 pub(super) fn ok(input: &str) -> Vec<FnResult> {
     match parse_output(input.as_bytes()) {

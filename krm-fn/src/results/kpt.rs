@@ -9,7 +9,7 @@
 
 use serde_yaml_ng::Value;
 
-use super::{Field, File, FnResult, ResourceRef, Severity};
+use super::model::{Field, File, FnResult, ResourceRef, Severity};
 
 /// A scalar's text (`""` for null; `None` for collections).
 fn scalar_string(v: &Value) -> Option<String> {

@@ -5,13 +5,17 @@
 //! function failed (exit ≠ 0: its `results` become the gRPC error message),
 //! and by `function-runner eval` (kpt-style result lines).
 //!
-//! - this module: the result model ([`FnResult`], [`Severity`],
+//! - this module: the entry points [`parse_output`] (the fast path first)
+//!   and [`parse_output_strict`] (always the full parse);
+//! - `model`: the result model ([`FnResult`], [`Severity`],
 //!   [`ResourceRef`], [`Field`], [`File`]) and its text form
-//!   ([`format_results`]); what a parse gives ([`ResourceListOutput`]) or why
-//!   it fails ([`OutputError`]); the entry points [`parse_output`] (the fast
-//!   path first) and [`parse_output_strict`] (always the full parse);
+//!   ([`format_results`]);
+//! - `output`: what a parse gives ([`ResourceListOutput`]) or why it fails
+//!   ([`OutputError`]);
 //! - `scan`: the fast path: JSON read with `items` skipped, and the
 //!   block-YAML line scan that leaves `items` unread;
+//! - `document`: the first document read whole, and what its top level
+//!   makes (the full parse, and the fast path's last step);
 //! - `de`: the serde deserialisers every parse goes through: the top level of
 //!   the first document, and `results` in the spec's shape or the variants
 //!   real functions emit, normalised into [`FnResult`]s;
@@ -76,288 +80,17 @@
 //! Tests run both parsers on every input and compare; the ignored
 //! `bench_6mib` test times each parse on a 6 MiB ResourceList.
 
-use std::collections::BTreeMap;
-use std::fmt;
-
-use serde::de::IgnoredAny;
-use serde::Deserialize;
-
 mod de;
+mod document;
 pub mod kpt;
+mod model;
+mod output;
 mod scan;
 
-use de::{flatten, Top};
+use document::{finish, parse_first_yaml_document, syntax_error};
+pub use model::{format_results, Field, File, FnResult, Level, ResourceRef, Severity};
+pub use output::{OutputError, ResourceListOutput, NO_KIND, RESOURCE_LIST_KIND};
 use scan::{is_blank, parse_fast};
-
-/// The `kind` a function's stdout must have.
-pub const RESOURCE_LIST_KIND: &str = "ResourceList";
-
-/// What [`OutputError::NotResourceList`] says when the mapping has no `kind`.
-pub const NO_KIND: &str = "no kind";
-
-/// Severity of one result, as the function wrote it.
-///
-/// Kept as written, since kpt prints and records it so (`warn`, `ERROR` and
-/// a missing one stay as they are); read two ways: the SDK's rule
-/// ([`Severity::is_error`]: `error` alone fails a function) and the
-/// wrapper's reading for its messages ([`Severity::level`]: case-insensitive,
-/// `warn` a warning, anything else an error).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Severity {
-    /// None written.
-    #[default]
-    Unset,
-    /// `error`.
-    Error,
-    /// `warning`.
-    Warning,
-    /// `info`.
-    Info,
-    /// Any other text, as written.
-    Other(String),
-}
-
-/// What a severity means to the wrapper's messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
-    Error,
-    Warning,
-    Info,
-}
-
-impl Level {
-    /// `"error"`, `"warning"` or `"info"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Level::Error => "error",
-            Level::Warning => "warning",
-            Level::Info => "info",
-        }
-    }
-}
-
-impl fmt::Display for Level {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Severity {
-    /// A severity as written (`""`: none).
-    pub fn from_written(text: &str) -> Severity {
-        match text {
-            "" => Severity::Unset,
-            "error" => Severity::Error,
-            "warning" => Severity::Warning,
-            "info" => Severity::Info,
-            other => Severity::Other(other.to_owned()),
-        }
-    }
-
-    /// As written (`""` for none).
-    pub fn as_written(&self) -> &str {
-        match self {
-            Severity::Unset => "",
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Info => "info",
-            Severity::Other(text) => text,
-        }
-    }
-
-    /// The SDK's rule (`fn.Results.ExitCode`): a result of severity `error`
-    /// makes the function fail.
-    pub fn is_error(&self) -> bool {
-        *self == Severity::Error
-    }
-
-    /// The wrapper's reading, for its messages: case-insensitive, `warn` is
-    /// a warning, a missing, empty or unknown severity an error.
-    pub fn level(&self) -> Level {
-        let name = self.as_written().trim();
-        if name.eq_ignore_ascii_case("warning") || name.eq_ignore_ascii_case("warn") {
-            Level::Warning
-        } else if name.eq_ignore_ascii_case("info") {
-            Level::Info
-        } else {
-            Level::Error
-        }
-    }
-}
-
-/// One structured result: kpt's `FunctionResult`, the fields kyaml's
-/// `framework.Result` and the SDK's `fn.Result` write in a ResourceList's
-/// `results`. The one model of the workspace: the wrapper reads a
-/// function's ([`parse_output`]), `eval` and `render` read and record
-/// them as kpt does ([`kpt`]), and the built-in functions make them.
-///
-/// Accepted on input (the wrapper's reading): `message`; `severity`;
-/// `resourceRef` with `apiVersion`, `kind`, `name`, `namespace`, or
-/// `metadata.name`/`metadata.namespace`; `field` as a mapping (`path`,
-/// `currentValue`, `proposedValue` or `suggestedValue`) or a plain path
-/// string; `file` (`path`, `index`); `tags`. Legacy wrapped results `{name,
-/// items: [...]}` are flattened. Unknown keys are ignored.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct FnResult {
-    pub message: String,
-    pub severity: Severity,
-    pub resource_ref: Option<ResourceRef>,
-    pub field: Option<Field>,
-    pub file: Option<File>,
-    pub tags: BTreeMap<String, String>,
-}
-
-impl FnResult {
-    /// A result with this severity and message.
-    pub fn new(severity: Severity, message: impl Into<String>) -> FnResult {
-        FnResult {
-            message: message.into(),
-            severity,
-            ..FnResult::default()
-        }
-    }
-
-    pub fn error(message: impl Into<String>) -> FnResult {
-        FnResult::new(Severity::Error, message)
-    }
-
-    pub fn warning(message: impl Into<String>) -> FnResult {
-        FnResult::new(Severity::Warning, message)
-    }
-
-    pub fn info(message: impl Into<String>) -> FnResult {
-        FnResult::new(Severity::Info, message)
-    }
-
-    /// Whether this result fails its function (the SDK's rule).
-    pub fn is_error(&self) -> bool {
-        self.severity.is_error()
-    }
-}
-
-/// The resource a result is about (kyaml's `ResourceIdentifier`). Missing
-/// parts are empty strings.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ResourceRef {
-    pub api_version: String,
-    pub kind: String,
-    pub name: String,
-    pub namespace: String,
-}
-
-impl fmt::Display for ResourceRef {
-    /// `apiVersion/kind/namespace/name`, empty parts left out.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let parts = [&self.api_version, &self.kind, &self.namespace, &self.name];
-        let mut first = true;
-        for part in parts.into_iter().filter(|p| !p.is_empty()) {
-            if !first {
-                f.write_str("/")?;
-            }
-            f.write_str(part)?;
-            first = false;
-        }
-        Ok(())
-    }
-}
-
-/// The field a result is about: its path, its value and the one proposed
-/// (YAML values, as written).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Field {
-    pub path: String,
-    pub current_value: Option<serde_yaml_ng::Value>,
-    /// `proposedValue`, or the legacy `suggestedValue`.
-    pub proposed_value: Option<serde_yaml_ng::Value>,
-}
-
-/// The file a result is about: where the resource was read from.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct File {
-    pub path: String,
-    /// The document's index in the file; 0 is not written (Go's
-    /// `omitempty`).
-    pub index: i64,
-}
-
-/// stdout parsed as a ResourceList: only what the server needs.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ResourceListOutput {
-    /// The `results`, flattened and normalised, in order.
-    pub results: Vec<FnResult>,
-}
-
-impl ResourceListOutput {
-    /// Whether any result has error severity.
-    pub fn has_errors(&self) -> bool {
-        self.results.iter().any(FnResult::is_error)
-    }
-}
-
-/// Why stdout is not a usable ResourceList.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum OutputError {
-    /// Nothing but blanks and comments (or an empty/`null` first document).
-    #[error("stdout is empty, expected a ResourceList")]
-    Empty,
-    /// A mapping whose `kind` is not `ResourceList`; `kind` is the kind found
-    /// or [`NO_KIND`].
-    #[error("stdout is not a ResourceList: {}", describe_kind(kind))]
-    NotResourceList { kind: String },
-    /// The top level is not a mapping: `found` is "a sequence", "a string"…
-    #[error("stdout is not a ResourceList: its top level is {found}, not a mapping")]
-    NotAMapping { found: &'static str },
-    /// Not YAML, or a ResourceList whose `results` have the wrong shape. The
-    /// message names the line and column where the parser gives them.
-    #[error("cannot parse stdout as a ResourceList: {0}")]
-    Parse(String),
-}
-
-fn describe_kind(kind: &str) -> String {
-    if kind == NO_KIND {
-        "it has no kind".to_owned()
-    } else {
-        format!("its kind is {kind:?}")
-    }
-}
-
-impl fmt::Display for FnResult {
-    /// `[level] apiVersion/kind/ns/name field: message` (the wrapper's
-    /// reading of the severity, [`Severity::level`]); absent parts are left
-    /// out (`[error] message` when there is no resource and no field).
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "[{}] ", self.severity.level())?;
-        let resource = self
-            .resource_ref
-            .as_ref()
-            .map(ToString::to_string)
-            .filter(|r| !r.is_empty());
-        let field = self
-            .field
-            .as_ref()
-            .map(|fl| fl.path.as_str())
-            .filter(|p| !p.is_empty());
-        match (resource, field) {
-            (Some(r), Some(p)) => write!(f, "{r} {p}: ")?,
-            (Some(r), None) => write!(f, "{r}: ")?,
-            (None, Some(p)) => write!(f, "{p}: ")?,
-            (None, None) => {}
-        }
-        f.write_str(self.message.trim_end())
-    }
-}
-
-/// One line per result (see [`FnResult`]'s `Display`), joined with `"\n"`.
-pub fn format_results(results: &[FnResult]) -> String {
-    let mut out = String::new();
-    for (i, result) in results.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        out.push_str(&result.to_string());
-    }
-    out
-}
 
 /// Checks a function's stdout is a ResourceList and reads its `results`.
 ///
@@ -390,37 +123,6 @@ pub fn parse_output_strict(stdout: &[u8]) -> Result<ResourceListOutput, OutputEr
             Some(syntax) => syntax.to_string(),
             None => e.to_string(),
         })),
-    }
-}
-
-/// The YAML syntax error in the first document, if any.
-fn syntax_error(bytes: &[u8]) -> Option<serde_yaml_ng::Error> {
-    let document = serde_yaml_ng::Deserializer::from_slice(bytes).next()?;
-    IgnoredAny::deserialize(document).err()
-}
-
-fn parse_first_yaml_document(bytes: &[u8]) -> Result<Top, serde_yaml_ng::Error> {
-    match serde_yaml_ng::Deserializer::from_slice(bytes).next() {
-        Some(document) => Top::deserialize(document),
-        None => Ok(Top::Null),
-    }
-}
-
-fn finish(top: Top) -> Result<ResourceListOutput, OutputError> {
-    match top {
-        Top::Null => Err(OutputError::Empty),
-        Top::NotMapping(found) => Err(OutputError::NotAMapping { found }),
-        Top::Mapping { kind, results } => match kind {
-            Some(kind) if kind == RESOURCE_LIST_KIND => {
-                let mut out = Vec::with_capacity(results.len());
-                flatten(results, &mut out);
-                Ok(ResourceListOutput { results: out })
-            }
-            Some(kind) => Err(OutputError::NotResourceList { kind }),
-            None => Err(OutputError::NotResourceList {
-                kind: NO_KIND.to_owned(),
-            }),
-        },
     }
 }
 

@@ -5,7 +5,8 @@
 use serde::Deserialize;
 
 use super::de::Top;
-use super::{finish, parse_first_yaml_document, OutputError, ResourceListOutput};
+use super::document::{finish, parse_first_yaml_document};
+use super::output::{OutputError, ResourceListOutput};
 
 /// The fast path: `None` means "not understood, use the full parse".
 pub(super) fn parse_fast(stdout: &[u8]) -> Option<Result<ResourceListOutput, OutputError>> {

@@ -4,7 +4,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use super::{io_err, PackageError};
+use super::error::{io_err, PackageError};
 
 /// `.krmignore` patterns of one package (a gitignore subset: `#` comments,
 /// `!` negation, trailing `/` for directories only, a `/` inside anchors the

@@ -36,10 +36,13 @@
 //!
 //! [`kyaml`] holds the operations kpt applies to a resource in between.
 
+mod error;
 mod ignore;
 mod json;
 pub mod kyaml;
 
+use error::io_err;
+pub use error::PackageError;
 use ignore::IgnoreRules;
 pub use ignore::{glob_match, is_resource_file};
 
@@ -92,60 +95,6 @@ pub mod annotations {
     /// Whether this is one of kpt's ids.
     pub fn is_id(key: &str) -> bool {
         IDS.contains(&key)
-    }
-}
-
-/// Why a package could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum PackageError {
-    #[error("{}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
-    #[error("{path}: {message}")]
-    File { path: String, message: String },
-    #[error("function must not modify resources outside of package: resource has path {0}")]
-    OutsidePackage(String),
-    #[error(
-        "resource at path {} and index {} already exists",
-        go_quote(path),
-        go_quote(index)
-    )]
-    Duplicate { path: String, index: String },
-    #[error("resource input to function has mismatched legacy and internal {0} annotations")]
-    Mismatched(&'static str),
-    #[error("{path}: invalid index annotation {}", go_quote(value))]
-    BadIndex { path: String, value: String },
-    #[error("package paths may not be absolute paths")]
-    Absolute(String),
-    /// A path of the package that leads out of it through a symlink (a
-    /// directory on its way, or the file itself): nothing is written (or
-    /// deleted) outside the package.
-    #[error(
-        "{path}: not {verb}: it would leave the package through the symlink {link} -> {}",
-        target.display()
-    )]
-    Escapes {
-        /// The path, relative to the package.
-        path: String,
-        /// `written` or `deleted`.
-        verb: &'static str,
-        /// The symlink, relative to the package.
-        link: String,
-        /// What the symlink says.
-        target: PathBuf,
-    },
-    /// kyaml's `MalformedYAMLError`, after the file's path.
-    #[error("{path}: MalformedYAMLError: {message}")]
-    Malformed { path: String, message: String },
-}
-
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> PackageError + '_ {
-    move |source| PackageError::Io {
-        path: path.to_path_buf(),
-        source,
     }
 }
 

@@ -9,9 +9,10 @@ use libyaml_safer::{EventData, MappingStyle, ScalarStyle, SequenceStyle};
 use crate::node::{Kind, Node, Style, Tag};
 use crate::resolve::resolve_plain;
 
+use super::error::ParseError;
 use super::goparse::{Ev, GoParser};
+use super::scanner_error::scanner_error_first;
 use super::tokens::Mk;
-use super::{scanner_error_first, ParseError};
 
 fn kind_of(data: &EventData) -> Option<Ev> {
     Some(match data {

@@ -5,7 +5,7 @@
 //!
 //! How:
 //!
-//! 1. The grammar is libyaml's, from `libyaml-safer`'s [`Parser`]: its
+//! 1. The grammar is libyaml's, from `libyaml-safer`'s [`Parser`](libyaml_safer::Parser): its
 //!    events give the structure, values, tags, anchors, styles, marks and
 //!    errors.
 //! 2. libyaml reports no comments; yaml.v3's fork of libyaml attaches them in
@@ -51,95 +51,28 @@
 //! a comment before `- ` (`yaml_parser_split_stem_comment` ignores its
 //! `peek_token` failing), going on to a later one.
 
-use std::fmt;
-
-use compact_str::CompactString;
-use libyaml_safer::{Event, EventData, MappingStyle, Parser, ScalarStyle, SequenceStyle};
-
 use crate::node::Node;
 
 use compose::Composer;
+use feed::{Feed, Producer};
 use goparse::GoParser;
-use recon::{Recon, Source};
 use scan::Sim;
-use tokens::{at, is_break, is_breakz, width, Mk, Sc, VTok, NO, T};
+use source::Source;
+use tokens::{at, end_mark, is_breakz};
 
 mod compose;
+mod error;
+mod feed;
 mod goparse;
 mod recon;
 mod scan;
+mod scanner_error;
+mod source;
 mod tokens;
 mod unique;
 
+pub use error::ParseError;
 pub use unique::{duplicate_key, DuplicateKey};
-
-/// A document stream yaml.v3 rejects. [`Display`](fmt::Display) is
-/// yaml.v3's `err.Error()` (`yaml: line 4: did not find expected ',' or
-/// ']'`), which is what kpt prints.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ParseError {
-    /// The line yaml.v3 names (its `parser.fail()` arithmetic, so for parser
-    /// errors often the line before the problem); 0 when it names none.
-    line: usize,
-    message: String,
-}
-
-impl ParseError {
-    /// The line number in the message (`yaml: line N: ...`), if any.
-    pub fn line(&self) -> Option<usize> {
-        (self.line != 0).then_some(self.line)
-    }
-
-    /// The message without the `yaml: line N: ` prefix.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-
-    fn plain(message: String) -> ParseError {
-        ParseError { line: 0, message }
-    }
-
-    /// decode.go `parser.fail()`: the context mark's line if set, else the
-    /// problem mark's; both are 0-based and only scanner errors add 1.
-    /// `eof`: the end of the text as yaml.v3 reads it, when [`prepare`]
-    /// added a break after it: a scanner stopped past it is at it for
-    /// yaml.v3 (while yaml.v3's STREAM-END token, where parser errors at the
-    /// end point, is on the next line, as after the added break).
-    fn from_libyaml(err: &libyaml_safer::Error, eof: Option<Mk>) -> ParseError {
-        let scanner = err.kind() == libyaml_safer::ErrorKind::Scanner;
-        let line = |m: libyaml_safer::Mark| match eof {
-            Some(e) if scanner && m.index as i64 > e.index => e.line as u64,
-            _ => m.line,
-        };
-        let ctx = err.context_mark().map_or(0, line);
-        let prob = err.problem_mark().map_or(0, line);
-        let base = if ctx != 0 { ctx } else { prob };
-        let line = if base != 0 {
-            base as usize + usize::from(scanner)
-        } else {
-            0
-        };
-        let problem = err.problem();
-        let message = if problem.is_empty() {
-            "unknown problem parsing YAML content".to_owned()
-        } else {
-            problem.to_owned()
-        };
-        ParseError { line, message }
-    }
-}
-
-impl fmt::Display for ParseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.line != 0 {
-            write!(f, "yaml: line {}: {}", self.line, self.message)
-        } else {
-            write!(f, "yaml: {}", self.message)
-        }
-    }
-}
-
-impl std::error::Error for ParseError {}
 
 /// Every document of `src`, as yaml.v3's `Decoder.Decode(&node)` returns
 /// them one by one (a stream of only comments or whitespace has none), or
@@ -158,9 +91,6 @@ fn parse_traced(src: &str) -> (Result<Vec<Node>, ParseError>, bool) {
 /// their own thread, ahead of the rest (about half the work each), when a
 /// thread can be had.
 const THREAD_MIN: usize = 128 * 1024;
-
-/// Events per batch from the parser thread.
-const BATCH: usize = 512;
 
 /// [`parse_traced`], with libyaml-safer's parser on a second thread or not.
 fn parse_with(src: &str, threaded: bool) -> (Result<Vec<Node>, ParseError>, bool) {
@@ -466,409 +396,6 @@ fn parse_once(
     })
 }
 
-/// An event, and a scalar's value as the node holds it (converted on the
-/// thread that parsed it: freeing libyaml's string there is cheap, on
-/// another thread it contends for the allocator).
-type EventResult = Result<(Event, CompactString), Failure>;
-
-/// Why the events stop before the stream end.
-enum Failure {
-    /// libyaml's error.
-    Libyaml(libyaml_safer::Error),
-    /// yaml.v3's own limit, which libyaml-safer does not have.
-    Go(ParseError),
-}
-
-/// yaml.v3's scanner's `max_flow_level` and `max_indents`: deeper nesting
-/// is refused ("exceeded max depth of 10000").
-const MAX_DEPTH: usize = 10000;
-
-/// Events from libyaml-safer's parser, and the tokens rebuilt from them
-/// that are final (no simple key before them still waits for its `:`).
-struct Batch {
-    events: Vec<EventResult>,
-    toks: Vec<VTok>,
-    recon_ok: bool,
-}
-
-/// libyaml-safer's parser and the token rebuild ([`Recon`]), batch by
-/// batch: on the calling thread, or ahead of it on another.
-struct Producer<'a> {
-    parser: Parser<std::io::BufReader<&'a [u8]>>,
-    recon: Recon<'a>,
-    recon_ok: bool,
-    done: bool,
-    /// [`prepare`] added a final break.
-    eof_patched: bool,
-    /// The open collections: whether each is a flow collection, a block
-    /// collection (an indentation level for yaml.v3), or neither (an
-    /// indentless sequence); and how many of the first two are open.
-    open: Vec<Nest>,
-    flows: usize,
-    blocks: usize,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Nest {
-    Flow,
-    Block,
-    Indentless,
-}
-
-impl<'a> Producer<'a> {
-    fn new(text: &'a str, eof: Option<Mk>) -> Producer<'a> {
-        let mut parser = Parser::new();
-        // libyaml-safer decodes all the input it is given into its
-        // character buffer: in small pieces that buffer stays in cache.
-        parser.set_input(std::io::BufReader::with_capacity(
-            16 * 1024,
-            text.as_bytes(),
-        ));
-        Producer {
-            parser,
-            recon: Recon::new(text.as_bytes(), eof),
-            recon_ok: true,
-            done: false,
-            eof_patched: eof.is_some(),
-            open: Vec::new(),
-            flows: 0,
-            blocks: 0,
-        }
-    }
-
-    /// Counts nesting as yaml.v3's scanner does, refusing what it refuses
-    /// (`yaml_parser_increase_flow_level`, `yaml_parser_roll_indent`: the
-    /// error's line is that of the opening token).
-    fn nest(&mut self, e: &Event) -> Option<ParseError> {
-        let nest = match &e.data {
-            EventData::SequenceStart { style, .. } => {
-                if *style == SequenceStyle::Flow {
-                    Nest::Flow
-                } else if at(self.recon.src, e.end_mark.index as usize) == b'-' {
-                    Nest::Block
-                } else {
-                    Nest::Indentless
-                }
-            }
-            EventData::MappingStart { style, .. } => {
-                if *style == MappingStyle::Flow {
-                    Nest::Flow
-                } else {
-                    Nest::Block
-                }
-            }
-            EventData::SequenceEnd | EventData::MappingEnd => {
-                match self.open.pop() {
-                    Some(Nest::Flow) => self.flows -= 1,
-                    Some(Nest::Block) => self.blocks -= 1,
-                    _ => {}
-                }
-                return None;
-            }
-            _ => return None,
-        };
-        self.open.push(nest);
-        match nest {
-            Nest::Flow => self.flows += 1,
-            Nest::Block => self.blocks += 1,
-            Nest::Indentless => {}
-        }
-        (self.flows > MAX_DEPTH || self.blocks > MAX_DEPTH).then(|| {
-            let line = e.end_mark.line as usize;
-            ParseError {
-                line: if line != 0 { line + 1 } else { 0 },
-                message: format!("exceeded max depth of {MAX_DEPTH}"),
-            }
-        })
-    }
-
-    fn batch(&mut self) -> Option<Batch> {
-        if self.done {
-            return None;
-        }
-        let mut events = Vec::with_capacity(BATCH);
-        while events.len() < BATCH {
-            let ev = match self.parser.parse() {
-                Ok(mut e) => match self.nest(&e) {
-                    Some(too_deep) => Err(Failure::Go(too_deep)),
-                    None => {
-                        if self.recon_ok && self.recon.event(&e).is_err() {
-                            self.recon_ok = false;
-                        }
-                        if self.eof_patched {
-                            self.eof_block_scalar(&mut e);
-                        }
-                        let value = match &mut e.data {
-                            EventData::Scalar { value, .. } => {
-                                CompactString::from(std::mem::take(value).as_str())
-                            }
-                            _ => CompactString::default(),
-                        };
-                        Ok((e, value))
-                    }
-                },
-                Err(e) => Err(Failure::Libyaml(e)),
-            };
-            self.done = !matches!(&ev, Ok((e, _)) if !matches!(e.data, EventData::StreamEnd));
-            events.push(ev);
-            if self.done {
-                break;
-            }
-        }
-        Some(Batch {
-            events,
-            toks: self.recon.take_stable(),
-            recon_ok: self.recon_ok,
-        })
-    }
-}
-
-impl Producer<'_> {
-    /// A block scalar that ran into the break [`prepare`] added got it as
-    /// one more `\n` than yaml.v3 gives (its `read_line` at the end reads
-    /// nothing): in the last line break a clipped or kept scalar adds if
-    /// the last line is content, and in its trailing breaks, which only a
-    /// kept one adds, if the last line is blanks within its indentation.
-    fn eof_block_scalar(&self, e: &mut Event) {
-        let src = self.recon.src;
-        let EventData::Scalar { value, style, .. } = &mut e.data else {
-            return;
-        };
-        if !matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
-            || e.end_mark.index as usize != src.len()
-            || !value.ends_with('\n')
-        {
-            return;
-        }
-        // The header (`|`, `>`, chomping and indentation indicators).
-        let Some(start) = self
-            .recon
-            .toks
-            .last()
-            .filter(|t| t.t == T::Scalar)
-            .map(|t| t.start.index as usize)
-        else {
-            return;
-        };
-        let mut keep = false;
-        let mut strip = false;
-        let mut increment = 0i64;
-        for &c in src.iter().skip(start + 1).take(2) {
-            match c {
-                b'+' => keep = true,
-                b'-' => strip = true,
-                b'1'..=b'9' => increment = i64::from(c - b'0'),
-                _ => break,
-            }
-        }
-        if strip {
-            return;
-        }
-        // The last line, and the indentation as
-        // `yaml_parser_scan_block_scalar_breaks` settles it.
-        let text = &src[..src.len() - 1];
-        let last_start = text.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
-        let last = &text[last_start..];
-        let parent = self.recon.indent();
-        let indent = if increment > 0 {
-            if parent >= 0 {
-                parent + increment
-            } else {
-                increment
-            }
-        } else {
-            let mut i = src[start..]
-                .iter()
-                .position(|&c| c == b'\n')
-                .map_or(text.len(), |p| start + p + 1);
-            let mut max_indent = 0;
-            while i < text.len() {
-                let spaces = text[i..].iter().take_while(|&&c| c == b' ').count();
-                max_indent = max_indent.max(spaces as i64);
-                match text.get(i + spaces) {
-                    Some(b'\n') => i += spaces + 1,
-                    Some(b'\r') if text.get(i + spaces + 1) == Some(&b'\n') => i += spaces + 2,
-                    _ => break,
-                }
-            }
-            max_indent.max(parent + 1).max(1)
-        };
-        let content = last.iter().any(|&c| c != b' ') || last.len() as i64 > indent;
-        if keep || content {
-            value.pop();
-        }
-    }
-}
-
-/// Where the batches come from.
-enum Feed<'a> {
-    Inline(Box<Producer<'a>>),
-    Thread(std::sync::mpsc::Receiver<Batch>),
-    Done,
-}
-
-impl Feed<'_> {
-    fn next(&mut self) -> Option<Batch> {
-        match self {
-            Feed::Inline(p) => p.batch(),
-            Feed::Thread(rx) => rx.recv().ok(),
-            Feed::Done => None,
-        }
-    }
-}
-
-/// Tokens that ran into the break [`prepare`] added end at the end of
-/// `src` instead.
-fn clamp_to(src: &[u8], toks: &mut [VTok]) {
-    if toks.last().is_some_and(|t| t.end.index <= src.len() as i64) {
-        return;
-    }
-    let eof = end_mark(src);
-    for t in toks {
-        if t.end.index > eof.index {
-            t.end = eof;
-        }
-        if t.start.index > eof.index {
-            t.start = eof;
-        }
-    }
-}
-
-/// Whether yaml.v3 meets a scanner error before libyaml's parser fails
-/// producing event `n`: replays yaml.v3's lookahead over libyaml's tokens
-/// (its scanner is yaml.v3's) and gives how many events yaml.v3's parser
-/// produces first, the error, and where it is if it is a tab that cannot
-/// start a token (see [`comment_tabs`]).
-fn scanner_error_first(
-    text: &str,
-    src: &[u8],
-    eof: Option<Mk>,
-    n: usize,
-) -> Option<(usize, ParseError, Option<usize>)> {
-    let (mut toks, error) = scanner_tokens(text);
-    let error = error?;
-    // The scanner gives no token it still holds when it fails (a possible
-    // simple key waits for its `:`): the text up to the failing token, ended
-    // there, gives them all.
-    let problem = error.problem_mark().map_or(0, |m| m.index as usize);
-    let cut = error
-        .context_mark()
-        .map_or(problem, |m| problem.min(m.index as usize));
-    if let Some(head) = text.get(..cut) {
-        let (mut before, none) = scanner_tokens(&format!("{head}\n"));
-        if none.is_none() {
-            // Less what the end of the text added.
-            before.retain(|t| t.start.index < cut as i64 && t.t != T::StreamEnd);
-            if before.len() > toks.len() {
-                toks = before;
-            }
-        }
-    }
-    let tab = tab_error(&error, text.as_bytes());
-    let error = ParseError::from_libyaml(&error, eof);
-    clamp_to(src, &mut toks);
-    let mut go = GoParser::new(Sim::new(src, Source::fixed(toks)));
-    let mut produced = 0;
-    while produced <= n && go.next_event().is_some() {
-        produced += 1;
-    }
-    go.sim.hit_end.then_some((produced, error, tab))
-}
-
-/// Where libyaml's error is a tab that cannot start a token.
-fn tab_error(e: &libyaml_safer::Error, text: &[u8]) -> Option<usize> {
-    let at = e.problem_mark()?.index as usize;
-    (e.problem() == "found character that cannot start any token" && text.get(at) == Some(&b'\t'))
-        .then_some(at)
-}
-
-/// libyaml-safer's scanner tokens up to its error, marked as [`Recon`]
-/// marks them (simple keys' KEY and mapping starts as inserted by their
-/// VALUE).
-fn scanner_tokens(text: &str) -> (Vec<VTok>, Option<libyaml_safer::Error>) {
-    let mut input = text.as_bytes();
-    let mut scanner = libyaml_safer::Scanner::new();
-    scanner.set_input_string(&mut input);
-    let mut toks: Vec<VTok> = Vec::new();
-    // Per flow level, the simple key's KEY waiting for its VALUE.
-    let mut pending = vec![NO];
-    for tok in scanner {
-        let tok = match tok {
-            Ok(t) => t,
-            Err(e) => return (toks, Some(e)),
-        };
-        let mut v = VTok::new(
-            token_type(&tok.data),
-            Mk::of(tok.start_mark),
-            Mk::of(tok.end_mark),
-        );
-        let i = toks.len();
-        match &tok.data {
-            libyaml_safer::TokenData::Scalar { style, .. } => {
-                v.sc = match style {
-                    ScalarStyle::Plain => Sc::Plain,
-                    ScalarStyle::Literal | ScalarStyle::Folded => Sc::Block,
-                    _ => Sc::Quoted,
-                };
-            }
-            libyaml_safer::TokenData::Key if v.start == v.end => {
-                v.inserted = true;
-                if let Some(p) = pending.last_mut() {
-                    *p = i as u32;
-                }
-                if let Some(prev) = toks.last_mut() {
-                    if prev.t == T::Bms && prev.start == v.start {
-                        prev.inserted = true;
-                    }
-                }
-            }
-            libyaml_safer::TokenData::FlowSequenceStart
-            | libyaml_safer::TokenData::FlowMappingStart => pending.push(NO),
-            libyaml_safer::TokenData::FlowSequenceEnd
-            | libyaml_safer::TokenData::FlowMappingEnd
-                if pending.len() > 1 =>
-            {
-                pending.pop();
-            }
-            libyaml_safer::TokenData::Value => {
-                if let Some(p) = pending.last_mut() {
-                    v.link = std::mem::replace(p, NO);
-                }
-            }
-            _ => {}
-        }
-        toks.push(v);
-    }
-    (toks, None)
-}
-
-/// yaml.v3's token type for a libyaml-safer token.
-fn token_type(data: &libyaml_safer::TokenData) -> T {
-    use libyaml_safer::TokenData as D;
-    match data {
-        D::StreamStart { .. } => T::StreamStart,
-        D::StreamEnd => T::StreamEnd,
-        D::VersionDirective { .. } | D::TagDirective { .. } => T::Directive,
-        D::DocumentStart => T::DocStart,
-        D::DocumentEnd => T::DocEnd,
-        D::BlockSequenceStart => T::Bss,
-        D::BlockMappingStart => T::Bms,
-        D::BlockEnd => T::Be,
-        D::FlowSequenceStart => T::Fss,
-        D::FlowSequenceEnd => T::Fse,
-        D::FlowMappingStart => T::Fms,
-        D::FlowMappingEnd => T::Fme,
-        D::BlockEntry => T::BlockEntry,
-        D::FlowEntry => T::FlowEntry,
-        D::Key => T::Key,
-        D::Value => T::Value,
-        D::Alias { .. } => T::Alias,
-        D::Anchor { .. } => T::Anchor,
-        D::Tag { .. } => T::Tag,
-        D::Scalar { .. } => T::Scalar,
-    }
-}
-
 /// libyaml-safer 0.3 panics (`scan_tag`: "TODO: What is expected here?")
 /// on a tag followed directly by `,` in a flow collection (`[!!str, a]`),
 /// which yaml.v3 reads as a tag on an empty node. Such input is refused
@@ -972,68 +499,12 @@ fn prepare(src: &str) -> (std::borrow::Cow<'_, str>, bool) {
     }
 }
 
-/// The mark at the end of `src`.
-fn end_mark(src: &[u8]) -> Mk {
-    let mut m = Mk::default();
-    let mut i = 0;
-    while i < src.len() {
-        if is_break(src, i) {
-            i += if src[i] == b'\r' && at(src, i + 1) == b'\n' {
-                2
-            } else {
-                width(src[i])
-            };
-            m.line += 1;
-            m.column = 0;
-        } else {
-            i += width(src[i]);
-            m.column += 1;
-        }
-    }
-    m.index = src.len() as i64;
-    m
-}
-
 /// The text does not end in a line break (and is not empty): a block
 /// scalar's last line, even of blanks, could run into the end.
 fn needs_final_break(text: &str) -> bool {
     text.as_bytes()
         .last()
         .is_some_and(|&c| c != b'\n' && c != b'\r')
-}
-
-/// The `%YAML` directive's line as yaml.v3 reports a parser error there
-/// (0-based: parser errors don't add 1).
-fn directive_line(text: &[u8], doc_start: usize) -> usize {
-    let head = text.get(doc_start..).unwrap_or_default();
-    let before = text[..doc_start.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count();
-    head.split(|&b| b == b'\n')
-        .position(|l| l.starts_with(b"%YAML"))
-        .map_or(0, |i| before + i)
-}
-
-/// libyaml-safer's events up to the stream end or the first error.
-#[cfg(test)]
-fn libyaml_events(text: &str) -> (Vec<Event>, Option<libyaml_safer::Error>) {
-    let mut input = text.as_bytes();
-    let mut parser = Parser::new();
-    parser.set_input_string(&mut input);
-    let mut events = Vec::with_capacity(text.len() / 8 + 4);
-    loop {
-        match parser.parse() {
-            Ok(ev) => {
-                let end = matches!(ev.data, EventData::StreamEnd);
-                events.push(ev);
-                if end {
-                    return (events, None);
-                }
-            }
-            Err(e) => return (events, Some(e)),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
-use super::recon::Source;
+use super::source::Source;
 use super::tokens::{at, blanks, is_blank, is_break, is_breakz, is_z, width, Mk, Sc, VTok, NO, T};
 
 /// Hashes a token number (the keys of `simple_keys_by_tok`) by one

@@ -3,12 +3,34 @@
 //! inline one, errors, and the inputs kept from libyaml-safer.
 
 use super::recon::Recon;
+use super::scanner_error::token_type;
 use super::tokens::{Desync, Mk, T};
 use super::*;
+use libyaml_safer::{Event, EventData, Parser};
 use std::path::{Path, PathBuf};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/yaml/parse")
+}
+
+/// libyaml-safer's events up to the stream end or the first error.
+fn libyaml_events(text: &str) -> (Vec<Event>, Option<libyaml_safer::Error>) {
+    let mut input = text.as_bytes();
+    let mut parser = Parser::new();
+    parser.set_input_string(&mut input);
+    let mut events = Vec::with_capacity(text.len() / 8 + 4);
+    loop {
+        match parser.parse() {
+            Ok(ev) => {
+                let end = matches!(ev.data, EventData::StreamEnd);
+                events.push(ev);
+                if end {
+                    return (events, None);
+                }
+            }
+            Err(e) => return (events, Some(e)),
+        }
+    }
 }
 
 fn cases() -> Vec<(String, String)> {

@@ -1,5 +1,6 @@
-//! Marks and tokens: positions ([`Mk`]), yaml.v3's token types ([`T`]), the
-//! rebuilt token stream's tokens ([`VTok`]) and yaml.v3's byte classes.
+//! Marks and tokens: positions ([`Mk`], and [`end_mark`]), yaml.v3's token
+//! types ([`T`]), the rebuilt token stream's tokens ([`VTok`]) and yaml.v3's
+//! byte classes.
 
 /// A position: byte index, 0-based line, 0-based column (in characters),
 /// signed because yaml.v3's comment arithmetic steps below 0.
@@ -144,4 +145,26 @@ pub(super) fn width(b: u8) -> usize {
         0xF0..=0xF7 => 4,
         _ => 1,
     }
+}
+
+/// The mark at the end of `src`.
+pub(super) fn end_mark(src: &[u8]) -> Mk {
+    let mut m = Mk::default();
+    let mut i = 0;
+    while i < src.len() {
+        if is_break(src, i) {
+            i += if src[i] == b'\r' && at(src, i + 1) == b'\n' {
+                2
+            } else {
+                width(src[i])
+            };
+            m.line += 1;
+            m.column = 0;
+        } else {
+            i += width(src[i]);
+            m.column += 1;
+        }
+    }
+    m.index = src.len() as i64;
+    m
 }
