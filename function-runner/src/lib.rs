@@ -1,18 +1,21 @@
 //! The runner side of the KRM function runtime: Porch's function runner.
 //!
 //! A request's path: [`server`] (gRPC `evaluator.FunctionEvaluator`) →
-//! [`evaluator`] chain (exec, then [`builtin`] functions, then pods) → [`cache`] (one actor per
-//! runner hands out pods per image) → [`backend`] (creates the pods:
-//! [`backend::process`] children on loopback by default) → the pod's
+//! [`evaluator`] chain (exec, then [`builtin`] functions, then pods) →
+//! [`cache`] (one actor per runner hands out pods per image) → a backend
+//! (creates the pods: [`backend::process`] children on loopback by default,
+//! or the `runner-docker` and `runner-kube` crates' backends) → the pod's
 //! `wrapper-server`.
 //!
-//! - [`config`]: FunctionConfig documents and image matching, their CRD and
-//!   the cluster's FunctionConfigs applied live;
-//! - [`image`]: image references, split one way for config, backends and pod names;
-//! - [`metrics`]: the runner's Prometheus metrics;
-//! - [`runner`]: assembles all of the above from options;
-//! - [`eval`], [`render`]: `function-runner eval` and `render`, kpt-style
-//!   local runs, on the `krm_yaml` crate's tree and package model.
+//! - [`runner`]: the runner, from parts built by its caller (the
+//!   FunctionConfigs in use, a backend, the runner's own settings);
+//! - [`metrics`]: the runner's Prometheus metrics; [`backend::metered`]
+//!   records every backend's pod starts and stops in them.
+//!
+//! FunctionConfigs, image references and the `Backend` trait are
+//! `runner-core`'s; `eval` and `render` are `krm-kpt`'s. The binary
+//! (`bin/function-runner`) composes them for `serve`, `eval` and `render`
+//! (docs/architecture.md).
 
 #![forbid(unsafe_code)]
 

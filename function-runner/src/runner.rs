@@ -397,4 +397,115 @@ mod tests {
         drop(warming);
         cache.shutdown().await;
     }
+
+    /// A backend whose close takes `takes`, and which says it may take
+    /// `within`; it can keep pools, whose figures it hands the runner.
+    struct Closing {
+        takes: Duration,
+        within: Duration,
+        closed: Arc<std::sync::atomic::AtomicBool>,
+        pools: Option<runner_core::backend::metrics::PoolMetrics>,
+    }
+
+    impl Backend for Closing {
+        fn name(&self) -> &'static str {
+            "closing"
+        }
+
+        fn start(&self, spec: PodSpec) -> BoxFuture<'static, Result<ReadyPod, BackendError>> {
+            Box::pin(async move {
+                Err(BackendError::UnknownImage {
+                    image: spec.image,
+                    reason: "none here".into(),
+                })
+            })
+        }
+
+        fn stop(&self, _: PodId, _: StopReason) -> BoxFuture<'static, Result<(), BackendError>> {
+            Box::pin(async { Ok(()) })
+        }
+
+        fn set_events(&self, _: mpsc::UnboundedSender<PodEvent>) {}
+
+        fn close(&self) -> BoxFuture<'static, ()> {
+            let (takes, closed) = (self.takes, self.closed.clone());
+            Box::pin(async move {
+                tokio::time::sleep(takes).await;
+                closed.store(true, std::sync::atomic::Ordering::SeqCst);
+            })
+        }
+
+        fn close_within(&self) -> Duration {
+            self.within
+        }
+
+        fn pool_metrics(&self) -> Option<runner_core::backend::metrics::PoolMetrics> {
+            self.pools.clone()
+        }
+    }
+
+    fn no_functions() -> Functions {
+        Functions {
+            index: LiveIndex::fixed(index_of(&[])),
+            rejected: Vec::new(),
+        }
+    }
+
+    /// A backend's close gets as long as the backend says it takes (the
+    /// docker backend's sweep and removals, the kube backend's deletes),
+    /// or the runner's grace if longer.
+    #[tokio::test(start_paused = true)]
+    async fn shutdown_waits_as_long_as_the_backends_close_may_take() {
+        for (within, done) in [(Duration::from_secs(30), true), (Duration::ZERO, false)] {
+            let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let backend = Closing {
+                takes: Duration::from_secs(20),
+                within,
+                closed: closed.clone(),
+                pools: None,
+            };
+            let runner =
+                Runner::new(no_functions(), Arc::new(backend), RunnerSettings::default()).await;
+            runner.shutdown(Duration::from_secs(1)).await;
+            assert_eq!(
+                closed.load(std::sync::atomic::Ordering::SeqCst),
+                done,
+                "{within:?}"
+            );
+        }
+    }
+
+    /// The idle pools' figures a backend keeps are served with the
+    /// runner's metrics; a backend without pools adds no series.
+    #[tokio::test]
+    async fn the_backends_pool_figures_are_served_with_the_runners() {
+        let pools = runner_core::backend::metrics::PoolMetrics::default();
+        pools.set("example.com/fns/a:v1", 2, 1);
+        let with = |pools| Closing {
+            takes: Duration::ZERO,
+            within: Duration::ZERO,
+            closed: Default::default(),
+            pools,
+        };
+        let runner = Runner::new(
+            no_functions(),
+            Arc::new(with(Some(pools))),
+            RunnerSettings::default(),
+        )
+        .await;
+        let text = runner.metrics.render(None);
+        assert!(
+            text.contains("function_runner_pool_size{image=\"example.com/fns/a:v1\"} 2"),
+            "{text}"
+        );
+        runner.shutdown(Duration::from_secs(1)).await;
+        let runner = Runner::new(
+            no_functions(),
+            Arc::new(with(None)),
+            RunnerSettings::default(),
+        )
+        .await;
+        assert!(!runner.metrics.render(None).contains("pool_size"));
+        runner.shutdown(Duration::from_secs(1)).await;
+    }
 }

@@ -407,3 +407,62 @@ YAML
     assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
     assert_eq!(tree(&pkg), before, "nothing written in the package either");
 }
+
+/// `--functions` is read once, before anything runs: a path that is not a
+/// directory stops `eval` (even of a built-in, which needs no runner) and
+/// `render` (even of a pipeline of built-ins), kpt-style, with nothing
+/// written.
+#[test]
+fn a_functions_path_that_is_no_directory_stops_eval_and_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("pkg");
+    fs::create_dir(&pkg).unwrap();
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n";
+    fs::write(pkg.join("cm.yaml"), cm).unwrap();
+    fs::write(
+        pkg.join("Kptfile"),
+        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n  - image: gcr.io/kpt-fn/set-namespace:v0.4.1\n    configMap:\n      namespace: prod\n",
+    )
+    .unwrap();
+    let missing = dir.path().join("missing");
+    let missing = missing.to_str().unwrap();
+    let pkg_arg = pkg.to_str().unwrap();
+    let run = eval(
+        dir.path(),
+        &[
+            pkg_arg,
+            "--image",
+            "set-namespace:v0.4.1",
+            "--functions",
+            missing,
+            "--",
+            "namespace=prod",
+        ],
+        None,
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .starts_with(&format!("error: --functions {missing}: No such file")),
+        "{}",
+        run.stderr
+    );
+    let out = output_within(
+        Command::new(env!("CARGO_BIN_EXE_function-runner")).args([
+            "render",
+            pkg_arg,
+            "--functions",
+            missing,
+        ]),
+        None,
+        Duration::from_secs(120),
+    )
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: --functions {missing}: No such file")),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_to_string(pkg.join("cm.yaml")).unwrap(), cm);
+}

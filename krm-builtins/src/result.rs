@@ -1,11 +1,11 @@
 //! A function's results, as the catalog's functions report them (kyaml's
 //! `framework.Result`, the SDK's `fn.Result`): the workspace's one model
-//! ([`krm_fn::results`]), and how they are written in the `results` of the
+//! ([`krm_results`]), and how they are written in the `results` of the
 //! ResourceList a function leaves (the fields and their order).
 
 use krm_yaml::Node;
 
-pub use krm_fn::results::{Field, File, FnResult, ResourceRef, Severity};
+pub use krm_results::{Field, File, FnResult, ResourceRef, Severity};
 
 /// A result as Go's YAML encoder writes it in a ResourceList (`omitempty`
 /// fields left out, the framework's field order).

@@ -2,8 +2,6 @@
 //!
 //! - [`exec`]: runs one function process per call: stdin in, stdout and
 //!   stderr out, every process it started killed when the call ends;
-//! - [`results`]: the function's stdout checked as a ResourceList, and its
-//!   structured results;
 //! - [`call`]: one EvaluateFunction call: admission, deadline, the answer
 //!   and its errors, and the one mapping from errors to gRPC statuses;
 //! - [`evaluator`]: the [`evaluator::Evaluator`] trait, one strategy for
@@ -16,8 +14,7 @@
 //! - [`error_chain`]: an error and its causes, each said once;
 //! - [`cli`]: what both binaries add to clap's errors.
 //!
-//! All but `duration` need the default `runtime` feature; `results` alone
-//! needs only the `results` feature.
+//! All but `duration` need the default `runtime` feature.
 
 // Denied, not forbidden: one `pre_exec` (exec.rs, a pre-spawned process's
 // own session) needs it, and says why it is sound.
@@ -38,8 +35,6 @@ pub mod exec;
 pub mod metrics;
 #[cfg(feature = "runtime")]
 pub mod prespawn;
-#[cfg(feature = "results")]
-pub mod results;
 #[cfg(feature = "runtime")]
 pub mod server;
 

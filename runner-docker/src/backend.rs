@@ -23,6 +23,12 @@ use crate::names::{KEEP_WARM_LABEL, MANAGED_LABEL, RUNNER_LABEL, SOCKET_NAME};
 use crate::settings::DockerSettings;
 use crate::state::Inner;
 use crate::sweep::SWEEP_WAIT;
+
+/// How long the close may take: the wait for the sweep of gone runners'
+/// leftovers, then the removal of this runner's containers, tools volume and
+/// directories (a few engine requests, each answered in well under a second
+/// by a live engine; a slow one leaves the rest to the next runner's sweep).
+const CLOSE_WITHIN: Duration = SWEEP_WAIT.saturating_add(Duration::from_secs(20));
 use crate::tools::choose_tools;
 
 /// Unix socket paths hold at most 107 bytes; under the socket directory
@@ -226,5 +232,9 @@ impl Backend for DockerBackend {
     fn close(&self) -> BoxFuture<'static, ()> {
         let this = self.clone();
         Box::pin(async move { this.close_backend().await })
+    }
+
+    fn close_within(&self) -> Duration {
+        CLOSE_WITHIN
     }
 }

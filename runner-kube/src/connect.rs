@@ -32,7 +32,7 @@ pub struct Connected {
 /// A client for the cluster (KUBECONFIG, or the pod's service account)
 /// whose requests name the runner: kube-rs sends no User-Agent, and an API
 /// server's audit log and metrics tell clients apart by it.
-pub async fn client() -> Result<Client, kube::Error> {
+async fn client() -> Result<Client, kube::Error> {
     let mut config = kube::Config::infer()
         .await
         .map_err(kube::Error::InferConfig)?;
@@ -85,4 +85,60 @@ pub async fn connect(
         backend: KubeBackend::new(client.clone(), settings, entrypoints),
         client,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::pods::Dial;
+    use crate::source::TemplateChoice;
+
+    fn settings(wrapper_image: &str, owner: &str) -> KubeSettings {
+        KubeSettings {
+            namespace: "porch-fn-system".into(),
+            wrapper_image: wrapper_image.into(),
+            wrapper_image_source: "--wrapper-server-image".into(),
+            max_message_bytes: 6_291_456,
+            dial: Dial::Service,
+            owner: owner.into(),
+            ttl: Duration::from_secs(1800),
+            scan_interval: Duration::from_secs(60),
+            template: TemplateChoice::Default,
+            runner_namespace: "porch-system".into(),
+            pull_secret: None,
+            runner_pod: None,
+            deployment: None,
+        }
+    }
+
+    async fn refused(settings: KubeSettings, registries: &RegistrySettings) -> String {
+        match connect(settings, registries).await {
+            Ok(_) => panic!("connected"),
+            Err(err) => err.to_string(),
+        }
+    }
+
+    /// Settings that cannot work fail before any client is made, in this
+    /// order: the wrapper image, the runner id, the registries.
+    #[tokio::test]
+    async fn settings_that_cannot_work_fail_before_the_cluster_is_asked() {
+        let none = RegistrySettings::default();
+        assert_eq!(
+            refused(settings("", "runner-1"), &none).await,
+            "the wrapper image is not set (WRAPPER_SERVER_IMAGE or --wrapper-server-image)"
+        );
+        assert!(refused(settings("w", "--"), &none)
+            .await
+            .starts_with("the runner id (--runner-id, HOSTNAME) has no letter or digit"));
+        let dir = tempfile::tempdir().unwrap();
+        let registries = RegistrySettings {
+            auth_file: Some(dir.path().join("missing.json")),
+            ..RegistrySettings::default()
+        };
+        let err = refused(settings("w", "runner-1"), &registries).await;
+        assert!(err.starts_with("private registries: "), "{err}");
+    }
 }

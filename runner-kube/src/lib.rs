@@ -27,5 +27,5 @@ pub mod registry;
 pub mod source;
 pub mod template;
 
-pub use connect::{client, connect, ConnectError, Connected};
+pub use connect::{connect, ConnectError, Connected};
 pub use names::*;

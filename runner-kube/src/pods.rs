@@ -358,7 +358,7 @@ impl Backend for KubeBackend {
     }
 
     fn pool_metrics(&self) -> Option<runner_core::backend::metrics::PoolMetrics> {
-        self.inner.pools.metrics.get().cloned()
+        Some(self.inner.pools.metrics.clone())
     }
 }
 

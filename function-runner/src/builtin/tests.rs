@@ -174,7 +174,7 @@ async fn a_call_answers_as_the_catalogs_container_would() {
         "{out}"
     );
     // The wrapper's parser reads it as a ResourceList.
-    let parsed = krm_fn::results::parse_output(&resp.resource_list).unwrap();
+    let parsed = krm_results::parse_output(&resp.resource_list).unwrap();
     assert!(!parsed.has_errors());
 }
 

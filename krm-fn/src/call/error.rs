@@ -10,7 +10,7 @@
 use tonic::{Code, Status};
 
 use crate::exec::{ExecError, ExitStatus};
-use crate::results::{format_results, FnResult, OutputError};
+use krm_results::{format_results, FnResult, OutputError};
 
 /// How one EvaluateFunction call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

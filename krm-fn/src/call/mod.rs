@@ -20,7 +20,7 @@ pub use error::{CallError, Failure, Outcome, RequestError};
 
 use crate::drain::{Drain, DrainGuard};
 use crate::exec::{self, ExecError, ExecSpec, Input, Limits, Output};
-use crate::results;
+use krm_results as results;
 
 /// A function's entrypoint and the limits its calls run under.
 #[derive(Debug, Clone)]

@@ -14,7 +14,7 @@ use super::input::{assemble, krm_problem, set_all};
 use super::options::Function;
 use super::output::{clear_annotations, parse_output, PathAnns, INTERNAL_KEYS, LEGACY_KEYS};
 use super::results::{fail_line, kpt_duration, print_results, print_stderr};
-use krm_fn::results::FnResult;
+use krm_results::FnResult;
 use krm_yaml::alias::expand_misplaced;
 use krm_yaml::package::{self, annotations as ann, go_quote, kyaml, PackageError};
 use krm_yaml::{self as yaml, Kind, Node};
@@ -356,6 +356,6 @@ fn builtin_results(results: &[FnResult]) -> Result<Vec<FnResult>, Error> {
     }
     let node = Node::sequence(results.iter().map(krm_builtins::result::to_node).collect());
     yaml::value::to_value(&node)
-        .map(|v| krm_fn::results::kpt::read(&v))
+        .map(|v| krm_results::kpt::read(&v))
         .map_err(|e| Error::BadOutput(format!("results: {e}")))
 }

@@ -74,10 +74,6 @@ pub use options::{
 };
 
 pub(crate) use apply::{apply, StepFunction, StepReport};
-// Named by nothing outside `eval` today (`render` reads it through
-// `StepReport::outcome`), but reachable here as before the split.
-#[allow(unused_imports)]
-pub(crate) use apply::Outcome;
 pub use env::FunctionEnv;
 pub use exec::shlex_split;
 pub(crate) use input::{doc_error, function_config, krm_problem, set_all};

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use super::error::Error;
 use super::input::{krm_problem, read_stream, set_all, wrap_and_encode, wrapped_list, Input};
 use super::options::Output;
-use krm_fn::results::FnResult;
+use krm_results::FnResult;
 use krm_yaml::alias::{expand_misplaced, Expansions};
 use krm_yaml::package::{self, annotations as ann, kyaml, PackageError, Placed, Progress};
 use krm_yaml::{self as yaml, Kind, Node};
@@ -40,7 +40,7 @@ pub(super) fn parse_output(
                 .into(),
         ));
     }
-    if let Err(e) = krm_fn::results::parse_output(stdout) {
+    if let Err(e) = krm_results::parse_output(stdout) {
         // Its limits on aliases name no anchor ("repetition limit
         // exceeded", "recursion limit exceeded"): yaml.v3's message, when
         // that is what failed, says more. So does a duplicate key, which
@@ -102,7 +102,7 @@ pub(super) fn parse_output(
 /// in the first, aliases it in the second).
 fn results_of(list: &Node) -> Result<Vec<FnResult>, Error> {
     Ok(match kyaml::field(list, "results") {
-        Some(r) => krm_fn::results::kpt::read(
+        Some(r) => krm_results::kpt::read(
             &yaml::value::to_value_in(list, r)
                 .map_err(|e| Error::BadOutput(format!("results: {e}")))?,
         ),

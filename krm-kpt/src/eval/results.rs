@@ -2,7 +2,7 @@
 //! `Results:`, `Stderr:`, durations, one line per result:
 //! [`kpt_line`]) and the results file (`FunctionResultList`). The results
 //! themselves are the workspace's one model, read as kpt reads them
-//! ([`krm_fn::results::kpt`]).
+//! ([`krm_results::kpt`]).
 
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
@@ -11,7 +11,7 @@ use serde_yaml_ng::{Mapping, Value};
 
 use super::error::Error;
 use super::options::EvalOptions;
-use krm_fn::results::FnResult;
+use krm_results::FnResult;
 use krm_yaml as yaml;
 use krm_yaml::package::{go_quote, go_quote_bytes};
 

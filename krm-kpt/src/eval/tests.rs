@@ -129,10 +129,7 @@ fn result_lines_as_kpt_prints_them() {
 "#,
     )
     .unwrap();
-    let lines: Vec<String> = krm_fn::results::kpt::read(&v)
-        .iter()
-        .map(kpt_line)
-        .collect();
+    let lines: Vec<String> = krm_results::kpt::read(&v).iter().map(kpt_line).collect();
     assert_eq!(
         lines,
         vec![
@@ -145,7 +142,7 @@ fn result_lines_as_kpt_prints_them() {
     );
     let wrapped: Value =
         serde_yaml_ng::from_str("{name: x, items: [{message: m, severity: info}]}").unwrap();
-    assert_eq!(krm_fn::results::kpt::read(&wrapped).len(), 1);
+    assert_eq!(krm_results::kpt::read(&wrapped).len(), 1);
 }
 
 #[test]
@@ -159,7 +156,7 @@ fn results_file_as_kpt_writes_it() {
         name: "./fail.sh".into(),
         stderr: "some stderr line\nsecond stderr line\n".into(),
         exit_code: 1,
-        results: krm_fn::results::kpt::read(&v),
+        results: krm_results::kpt::read(&v),
     };
     assert_eq!(
         results_yaml(&record),

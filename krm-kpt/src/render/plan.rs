@@ -171,3 +171,102 @@ fn pipeline_images(kptfile: &Node) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    fn kptfile(dir: &Path, name: &str, images: &[&str]) {
+        std::fs::create_dir_all(dir).unwrap();
+        let mut text =
+            format!("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: {name}\n");
+        if !images.is_empty() {
+            text.push_str("pipeline:\n  mutators:\n");
+            for image in images {
+                text.push_str(&format!("  - image: {image}\n"));
+            }
+        }
+        std::fs::write(dir.join("Kptfile"), text).unwrap();
+    }
+
+    fn options(dir: &Path) -> RenderOptions {
+        RenderOptions {
+            dir: dir.to_path_buf(),
+            allow_exec: false,
+            truncate_output: true,
+            max_output_bytes: 1 << 20,
+            results_dir: None,
+            output: None,
+        }
+    }
+
+    /// One walk finds the package tree (the nearest Kptfiles below each
+    /// package, whatever directories are between) and every image the
+    /// pipelines name, depth first in name order; a Kptfile that does not
+    /// read but names an image counts as needing one.
+    #[test]
+    fn the_walk_finds_the_packages_and_the_images_they_name() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
+        kptfile(root, "root", &["gcr.io/kpt-fn/set-labels:v0.2"]);
+        kptfile(&root.join("b-sub"), "b", &["example.com/fns/b:v1"]);
+        kptfile(&root.join("b-sub/deeper"), "c", &["example.com/fns/c:v1"]);
+        kptfile(&root.join("a-plain/nested"), "d", &[]);
+        std::fs::create_dir_all(root.join("c-broken")).unwrap();
+        std::fs::write(root.join("c-broken/Kptfile"), "image: [unclosed\n").unwrap();
+        let plan = Plan::new(options(root)).unwrap();
+        assert_eq!(
+            plan.images(),
+            [
+                Some("gcr.io/kpt-fn/set-labels:v0.2".to_string()),
+                Some("example.com/fns/b:v1".to_string()),
+                Some("example.com/fns/c:v1".to_string()),
+                None,
+            ]
+        );
+        let subs: Vec<&str> = plan
+            .package
+            .subpackages
+            .iter()
+            .map(|(rel, _)| rel.as_str())
+            .collect();
+        assert_eq!(subs, ["a-plain/nested", "b-sub", "c-broken"]);
+        let deeper: Vec<&str> = plan.package.subpackages[1]
+            .1
+            .subpackages
+            .iter()
+            .map(|(rel, _)| rel.as_str())
+            .collect();
+        assert_eq!(deeper, ["deeper"]);
+    }
+
+    /// kpt's order: an `-o` directory that exists, then the root's Kptfile,
+    /// then every Kptfile below it (a bad one anywhere stops the render
+    /// before anything runs).
+    #[test]
+    fn the_checks_come_in_kpts_order_before_anything_runs() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path();
+        kptfile(&root.join("pkg/sub"), "sub", &["not a valid image"]);
+        let out = root.join("out");
+        std::fs::create_dir(&out).unwrap();
+        let with_output = RenderOptions {
+            output: Some(eval::Output::Dir(out.clone())),
+            ..options(&root.join("pkg"))
+        };
+        assert!(matches!(
+            Plan::new(with_output),
+            Err(Error::OutputExists(_))
+        ));
+        assert!(matches!(
+            Plan::new(options(&root.join("pkg"))),
+            Err(Error::Input(text)) if text.contains("is not a package: it has no Kptfile")
+        ));
+        kptfile(&root.join("pkg"), "pkg", &[]);
+        let err = Plan::new(options(&root.join("pkg"))).err().unwrap();
+        assert!(matches!(err, Error::Kptfile(_)), "{err}");
+    }
+}

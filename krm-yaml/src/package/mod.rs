@@ -330,54 +330,15 @@ pub fn read_package(
     read(dir, None, progress)
 }
 
-/// Reads a package without its subpackages (kpt's `LocalResources`);
-/// returns its files and the paths of its direct subpackages (directories
-/// with a Kptfile, found whatever `.krmignore` says, as kpt's
-/// `DirectSubpackages` finds them), in walk order.
-pub fn read_local(
-    dir: &Path,
-    progress: &mut Progress<'_>,
-) -> Result<(Vec<PackageFile>, Vec<String>), PackageError> {
-    let mut listed = Vec::new();
-    let files = read(dir, Some(&mut listed), progress)?;
-    let mut subpackages = Vec::new();
-    find_subpackages(dir, "", &mut subpackages)?;
-    Ok((files, subpackages))
-}
-
-/// [`read_local`] without looking for the subpackages (the caller knows
-/// them): the package's own files.
+/// Reads a package without its subpackages (kpt's `LocalResources`): the
+/// package's own files (a directory with a Kptfile below it is a
+/// subpackage, not read; the caller walks those itself).
 pub fn read_local_files(
     dir: &Path,
     progress: &mut Progress<'_>,
 ) -> Result<Vec<PackageFile>, PackageError> {
     let mut listed = Vec::new();
     read(dir, Some(&mut listed), progress)
-}
-
-fn find_subpackages(dir: &Path, rel: &str, out: &mut Vec<String>) -> Result<(), PackageError> {
-    let mut entries: Vec<(Vec<u8>, PathBuf)> = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err(dir))? {
-        let entry = entry.map_err(io_err(dir))?;
-        if entry.file_type().map_err(io_err(dir))?.is_dir() {
-            entries.push((entry.file_name().as_bytes().to_vec(), entry.path()));
-        }
-    }
-    entries.sort();
-    for (name, path) in entries {
-        let child = String::from_utf8_lossy(&name);
-        let child_rel = if rel.is_empty() {
-            child.into_owned()
-        } else {
-            format!("{rel}/{child}")
-        };
-        if path.join("Kptfile").is_file() {
-            out.push(child_rel);
-        } else {
-            find_subpackages(&path, &child_rel, out)?;
-        }
-    }
-    Ok(())
 }
 
 fn read(

@@ -35,16 +35,9 @@ pub struct FunctionConfigs {
     /// Every document left out, said: a call for an image that matches
     /// nothing names them (one may have been meant for it).
     pub rejected: Vec<String>,
-    /// The registry path of short image names.
-    pub default_prefix: String,
 }
 
 impl FunctionConfigs {
-    /// None: every image is the default prefix's, and nothing maps it.
-    pub fn none(default_prefix: &str) -> Self {
-        Self::from_configs(Vec::new(), Vec::new(), default_prefix)
-    }
-
     /// Reads `functions` (a directory of FunctionConfig documents) and
     /// `pod_cache_config` (Porch's list of functions to keep pods for).
     /// Bad documents are logged with file and field and left out.
@@ -112,7 +105,6 @@ impl FunctionConfigs {
             configs,
             index: Arc::new(index),
             rejected,
-            default_prefix: default_prefix.to_owned(),
         }
     }
 
@@ -125,5 +117,74 @@ impl FunctionConfigs {
     /// publisher (the cluster's watch).
     pub fn live(&self) -> (IndexPublisher, LiveIndex) {
         LiveIndex::new(self.index.clone())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::config::test_support::{doc, PREFIX};
+
+    #[test]
+    fn a_functions_path_that_is_no_directory_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let err = FunctionConfigs::load(Some(&missing), None, PREFIX)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&format!("--functions {}: ", missing.display())),
+            "{err}"
+        );
+        let file = dir.path().join("file.yaml");
+        std::fs::write(&file, "").unwrap();
+        let err = FunctionConfigs::load(Some(&file), None, PREFIX)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!("--functions {}: not a directory", file.display())
+        );
+    }
+
+    #[test]
+    fn bad_documents_are_left_out_and_said_and_the_pod_cache_config_joins() {
+        let dir = tempfile::tempdir().unwrap();
+        let functions = dir.path().join("functions");
+        std::fs::create_dir(&functions).unwrap();
+        std::fs::write(
+            functions.join("a.yaml"),
+            doc(
+                "a",
+                "image: a\nbinaryExecutor:\n  tags: [v1]\n  path: /bin/true\n",
+            ) + "---\n"
+                + &doc(
+                    "bad",
+                    "image: b\npodExecutor:\n  maxParallelExecutions: x\n",
+                ),
+        )
+        .unwrap();
+        let cache_config = dir.path().join("pod-cache-config.yaml");
+        std::fs::write(&cache_config, "- name: example.com/fns/c:v2\n").unwrap();
+        let loaded = FunctionConfigs::load(Some(&functions), Some(&cache_config), PREFIX).unwrap();
+        assert_eq!(loaded.configs.len(), 2, "{:?}", loaded.rejected);
+        assert_eq!(loaded.rejected.len(), 1);
+        assert!(
+            loaded.rejected[0].contains("maxParallelExecutions"),
+            "{:?}",
+            loaded.rejected
+        );
+        assert!(loaded
+            .index
+            .binary_for(&format!("{PREFIX}/a:v1"), "")
+            .is_some());
+        assert!(loaded
+            .index
+            .pod_settings_for("example.com/fns/c:v2", "")
+            .is_some());
+        // Neither: nothing, and nothing said.
+        let none = FunctionConfigs::load(None, None, PREFIX).unwrap();
+        assert!(none.configs.is_empty() && none.rejected.is_empty());
     }
 }

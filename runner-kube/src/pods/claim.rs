@@ -79,10 +79,8 @@ impl Inner {
             self.apply_pool(spec, &template).await.map_err(cause)?;
         }
         progress.step = "a pod of its idle pool to be Ready";
-        let metrics = self.pools.metrics.get();
-        if let Some(metrics) = metrics {
-            metrics.claimed(&spec.image);
-        }
+        let metrics = &self.pools.metrics;
+        metrics.claimed(&spec.image);
         let mut changed = self.pools.changed.clone();
         let mut missed = false;
         loop {
@@ -134,9 +132,7 @@ impl Inner {
             }
             if !missed {
                 missed = true;
-                if let Some(metrics) = metrics {
-                    metrics.missed(&spec.image);
-                }
+                metrics.missed(&spec.image);
                 // Empty: its ReplicaSet may be gone (deleted by a runner that
                 // stopped, or by hand): the pools are applied again now.
                 if self.pools.told.load(Ordering::Relaxed) {

@@ -85,7 +85,7 @@ pub(super) struct Pools {
     applied: Mutex<HashMap<String, (String, usize)>>,
     /// Uids of idle pods whose Ready was seen (replacement time observed).
     pub(super) seen_ready: Mutex<HashSet<String>>,
-    pub(super) metrics: std::sync::OnceLock<PoolMetrics>,
+    pub(super) metrics: PoolMetrics,
     random: AtomicU64,
     /// The backend closes: nothing is applied any more.
     pub(super) closed: std::sync::atomic::AtomicBool,
@@ -114,7 +114,7 @@ impl Pools {
             resync: Arc::new(Notify::new()),
             applied: Mutex::default(),
             seen_ready: Mutex::default(),
-            metrics: std::sync::OnceLock::from(PoolMetrics::default()),
+            metrics: PoolMetrics::default(),
             random: AtomicU64::new(seed),
             closed: Default::default(),
             synced: Default::default(),

@@ -274,10 +274,10 @@ impl Inner {
         }
         ok &= self.delete_pools_but(&keep).await;
         self.pools.synced.store(ok, Ordering::Relaxed);
-        let metrics = self.pools.metrics.get();
+        let metrics = &self.pools.metrics;
         self.pools.applied().retain(|name, (image, _)| {
             let kept = keep.contains(name);
-            if let (false, Some(metrics)) = (kept, metrics) {
+            if !kept {
                 metrics.remove(image);
             }
             kept
@@ -353,9 +353,7 @@ impl Inner {
     /// The pools' gauges, from the store: wanted and Ready idle pods; and
     /// the replacement time of each idle pod seen Ready for the first time.
     pub(super) fn publish_pools(&self) {
-        let Some(metrics) = self.pools.metrics.get() else {
-            return;
-        };
+        let metrics = &self.pools.metrics;
         let applied = self.pools.applied().clone();
         let mut idle: HashMap<&str, usize> = HashMap::new();
         let mut seen = self

@@ -94,7 +94,13 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
     };
     // Image functions need the evaluator chain; a pipeline of exec and
     // built-in functions only does not start it.
-    let functions = ImageFunctions::load(pods)?;
+    let functions = match ImageFunctions::load(pods) {
+        Ok(functions) => functions,
+        Err(err) => {
+            eprintln!("error: {}", krm_fn::error_chain(err.as_ref()));
+            return Ok(ExitCode::from(1));
+        }
+    };
     let needs_images = plan.images().iter().any(|image| match image {
         Some(image) => !matches!(functions.builtin(image), Ok(Some(_))),
         None => true,

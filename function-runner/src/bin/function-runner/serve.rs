@@ -167,7 +167,7 @@ impl ServeArgs {
     async fn backend(
         &self,
         configs: &FunctionConfigs,
-    ) -> anyhow::Result<(Arc<dyn Backend>, Functions, Option<Box<dyn Send>>)> {
+    ) -> anyhow::Result<(Arc<dyn Backend>, Functions, Option<ConfigWatch>)> {
         let fixed = || Functions::fixed(configs);
         Ok(match self.backend {
             BackendKind::Process => {
@@ -193,19 +193,30 @@ impl ServeArgs {
                     functions_dir: self.functions.clone(),
                     default_prefix: self.default_image_prefix.clone(),
                 };
-                let (backend, functions, watch) = self.kube.backend(&shared, configs).await?;
-                (backend, functions, Some(Box::new(watch) as Box<dyn Send>))
+                self.kube.backend(&shared, configs).await?
             }
             #[cfg(not(feature = "kube"))]
-            BackendKind::Kube => anyhow::bail!(
-                "--backend kube: this function-runner is built without the kube backend (cargo feature `kube`)"
-            ),
+            BackendKind::Kube => anyhow::bail!(NO_KUBE),
         })
     }
 }
 
+/// The cluster's FunctionConfig watch, kept as long as the runner serves.
+#[cfg(feature = "kube")]
+type ConfigWatch = runner_kube::config_watch::ConfigWatch;
+#[cfg(not(feature = "kube"))]
+type ConfigWatch = std::convert::Infallible;
+
+#[cfg(not(feature = "kube"))]
+const NO_KUBE: &str =
+    "--backend kube: this function-runner is built without the kube backend (cargo feature `kube`)";
+
 /// Serves until SIGTERM or SIGINT, then drains and stops every pod.
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    #[cfg(not(feature = "kube"))]
+    if args.backend == BackendKind::Kube {
+        anyhow::bail!(NO_KUBE);
+    }
     args.starlark
         .configure(Some(args.max_request_body_size as u64))?;
     let configs = FunctionConfigs::load(

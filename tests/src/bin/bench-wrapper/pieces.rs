@@ -134,7 +134,7 @@ pub(super) async fn pieces(args: &PiecesArgs) -> anyhow::Result<()> {
                         Piece::Check | Piece::CheckIndented => {
                             let doc: &[u8] = if v == Piece::Check { &input } else { &indented };
                             let started = Instant::now();
-                            let res = krm_fn::results::parse_output(doc);
+                            let res = krm_results::parse_output(doc);
                             s.push(started.elapsed());
                             ensure!(res.is_ok(), "payload is not a ResourceList");
                         }

@@ -57,7 +57,13 @@ async fn run_function(args: EvalArgs, pods: EvalPodArgs) -> anyhow::Result<ExitC
     let Some(image) = args.image.clone().filter(|_| args.exec.is_none()) else {
         return run_args(args, None, None).await;
     };
-    let functions = ImageFunctions::load(pods)?;
+    let functions = match ImageFunctions::load(pods) {
+        Ok(functions) => functions,
+        Err(err) => {
+            eprintln!("error: {}", krm_fn::error_chain(err.as_ref()));
+            return Ok(ExitCode::from(1));
+        }
+    };
     match functions.builtin(&image) {
         Ok(Some(builtin)) => {
             functions.note_builtin();

@@ -1,11 +1,15 @@
-//! A KRM function's stdout, checked as a ResourceList, and its structured
-//! `results` turned into text.
+//! The workspace's one model of a KRM function's structured results (kpt's
+//! `FunctionResult`), and the readers of a function's stdout: checked as a
+//! ResourceList, its `results` read as the wrapper reads them, or as kpt
+//! does. A crate of its own, with nothing but serde below it, so that the
+//! built-in functions, which make results, need nothing of the call core.
 //!
 //! Used on every successful call (exit 0: is stdout one ResourceList?), when a
 //! function failed (exit ≠ 0: its `results` become the gRPC error message),
-//! and by `function-runner eval` (kpt-style result lines).
+//! by `eval` and `render` (kpt's result lines and results file), and by the
+//! built-ins.
 //!
-//! - this module: the entry points [`parse_output`] (the fast path first)
+//! - this crate's root: the entry points [`parse_output`] (the fast path first)
 //!   and [`parse_output_strict`] (always the full parse);
 //! - `model`: the result model ([`FnResult`], [`Severity`],
 //!   [`ResourceRef`], [`Field`], [`File`]) and its text form
@@ -79,6 +83,8 @@
 //!
 //! Tests run both parsers on every input and compare; the ignored
 //! `bench_6mib` test times each parse on a 6 MiB ResourceList.
+
+#![forbid(unsafe_code)]
 
 mod de;
 mod document;

@@ -1,10 +1,10 @@
 use std::collections::BTreeMap;
 
-use crate::results::fixtures::{
+use crate::fixtures::{
     err, ok, spec_shape_expected, variants_expected, yaml, NO_RESULTS, SPEC_SHAPE, SPEC_SHAPE_JSON,
     VARIANTS,
 };
-use crate::results::{Field, FnResult, OutputError};
+use crate::{Field, FnResult, OutputError};
 
 #[test]
 fn spec_shape_yaml_and_json() {

@@ -1,8 +1,6 @@
 use super::*;
-use crate::results::fixtures::{
-    big_list, ok, result, NO_RESULTS, SPEC_SHAPE, SPEC_SHAPE_JSON, VARIANTS,
-};
-use crate::results::{parse_output, parse_output_strict, Severity};
+use crate::fixtures::{big_list, ok, result, NO_RESULTS, SPEC_SHAPE, SPEC_SHAPE_JSON, VARIANTS};
+use crate::{parse_output, parse_output_strict, Severity};
 
 /// Whether the fast path (JSON or line scan) answered by itself.
 fn fast(input: &str) -> bool {
