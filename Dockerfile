@@ -2,7 +2,7 @@
 # No shell, no libc. Build the binaries first (this machine cannot pull a
 # Rust builder image, and the binaries are static anyway):
 #
-#   cargo build --release --target x86_64-unknown-linux-gnu --bins
+#   cargo build --release --target x86_64-unknown-linux-gnu -p wrapper-server -p health-probe --bins
 #   docker build -t wrapper-server:dev -f Dockerfile target/x86_64-unknown-linux-gnu/release
 #
 # Used two ways:

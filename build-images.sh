@@ -14,7 +14,9 @@ tag="${1:-dev}"
 if [ -n "${BINARIES:-}" ]; then
   out=$BINARIES
 else
-  cargo build --release --bins
+  # The shipped binaries only: the release profile links each with fat LTO
+  # (BENCHMARKS.md, issue 38), which the bench binaries need not pay for.
+  cargo build --release -p wrapper-server -p health-probe -p function-runner --bins
   out=target/x86_64-unknown-linux-gnu/release
 fi
 ctx=$(mktemp -d)
