@@ -2,8 +2,8 @@
 # No shell, no libc. Build the binaries first (this machine cannot pull a
 # Rust builder image, and the binaries are static anyway):
 #
-#   cargo build --release --target x86_64-unknown-linux-gnu -p wrapper-server -p health-probe --bins
-#   docker build -t wrapper-server:dev -f Dockerfile target/x86_64-unknown-linux-gnu/release
+#   cargo build --profile dist --target x86_64-unknown-linux-gnu -p wrapper-server -p health-probe --bins
+#   docker build -t wrapper-server:dev -f Dockerfile target/x86_64-unknown-linux-gnu/dist
 #
 # Used two ways:
 # - our pod template: init container `/wrapper-server install /wrapper-server-tools`

@@ -5,7 +5,7 @@
 #   function-runner:TAG  the runner (Dockerfile.runner), non-root
 # Usage: ./build-images.sh [TAG]   (default: dev)
 # Needs a Docker engine; pulls nothing (no Rust builder image: the binaries
-# are built here, release profile, and copied in). BINARIES=DIR takes them
+# are built here, `dist` profile, and copied in). BINARIES=DIR takes them
 # from DIR instead, unbuilt (tests/tests/docker_image.rs gives it the debug
 # build the test run already made; CI has no time for a release build).
 set -euo pipefail
@@ -14,10 +14,10 @@ tag="${1:-dev}"
 if [ -n "${BINARIES:-}" ]; then
   out=$BINARIES
 else
-  # The shipped binaries only: the release profile links each with fat LTO
-  # (BENCHMARKS.md, issue 38), which the bench binaries need not pay for.
-  cargo build --release -p wrapper-server -p health-probe -p function-runner --bins
-  out=target/x86_64-unknown-linux-gnu/release
+  # The shipped binaries only, with the `dist` profile's fat LTO
+  # (Cargo.toml; BENCHMARKS.md, issue 38).
+  cargo build --profile dist -p wrapper-server -p health-probe -p function-runner --bins
+  out=target/x86_64-unknown-linux-gnu/dist
 fi
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
