@@ -23,6 +23,10 @@ ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
 cp "$out/wrapper-server" "$out/health-probe" "$out/function-runner" "$ctx/"
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/"
+# The runner image's Porch layout (Dockerfile.runner).
+mkdir -p "$ctx/home/nonroot"
+ln -s /function-runner "$ctx/home/nonroot/server"
+ln -s /health-probe "$ctx/home/nonroot/grpc-health-probe"
 docker build -q -t "wrapper-server:$tag" -f Dockerfile "$ctx"
 docker build -q -t "function-runner:$tag" -f Dockerfile.runner "$ctx"
 docker images --format '{{.Repository}}:{{.Tag}} {{.Size}}' "wrapper-server:$tag"

@@ -57,12 +57,19 @@ impl Builtins {
         let index = self.index.current();
         // A tag that one FunctionConfig lists under binaryExecutor and
         // goExecutor runs the binary, as in serve's chain (exec first).
-        if index
+        // A binary that is missing (Porch's FunctionConfigs in an image
+        // without Porch's binaries) leaves the call to the built-in of its
+        // image, if there is one, else to a pod.
+        let binary = index
             .try_binary_for(image, tag)
-            .map_err(|e| EvalError::InvalidTag(e.into()))?
-            .is_some()
-        {
-            return Ok(None);
+            .map_err(|e| EvalError::InvalidTag(e.into()))?;
+        if let Some(found) = binary {
+            if !crate::evaluator::binary_missing(&found) {
+                return Ok(None);
+            }
+            if self.defaults {
+                return Ok(krm_builtins::for_catalog_image(image));
+            }
         }
         if let Some(go) = index
             .try_go_for(image, tag)

@@ -32,7 +32,7 @@ use tonic::{Code, Status};
 
 use crate::cache::{CacheError, PodCache, PodRequestSettings};
 pub use krm_fn::evaluator::{EvalError, EvalRequest, Evaluator};
-use runner_core::config::LiveIndex;
+use runner_core::config::{BinaryMatch, LiveIndex};
 
 /// No pod could be had for `image`: the error names the code the cache's
 /// error decides.
@@ -86,6 +86,34 @@ async fn with_deadline<T>(
             image: image.to_string(),
         })
     })
+}
+
+/// Whether `found`'s binary is missing: Porch's FunctionConfigs name the
+/// binaries Porch's runner image ships (`binaryExecutor.path` relative to
+/// `--functions`); in an image without them the call goes on down the
+/// chain (the built-in, else a pod of the image), as if no binary were
+/// configured, and that is said once per binary. A binary that exists but
+/// will not run is the configuration's error, and stays one.
+pub(crate) fn binary_missing(found: &BinaryMatch) -> bool {
+    static SAID: std::sync::Mutex<Option<std::collections::HashSet<PathBuf>>> =
+        std::sync::Mutex::new(None);
+    if std::fs::symlink_metadata(&found.path).is_ok() {
+        return false;
+    }
+    let mut said = SAID.lock().unwrap_or_else(PoisonError::into_inner);
+    if said
+        .get_or_insert_with(Default::default)
+        .insert(found.path.clone())
+    {
+        tracing::warn!(
+            image = %found.resolved_image,
+            binary = %found.path.display(),
+            config = %found.config_name,
+            "binaryExecutor: the binary does not exist; its calls run built-in where the \
+             image has a built-in, else in a pod of the image"
+        );
+    }
+    true
 }
 
 /// FunctionConfig `binaryExecutor`: local binaries, one process per call
@@ -199,6 +227,7 @@ impl Evaluator for ExecEvaluator {
                 .current()
                 .try_binary_for(&image, &req.request.tag)
                 .map_err(|e| EvalError::InvalidTag(e.into()))?
+                .filter(|found| !binary_missing(found))
             else {
                 return Err(EvalError::NotFound { image });
             };

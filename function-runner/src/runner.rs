@@ -61,6 +61,27 @@ pub struct RunnerSettings {
     /// FunctionConfig says otherwise (`--no-default-builtins` turns it off;
     /// goExecutor entries run built-in either way).
     pub default_builtins: bool,
+    /// Porch's `--disable-runtimes`: which of the exec and pod evaluators
+    /// run (built-ins run either way).
+    pub runtimes: Runtimes,
+}
+
+/// The runtimes of Porch's `--disable-runtimes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Runtimes {
+    /// FunctionConfig binaryExecutor binaries.
+    pub exec: bool,
+    /// Pods, of whatever backend; off: no pod is started, warmed or pooled.
+    pub pod: bool,
+}
+
+impl Default for Runtimes {
+    fn default() -> Self {
+        Runtimes {
+            exec: true,
+            pod: true,
+        }
+    }
 }
 
 impl Default for RunnerSettings {
@@ -73,6 +94,7 @@ impl Default for RunnerSettings {
             prespawn: None,
             function_env: Vec::new(),
             default_builtins: true,
+            runtimes: Runtimes::default(),
         }
     }
 }
@@ -117,8 +139,17 @@ impl Runner {
         let cache = PodCache::spawn(metered, settings.cache);
         // Idle pools (podExecutor idlePods) are kept whether or not the cache is warmed:
         // the FunctionConfig asks for them.
-        let pool_sync = PoolSync::spawn(backend.clone(), index.clone(), settings.cache);
-        let live_warming = if settings.warm_up {
+        let pods = settings.runtimes.pod;
+        let pool_sync = PoolSync::spawn(
+            backend.clone(),
+            if pods {
+                index.clone()
+            } else {
+                LiveIndex::fixed(Arc::new(ImageIndex::default()))
+            },
+            settings.cache,
+        );
+        let live_warming = if settings.warm_up && pods {
             let current = index.current();
             let images = warm_list(&current, &HashSet::new());
             if !images.is_empty() {
@@ -137,29 +168,31 @@ impl Runner {
                 .map_or_else(ExecPools::off, ExecPools::new),
         );
         let builtins = Builtins::new(index.clone(), settings.default_builtins);
-        let evaluator: Arc<dyn Evaluator> = Arc::new(
-            MultiEvaluator::new(vec![
-                Box::new(
-                    ExecEvaluator::with_pools(
-                        index.clone(),
-                        settings.max_message_bytes,
-                        exec_pools.clone(),
-                    )
-                    .with_env(settings.function_env.clone()),
-                ),
-                Box::new(
-                    BuiltinEvaluator::new(builtins.clone(), settings.max_message_bytes)
-                        .with_metrics(metrics.clone()),
-                ),
-                Box::new(PodEvaluator::new(
-                    cache.clone(),
+        let mut chain: Vec<Box<dyn Evaluator>> = Vec::with_capacity(3);
+        if settings.runtimes.exec {
+            chain.push(Box::new(
+                ExecEvaluator::with_pools(
                     index.clone(),
                     settings.max_message_bytes,
-                    settings.max_grpc_retries,
-                )),
-            ])
-            .with_rejected(rejected),
-        );
+                    exec_pools.clone(),
+                )
+                .with_env(settings.function_env.clone()),
+            ));
+        }
+        chain.push(Box::new(
+            BuiltinEvaluator::new(builtins.clone(), settings.max_message_bytes)
+                .with_metrics(metrics.clone()),
+        ));
+        if pods {
+            chain.push(Box::new(PodEvaluator::new(
+                cache.clone(),
+                index.clone(),
+                settings.max_message_bytes,
+                settings.max_grpc_retries,
+            )));
+        }
+        let evaluator: Arc<dyn Evaluator> =
+            Arc::new(MultiEvaluator::new(chain).with_rejected(rejected));
         Runner {
             evaluator,
             cache,

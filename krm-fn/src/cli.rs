@@ -25,3 +25,27 @@ pub fn tip_for_word_before_dashes(
     );
     err
 }
+
+/// The log filter for a klog verbosity (`--log-level`, `--verbosity`: Porch
+/// passes klog's `-v` levels, 0–5, default 2): up to 2 is what klog logs
+/// by default (our `info`), 3 and 4 add detail (`debug`), 5 and more
+/// everything (`trace`).
+pub fn klog_filter(verbosity: u8) -> &'static str {
+    match verbosity {
+        0..=2 => "info",
+        3..=4 => "debug",
+        _ => "trace",
+    }
+}
+
+#[cfg(test)]
+mod klog_tests {
+    #[test]
+    fn klog_levels_map_to_filters() {
+        let got: Vec<_> = (0..=6).map(super::klog_filter).collect();
+        assert_eq!(
+            got,
+            ["info", "info", "info", "debug", "debug", "trace", "trace"]
+        );
+    }
+}

@@ -10,7 +10,9 @@
 //!    applied: `functionRunnerObservedGeneration` = `metadata.generation`, no `error`, the
 //!    condition `FunctionRunnerApplied` `True`; rejected: `error` and the condition `False`,
 //!    reason `Invalid` or `Conflict`, naming the fields. An object whose status already says
-//!    its outcome is not written, so a steady state makes no writes.
+//!    its outcome is not written, so a steady state makes no writes;
+//! 3. keeps Porch's finalizer on each object as Porch's runner does ([`finalizer`]):
+//!    added while it lives, removed once it is being deleted.
 //!
 //! # Combining
 //!
@@ -124,6 +126,7 @@ pub async fn start(
             settings.default_prefix.clone(),
         ),
         publisher,
+        finalizers: finalizer::Pending::default(),
         synced: Some(synced),
         retry_after: RETRY_AFTER,
     };
@@ -150,6 +153,8 @@ struct Watch {
     scope: String,
     combiner: Combiner,
     publisher: IndexPublisher,
+    /// Porch's finalizer writes still to make.
+    finalizers: finalizer::Pending,
     /// Told the outcome of the first list.
     synced: Option<oneshot::Sender<Result<usize, String>>>,
     /// How long after the next failed status write to try again.
@@ -175,7 +180,7 @@ impl Watch {
                 },
                 () = sleep_until(retry) => {
                     retry = None;
-                    self.write_statuses(&mut retry).await;
+                    self.write(&mut retry).await;
                     continue;
                 }
             };
@@ -195,12 +200,20 @@ impl Watch {
                         failing = false;
                     }
                     listed = Some(objects.len());
+                    self.finalizers
+                        .replace(objects.iter().filter_map(|o| key_of(o).map(|key| (key, o))));
                     self.combiner.replace(&objects)
                 }
-                Ok(watcher::Event::Apply(object)) => self.combiner.observe(&object),
-                Ok(watcher::Event::Delete(object)) => {
-                    key_of(&object).is_some_and(|key| self.combiner.forget(&key))
+                Ok(watcher::Event::Apply(object)) => {
+                    if let Some(key) = key_of(&object) {
+                        self.finalizers.observe(key, &object);
+                    }
+                    self.combiner.observe(&object)
                 }
+                Ok(watcher::Event::Delete(object)) => key_of(&object).is_some_and(|key| {
+                    self.finalizers.forget(&key);
+                    self.combiner.forget(&key)
+                }),
                 Err(err) => {
                     let why = explain(&err, &self.scope);
                     // The watcher retries with backoff; say it once per outage (at startup
@@ -228,7 +241,7 @@ impl Watch {
                 self.publisher.publish(Arc::new(index));
             }
             if listing.is_none() {
-                self.write_statuses(&mut retry).await;
+                self.write(&mut retry).await;
             }
             if let Some(count) = listed.take() {
                 if let Some(synced) = self.synced.take() {
@@ -238,10 +251,71 @@ impl Watch {
         }
     }
 
-    /// Writes every status that does not say its object's outcome yet; on a failure, sets
-    /// `retry`, further away after each failed pass (a runner without the right to write
-    /// statuses must not flood the API server, nor its log).
-    async fn write_statuses(&mut self, retry: &mut Option<Instant>) {
+    /// Writes every status that does not say its object's outcome yet, and Porch's
+    /// finalizer where it is missing or due to go; on a failure, sets `retry`, further
+    /// away after each failed pass (a runner without the right to write must not flood
+    /// the API server, nor its log).
+    async fn write(&mut self, retry: &mut Option<Instant>) {
+        let failed = self.write_statuses().await | self.write_finalizers().await;
+        if failed {
+            *retry = Some(Instant::now() + self.retry_after);
+            self.retry_after = (self.retry_after * 2).min(MAX_RETRY_AFTER);
+        } else {
+            self.retry_after = RETRY_AFTER;
+        }
+    }
+
+    /// Adds or removes Porch's finalizer where [`finalizer::Pending`] says; whether a
+    /// write failed.
+    async fn write_finalizers(&mut self) -> bool {
+        let mut failed = false;
+        for (key, patch) in self.finalizers.patches() {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(self.client.clone(), &key.namespace, &self.resource);
+            let params = PatchParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..PatchParams::default()
+            };
+            let merge = Patch::Merge(&patch);
+            let write = api.patch(&key.name, &params, &merge);
+            match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+                Ok(Ok(_)) => self.finalizers.done(&key, &patch),
+                // Changed meanwhile (the resourceVersion is the patch's precondition) or
+                // deleted: its next event says what it needs.
+                Ok(Err(kube::Error::Api(status))) if matches!(status.code, 404 | 409) => {
+                    self.finalizers.done(&key, &patch);
+                }
+                Ok(Err(err)) => {
+                    let hint = match &err {
+                        kube::Error::Api(status) if status.code == 403 => format!(
+                            " (the runner needs patch on {} in namespace {}, as Porch's \
+                             Role porch-function-executor grants)",
+                            crd::CRD_NAME,
+                            key.namespace
+                        ),
+                        _ => String::new(),
+                    };
+                    self.write_failed(&format!(
+                        "updating the finalizer {} of FunctionConfig {key}: {}{hint}",
+                        finalizer::FINALIZER,
+                        crate::access::one_line(&err)
+                    ));
+                    failed = true;
+                }
+                Err(_) => {
+                    self.write_failed(&format!(
+                        "updating the finalizer of FunctionConfig {key}: no answer within {WRITE_TIMEOUT:?}"
+                    ));
+                    failed = true;
+                }
+            }
+        }
+        failed
+    }
+
+    /// Writes every status that does not say its object's outcome yet; whether a write
+    /// failed.
+    async fn write_statuses(&mut self) -> bool {
         let now = now_rfc3339();
         let mut failed = false;
         for (key, patch) in self.combiner.status_patches(&now) {
@@ -272,12 +346,7 @@ impl Watch {
                 }
             }
         }
-        if failed {
-            *retry = Some(Instant::now() + self.retry_after);
-            self.retry_after = (self.retry_after * 2).min(MAX_RETRY_AFTER);
-        } else {
-            self.retry_after = RETRY_AFTER;
-        }
+        failed
     }
 
     /// Logs a failed status write: a warning the first time after a success.
@@ -738,6 +807,8 @@ fn patch(seen: &FunctionConfigStatus, generation: i64, outcome: &Outcome, now: &
     }
     json!({ "status": status })
 }
+
+pub mod finalizer;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -1,13 +1,18 @@
 //! The backend's start: its own settings checked, the registries'
 //! credentials and CA read, a client for the cluster made, and the runner's
-//! Deployment found (its function pods then go with it). A setting that
-//! cannot work fails here, before the runner serves.
+//! Deployment found (its function pods then go with it), and the features
+//! its RBAC allows found. A setting that cannot work fails here, before the
+//! runner serves.
 
-use kube::Client;
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use kube::api::PostParams;
+use kube::{Api, Client};
 
 use crate::entrypoint::Entrypoints;
 use crate::owner;
-use crate::pods::{KubeBackend, KubeSettings};
+use crate::pods::{Features, KubeBackend, KubeSettings};
 use crate::registry::{RegistryError, RegistrySettings};
 use crate::template::label_value;
 
@@ -81,11 +86,111 @@ pub async fn connect(
             }
         }
     }
+    settings.features = features(&client, &settings.namespace).await;
     Ok(Connected {
         backend: KubeBackend::new(client.clone(), settings, entrypoints),
         client,
     })
 }
+
+/// A feature beyond Porch's runner, and the right it needs in the pod
+/// namespace: (verb, group, resource, subresource, what goes without it).
+type Needs = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+);
+
+const READINESS_GATE: Needs = (
+    "patch",
+    "",
+    "pods",
+    "status",
+    "the readiness gate fn.kpt.dev/serving is off: a function pod's traffic follows its \
+     containers' readiness, and a pod being deleted may still take a call",
+);
+const EVENTS: Needs = (
+    "create",
+    "events.k8s.io",
+    "events",
+    "",
+    "Events on function pods are off",
+);
+const POOLS: Needs = (
+    "create",
+    "apps",
+    "replicasets",
+    "",
+    "idle pools (FunctionConfig idlePods) are off: those functions start their pods on demand",
+);
+
+/// The features whose rights the API server grants in `namespace`, asked
+/// with SelfSubjectAccessReviews (which every authenticated user may
+/// create). One that is refused is off, said once with the right to grant:
+/// Porch's own Role grants none of them, and serves without them. A review
+/// that cannot be made leaves its feature on (a refusal later is then
+/// noted as any other).
+async fn features(client: &Client, namespace: &str) -> Features {
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let granted = |needs: Needs| {
+        let reviews = reviews.clone();
+        async move {
+            let (verb, group, resource, subresource, without) = needs;
+            let review = SelfSubjectAccessReview {
+                spec: SelfSubjectAccessReviewSpec {
+                    resource_attributes: Some(ResourceAttributes {
+                        verb: Some(verb.into()),
+                        group: Some(group.into()),
+                        resource: Some(resource.into()),
+                        subresource: (!subresource.is_empty()).then(|| subresource.into()),
+                        namespace: Some(namespace.into()),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let answer = tokio::time::timeout(
+                REVIEW_TIMEOUT,
+                reviews.create(&PostParams::default(), &review),
+            )
+            .await;
+            match answer {
+                Ok(Ok(answer)) if answer.status.as_ref().is_some_and(|s| !s.allowed) => {
+                    let right = match (group, subresource) {
+                        ("", "") => format!("{verb} {resource}"),
+                        ("", sub) => format!("{verb} {resource}/{sub}"),
+                        (group, _) => format!("{verb} {resource}.{group}"),
+                    };
+                    tracing::warn!(
+                        "{without} (the runner may not {right} in namespace {namespace}, which \
+                         Porch's Role porch-function-executor does not grant; deploy/rbac.yaml \
+                         does)"
+                    );
+                    false
+                }
+                Ok(Ok(_)) => true,
+                Ok(Err(err)) => {
+                    tracing::debug!(err = %crate::access::one_line(&err), verb, resource, "reviewing a right");
+                    true
+                }
+                Err(_) => true,
+            }
+        }
+    };
+    let (readiness_gate, events, pools) =
+        tokio::join!(granted(READINESS_GATE), granted(EVENTS), granted(POOLS));
+    Features {
+        readiness_gate,
+        events,
+        pools,
+    }
+}
+
+/// How long the API server may take to answer one review at start.
+const REVIEW_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -111,6 +216,8 @@ mod tests {
             pull_secret: None,
             runner_pod: None,
             deployment: None,
+            features: Default::default(),
+            porch_leftovers_after: None,
         }
     }
 

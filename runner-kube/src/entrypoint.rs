@@ -1,9 +1,11 @@
 //! A function's entrypoint, read from its image's config in the registry.
 //!
 //! In a function pod the wrapper replaces the image's command, so the runner
-//! must know what the image would have run: its config's `Entrypoint`
-//! followed by its `Cmd` (Docker's rule: `Cmd` is the default arguments of
-//! an `Entrypoint`, or the command when there is none). Answers are cached
+//! must know what the image would have run, read as Porch's runner reads
+//! it: its config's `Entrypoint`, or its `Cmd` when it has no `Entrypoint`
+//! (never both: an image with both runs its `Entrypoint` alone, where
+//! `docker run` would add the `Cmd`; a drop-in runs a function as Porch
+//! did). Answers are cached
 //! per image reference until the runner restarts, so only a function's
 //! first pod costs registry requests (a tag moved to another image later
 //! keeps its first entrypoint meanwhile). Private images are read with the
@@ -130,6 +132,32 @@ pub struct Entrypoints {
     client: Mutex<(Option<Vec<u8>>, Client)>,
     /// Image reference → entrypoint.
     by_reference: Mutex<HashMap<String, Vec<String>>>,
+    /// The plain-HTTP client for registries on a loopback address.
+    loopback_client: std::sync::OnceLock<Client>,
+}
+
+/// Whether `registry` (`host[:port]`) is on a loopback address:
+/// `localhost`, 127.0.0.0/8 or `[::1]`. Such a registry is read over plain
+/// HTTP without `--insecure-registries`, as Docker and Porch's registry
+/// client (go-containerregistry) read it: TLS to oneself protects nothing,
+/// and a registry a test or a developer starts there has none.
+pub fn is_loopback(registry: &str) -> bool {
+    let host = match registry.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(rest),
+        None => registry.rsplit_once(':').map_or(registry, |(host, _)| host),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A client that speaks plain HTTP to every registry.
+fn loopback_client() -> Client {
+    Client::new(ClientConfig {
+        protocol: ClientProtocol::Http,
+        ..client_config(&[], &[])
+    })
 }
 
 impl Entrypoints {
@@ -172,6 +200,7 @@ impl Entrypoints {
             auth_file: settings.auth_file,
             client: Mutex::new((None, client)),
             by_reference: Mutex::new(HashMap::new()),
+            loopback_client: std::sync::OnceLock::new(),
         }
     }
 
@@ -222,13 +251,19 @@ impl Entrypoints {
         image: &str,
         reference: &Reference,
     ) -> Result<(Client, RegistryAuth), RegistryError> {
+        let plain_http = || {
+            let registry = reference.resolve_registry();
+            (is_loopback(registry) && !self.insecure.iter().any(|r| r == registry))
+                .then(|| self.loopback_client.get_or_init(loopback_client).clone())
+        };
         let Some(path) = self
             .auth_file
             .as_ref()
             .filter(|_| registry::is_private(image))
         else {
             let current = self.client.lock().unwrap_or_else(PoisonError::into_inner);
-            return Ok((current.1.clone(), RegistryAuth::Anonymous));
+            let client = plain_http().unwrap_or_else(|| current.1.clone());
+            return Ok((client, RegistryAuth::Anonymous));
         };
         let bytes = tokio::fs::read(path)
             .await
@@ -243,7 +278,7 @@ impl Entrypoints {
                 .map_err(RegistryError::Client)?;
             *current = (Some(bytes), client);
         }
-        Ok((current.1.clone(), auth))
+        Ok((plain_http().unwrap_or_else(|| current.1.clone()), auth))
     }
 
     /// Entrypoints known in advance, so that tests need no registry.
@@ -293,7 +328,8 @@ fn client_config(insecure: &[String], ca: &[CertificateDer<'static>]) -> ClientC
     }
 }
 
-/// `Entrypoint` then `Cmd` from an image config (JSON).
+/// `Entrypoint`, else `Cmd`, from an image config (JSON), as Porch's
+/// runner (`func/internal/podmanager.go`) takes them.
 fn argv_of(image: &str, config: &str) -> Result<Vec<String>, EntrypointError> {
     let file: ConfigFile =
         serde_json::from_str(config).map_err(|source| EntrypointError::Config {
@@ -301,12 +337,10 @@ fn argv_of(image: &str, config: &str) -> Result<Vec<String>, EntrypointError> {
             source,
         })?;
     let runtime = file.config.unwrap_or_default();
-    let argv: Vec<String> = runtime
-        .entrypoint
-        .unwrap_or_default()
-        .into_iter()
-        .chain(runtime.cmd.unwrap_or_default())
-        .collect();
+    let argv: Vec<String> = match runtime.entrypoint {
+        Some(entrypoint) if !entrypoint.is_empty() => entrypoint,
+        _ => runtime.cmd.unwrap_or_default(),
+    };
     if argv.is_empty() {
         return Err(EntrypointError::Empty {
             image: image.to_string(),
@@ -327,13 +361,37 @@ mod tests {
     }
 
     #[test]
-    fn entrypoint_then_cmd_as_docker_runs_them() {
+    fn entrypoint_else_cmd_as_porch_runs_them() {
         let both = config(r#"{"Entrypoint":["/fn","--x"],"Cmd":["a"]}"#);
-        assert_eq!(argv_of("img", &both).unwrap(), ["/fn", "--x", "a"]);
+        assert_eq!(argv_of("img", &both).unwrap(), ["/fn", "--x"]);
+        let empty_entrypoint = config(r#"{"Entrypoint":[],"Cmd":["/fn"]}"#);
+        assert_eq!(argv_of("img", &empty_entrypoint).unwrap(), ["/fn"]);
         let cmd_only = config(r#"{"Cmd":["/bin/sh","-c","cat"]}"#);
         assert_eq!(argv_of("img", &cmd_only).unwrap(), ["/bin/sh", "-c", "cat"]);
         let entrypoint_only = config(r#"{"Entrypoint":["function"]}"#);
         assert_eq!(argv_of("img", &entrypoint_only).unwrap(), ["function"]);
+    }
+
+    #[test]
+    fn loopback_registries_are_told_apart() {
+        for loopback in [
+            "localhost:5000",
+            "LOCALHOST",
+            "127.0.0.1:5000",
+            "127.8.9.10",
+            "[::1]:5000",
+        ] {
+            assert!(is_loopback(loopback), "{loopback}");
+        }
+        for remote in [
+            "ghcr.io",
+            "registry.example.com:5000",
+            "10.0.0.1:5000",
+            "localhost.example.com",
+            "[2001:db8::1]:5000",
+        ] {
+            assert!(!is_loopback(remote), "{remote}");
+        }
     }
 
     #[test]

@@ -421,6 +421,16 @@ async fn serve(
             ));
             continue;
         }
+        // Porch's ServiceTemplate (the template's optional Service): none
+        // here.
+        if parts.method == Method::GET && path.ends_with("/servicetemplates") {
+            reply.send_response(if watching {
+                quiet_watch()
+            } else {
+                list("ServiceTemplateList", 1, Vec::new())
+            });
+            continue;
+        }
         // Idle pools' pods (the backend's second pod watch): none here.
         let pools =
             param(&query, "labelSelector").is_some_and(|s| s.starts_with("fn.kpt.dev/pool"));

@@ -78,6 +78,7 @@ mod delete;
 mod events;
 mod failures;
 mod inner;
+mod leftovers;
 mod naming;
 mod operations;
 mod pool;
@@ -91,7 +92,7 @@ mod sweep;
 
 pub use pool::{POOL_LABEL, POOL_STATE_LABEL};
 pub use readiness::is_ready;
-pub use settings::{Dial, KubeSettings};
+pub use settings::{Dial, Features, KubeSettings};
 
 /// How long the runner takes at most, when it stops with its Deployment
 /// gone, to delete that Deployment's function pods.
@@ -110,6 +111,8 @@ pub struct KubeBackend {
     recheck: tokio::task::AbortHandle,
     /// The idle pools' pod watch and their sync.
     pool_tasks: (tokio::task::AbortHandle, tokio::task::AbortHandle),
+    /// The collection of Porch's runner's pods, once.
+    leftovers: Option<tokio::task::AbortHandle>,
 }
 
 impl Drop for KubeBackend {
@@ -118,6 +121,9 @@ impl Drop for KubeBackend {
         self.recheck.abort();
         self.pool_tasks.0.abort();
         self.pool_tasks.1.abort();
+        if let Some(leftovers) = &self.leftovers {
+            leftovers.abort();
+        }
     }
 }
 
@@ -127,8 +133,15 @@ impl KubeBackend {
     pub fn new(client: Client, settings: KubeSettings, entrypoints: Entrypoints) -> Self {
         let pods: Api<Pod> = Api::namespaced(client.clone(), &settings.namespace);
         let services: Api<Service> = Api::namespaced(client.clone(), &settings.namespace);
+        let leftovers = settings
+            .porch_leftovers_after
+            .map(|after| leftovers::spawn(pods.clone(), services.clone(), after));
         let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), &settings.namespace);
-        let lifecycle = Events::spawn(client.clone(), &label_value(&settings.owner));
+        let lifecycle = if settings.features.events {
+            Events::spawn(client.clone(), &label_value(&settings.owner))
+        } else {
+            Events::none()
+        };
         let template = source::spawn(
             client.clone(),
             settings.template.clone(),
@@ -216,6 +229,7 @@ impl KubeBackend {
             watch: task.abort_handle(),
             recheck: recheck.abort_handle(),
             pool_tasks,
+            leftovers,
         }
     }
 }
@@ -350,6 +364,16 @@ impl Backend for KubeBackend {
     }
 
     fn set_pools(&self, pools: Vec<PodSpec>) {
+        if !self.inner.settings.features.pools && !pools.is_empty() {
+            // Said once at start (connect): the pools' functions start pods
+            // on demand instead.
+            tracing::debug!(
+                pools = pools.len(),
+                "idle pools asked for, but off (no right to create ReplicaSets)"
+            );
+            self.inner.pools.set(Vec::new());
+            return;
+        }
         self.inner.pools.set(pools);
     }
 

@@ -8,6 +8,11 @@
 //! is used if there is one (newer Porch keeps its template there, so an
 //! operator's edits to it carry over), else the built-in template.
 //!
+//! With the default, Porch's ServiceTemplate `base-service-template`
+//! (`config.porch.kpt.dev/v1alpha1`) in the pod namespace, if there is one,
+//! makes the pods' Services, as in Porch's runner; a cluster without the
+//! CRD, or a runner that may not read it, uses the built-in Service.
+//!
 //! Each source is watched (one object, by name), so a start reads the
 //! template from memory, and a change is seen at once: its resourceVersion
 //! becomes the new template version, and pods of the old one are replaced.
@@ -16,6 +21,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, PodTemplate};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use tokio::sync::watch;
@@ -25,6 +31,8 @@ use super::template::Template;
 
 /// The PodTemplate newer Porch keeps its function pod template in.
 pub const BASE_POD_TEMPLATE: &str = "base-pod-template";
+/// The ServiceTemplate newer Porch keeps its function Service template in.
+pub const BASE_SERVICE_TEMPLATE: &str = "base-service-template";
 
 /// Which template the pods are made from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +63,19 @@ pub fn spawn(
     let by_name = watcher::Config::default().fields(&format!("metadata.name={name}"));
     let templates: Api<PodTemplate> = Api::namespaced(client.clone(), pod_namespace);
     let template_stream = with_backoff(watcher(templates, by_name.clone())).boxed();
+    let service_stream = match &choice {
+        TemplateChoice::Default => {
+            let gvk =
+                GroupVersionKind::gvk(runner_core::config::GROUP, "v1alpha1", "ServiceTemplate");
+            let resource = ApiResource::from_gvk_with_plural(&gvk, "servicetemplates");
+            let services: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), pod_namespace, &resource);
+            let by_name = watcher::Config::default()
+                .fields(&format!("metadata.name={BASE_SERVICE_TEMPLATE}"));
+            Some(with_backoff(watcher(services, by_name)).boxed())
+        }
+        TemplateChoice::Named(_) => None,
+    };
     let map_stream = match &choice {
         TemplateChoice::Named(_) => {
             let maps: Api<ConfigMap> = Api::namespaced(client, runner_namespace);
@@ -69,13 +90,18 @@ pub fn spawn(
         pod_namespace: pod_namespace.to_string(),
         map: One::new(),
         template: One::new(),
+        service: One::new(),
     };
     if map_stream.is_none() {
         state.map.seen = Seen::Absent;
     }
+    if service_stream.is_none() {
+        state.service.seen = Seen::Absent;
+    }
     tokio::spawn(async move {
         let mut template_stream = template_stream;
         let mut map_stream = map_stream;
+        let mut service_stream = service_stream;
         loop {
             let changed = tokio::select! {
                 event = template_stream.next() => match event {
@@ -84,6 +110,10 @@ pub fn spawn(
                 },
                 event = next(&mut map_stream) => match event {
                     Some(event) => state.on_map(event),
+                    None => return,
+                },
+                event = next(&mut service_stream) => match event {
+                    Some(event) => state.on_service(event),
                     None => return,
                 },
                 () = tx.closed() => return,
@@ -109,9 +139,9 @@ pub fn spawn(
 
 type Boxed<K> = futures::stream::BoxStream<'static, Result<watcher::Event<K>, watcher::Error>>;
 
-async fn next(
-    stream: &mut Option<Boxed<ConfigMap>>,
-) -> Option<Result<watcher::Event<ConfigMap>, watcher::Error>> {
+async fn next<K>(
+    stream: &mut Option<Boxed<K>>,
+) -> Option<Result<watcher::Event<K>, watcher::Error>> {
     match stream {
         Some(stream) => stream.next().await,
         None => std::future::pending().await,
@@ -120,7 +150,7 @@ async fn next(
 
 fn same(a: &Result<Arc<Template>, String>, b: &Result<Arc<Template>, String>) -> bool {
     match (a, b) {
-        (Ok(a), Ok(b)) => a.source == b.source && a.version == b.version,
+        (Ok(a), Ok(b)) => a.same_as(b),
         (Err(a), Err(b)) => a == b,
         _ => false,
     }
@@ -156,6 +186,8 @@ struct State {
     pod_namespace: String,
     map: One<ConfigMap>,
     template: One<PodTemplate>,
+    /// Porch's ServiceTemplate (with the default choice only).
+    service: One<DynamicObject>,
 }
 
 impl State {
@@ -168,17 +200,45 @@ impl State {
         apply(&mut self.map, event, &self.choice, "ConfigMap")
     }
 
+    fn on_service(&mut self, event: Result<watcher::Event<DynamicObject>, watcher::Error>) -> bool {
+        // Optional (Porch's CRD may not be installed, and our RBAC need not
+        // grant it): a failing watch means none, and only a debug line.
+        if let Err(err) = &event {
+            tracing::debug!(err = %super::access::watch_one_line(err), "watching the ServiceTemplate");
+            if matches!(self.service.seen, Seen::Unknown) {
+                self.service.seen = Seen::Absent;
+                return true;
+            }
+            return false;
+        }
+        apply(&mut self.service, event, &self.choice, "ServiceTemplate")
+    }
+
+    /// `template` with Porch's ServiceTemplate, if there is one.
+    fn with_service(&self, template: Template) -> Result<Template, String> {
+        match &self.service.seen {
+            Seen::Present(service) => template
+                .with_service_template(service)
+                .map_err(|e| e.to_string()),
+            _ => Ok(template),
+        }
+    }
+
     fn current(&self) -> Current {
+        if matches!(self.service.seen, Seen::Unknown) {
+            return None;
+        }
         match (&self.map.seen, &self.template.seen) {
             (Seen::Present(map), _) => Some(Template::from_config_map(map).map(Arc::new).map_err(|e| e.to_string())),
             (Seen::Unknown, _) | (_, Seen::Unknown) => None,
             (Seen::Absent, Seen::Present(template)) => Some(
                 Template::from_pod_template(template)
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string()),
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| self.with_service(t))
+                    .map(Arc::new),
             ),
             (Seen::Absent, Seen::Absent) => Some(match &self.choice {
-                TemplateChoice::Default => Ok(Arc::new(Template::inline())),
+                TemplateChoice::Default => self.with_service(Template::inline()).map(Arc::new),
                 TemplateChoice::Named(_) => Err(format!(
                     "--function-pod-template {name}: there is neither a ConfigMap {name} in namespace {} nor a PodTemplate {name} in namespace {}",
                     self.runner_namespace,

@@ -231,6 +231,45 @@ impl Template {
         Ok(template)
     }
 
+    /// This template with the Service of Porch's ServiceTemplate `object`
+    /// (`config.porch.kpt.dev/v1alpha1`, its top-level `template`): as
+    /// Porch's runner takes it, its spec only (the runner labels the
+    /// Service and sets its selector).
+    pub fn with_service_template(
+        mut self,
+        object: &kube::api::DynamicObject,
+    ) -> Result<Template, TemplateError> {
+        let source_name = format!(
+            "ServiceTemplate {}/{}",
+            object.metadata.namespace.as_deref().unwrap_or_default(),
+            object.metadata.name.as_deref().unwrap_or_default()
+        );
+        let spec = object
+            .data
+            .get("template")
+            .and_then(|t| t.get("spec"))
+            .cloned()
+            .unwrap_or_default();
+        let spec: ServiceSpec =
+            serde_json::from_value(spec).map_err(|err| TemplateError::Invalid {
+                source_name: source_name.clone(),
+                problem: format!("template.spec is not a ServiceSpec: {err}"),
+            })?;
+        self.service = Service {
+            spec: Some(spec),
+            ..Service::default()
+        };
+        self.source = format!("{}, {source_name}", self.source);
+        Ok(self)
+    }
+
+    /// Whether `other` would make the same pods and Services.
+    pub fn same_as(&self, other: &Template) -> bool {
+        self.source == other.source
+            && self.version == other.version
+            && self.service == other.service
+    }
+
     /// Porch's contract: a container named `function`; and, for the
     /// wrapper image to go somewhere, an init container.
     fn check(&self) -> Result<(), TemplateError> {
@@ -297,6 +336,9 @@ pub struct FunctionPod {
     /// The Deployment that runs the runner, if one does: labelled, and the
     /// owner where Kubernetes allows ([`super::owner`]).
     pub deployment: Option<super::owner::OwnerDeployment>,
+    /// The readiness gate [`SERVING_GATE`] on the pod (where the runner may
+    /// set it: `Features::readiness_gate`).
+    pub readiness_gate: bool,
 }
 
 impl FunctionPod {
@@ -393,11 +435,13 @@ impl FunctionPod {
                 });
             }
         }
-        let gates = spec.readiness_gates.get_or_insert_with(Vec::new);
-        if !gates.iter().any(|g| g.condition_type == SERVING_GATE) {
-            gates.push(PodReadinessGate {
-                condition_type: SERVING_GATE.to_string(),
-            });
+        if self.readiness_gate {
+            let gates = spec.readiness_gates.get_or_insert_with(Vec::new);
+            if !gates.iter().any(|g| g.condition_type == SERVING_GATE) {
+                gates.push(PodReadinessGate {
+                    condition_type: SERVING_GATE.to_string(),
+                });
+            }
         }
         if let Some(overrides) = overrides {
             apply_overrides(spec, overrides)?;

@@ -477,8 +477,32 @@ pub fn build_image(tag: &str, dockerfile: &str, binaries: &[&str]) -> anyhow::Re
     build_image_with_files(tag, dockerfile, binaries, &[])
 }
 
+/// The runner image from the repository's `Dockerfile.runner`, as
+/// `build-images.sh` builds it: `function-runner`, `health-probe`, the CA
+/// bundle at `ca_bundle`, and Porch's layout (`home/nonroot/` links).
+pub fn build_runner_image(tag: &str, ca_bundle: &std::path::Path) -> anyhow::Result<()> {
+    let dockerfile =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile.runner"))?;
+    let links = tempfile::tempdir()?;
+    let home = links.path().join("home/nonroot");
+    std::fs::create_dir_all(&home)?;
+    std::os::unix::fs::symlink("/function-runner", home.join("server"))?;
+    std::os::unix::fs::symlink("/health-probe", home.join("grpc-health-probe"))?;
+    build_image_with_files(
+        tag,
+        &dockerfile,
+        &["function-runner", "health-probe"],
+        &[
+            ("ca-certificates.crt", ca_bundle),
+            ("home", &links.path().join("home")),
+        ],
+    )
+}
+
 /// [`build_image`] with more files in the context: `(name in the context,
-/// file to copy)` pairs (e.g. the CA bundle of `Dockerfile.runner`).
+/// file or directory to copy)` pairs (e.g. the CA bundle of
+/// `Dockerfile.runner`); a directory is copied with `cp -a` (its symbolic
+/// links stay links).
 pub fn build_image_with_files(
     tag: &str,
     dockerfile: &str,
@@ -487,6 +511,22 @@ pub fn build_image_with_files(
 ) -> anyhow::Result<()> {
     let ctx = tempfile::tempdir()?;
     for (name, from) in files {
+        if from.is_dir() {
+            let out = output_within(
+                Command::new("cp")
+                    .arg("-a")
+                    .arg(from)
+                    .arg(ctx.path().join(name)),
+                None,
+                Duration::from_secs(60),
+            )?;
+            anyhow::ensure!(
+                out.status.success(),
+                "copying {} into the image context",
+                from.display()
+            );
+            continue;
+        }
         std::fs::copy(from, ctx.path().join(name))
             .with_context(|| format!("copying {} into the image context", from.display()))?;
     }

@@ -26,23 +26,19 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use e2e_tests::{
-    build_image, build_image_with_files, docker, evaluator_client, eventually_async, prerequisite,
+    build_image, build_runner_image, docker, evaluator_client, eventually_async, prerequisite,
     require_kubeconfig, require_registry, start_registry,
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
-use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, LogParams, Patch,
-    PatchParams, PostParams,
-};
-use kube::discovery::Scope;
+use kube::api::{DeleteParams, DynamicObject, GroupVersionKind, ListParams, PostParams};
 use kube::{Api, Client};
 use proto::pb::EvaluateFunctionRequest;
 use runner_kube::pods::is_ready;
 use serde_yaml_ng::Value;
 use support::{
-    cluster, resource_list, runner_kubeconfig, wait_crd_established, wrapper_dockerfile, Cleanup,
-    EXAMPLE_FN_DOCKERFILE,
+    apply, cluster, resource_list, runner_kubeconfig, runner_report, str_at, wait_crd_established,
+    wrapper_dockerfile, Cleanup, EXAMPLE_FN_DOCKERFILE,
 };
 
 /// The manifests the runner needs, in the order docs/deploy.md gives.
@@ -59,11 +55,6 @@ const KUBECONFIG_DIR: &str = "/var/run/krm-test";
 
 /// Debian's CA bundle, where Dockerfile.runner expects it in the image too.
 const CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
-
-/// The runner image: the repository's Dockerfile.runner.
-fn runner_dockerfile() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile.runner")).unwrap()
-}
 
 /// The host's CA bundle, which Dockerfile.runner copies into the image.
 fn require_ca_bundle() -> anyhow::Result<PathBuf> {
@@ -87,34 +78,6 @@ fn documents(file: &str, system: &str, functions: &str) -> Vec<Value> {
         .map(|doc| serde_yaml_ng::from_str(doc).unwrap_or_else(|err| panic!("{path}: {err}")))
         .filter(|doc: &Value| !doc.is_null())
         .collect()
-}
-
-fn str_at<'a>(doc: &'a Value, key: &str) -> &'a str {
-    doc[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("no {key} in {doc:?}"))
-}
-
-/// Server-side apply of one document, its resource found by discovery.
-async fn apply(client: &Client, doc: &Value, dry_run: bool) -> Result<(), kube::Error> {
-    let (group, version) = match str_at(doc, "apiVersion").split_once('/') {
-        Some((group, version)) => (group, version),
-        None => ("", str_at(doc, "apiVersion")),
-    };
-    let gvk = GroupVersionKind::gvk(group, version, str_at(doc, "kind"));
-    let (resource, caps): (ApiResource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
-    let metadata = &doc["metadata"];
-    let api: Api<DynamicObject> = match caps.scope {
-        Scope::Namespaced => {
-            Api::namespaced_with(client.clone(), str_at(metadata, "namespace"), &resource)
-        }
-        Scope::Cluster => Api::all_with(client.clone(), &resource),
-    };
-    let mut params = PatchParams::apply(MANAGER).force();
-    params.dry_run = dry_run;
-    api.patch(str_at(metadata, "name"), &params, &Patch::Apply(doc))
-        .await?;
-    Ok(())
 }
 
 /// What the test changes in the runner Deployment so that it runs in this
@@ -220,21 +183,6 @@ fn patch_for_this_cluster(deployment: &mut Value, p: &ClusterPatch<'_>) {
     .unwrap();
 }
 
-/// What the runner's pods say, for a failure message.
-async fn runner_report(pods: &Api<Pod>) -> String {
-    let mut out = String::new();
-    for pod in pods.list(&ListParams::default()).await.unwrap().items {
-        let name = pod.metadata.name.clone().unwrap_or_default();
-        out.push_str(&format!("pod {name}: {:?}\n", pod.status));
-        let logs = pods
-            .logs(&name, &LogParams::default())
-            .await
-            .unwrap_or_else(|err| format!("(no logs: {err})"));
-        out.push_str(&logs);
-    }
-    out
-}
-
 #[tokio::test]
 async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod() {
     let Some(kubeconfig) = prerequisite(require_kubeconfig()) else {
@@ -275,13 +223,7 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
     };
     let fn_image = _registry.images[0].clone();
 
-    build_image_with_files(
-        &runner_image,
-        &runner_dockerfile(),
-        &["function-runner", "health-probe"],
-        &[("ca-certificates.crt", &ca_bundle)],
-    )
-    .unwrap();
+    build_runner_image(&runner_image, &ca_bundle).unwrap();
     build_image(
         &wrapper_image,
         &wrapper_dockerfile(),
@@ -335,7 +277,7 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
         .drain(..)
         .partition(|d| str_at(d, "kind") == "Namespace");
     for doc in &namespaces {
-        apply(&client, doc, false).await.unwrap();
+        apply(&client, MANAGER, doc, false).await.unwrap();
     }
     let secrets: Api<Secret> = Api::namespaced(client.clone(), &system);
     let mut secret = Secret::default();
@@ -353,13 +295,13 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
     // installed, as functionconfig_crd.rs does: deleting it would delete
     // every FunctionConfig of the tests running beside this one.
     for crd in documents(CRD, &system, &functions) {
-        apply(&client, &crd, false).await.unwrap();
+        apply(&client, MANAGER, &crd, false).await.unwrap();
     }
     wait_crd_established(&client).await;
     // The examples are valid FunctionConfigs (a dry run: they name catalog
     // images this cluster cannot pull).
     for example in documents("functionconfigs.yaml", &system, &functions) {
-        apply(&client, &example, true)
+        apply(&client, MANAGER, &example, true)
             .await
             .unwrap_or_else(|err| panic!("the CRD refuses {example:?}: {err}"));
     }
@@ -370,7 +312,7 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
         "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata: {{name: deploy-test, namespace: {functions}}}\nspec:\n  image: {fn_repository}\n  podExecutor:\n    tags: ['{fn_tag}']\n    timeToLive: 30m\n    templateOverrides:\n      container:\n        resources: {{requests: {{cpu: 50m, memory: 32Mi}}, limits: {{memory: 128Mi}}}}\n"
     ))
     .unwrap();
-    apply(&client, &config, false).await.unwrap();
+    apply(&client, MANAGER, &config, false).await.unwrap();
 
     let free_port = || {
         std::net::TcpListener::bind("127.0.0.1:0")
@@ -396,7 +338,7 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
                 },
             );
         }
-        apply(&client, &doc, false)
+        apply(&client, MANAGER, &doc, false)
             .await
             .unwrap_or_else(|err| panic!("applying {doc:?}: {err}"));
     }

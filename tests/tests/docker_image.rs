@@ -112,7 +112,8 @@ fn init_image_installs_tools_and_serves_a_function() {
         &mount,
         &tag,
     ]));
-    // 2. Porch's template form, with the image's /bin/cp.
+    // 2. Porch's template form: `cp` on the image's PATH (wrapper-server
+    // itself, as /bin/cp).
     ok(docker(&["volume", "create", &porch_volume]));
     let porch_mount = format!("{porch_volume}:/porch-tools");
     ok(docker(&[
@@ -125,7 +126,7 @@ fn init_image_installs_tools_and_serves_a_function() {
         "-v",
         &porch_mount,
         "--entrypoint",
-        "/bin/cp",
+        "cp",
         &tag,
         "-a",
         "/home/nonroot/wrapper-server/.",
@@ -251,8 +252,9 @@ fn build_images_sh_builds_both_images() {
         format!("wrapper-server:{tag}"),
         format!("function-runner:{tag}"),
     ];
+    let porch_runner = format!("e2e-porch-runner-{}", std::process::id());
     let _cleanup = Cleanup {
-        containers: Vec::new(),
+        containers: vec![porch_runner.clone()],
         volumes: Vec::new(),
         images: images.to_vec(),
     };
@@ -288,4 +290,50 @@ fn build_images_sh_builds_both_images() {
         ]));
         assert_eq!(got.trim(), entrypoint, "{image}");
     }
+
+    // The runner image answers Porch's Deployment as written (its command
+    // and its readiness probe, deployments/porch/2-function-runner.yaml),
+    // as the user Porch's securityContext names; outside a cluster it
+    // serves on the process backend.
+    ok(docker(&[
+        "run",
+        "-d",
+        "--name",
+        &porch_runner,
+        "--user",
+        "10001:10001",
+        "--entrypoint",
+        "/home/nonroot/server",
+        &images[1],
+        "--pod-namespace=porch-fn-system",
+        "--max-request-body-size=6291456",
+        "--max-parallel-pods-per-function=2",
+        "--max-waitlist-length=1",
+        "--warm-up-pod-cache=true",
+        "--functions=/home/nonroot/functions",
+    ]));
+    let probe = || {
+        docker(&[
+            "exec",
+            &porch_runner,
+            "/home/nonroot/grpc-health-probe",
+            "-addr",
+            "localhost:9445",
+        ])
+    };
+    let serving = eventually_blocking(Duration::from_secs(30), || probe().status.success());
+    let logs = docker(&["logs", &porch_runner]);
+    assert!(
+        serving,
+        "Porch's readiness probe never passed: {:?}; runner's log: {}{}",
+        probe(),
+        String::from_utf8_lossy(&logs.stdout),
+        String::from_utf8_lossy(&logs.stderr)
+    );
+    // grpc-health-probe's answer, on stderr as its log.
+    let out = probe();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "status: SERVING"
+    );
 }

@@ -28,6 +28,9 @@ use support::{
     setup, start_runner_as, Cleanup, EXAMPLE_FN_DOCKERFILE,
 };
 
+/// Porch's function runner's finalizer on FunctionConfigs.
+const PORCH_FINALIZER: &str = "config.porch.kpt.dev/functionconfig-function-runner";
+
 /// Creates the test's namespace; deleted when the returned guard drops.
 async fn namespace(client: &Client, suffix: &str) -> (String, Cleanup) {
     let name = format!("krm-test-{}-{suffix}", std::process::id());
@@ -240,6 +243,12 @@ async fn a_kube_runner_applies_functionconfigs_live_and_reports_them_in_their_st
         g == 1 && applied(s, g)
     })
     .await;
+    // #44: Porch's finalizer, as Porch's runner keeps it.
+    let finalized = eventually_async(Duration::from_secs(30), async || {
+        api.get("cat").await.unwrap().metadata.finalizers == Some(vec![PORCH_FINALIZER.to_string()])
+    })
+    .await;
+    assert!(finalized, "no finalizer on cat\n{}", runner.logs());
     let log = call(&runner, &tagged).await;
     assert_eq!(
         log.as_deref().ok(),
@@ -333,6 +342,16 @@ async fn a_kube_runner_applies_functionconfigs_live_and_reports_them_in_their_st
             .map(|o| (o.metadata.name, o.metadata.resource_version))
             .collect()
     };
+    let all_finalized = eventually_async(Duration::from_secs(30), async || {
+        api.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .all(|o| o.metadata.finalizers.as_deref() == Some(&[PORCH_FINALIZER.to_string()][..]))
+    })
+    .await;
+    assert!(all_finalized, "{}", runner.logs());
     let before = versions(api.list(&Default::default()).await.unwrap().items);
     let second = start_runner_as(&args, kubeconfig.as_deref());
     assert!(
@@ -350,8 +369,36 @@ async fn a_kube_runner_applies_functionconfigs_live_and_reports_them_in_their_st
     assert_eq!(before, after, "a runner with nothing to change wrote");
     drop(second);
 
-    // Deleted: "dup", next in line, takes over; then nothing serves it.
+    // Deleted: the runner lets it go (the deletion completes: the finalizer
+    // is off), and "dup", next in line, takes over; then nothing serves it.
+    // A FunctionConfig that Porch's runner finalized, created with the
+    // finalizer and another controller's, is let go the same way, the other
+    // finalizer kept.
     api.delete("cat", &DeleteParams::default()).await.unwrap();
+    let gone = eventually_async(Duration::from_secs(30), async || {
+        api.get_opt("cat").await.unwrap().is_none()
+    })
+    .await;
+    assert!(gone, "cat stays Terminating\n{}", runner.logs());
+    let other = "example.com/keep";
+    let mut porchs = functionconfig("porchs", binary(&b));
+    porchs.metadata.finalizers = Some(vec![PORCH_FINALIZER.into(), other.into()]);
+    api.create(&PostParams::default(), &porchs).await.unwrap();
+    api.delete("porchs", &DeleteParams::default())
+        .await
+        .unwrap();
+    let let_go = eventually_async(Duration::from_secs(30), async || {
+        api.get("porchs").await.unwrap().metadata.finalizers == Some(vec![other.to_string()])
+    })
+    .await;
+    assert!(let_go, "porchs kept the finalizer\n{}", runner.logs());
+    api.patch(
+        "porchs",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
     wait_status(&api, "dup", "applied", applied).await;
     assert_eq!(
         call(&runner, &tagged).await.ok().as_deref(),

@@ -78,6 +78,7 @@ async fn the_built_in_template_serves_a_function_on_its_pod_ip_and_service() {
         reclaim_after: 4_000_000_000,
         pull_secret: None,
         deployment: None,
+        readiness_gate: true,
     };
     let template = Template::inline();
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);

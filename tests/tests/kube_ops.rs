@@ -438,3 +438,82 @@ async fn function_pods_in_the_deployments_namespace_are_owned_by_it_and_go_with_
     assert!(service_gone, "its Service stays");
     s.stop(runner).await;
 }
+
+/// #44: the function pods and Services that Porch's own runner left when
+/// this one replaced it (labelled with Porch's pod id, no runner of ours;
+/// the Service named after it, unlabelled) are deleted a while after the
+/// start; a pod of another runner of ours is not.
+#[tokio::test]
+async fn the_function_pods_porchs_runner_left_are_collected() {
+    let Some(s) = setup("leftovers", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    // Never scheduled (no node has the label): deleting one is at once.
+    let pod = |name: &str, labels: serde_json::Value, annotations: serde_json::Value| -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "labels": labels, "annotations": annotations},
+            "spec": {
+                "nodeSelector": {"krm-test/nowhere": "true"},
+                "containers": [{"name": "function", "image": s.fn_image}],
+            },
+        }))
+        .unwrap()
+    };
+    let porch_id = "swap-v1-1-abcdef12";
+    s.pods
+        .create(
+            &PostParams::default(),
+            &pod(
+                &format!("{porch_id}-x7k2q"),
+                serde_json::json!({"fn.kpt.dev/image": porch_id}),
+                serde_json::json!({"fn.kpt.dev/template-version": "1"}),
+            ),
+        )
+        .await
+        .unwrap();
+    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": porch_id},
+        "spec": {"selector": {"fn.kpt.dev/image": porch_id}, "ports": [{"port": 9446}]},
+    }))
+    .unwrap();
+    s.services
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
+    let another = "elsewhere-v1-1";
+    s.pods
+        .create(
+            &PostParams::default(),
+            &pod(
+                another,
+                serde_json::json!({"fn.kpt.dev/image": "elsewhere", "fn.kpt.dev/runner": "another-runner"}),
+                serde_json::json!({"fn.kpt.dev/reclaim-after": "4000000000"}),
+            ),
+        )
+        .await
+        .unwrap();
+
+    let runner = s.runner("collector", &["--collect-porch-pods-after", "1s"]);
+    let collected = eventually_async(Duration::from_secs(60), async || {
+        let pods_gone = s
+            .pods
+            .list(&ListParams::default().labels(&format!("fn.kpt.dev/image={porch_id}")))
+            .await
+            .is_ok_and(|l| l.items.is_empty());
+        pods_gone && s.services.get_opt(porch_id).await.unwrap().is_none()
+    })
+    .await;
+    assert!(collected, "Porch's pod or Service stays\n{}", runner.logs());
+    assert!(s.pods.get_opt(another).await.unwrap().is_some());
+    assert!(
+        runner
+            .logs()
+            .contains("deleted the function pods (and their Services) that Porch's runner left"),
+        "{}",
+        runner.logs()
+    );
+    s.pods
+        .delete(another, &DeleteParams::default())
+        .await
+        .unwrap();
+}

@@ -1111,3 +1111,101 @@ async fn a_pooled_multi_use_function_claims_once_then_reuses_its_pod() {
     let two = eventually(Duration::from_secs(20), || wrapper_pids(pid).len() == 2).await;
     assert!(two, "the claimed pod and the pool's new one");
 }
+
+/// #44: Porch's command line as its Deployment writes it (the program named
+/// `server`, flags with no command, Go's one-dash flags), outside a cluster:
+/// the process backend serves; `--functions` is Porch's folder of binaries,
+/// and a binaryExecutor whose binary is not in it runs built-in where the
+/// image has a built-in, else in a pod, said once per binary.
+#[tokio::test]
+async fn porchs_command_line_serves_and_missing_binaries_fall_back() {
+    let fx = Fixture::new();
+    let functions = fx.functions(
+        "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: set-namespace\nspec:\n  image: set-namespace\n  prefixes: [\"\", ghcr.io/kptdev/krm-functions-catalog]\n  binaryExecutor:\n    tags: [v0.4.2]\n    path: set-namespace\n---\napiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: example-fn\nspec:\n  image: example.com/fns/example-fn\n  binaryExecutor:\n    tags: [v1]\n    path: example-fn\n",
+    );
+    let server = fx.dir.path().join("server");
+    std::os::unix::fs::symlink(bin("function-runner"), &server).unwrap();
+    let mut cmd = std::process::Command::new(&server);
+    cmd.env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .args([
+            "--pod-namespace=porch-fn-system",
+            "--max-request-body-size=6291456",
+            "--max-parallel-pods-per-function=2",
+            "--max-waitlist-length=1",
+            "--warm-up-pod-cache=true",
+            "-log-level",
+            "2",
+            "-port",
+            "0",
+            "-host",
+            "127.0.0.1",
+        ])
+        .arg(format!("--functions={}", functions.display()))
+        .args(["--process-functions", &fx.pods()])
+        .args(["--metrics-port", "0"]);
+    let runner = Wrapper::spawn(cmd, "function-runner serving").unwrap();
+    assert!(
+        runner.logs().contains("backend=Process"),
+        "{}",
+        runner.logs()
+    );
+    let mut client = runner.client().await.unwrap();
+    for _ in 0..2 {
+        // The catalog's image, its binary missing: built in.
+        let mut req = request("ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.2");
+        req.resource_list = example_rl()
+            .replace("    owner: team-shop\n", "    namespace: prod\n")
+            .into();
+        let resp = client.evaluate_function(req).await.unwrap().into_inner();
+        let out = String::from_utf8_lossy(&resp.resource_list);
+        assert!(out.contains("    namespace: prod\n"), "{out}");
+        // Not the catalog's, its binary missing: its pod.
+        let resp = client
+            .evaluate_function(request("example.com/fns/example-fn:v1"))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(&resp.log[..], b"example-fn: processed ResourceList\n");
+    }
+    assert_eq!(wrapper_pids(runner.child.id()).len(), 1);
+    let logs = runner.logs();
+    assert_eq!(
+        logs.matches("binaryExecutor: the binary does not exist")
+            .count(),
+        2,
+        "once per binary: {logs}"
+    );
+    drop(client);
+    drop(runner);
+
+    // Flags first, no command: Porch's command line too; `-disable-runtimes
+    // pod` (Porch's local-dev form) starts no pod, built-ins still answer.
+    let mut cmd = std::process::Command::new(bin("function-runner"));
+    cmd.env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .args([
+            "-disable-runtimes",
+            "pod",
+            "-port",
+            "0",
+            "-host",
+            "127.0.0.1",
+        ])
+        .arg(format!("--functions={}", functions.display()))
+        .args(["--process-functions", &fx.pods(), "--metrics-port", "0"]);
+    let runner = Wrapper::spawn(cmd, "function-runner serving").unwrap();
+    let mut client = runner.client().await.unwrap();
+    let err = client
+        .evaluate_function(request("example.com/fns/example-fn:v1"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    client
+        .evaluate_function(request(
+            "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.2",
+        ))
+        .await
+        .unwrap();
+    assert!(wrapper_pids(runner.child.id()).is_empty());
+}

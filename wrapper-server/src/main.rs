@@ -83,6 +83,10 @@ struct ServeArgs {
     /// Log format on stderr.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     log_format: LogFormat,
+    /// Log verbosity as klog's levels (Porch's flag): up to 2 `info`, 3
+    /// and 4 `debug`, 5 `trace`. RUST_LOG, when set, wins.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    verbosity: u8,
     /// Serve Prometheus metrics on this address (`:9464`, `0.0.0.0:9464`).
     /// Off by default.
     #[arg(long, value_parser = parse_listen_addr)]
@@ -189,7 +193,7 @@ fn main() -> std::process::ExitCode {
             }
         }
         None => {
-            init_logging(cli.serve.log_format);
+            init_logging(cli.serve.log_format, cli.serve.verbosity);
             match serve(cli.serve) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(err) => {
@@ -203,9 +207,10 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+fn init_logging(format: LogFormat, verbosity: u8) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(krm_fn::cli::klog_filter(verbosity))
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())

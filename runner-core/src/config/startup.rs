@@ -70,12 +70,23 @@ impl FunctionConfigs {
                     tracing::error!("FunctionConfig: {err}");
                     rejected.push(err.to_string());
                 }
-                tracing::info!(
-                    loaded = report.configs.len(),
-                    rejected = report.errors.len(),
-                    dir = %dir.display(),
-                    "FunctionConfigs read (--functions)"
-                );
+                if report.configs.is_empty() && report.errors.is_empty() {
+                    // Porch's meaning of the flag: its image's folder of
+                    // function binaries, which FunctionConfigs'
+                    // binaryExecutor paths are relative to.
+                    tracing::info!(
+                        dir = %dir.display(),
+                        "--functions holds no FunctionConfig documents: read as Porch's \
+                         folder of function binaries (relative binaryExecutor paths)"
+                    );
+                } else {
+                    tracing::info!(
+                        loaded = report.configs.len(),
+                        rejected = report.errors.len(),
+                        dir = %dir.display(),
+                        "FunctionConfigs read (--functions)"
+                    );
+                }
                 report.configs
             }
         };

@@ -59,6 +59,8 @@ async fn harness(pods: Vec<Value>) -> Harness {
         pull_secret: None,
         runner_pod: None,
         deployment: None,
+        features: Default::default(),
+        porch_leftovers_after: None,
     };
     let entrypoints =
         Entrypoints::with_known([(IMAGE, &["/fn"][..]), (OTHER_IMAGE, &["/other-fn"][..])]);

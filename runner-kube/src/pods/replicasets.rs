@@ -109,6 +109,7 @@ impl Inner {
             reclaim_after: 0,
             pull_secret: self.pull_secret_for(&spec.image),
             deployment: settings.deployment.clone(),
+            readiness_gate: settings.features.readiness_gate,
         };
         let pod = function_pod.pod(template, spec.overrides.as_deref())?;
         // What makes a pod a runner's (its name, owner, reclaim-after,

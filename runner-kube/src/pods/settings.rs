@@ -49,4 +49,35 @@ pub struct KubeSettings {
     pub runner_pod: Option<String>,
     /// That Deployment, found at start.
     pub deployment: Option<OwnerDeployment>,
+    /// The features whose rights the API server grants, found at start.
+    pub features: Features,
+    /// When, after the start, the function pods that Porch's own runner
+    /// left are collected ([`super::leftovers`]); `None`: never.
+    pub porch_leftovers_after: Option<Duration>,
+}
+
+/// What the runner does beyond what Porch's runner does, each with a right
+/// that Porch's own Role (`porch-function-executor`) does not grant: found
+/// at start ([`crate::connect`]), so that Porch's RBAC as shipped serves,
+/// without them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Features {
+    /// The readiness gate `fn.kpt.dev/serving` on function pods (`patch
+    /// pods/status`); without it a pod's traffic follows its containers.
+    pub readiness_gate: bool,
+    /// Events on function pods (`create events.events.k8s.io`).
+    pub events: bool,
+    /// Idle pools, FunctionConfig `idlePods` (`create
+    /// replicasets.apps`).
+    pub pools: bool,
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Features {
+            readiness_gate: true,
+            events: true,
+            pools: true,
+        }
+    }
 }

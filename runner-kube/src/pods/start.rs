@@ -242,6 +242,7 @@ impl Inner {
                 reclaim_after,
                 pull_secret: pull_secret.clone(),
                 deployment: settings.deployment.clone(),
+                readiness_gate: settings.features.readiness_gate,
             };
             match self
                 .start_named(&function_pod, &template, spec, progress)

@@ -13,6 +13,7 @@ fn fixture() -> FunctionPod {
         reclaim_after: 1_800_000_000,
         pull_secret: None,
         deployment: None,
+        readiness_gate: true,
     }
 }
 
@@ -273,6 +274,16 @@ fn every_template_gets_the_serving_gate_and_the_traffic_finalizer_once() {
     let gates = pod.spec.unwrap().readiness_gates.unwrap();
     let types: Vec<&str> = gates.iter().map(|g| g.condition_type.as_str()).collect();
     assert_eq!(types, ["example.com/other", "fn.kpt.dev/serving"]);
+    // Where the runner may not set it (Porch's Role), no gate of ours: the
+    // pod's traffic follows its containers.
+    let fp = FunctionPod {
+        readiness_gate: false,
+        ..fixture()
+    };
+    let pod = fp.pod(&pod_template_with_gate(), None).unwrap();
+    let gates = pod.spec.unwrap().readiness_gates.unwrap();
+    let types: Vec<&str> = gates.iter().map(|g| g.condition_type.as_str()).collect();
+    assert_eq!(types, ["example.com/other"]);
 }
 
 fn pod_template_with_gate() -> Template {

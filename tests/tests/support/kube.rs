@@ -232,6 +232,28 @@ impl Drop for Cleanup {
                     Ok::<(), kube::Error>(())
                 };
                 let _ = tokio::time::timeout(bounded, unprotect).await;
+                // And Porch's finalizer on FunctionConfigs (the runner adds
+                // it, and removes it only while it runs); no CRD, no list.
+                let fcs = functionconfigs(&client, &namespace);
+                let unfinalize = async {
+                    let listed = fcs.list(&Default::default()).await?;
+                    let patch = serde_json::json!({"metadata": {"finalizers": null}});
+                    for fc in listed.items {
+                        if fc
+                            .metadata
+                            .finalizers
+                            .as_ref()
+                            .is_some_and(|f| !f.is_empty())
+                        {
+                            let name = fc.metadata.name.unwrap_or_default();
+                            let _ = fcs
+                                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                                .await;
+                        }
+                    }
+                    Ok::<(), kube::Error>(())
+                };
+                let _ = tokio::time::timeout(bounded, unfinalize).await;
                 let namespaces: Api<Namespace> = Api::all(client);
                 let _ = tokio::time::timeout(
                     bounded,
@@ -508,4 +530,55 @@ pub fn functionconfig(name: &str, spec: Value) -> DynamicObject {
         "spec": spec,
     }))
     .unwrap()
+}
+
+/// A manifest document's string field `key` (a test's own manifests: a
+/// missing one is the test's bug).
+pub fn str_at<'a>(doc: &'a serde_yaml_ng::Value, key: &str) -> &'a str {
+    doc[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {key} in {doc:?}"))
+}
+
+/// Server-side apply of one manifest document as `manager`, its resource
+/// found by discovery; `dry_run` only asks the API server whether it would.
+pub async fn apply(
+    client: &Client,
+    manager: &str,
+    doc: &serde_yaml_ng::Value,
+    dry_run: bool,
+) -> Result<(), kube::Error> {
+    let (group, version) = match str_at(doc, "apiVersion").split_once('/') {
+        Some((group, version)) => (group, version),
+        None => ("", str_at(doc, "apiVersion")),
+    };
+    let gvk = GroupVersionKind::gvk(group, version, str_at(doc, "kind"));
+    let (resource, caps): (ApiResource, _) = kube::discovery::pinned_kind(client, &gvk).await?;
+    let metadata = &doc["metadata"];
+    let api: Api<DynamicObject> = match caps.scope {
+        kube::discovery::Scope::Namespaced => {
+            Api::namespaced_with(client.clone(), str_at(metadata, "namespace"), &resource)
+        }
+        kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &resource),
+    };
+    let mut params = PatchParams::apply(manager).force();
+    params.dry_run = dry_run;
+    api.patch(str_at(metadata, "name"), &params, &Patch::Apply(doc))
+        .await?;
+    Ok(())
+}
+
+/// What the runner's pods say, for a failure message.
+pub async fn runner_report(pods: &Api<Pod>) -> String {
+    let mut out = String::new();
+    for pod in pods.list(&ListParams::default()).await.unwrap().items {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        out.push_str(&format!("pod {name}: {:?}\n", pod.status));
+        let logs = pods
+            .logs(&name, &kube::api::LogParams::default())
+            .await
+            .unwrap_or_else(|err| format!("(no logs: {err})"));
+        out.push_str(&logs);
+    }
+    out
 }

@@ -89,6 +89,11 @@ pub(crate) struct KubeArgs {
     /// The directory holding that CA: ca.crt, else ca.pem.
     #[arg(long, default_value = registry::DEFAULT_TLS_DIR)]
     tls_secret_path: PathBuf,
+    /// kube backend: how long after the start the function pods that
+    /// Porch's own runner left (no runner of ours on them) are deleted, with
+    /// their Services (Go duration; for tests).
+    #[arg(long, hide = true, default_value = "60s", value_parser = crate::flags::parse_duration)]
+    collect_porch_pods_after: Duration,
 }
 
 /// The registry flags, as Porch reads them: the CA only with private
@@ -144,6 +149,9 @@ impl KubeArgs {
             runner_pod: std::env::var("POD_NAME").ok().filter(|p| !p.is_empty()),
             // Found when the backend connects, from the runner's pod.
             deployment: None,
+            // Found when the backend connects, from the rights it has.
+            features: Default::default(),
+            porch_leftovers_after: Some(self.collect_porch_pods_after),
         }
     }
 

@@ -12,6 +12,7 @@ mod pods;
 mod render;
 mod serve;
 
+use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -42,6 +43,43 @@ enum Command {
     Crd,
 }
 
+/// Porch's function runner's command line, as Porch's manifests run it
+/// (`/home/nonroot/server --pod-namespace=… --functions=…`), made ours:
+/// the program named `server`, or flags with no command before them, mean
+/// `serve` (marked as Porch's, see `ServeArgs::porch_command_line`), and
+/// Go's one-dash long flags (`-disable-runtimes pod`) are read as ours.
+fn porch_command_line(mut args: Vec<OsString>) -> Vec<OsString> {
+    let named_server = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|name| name == "server");
+    let flags_first = args.get(1).is_some_and(|a| {
+        let a = a.as_encoded_bytes();
+        a.starts_with(b"-") && !matches!(a, b"-h" | b"--help" | b"-V" | b"--version")
+    });
+    if !(named_server || flags_first) {
+        return args;
+    }
+    let rest = args.split_off(1);
+    args.push("serve".into());
+    args.push("--porch-command-line".into());
+    let mut dashes = false;
+    for arg in rest {
+        dashes |= arg == "--";
+        let bytes = arg.as_encoded_bytes();
+        // Go's flag package reads `-name` as `--name`; one-letter flags
+        // (`-h`) are clap's own.
+        if !dashes && bytes.len() > 2 && bytes[0] == b'-' && bytes[1] != b'-' {
+            let mut long = OsString::from("-");
+            long.push(&arg);
+            args.push(long);
+        } else {
+            args.push(arg);
+        }
+    }
+    args
+}
+
 fn main() -> ExitCode {
     // The starlark sandbox is this binary (krm_builtins::starlark::sandbox).
     if std::env::args_os()
@@ -50,7 +88,7 @@ fn main() -> ExitCode {
     {
         return ExitCode::from(u8::try_from(krm_builtins::starlark::sandbox_main()).unwrap_or(2));
     }
-    let cli = Cli::try_parse().unwrap_or_else(|err| {
+    let cli = Cli::try_parse_from(porch_command_line(std::env::args_os().collect())).unwrap_or_else(|err| {
         let err = krm_fn::cli::tip_for_word_before_dashes(err, |arg| {
             format!("function arguments go after `--`: `function-runner eval [DIR] --image IMAGE -- {arg}`")
         });
@@ -67,10 +105,13 @@ fn main() -> ExitCode {
         err.exit()
     });
     let json = matches!(&cli.command, Command::Serve(a) if a.log_format == "json");
-    init_logging(
-        json,
-        matches!(cli.command, Command::Eval(_) | Command::Render(_)),
-    );
+    let default_filter = match &cli.command {
+        Command::Serve(a) => krm_fn::cli::klog_filter(a.log_level),
+        Command::Eval(_) | Command::Render(_) => "warn",
+        #[cfg(feature = "kube")]
+        Command::Crd => "info",
+    };
+    init_logging(json, default_filter);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -102,8 +143,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(json: bool, quiet: bool) {
-    let default = if quiet { "warn" } else { "info" };
+fn init_logging(json: bool, default: &str) {
     let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // kube-runtime's watcher warns of every failed list or watch with the

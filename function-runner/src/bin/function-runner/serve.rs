@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use function_runner::cache::CacheSettings;
-use function_runner::runner::{Functions, Runner, RunnerSettings};
+use function_runner::runner::{Functions, Runner, RunnerSettings, Runtimes};
 use function_runner::server::{serve, RunnerService};
 use runner_core::backend::Backend;
 use runner_core::config::{FunctionConfigs, DEFAULT_IMAGE_PREFIX};
@@ -86,9 +86,25 @@ pub(crate) struct ServeArgs {
     /// fails).
     #[arg(long, default_value_t = 2)]
     max_grpc_retries: usize,
-    /// What creates pods.
-    #[arg(long, value_enum, default_value_t = BackendKind::Process)]
-    backend: BackendKind,
+    /// What creates pods (default: process; kube when started with
+    /// Porch's command line where a cluster is configured).
+    #[arg(long, value_enum)]
+    backend: Option<BackendKind>,
+    /// Porch's: the runtimes not to use, comma-separated: `exec`
+    /// (binaryExecutor binaries), `pod` (pods of any backend). Built-in
+    /// functions run either way.
+    #[arg(long, value_delimiter = ',', value_parser = ["exec", "pod", ""])]
+    disable_runtimes: Vec<String>,
+    /// Porch's: log verbosity as klog's levels (0–5): up to 2 `info`, 3
+    /// and 4 `debug`, 5 `trace`. RUST_LOG, when set, wins.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub(crate) log_level: u8,
+    /// Set when the command line is Porch's (the program named `server`, or
+    /// flags with no command): the kube backend is then the default where a
+    /// cluster is configured, and a missing --functions directory is only
+    /// the absence of binaries, as to Porch's runner.
+    #[arg(long, hide = true)]
+    porch_command_line: bool,
     /// process backend: the wrapper-server binary (default: next to this one).
     #[arg(long)]
     wrapper_server: Option<PathBuf>,
@@ -124,6 +140,32 @@ pub(crate) struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// `--backend`, else the kube backend for Porch's command line where a
+    /// cluster is configured (in a pod, or with KUBECONFIG: Porch's server
+    /// always runs its functions in pods), else the process backend.
+    fn backend_kind(&self) -> BackendKind {
+        if let Some(kind) = self.backend {
+            return kind;
+        }
+        let in_cluster = ["KUBERNETES_SERVICE_HOST", "KUBECONFIG"]
+            .iter()
+            .any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()));
+        if cfg!(feature = "kube") && self.porch_command_line && in_cluster {
+            BackendKind::Kube
+        } else {
+            BackendKind::Process
+        }
+    }
+
+    /// `--disable-runtimes`.
+    fn runtimes(&self) -> Runtimes {
+        let off = |name: &str| self.disable_runtimes.iter().any(|r| r == name);
+        Runtimes {
+            exec: !off("exec"),
+            pod: !off("pod"),
+        }
+    }
+
     /// The runner's own settings.
     fn runner_settings(&self) -> RunnerSettings {
         RunnerSettings {
@@ -132,7 +174,11 @@ impl ServeArgs {
                 scan_interval: self.scan_interval,
                 ready_timeout: self.pod_ready_timeout,
                 max_parallel_pods_per_function: self.max_parallel_pods_per_function,
-                max_waitlist_length: self.max_waitlist_length,
+                // Porch's runner reads 0 (or less) as its default, 2.
+                max_waitlist_length: match self.max_waitlist_length {
+                    0 if self.porch_command_line => 2,
+                    n => n,
+                },
                 max_pods: self.max_pods,
             },
             warm_up: self.warm_up_pod_cache,
@@ -141,6 +187,7 @@ impl ServeArgs {
             prespawn: Some(self.prespawn),
             function_env: Vec::new(),
             default_builtins: !self.no_default_builtins,
+            runtimes: self.runtimes(),
         }
     }
 
@@ -169,7 +216,7 @@ impl ServeArgs {
         configs: &FunctionConfigs,
     ) -> anyhow::Result<(Arc<dyn Backend>, Functions, Option<ConfigWatch>)> {
         let fixed = || Functions::fixed(configs);
-        Ok(match self.backend {
+        Ok(match self.backend_kind() {
             BackendKind::Process => {
                 let backend = backends::process(
                     self.wrapper_server.clone(),
@@ -214,13 +261,25 @@ const NO_KUBE: &str =
 /// Serves until SIGTERM or SIGINT, then drains and stops every pod.
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     #[cfg(not(feature = "kube"))]
-    if args.backend == BackendKind::Kube {
+    if args.backend_kind() == BackendKind::Kube {
         anyhow::bail!(NO_KUBE);
     }
     args.starlark
         .configure(Some(args.max_request_body_size as u64))?;
+    // To Porch's runner, --functions is only where relative binaryExecutor
+    // paths point (its default, ./functions, need not exist).
+    let functions_docs = match &args.functions {
+        Some(dir) if args.porch_command_line && !dir.exists() => {
+            tracing::info!(
+                dir = %dir.display(),
+                "--functions: no such directory, so no function binaries"
+            );
+            None
+        }
+        dir => dir.as_deref(),
+    };
     let configs = FunctionConfigs::load(
-        args.functions.as_deref(),
+        functions_docs,
         args.pod_cache_config.as_deref(),
         &args.default_image_prefix,
     )?;
@@ -232,7 +291,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     // pod's wrapper killed by SIGKILL does not leave its functions running.
     // Not with the kube backend: its client may run credential plugins as
     // children of its own, which a sweep must not reap.
-    if args.backend == BackendKind::Process {
+    if args.backend_kind() == BackendKind::Process {
         krm_fn::exec::become_subreaper().context("becoming a child subreaper")?;
         let mut sigchld = signal(SignalKind::child()).context("watching SIGCHLD")?;
         tokio::spawn(async move {
@@ -267,7 +326,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         ));
         tracing::info!(addr = %maddr, "serving metrics");
     }
-    tracing::info!(%addr, backend = ?args.backend, "function-runner serving");
+    tracing::info!(%addr, backend = ?args.backend_kind(), "function-runner serving");
     let service = RunnerService::new(runner.evaluator.clone(), runner.metrics.clone())
         .with_index(runner.index.clone());
     let shutdown = async move {
