@@ -429,6 +429,12 @@ impl Inner {
 /// Watches the pools' pods into their store, and applies the pools when
 /// asked (or again after a failure).
 pub(super) fn spawn(inner: &Arc<Inner>) -> (tokio::task::AbortHandle, tokio::task::AbortHandle) {
+    // No right to make ReplicaSets (Porch's Role): no pools, and none of
+    // their requests either.
+    if !inner.settings.features.pools {
+        let none = || tokio::spawn(async {}).abort_handle();
+        return (none(), none());
+    }
     let writer = inner
         .pools
         .writer

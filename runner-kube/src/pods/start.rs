@@ -374,8 +374,12 @@ impl Inner {
         // also answers the readiness probe, and the gate costs the cold
         // start nothing (set after the probe, it would wait for the
         // kubelet's next look at the pod).
-        progress.step = "the API server to answer the switch of its traffic gate";
-        self.switch_on(name, &uid, created).await?;
+        // (Without the right to set it, the pod has no gate: see
+        // `Features::readiness_gate`.)
+        if lifecycle::has_gate(&created) {
+            progress.step = "the API server to answer the switch of its traffic gate";
+            self.switch_on(name, &uid, created).await?;
+        }
         self.held().written.insert(name.clone(), fp.reclaim_after);
         Ok(uid)
     }
