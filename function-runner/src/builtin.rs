@@ -63,13 +63,8 @@ impl Builtins {
         let binary = index
             .try_binary_for(image, tag)
             .map_err(|e| EvalError::InvalidTag(e.into()))?;
-        if let Some(found) = binary {
-            if !crate::evaluator::binary_missing(&found) {
-                return Ok(None);
-            }
-            if self.defaults {
-                return Ok(krm_builtins::for_catalog_image(image));
-            }
+        if binary.is_some_and(|found| !crate::evaluator::binary_missing(&found)) {
+            return Ok(None);
         }
         if let Some(go) = index
             .try_go_for(image, tag)

@@ -12,7 +12,7 @@
 //!    reason `Invalid` or `Conflict`, naming the fields. An object whose status already says
 //!    its outcome is not written, so a steady state makes no writes;
 //! 3. keeps Porch's finalizer on each object as Porch's runner does ([`finalizer`]):
-//!    added while it lives, removed once it is being deleted.
+//!    added while it lives (with Porch's command line), removed once it is being deleted.
 //!
 //! # Combining
 //!
@@ -62,6 +62,9 @@ pub struct WatchSettings {
     pub functions_dir: Option<PathBuf>,
     /// The registry path of short image names.
     pub default_prefix: String,
+    /// Add Porch's finalizer to live objects (as Porch's runner does); it is taken off
+    /// deleted ones either way.
+    pub add_finalizer: bool,
     /// How long [`start`] waits for the first complete list before the runner serves
     /// without it (the objects then apply once listed).
     pub sync_timeout: Duration,
@@ -126,7 +129,7 @@ pub async fn start(
             settings.default_prefix.clone(),
         ),
         publisher,
-        finalizers: finalizer::Pending::default(),
+        finalizers: finalizer::Pending::new(settings.add_finalizer),
         synced: Some(synced),
         retry_after: RETRY_AFTER,
     };
@@ -256,7 +259,9 @@ impl Watch {
     /// away after each failed pass (a runner without the right to write must not flood
     /// the API server, nor its log).
     async fn write(&mut self, retry: &mut Option<Instant>) {
-        let failed = self.write_statuses().await | self.write_finalizers().await;
+        // Finalizers first: a status write changes the resourceVersion that a finalizer
+        // patch is conditional on.
+        let failed = self.write_finalizers().await | self.write_statuses().await;
         if failed {
             *retry = Some(Instant::now() + self.retry_after);
             self.retry_after = (self.retry_after * 2).min(MAX_RETRY_AFTER);
@@ -384,7 +389,7 @@ fn explain(err: &watcher::Error, scope: &str) -> String {
             format!("{err} (is the FunctionConfig CRD installed? deploy/functionconfig-crd.yaml)")
         }
         Some(403) => format!(
-            "{err} (the runner needs list and watch on {} and patch on {}/status in {scope})",
+            "{err} (the runner needs list, watch and patch on {} and patch on {}/status in {scope})",
             crd::CRD_NAME,
             crd::CRD_NAME
         ),

@@ -93,58 +93,60 @@ pub async fn connect(
     })
 }
 
-/// A feature beyond Porch's runner, and the right it needs in the pod
-/// namespace: (verb, group, resource, subresource, what goes without it).
-type Needs = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static str,
-);
+/// A feature beyond Porch's runner: the rights it needs in the pod
+/// namespace (verbs, group, resource, subresource), and what goes without
+/// it.
+struct Needs {
+    verbs: &'static [&'static str],
+    group: &'static str,
+    resource: &'static str,
+    subresource: &'static str,
+    without: &'static str,
+}
 
-const READINESS_GATE: Needs = (
-    "patch",
-    "",
-    "pods",
-    "status",
-    "the readiness gate fn.kpt.dev/serving is off: a function pod's traffic follows its \
-     containers' readiness, and a pod being deleted may still take a call",
-);
-const EVENTS: Needs = (
-    "create",
-    "events.k8s.io",
-    "events",
-    "",
-    "Events on function pods are off",
-);
-const POOLS: Needs = (
-    "create",
-    "apps",
-    "replicasets",
-    "",
-    "idle pools (FunctionConfig idlePods) are off: those functions start their pods on demand",
-);
+const READINESS_GATE: Needs = Needs {
+    verbs: &["patch"],
+    group: "",
+    resource: "pods",
+    subresource: "status",
+    without: "the readiness gate fn.kpt.dev/serving is off: a function pod's traffic follows its \
+              containers' readiness, and a pod being deleted may still take a call",
+};
+const EVENTS: Needs = Needs {
+    verbs: &["create", "patch"],
+    group: "events.k8s.io",
+    resource: "events",
+    subresource: "",
+    without: "Events on function pods are off",
+};
+const POOLS: Needs = Needs {
+    verbs: &["create", "list", "patch", "delete", "deletecollection"],
+    group: "apps",
+    resource: "replicasets",
+    subresource: "",
+    without: "idle pools (FunctionConfig idlePods) are off: those functions start their pods on \
+              demand",
+};
 
 /// The features whose rights the API server grants in `namespace`, asked
 /// with SelfSubjectAccessReviews (which every authenticated user may
-/// create). One that is refused is off, said once with the right to grant:
-/// Porch's own Role grants none of them, and serves without them. A review
-/// that cannot be made leaves its feature on (a refusal later is then
-/// noted as any other).
+/// create). One that is refused is off, said once with the rights to
+/// grant: Porch's own Role grants none of them, and serves without them.
+/// One whose review cannot be made is off too, said: the runner serves
+/// without it, where with it every pod start might be refused.
 async fn features(client: &Client, namespace: &str) -> Features {
     let reviews: Api<SelfSubjectAccessReview> = Api::all(client.clone());
-    let granted = |needs: Needs| {
+    let allowed = |needs: &'static Needs, verb: &'static str| {
         let reviews = reviews.clone();
         async move {
-            let (verb, group, resource, subresource, without) = needs;
             let review = SelfSubjectAccessReview {
                 spec: SelfSubjectAccessReviewSpec {
                     resource_attributes: Some(ResourceAttributes {
                         verb: Some(verb.into()),
-                        group: Some(group.into()),
-                        resource: Some(resource.into()),
-                        subresource: (!subresource.is_empty()).then(|| subresource.into()),
+                        group: Some(needs.group.into()),
+                        resource: Some(needs.resource.into()),
+                        subresource: (!needs.subresource.is_empty())
+                            .then(|| needs.subresource.into()),
                         namespace: Some(namespace.into()),
                         ..Default::default()
                     }),
@@ -152,36 +154,52 @@ async fn features(client: &Client, namespace: &str) -> Features {
                 },
                 ..Default::default()
             };
-            let answer = tokio::time::timeout(
-                REVIEW_TIMEOUT,
-                reviews.create(&PostParams::default(), &review),
-            )
-            .await;
-            match answer {
-                Ok(Ok(answer)) if answer.status.as_ref().is_some_and(|s| !s.allowed) => {
-                    let right = match (group, subresource) {
-                        ("", "") => format!("{verb} {resource}"),
-                        ("", sub) => format!("{verb} {resource}/{sub}"),
-                        (group, _) => format!("{verb} {resource}.{group}"),
-                    };
-                    tracing::warn!(
-                        "{without} (the runner may not {right} in namespace {namespace}, which \
-                         Porch's Role porch-function-executor does not grant; deploy/rbac.yaml \
-                         does)"
-                    );
-                    false
-                }
-                Ok(Ok(_)) => true,
-                Ok(Err(err)) => {
-                    tracing::debug!(err = %crate::access::one_line(&err), verb, resource, "reviewing a right");
-                    true
-                }
-                Err(_) => true,
+            let params = PostParams::default();
+            let create = reviews.create(&params, &review);
+            match tokio::time::timeout(REVIEW_TIMEOUT, create).await {
+                Ok(Ok(answer)) => Ok(answer.status.is_some_and(|s| s.allowed)),
+                Ok(Err(err)) => Err(crate::access::one_line(&err)),
+                Err(_) => Err(format!("no answer within {REVIEW_TIMEOUT:?}")),
             }
         }
     };
+    let granted = |needs: &'static Needs| async move {
+        let answers =
+            futures::future::join_all(needs.verbs.iter().map(|verb| allowed(needs, verb))).await;
+        let refused: Vec<&str> = needs
+            .verbs
+            .iter()
+            .zip(&answers)
+            .filter(|(_, answer)| matches!(answer, Ok(false)))
+            .map(|(verb, _)| *verb)
+            .collect();
+        let resource = match (needs.group, needs.subresource) {
+            ("", "") => needs.resource.to_string(),
+            ("", sub) => format!("{}/{sub}", needs.resource),
+            (group, _) => format!("{}.{group}", needs.resource),
+        };
+        if let Some(Err(why)) = answers.iter().find(|a| a.is_err()) {
+            tracing::warn!(
+                "{} (the runner could not ask the API server whether it may {} {resource} in \
+                 namespace {namespace}: {why})",
+                needs.without,
+                needs.verbs.join(", ")
+            );
+            return false;
+        }
+        if refused.is_empty() {
+            return true;
+        }
+        tracing::warn!(
+            "{} (the runner may not {} {resource} in namespace {namespace}, which Porch's Role \
+             porch-function-executor does not grant; deploy/rbac.yaml does)",
+            needs.without,
+            refused.join(", ")
+        );
+        false
+    };
     let (readiness_gate, events, pools) =
-        tokio::join!(granted(READINESS_GATE), granted(EVENTS), granted(POOLS));
+        tokio::join!(granted(&READINESS_GATE), granted(&EVENTS), granted(&POOLS));
     Features {
         readiness_gate,
         events,

@@ -17,6 +17,7 @@ use std::sync::{Mutex, PoisonError};
 
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::config::ConfigFile;
+use oci_client::errors::OciDistributionError;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use rustls::pki_types::CertificateDer;
@@ -138,9 +139,10 @@ pub struct Entrypoints {
 
 /// Whether `registry` (`host[:port]`) is on a loopback address:
 /// `localhost`, 127.0.0.0/8 or `[::1]`. Such a registry is read over plain
-/// HTTP without `--insecure-registries`, as Docker and Porch's registry
-/// client (go-containerregistry) read it: TLS to oneself protects nothing,
-/// and a registry a test or a developer starts there has none.
+/// HTTP where HTTPS fails, without `--insecure-registries`, as Docker and
+/// Porch's registry client (go-containerregistry) read it: TLS to oneself
+/// protects nothing, and a registry a test or a developer starts there has
+/// none.
 pub fn is_loopback(registry: &str) -> bool {
     let host = match registry.strip_prefix('[') {
         Some(rest) => rest.split(']').next().unwrap_or(rest),
@@ -219,22 +221,31 @@ impl Entrypoints {
                 source,
             }
         })?;
-        let (_, _digest, config) = client
-            .pull_manifest_and_config(&reference, &auth)
-            .await
-            .map_err(|source| {
-                if not_in_registry(&source) {
-                    EntrypointError::NotInRegistry {
-                        image: image.to_string(),
-                        source,
-                    }
-                } else {
-                    EntrypointError::Registry {
-                        image: image.to_string(),
-                        source,
-                    }
+        let mut pulled = client.pull_manifest_and_config(&reference, &auth).await;
+        // A registry on a loopback address that does not speak TLS is read
+        // over plain HTTP, HTTPS having failed at the transport (as Docker
+        // and go-containerregistry do).
+        let registry = reference.resolve_registry();
+        if matches!(pulled, Err(OciDistributionError::RequestError(_)))
+            && is_loopback(registry)
+            && !self.insecure.iter().any(|r| r == registry)
+        {
+            let http = self.loopback_client.get_or_init(loopback_client);
+            pulled = http.pull_manifest_and_config(&reference, &auth).await;
+        }
+        let (_, _digest, config) = pulled.map_err(|source| {
+            if not_in_registry(&source) {
+                EntrypointError::NotInRegistry {
+                    image: image.to_string(),
+                    source,
                 }
-            })?;
+            } else {
+                EntrypointError::Registry {
+                    image: image.to_string(),
+                    source,
+                }
+            }
+        })?;
         let argv = argv_of(image, &config)?;
         self.by_reference
             .lock()
@@ -251,19 +262,13 @@ impl Entrypoints {
         image: &str,
         reference: &Reference,
     ) -> Result<(Client, RegistryAuth), RegistryError> {
-        let plain_http = || {
-            let registry = reference.resolve_registry();
-            (is_loopback(registry) && !self.insecure.iter().any(|r| r == registry))
-                .then(|| self.loopback_client.get_or_init(loopback_client).clone())
-        };
         let Some(path) = self
             .auth_file
             .as_ref()
             .filter(|_| registry::is_private(image))
         else {
             let current = self.client.lock().unwrap_or_else(PoisonError::into_inner);
-            let client = plain_http().unwrap_or_else(|| current.1.clone());
-            return Ok((client, RegistryAuth::Anonymous));
+            return Ok((current.1.clone(), RegistryAuth::Anonymous));
         };
         let bytes = tokio::fs::read(path)
             .await
@@ -278,7 +283,7 @@ impl Entrypoints {
                 .map_err(RegistryError::Client)?;
             *current = (Some(bytes), client);
         }
-        Ok((plain_http().unwrap_or_else(|| current.1.clone()), auth))
+        Ok((current.1.clone(), auth))
     }
 
     /// Entrypoints known in advance, so that tests need no registry.

@@ -10,8 +10,11 @@
 //!
 //! With the default, Porch's ServiceTemplate `base-service-template`
 //! (`config.porch.kpt.dev/v1alpha1`) in the pod namespace, if there is one,
-//! makes the pods' Services, as in Porch's runner; a cluster without the
-//! CRD, or a runner that may not read it, uses the built-in Service.
+//! makes the pods' Services, as in Porch's runner (a change applies to the
+//! Services made from then on; it is not a new template version); a
+//! cluster without the CRD, a runner that may not read it, or a
+//! ServiceTemplate without a usable `template.spec`, uses the built-in
+//! Service.
 //!
 //! Each source is watched (one object, by name), so a start reads the
 //! template from memory, and a change is seen at once: its resourceVersion
@@ -214,12 +217,18 @@ impl State {
         apply(&mut self.service, event, &self.choice, "ServiceTemplate")
     }
 
-    /// `template` with Porch's ServiceTemplate, if there is one.
+    /// `template` with Porch's ServiceTemplate, if there is one. One that
+    /// cannot make a Service is said, and the built-in Service is used:
+    /// a bad ServiceTemplate does not stop every pod.
     fn with_service(&self, template: Template) -> Result<Template, String> {
         match &self.service.seen {
-            Seen::Present(service) => template
-                .with_service_template(service)
-                .map_err(|e| e.to_string()),
+            Seen::Present(service) => match template.clone().with_service_template(service) {
+                Ok(with) => Ok(with),
+                Err(err) => {
+                    tracing::error!(%err, "the ServiceTemplate is not used: the built-in Service is");
+                    Ok(template)
+                }
+            },
             _ => Ok(template),
         }
     }

@@ -244,12 +244,17 @@ impl Template {
             object.metadata.namespace.as_deref().unwrap_or_default(),
             object.metadata.name.as_deref().unwrap_or_default()
         );
-        let spec = object
+        let Some(spec) = object
             .data
             .get("template")
             .and_then(|t| t.get("spec"))
             .cloned()
-            .unwrap_or_default();
+        else {
+            return Err(TemplateError::Invalid {
+                source_name,
+                problem: "has no template.spec".into(),
+            });
+        };
         let spec: ServiceSpec =
             serde_json::from_value(spec).map_err(|err| TemplateError::Invalid {
                 source_name: source_name.clone(),

@@ -230,6 +230,8 @@ async fn a_kube_runner_applies_functionconfigs_live_and_reports_them_in_their_st
         "e2e-fnconfig",
         "--insecure-registries",
         "127.0.0.1:9",
+        // As Porch's command line makes it (what adds Porch's finalizer).
+        "--porch-command-line",
     ];
     let runner = start_runner_as(&args, kubeconfig.as_deref());
     let binary = |path: &Path| json!({"image": image, "binaryExecutor": {"tags": ["v1"], "path": path.to_str().unwrap()}});

@@ -493,6 +493,20 @@ async fn the_function_pods_porchs_runner_left_are_collected() {
         .await
         .unwrap();
 
+    // And an idle pool's pod (no runner yet, the pool's label): spared.
+    let pooled = "pooled-v1-1";
+    s.pods
+        .create(
+            &PostParams::default(),
+            &pod(
+                pooled,
+                serde_json::json!({"fn.kpt.dev/image": "pooled", "fn.kpt.dev/pool": "p-1"}),
+                serde_json::json!({}),
+            ),
+        )
+        .await
+        .unwrap();
+
     let runner = s.runner("collector", &["--collect-porch-pods-after", "1s"]);
     let collected = eventually_async(Duration::from_secs(60), async || {
         let pods_gone = s
@@ -505,6 +519,7 @@ async fn the_function_pods_porchs_runner_left_are_collected() {
     .await;
     assert!(collected, "Porch's pod or Service stays\n{}", runner.logs());
     assert!(s.pods.get_opt(another).await.unwrap().is_some());
+    assert!(s.pods.get_opt(pooled).await.unwrap().is_some());
     assert!(
         runner
             .logs()

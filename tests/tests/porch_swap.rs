@@ -603,4 +603,20 @@ async fn porchs_manifests_with_our_images_serve_under_porchs_rbac() {
             runner_report(&runner_pods).await
         );
     }
+
+    // The runner goes before its namespaces (see Cleanup).
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(client.clone(), &system);
+    deployments
+        .delete("function-runner", &DeleteParams::background())
+        .await
+        .unwrap();
+    let stopped = eventually_async(Duration::from_secs(60), async || {
+        runner_pods
+            .list(&ListParams::default().labels("app=function-runner"))
+            .await
+            .is_ok_and(|pods| pods.items.is_empty())
+    })
+    .await;
+    assert!(stopped, "{}", runner_report(&runner_pods).await);
 }

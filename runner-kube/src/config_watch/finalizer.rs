@@ -2,8 +2,11 @@
 //! it (`controllers/functionconfigs/reconciler`): on every FunctionConfig
 //! the runner watches while it lives, and taken off once the object is
 //! being deleted, so that a deletion completes once a runner has let the
-//! function go. Objects that Porch's runner finalized before the swap are
-//! let go the same way.
+//! function go. A runner started with Porch's command line adds it, as
+//! Porch's does; every runner takes it off, so objects that Porch's runner
+//! finalized before a swap are let go. (Added by a runner that is then
+//! uninstalled first, it holds their deletion, as Porch's own does: delete
+//! FunctionConfigs before the runner.)
 //!
 //! Unlike Porch's (a merge patch of the whole list, which may drop another
 //! controller's finalizer added meanwhile), the patch carries the
@@ -21,14 +24,14 @@ use super::ObjectKey;
 pub const FINALIZER: &str = "config.porch.kpt.dev/functionconfig-function-runner";
 
 /// The merge patch that puts the finalizer where it belongs on `object`, if
-/// it is not there yet: present while the object lives, gone once it is
-/// being deleted.
-pub(crate) fn patch_for(object: &DynamicObject) -> Option<Value> {
+/// it is not there yet: present while the object lives (if `add`), gone
+/// once it is being deleted.
+pub(crate) fn patch_for(object: &DynamicObject, add: bool) -> Option<Value> {
     let finalizers = object.metadata.finalizers.as_deref().unwrap_or_default();
     let has = finalizers.iter().any(|f| f == FINALIZER);
     let deleting = object.metadata.deletion_timestamp.is_some();
     let wanted: Vec<&str> = match (deleting, has) {
-        (false, false) => finalizers
+        (false, false) if add => finalizers
             .iter()
             .map(String::as_str)
             .chain([FINALIZER])
@@ -48,12 +51,23 @@ pub(crate) fn patch_for(object: &DynamicObject) -> Option<Value> {
 #[derive(Debug, Default)]
 pub(crate) struct Pending {
     patches: BTreeMap<ObjectKey, Value>,
+    /// Whether live objects get the finalizer (Porch's command line).
+    add: bool,
 }
 
 impl Pending {
+    /// Writes that add the finalizer to live objects if `add`, and take it
+    /// off deleted ones.
+    pub(crate) fn new(add: bool) -> Self {
+        Pending {
+            patches: BTreeMap::new(),
+            add,
+        }
+    }
+
     /// Notes what `object`, as now seen, needs.
     pub(crate) fn observe(&mut self, key: ObjectKey, object: &DynamicObject) {
-        match patch_for(object) {
+        match patch_for(object, self.add) {
             Some(patch) => self.patches.insert(key, patch),
             None => self.patches.remove(&key),
         };
@@ -116,20 +130,26 @@ mod tests {
     fn the_finalizer_is_added_while_the_object_lives_and_removed_once_it_is_deleted() {
         let other = "config.porch.kpt.dev/functionconfig-porch-server";
         assert_eq!(
-            patch_for(&object(&[other], false)).unwrap(),
+            patch_for(&object(&[other], false), true).unwrap(),
             json!({"metadata": {"resourceVersion": "7", "finalizers": [other, FINALIZER]}})
         );
-        assert_eq!(patch_for(&object(&[FINALIZER, other], false)), None);
+        assert_eq!(patch_for(&object(&[FINALIZER, other], false), true), None);
         assert_eq!(
-            patch_for(&object(&[FINALIZER, other], true)).unwrap(),
+            patch_for(&object(&[FINALIZER, other], true), true).unwrap(),
             json!({"metadata": {"resourceVersion": "7", "finalizers": [other]}})
         );
         assert_eq!(
-            patch_for(&object(&[FINALIZER], true)).unwrap(),
+            patch_for(&object(&[FINALIZER], true), true).unwrap(),
             json!({"metadata": {"resourceVersion": "7", "finalizers": []}})
         );
         // Being deleted without it: nothing to do (and never added back).
-        assert_eq!(patch_for(&object(&[other], true)), None);
+        assert_eq!(patch_for(&object(&[other], true), true), None);
+        // A runner that does not add it still takes Porch's off.
+        assert_eq!(patch_for(&object(&[other], false), false), None);
+        assert_eq!(
+            patch_for(&object(&[FINALIZER], true), false).unwrap(),
+            json!({"metadata": {"resourceVersion": "7", "finalizers": []}})
+        );
     }
 
     #[test]
@@ -138,7 +158,7 @@ mod tests {
             namespace: "ns".into(),
             name: "fc".into(),
         };
-        let mut pending = Pending::default();
+        let mut pending = Pending::new(true);
         pending.observe(key.clone(), &object(&[], false));
         let patches = pending.patches();
         assert_eq!(patches.len(), 1);

@@ -232,10 +232,13 @@ impl Drop for Cleanup {
                     Ok::<(), kube::Error>(())
                 };
                 let _ = tokio::time::timeout(bounded, unprotect).await;
-                // And Porch's finalizer on FunctionConfigs (the runner adds
-                // it, and removes it only while it runs); no CRD, no list.
+                // And Porch's finalizer on FunctionConfigs (a runner with
+                // Porch's command line adds it, and removes it only while it
+                // runs); no CRD, no list. Again once the namespace is being
+                // deleted: a runner still stopping may have added it back
+                // meanwhile (after that, it only takes it off).
                 let fcs = functionconfigs(&client, &namespace);
-                let unfinalize = async {
+                let unfinalize = async || {
                     let listed = fcs.list(&Default::default()).await?;
                     let patch = serde_json::json!({"metadata": {"finalizers": null}});
                     for fc in listed.items {
@@ -253,13 +256,14 @@ impl Drop for Cleanup {
                     }
                     Ok::<(), kube::Error>(())
                 };
-                let _ = tokio::time::timeout(bounded, unfinalize).await;
-                let namespaces: Api<Namespace> = Api::all(client);
+                let _ = tokio::time::timeout(bounded, unfinalize()).await;
+                let namespaces: Api<Namespace> = Api::all(client.clone());
                 let _ = tokio::time::timeout(
                     bounded,
                     namespaces.delete(&namespace, &DeleteParams::default()),
                 )
                 .await;
+                let _ = tokio::time::timeout(bounded, unfinalize()).await;
             });
         })
         .join();

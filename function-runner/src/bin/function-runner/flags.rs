@@ -5,6 +5,19 @@ use std::time::Duration;
 
 use krm_fn::duration::parse_go_duration;
 
+/// A Go boolean, as Go's `flag` package reads one (`strconv.ParseBool`):
+/// `1`, `t`, `T`, `TRUE`, `true`, `True` and their false counterparts; for
+/// the flags Porch's command line sets.
+pub(crate) fn parse_go_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
+        _ => Err(format!(
+            "{s:?} is not a boolean (true, false, 1, 0, t, f, TRUE, FALSE, True, False)"
+        )),
+    }
+}
+
 /// A Go duration (`30m`, `1m30s`), for clap.
 pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     parse_go_duration(s).map_err(|e| e.to_string())
@@ -74,5 +87,20 @@ fn show_size(bytes: u64) -> String {
         b if b % (1 << 30) == 0 => format!("{}Gi", b >> 30),
         b if b % (1 << 20) == 0 => format!("{}Mi", b >> 20),
         b => b.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    #[test]
+    fn go_booleans_read_as_gos_flag_package_reads_them() {
+        for yes in ["1", "t", "T", "TRUE", "true", "True"] {
+            assert_eq!(super::parse_go_bool(yes), Ok(true), "{yes}");
+        }
+        for no in ["0", "f", "F", "FALSE", "false", "False"] {
+            assert_eq!(super::parse_go_bool(no), Ok(false), "{no}");
+        }
+        assert!(super::parse_go_bool("yes").unwrap_err().contains("\"yes\""));
     }
 }

@@ -31,6 +31,9 @@ pub(crate) struct Shared {
     /// FunctionConfigs are resolved against it.
     pub(crate) functions_dir: Option<PathBuf>,
     pub(crate) default_prefix: String,
+    /// Started with Porch's command line: FunctionConfigs get Porch's
+    /// finalizer, as Porch's runner adds it.
+    pub(crate) porch: bool,
 }
 
 /// The kube backend's flags, named as Porch's function runner's.
@@ -74,6 +77,7 @@ pub(crate) struct KubeArgs {
     /// with the credentials of --registry-auth-secret-path, and have their
     /// pods pull with them (the pull Secret --registry-auth-secret-name).
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(value_parser = crate::flags::parse_go_bool)]
     enable_private_registries: bool,
     /// The docker config JSON with the registry credentials.
     #[arg(long, default_value = registry::DEFAULT_AUTH_FILE)]
@@ -85,14 +89,15 @@ pub(crate) struct KubeArgs {
     /// With --enable-private-registries: trust the CA in --tls-secret-path
     /// for registry TLS, besides the system's roots.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(value_parser = crate::flags::parse_go_bool)]
     enable_private_registries_tls: bool,
     /// The directory holding that CA: ca.crt, else ca.pem.
     #[arg(long, default_value = registry::DEFAULT_TLS_DIR)]
     tls_secret_path: PathBuf,
     /// kube backend: how long after the start the function pods that
-    /// Porch's own runner left (no runner of ours on them) are deleted, with
-    /// their Services (Go duration; for tests).
-    #[arg(long, hide = true, default_value = "60s", value_parser = crate::flags::parse_duration)]
+    /// Porch's own runner left (labelled fn.kpt.dev/image, no runner of
+    /// ours) are deleted, with their Services (Go duration; 0: never).
+    #[arg(long, default_value = "60s", value_parser = crate::flags::parse_duration)]
     collect_porch_pods_after: Duration,
 }
 
@@ -151,7 +156,8 @@ impl KubeArgs {
             deployment: None,
             // Found when the backend connects, from the rights it has.
             features: Default::default(),
-            porch_leftovers_after: Some(self.collect_porch_pods_after),
+            porch_leftovers_after: Some(self.collect_porch_pods_after)
+                .filter(|after| !after.is_zero()),
         }
     }
 
@@ -168,6 +174,7 @@ impl KubeArgs {
                 .as_deref()
                 .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf())),
             default_prefix: shared.default_prefix.clone(),
+            add_finalizer: shared.porch,
             sync_timeout: CLUSTER_CONFIGS_SYNC_TIMEOUT,
         })
     }

@@ -57,7 +57,11 @@ fn porch_command_line(mut args: Vec<OsString>) -> Vec<OsString> {
         let a = a.as_encoded_bytes();
         a.starts_with(b"-") && !matches!(a, b"-h" | b"--help" | b"-V" | b"--version")
     });
-    if !(named_server || flags_first) {
+    // `server --version` is this program's version.
+    let version = args
+        .get(1)
+        .is_some_and(|a| a == "-V" || a == "--version" || a == "-version");
+    if !(named_server || flags_first) || version {
         return args;
     }
     let rest = args.split_off(1);
@@ -68,8 +72,8 @@ fn porch_command_line(mut args: Vec<OsString>) -> Vec<OsString> {
         dashes |= arg == "--";
         let bytes = arg.as_encoded_bytes();
         // Go's flag package reads `-name` as `--name`; one-letter flags
-        // (`-h`) are clap's own.
-        if !dashes && bytes.len() > 2 && bytes[0] == b'-' && bytes[1] != b'-' {
+        // (`-h`) are clap's own, and `-10` is a value.
+        if !dashes && bytes.len() > 2 && bytes[0] == b'-' && bytes[1].is_ascii_alphabetic() {
             let mut long = OsString::from("-");
             long.push(&arg);
             args.push(long);
@@ -166,5 +170,76 @@ fn init_logging(json: bool, default: &str) {
         builder.json().init();
     } else {
         builder.init();
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::porch_command_line;
+
+    fn rewritten(args: &[&str]) -> Vec<String> {
+        porch_command_line(args.iter().map(Into::into).collect())
+            .into_iter()
+            .map(|a| a.into_string().unwrap_or_default())
+            .collect()
+    }
+
+    #[test]
+    fn porchs_command_line_is_read_as_serve_and_ours_is_left_alone() {
+        let serve = ["serve", "--porch-command-line"];
+        assert_eq!(
+            rewritten(&[
+                "/home/nonroot/server",
+                "--pod-namespace=x",
+                "-disable-runtimes",
+                "pod"
+            ]),
+            [
+                "/home/nonroot/server",
+                serve[0],
+                serve[1],
+                "--pod-namespace=x",
+                "--disable-runtimes",
+                "pod"
+            ]
+        );
+        // Flags first, no command; a value that looks like a flag stays.
+        assert_eq!(
+            rewritten(&[
+                "function-runner",
+                "-port",
+                "0",
+                "--max-waitlist-length",
+                "-1"
+            ]),
+            [
+                "function-runner",
+                serve[0],
+                serve[1],
+                "--port",
+                "0",
+                "--max-waitlist-length",
+                "-1"
+            ]
+        );
+        assert_eq!(
+            rewritten(&["/home/nonroot/server"]),
+            ["/home/nonroot/server", serve[0], serve[1]]
+        );
+        assert_eq!(
+            rewritten(&["server", "--help"]),
+            ["server", serve[0], serve[1], "--help"]
+        );
+        for ours in [
+            &["function-runner", "eval", "-", "--exec", "cat"][..],
+            &["function-runner", "render", "pkg"],
+            &["function-runner", "--help"],
+            &["function-runner", "-V"],
+            &["server", "--version"],
+            &["function-runner"],
+        ] {
+            assert_eq!(rewritten(ours), ours, "{ours:?}");
+        }
     }
 }

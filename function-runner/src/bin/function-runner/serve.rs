@@ -43,7 +43,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pod_ready_timeout: Duration,
     /// Start a pod per FunctionConfig podExecutor at startup.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_parser = crate::flags::parse_go_bool)]
     warm_up_pod_cache: bool,
     /// Most pods per function (FunctionConfig maxParallelExecutions overrides).
     #[arg(long, default_value_t = 1)]
@@ -93,7 +93,7 @@ pub(crate) struct ServeArgs {
     /// Porch's: the runtimes not to use, comma-separated: `exec`
     /// (binaryExecutor binaries), `pod` (pods of any backend). Built-in
     /// functions run either way.
-    #[arg(long, value_delimiter = ',', value_parser = ["exec", "pod", ""])]
+    #[arg(long, value_delimiter = ',')]
     disable_runtimes: Vec<String>,
     /// Porch's: log verbosity as klog's levels (0–5): up to 2 `info`, 3
     /// and 4 `debug`, 5 `trace`. RUST_LOG, when set, wins.
@@ -157,8 +157,16 @@ impl ServeArgs {
         }
     }
 
-    /// `--disable-runtimes`.
+    /// `--disable-runtimes`; other names are ignored, as Porch's runner
+    /// ignores them, and said.
     fn runtimes(&self) -> Runtimes {
+        for other in self
+            .disable_runtimes
+            .iter()
+            .filter(|r| !["exec", "pod", ""].contains(&r.as_str()))
+        {
+            tracing::warn!(runtime = %other, "--disable-runtimes: no such runtime (exec, pod): ignored");
+        }
         let off = |name: &str| self.disable_runtimes.iter().any(|r| r == name);
         Runtimes {
             exec: !off("exec"),
@@ -239,6 +247,7 @@ impl ServeArgs {
                     wrapper_image: self.wrapper_server_image.clone(),
                     functions_dir: self.functions.clone(),
                     default_prefix: self.default_image_prefix.clone(),
+                    porch: self.porch_command_line,
                 };
                 self.kube.backend(&shared, configs).await?
             }
