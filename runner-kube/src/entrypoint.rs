@@ -231,7 +231,13 @@ impl Entrypoints {
             && !self.insecure.iter().any(|r| r == registry)
         {
             let http = self.loopback_client.get_or_init(loopback_client);
-            pulled = http.pull_manifest_and_config(&reference, &auth).await;
+            let over_http = http.pull_manifest_and_config(&reference, &auth).await;
+            // Plain HTTP's answer where it has one (the config, or no such
+            // image); else HTTPS's failure says more (a registry speaking
+            // TLS that is not trusted answers plain HTTP with a 400).
+            if over_http.as_ref().map_or_else(not_in_registry, |_| true) {
+                pulled = over_http;
+            }
         }
         let (_, _digest, config) = pulled.map_err(|source| {
             if not_in_registry(&source) {
