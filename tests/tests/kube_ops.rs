@@ -522,12 +522,16 @@ async fn the_function_pods_porchs_runner_left_are_collected() {
     assert!(s.pods.get_opt(another).await.unwrap().is_some());
     // One pod collected: Porch's, not the pool's (which the pools' own
     // sync may delete meanwhile, as a pool no runner wants).
+    // Said once the deletes are done, which the test may see first.
+    let wanted = "deleted the function pods (and their Services) that Porch's runner left";
+    eventually_async(Duration::from_secs(30), async || {
+        runner.logs().contains(wanted)
+    })
+    .await;
     let logs = runner.logs();
     let said = logs
         .lines()
-        .find(|l| {
-            l.contains("deleted the function pods (and their Services) that Porch's runner left")
-        })
+        .find(|l| l.contains(wanted))
         .unwrap_or_else(|| panic!("not said:\n{logs}"));
     assert!(said.contains("pods=1"), "{said}");
     s.pods
