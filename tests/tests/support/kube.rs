@@ -213,57 +213,21 @@ impl Drop for Cleanup {
                 .await;
                 // A runner that was killed leaves the lifecycle's finalizer
                 // on its pods: they and the namespace would stay.
-                let unprotect = async {
-                    let listed = pods.list(&Default::default()).await?;
-                    let patch = serde_json::json!({"metadata": {"finalizers": null}});
-                    for pod in listed.items {
-                        if pod
-                            .metadata
-                            .finalizers
-                            .as_ref()
-                            .is_some_and(|f| !f.is_empty())
-                        {
-                            let name = pod.metadata.name.unwrap_or_default();
-                            let _ = pods
-                                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                                .await;
-                        }
-                    }
-                    Ok::<(), kube::Error>(())
-                };
-                let _ = tokio::time::timeout(bounded, unprotect).await;
+                let _ = tokio::time::timeout(bounded, strip_finalizers(&pods)).await;
                 // And Porch's finalizer on FunctionConfigs (a runner with
                 // Porch's command line adds it, and removes it only while it
                 // runs); no CRD, no list. Again once the namespace is being
                 // deleted: a runner still stopping may have added it back
                 // meanwhile (after that, it only takes it off).
                 let fcs = functionconfigs(&client, &namespace);
-                let unfinalize = async || {
-                    let listed = fcs.list(&Default::default()).await?;
-                    let patch = serde_json::json!({"metadata": {"finalizers": null}});
-                    for fc in listed.items {
-                        if fc
-                            .metadata
-                            .finalizers
-                            .as_ref()
-                            .is_some_and(|f| !f.is_empty())
-                        {
-                            let name = fc.metadata.name.unwrap_or_default();
-                            let _ = fcs
-                                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                                .await;
-                        }
-                    }
-                    Ok::<(), kube::Error>(())
-                };
-                let _ = tokio::time::timeout(bounded, unfinalize()).await;
+                let _ = tokio::time::timeout(bounded, strip_finalizers(&fcs)).await;
                 let namespaces: Api<Namespace> = Api::all(client.clone());
                 let _ = tokio::time::timeout(
                     bounded,
                     namespaces.delete(&namespace, &DeleteParams::default()),
                 )
                 .await;
-                let _ = tokio::time::timeout(bounded, unfinalize()).await;
+                let _ = tokio::time::timeout(bounded, strip_finalizers(&fcs)).await;
             });
         })
         .join();
@@ -286,6 +250,25 @@ impl Drop for Cleanup {
         }
         remove_images(&self.images);
     }
+}
+
+/// Takes every finalizer off every object of `api` that has one (a test's
+/// leftovers, so that their namespace can go).
+async fn strip_finalizers<K>(api: &Api<K>) -> Result<(), kube::Error>
+where
+    K: kube::Resource + Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let patch = serde_json::json!({"metadata": {"finalizers": null}});
+    for object in api.list(&Default::default()).await?.items {
+        let meta = object.meta();
+        if meta.finalizers.as_ref().is_some_and(|f| !f.is_empty()) {
+            let name = meta.name.clone().unwrap_or_default();
+            let _ = api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await;
+        }
+    }
+    Ok(())
 }
 
 /// Waits, at most 30 s, until the API server serves the FunctionConfig CRD.
