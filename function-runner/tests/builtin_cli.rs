@@ -146,16 +146,16 @@ spec:
     let stderr = untimed(&r.stderr);
     assert!(
         stderr.starts_with(
-            "Package \"shop/db\": \n[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2\" in <t>\n"
+            "Package: \"shop/db\"\n[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2\" in <t>\n"
         ),
         "{stderr}"
     );
     assert!(
-        stderr.contains("\nPackage \"shop\": \n[RUNNING] \"gcr.io/kpt-fn/set-namespace:unstable\"\n[PASS] \"gcr.io/kpt-fn/set-namespace:unstable\" in <t>\n"),
+        stderr.contains("Package: \"shop\"\n[RUNNING] \"gcr.io/kpt-fn/set-namespace:unstable\"\n[PASS] \"gcr.io/kpt-fn/set-namespace:unstable\" in <t>\n"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("[RUNNING] \"gcr.io/kpt-fn/set-image:v0.1.1\"\n[PASS] \"gcr.io/kpt-fn/set-image:v0.1.1\" in <t>\n"),
+        stderr.contains("[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-image:v0.1.1\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-image:v0.1.1\" in <t>\n"),
         "{stderr}"
     );
     assert!(
@@ -203,7 +203,7 @@ fn eval_runs_a_built_in_with_kpts_lines_and_results_file() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         untimed(&r.stderr),
-        "[RUNNING] \"gcr.io/kpt-fn/set-annotations:v0.1.4\"\n[PASS] \"gcr.io/kpt-fn/set-annotations:v0.1.4\" in <t>\n  Results:\n    [info] metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n    [info] spec.template.metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n\nFor complete results, see {}/results.yaml\n".replace("{}", results.to_str().unwrap())
+        "[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.4\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.4\" in <t>\n[Results]: [info] metadata.annotations: set annotations: {\"owner\":\"team-a\"}, [info] spec.template.metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n\nFor complete results, see {}/results.yaml\n".replace("{}", results.to_str().unwrap())
     );
     assert_eq!(
         fs::read_to_string(pkg.join("deploy.yaml")).unwrap(),
@@ -217,7 +217,7 @@ fn eval_runs_a_built_in_with_kpts_lines_and_results_file() {
     );
     let written = fs::read_to_string(results.join("results.yaml")).unwrap();
     assert!(
-        written.contains("image: gcr.io/kpt-fn/set-annotations:v0.1.4")
+        written.contains("image: ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.4")
             && written.contains("exitCode: 0"),
         "{written}"
     );
@@ -235,10 +235,10 @@ fn a_failing_built_in_is_reported_as_a_failing_container_and_writes_nothing() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     let stderr = untimed(&r.stderr);
     assert!(
-        stderr.starts_with("[RUNNING] \"gcr.io/kpt-fn/set-labels:v0.2\"\n[FAIL] \"gcr.io/kpt-fn/set-labels:v0.2\" in <t>\n  Results:\n"),
+        stderr.starts_with("[RUNNING] \"gcr.io/kpt-fn/set-labels:v0.2\"\n[FAIL] \"gcr.io/kpt-fn/set-labels:v0.2\" in <t>\n[Results]: "),
         "{stderr}"
     );
-    assert!(stderr.contains("  Stderr:\n"), "{stderr}");
+    assert!(stderr.contains(" Stderr: "), "{stderr}");
     assert!(stderr.ends_with("  Exit code: 1\n\n"), "{stderr}");
     assert_eq!(
         fs::read_to_string(pkg.join("deploy.yaml")).unwrap(),

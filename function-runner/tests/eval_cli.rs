@@ -166,7 +166,7 @@ exit 3
     assert_eq!(
         untimed(&r.stderr),
         format!(
-            "[RUNNING] \"{fail}\"\n[FAIL] \"{fail}\" in <t>\n  Results:\n    [error] apps/v1/Deployment/ns/app spec.replicas: bad replicas\n    [warning]: just a warning\n    [info]: no severity\n  Stderr:\n    \"some stderr line\"\n    \"\"\n  Exit code: 3\n\n\nFor complete results, see res/results.yaml\n"
+            "[RUNNING] \"{fail}\"\n[FAIL] \"{fail}\" in <t>\n[Results]: [error] apps/v1/Deployment/ns/app spec.replicas: bad replicas, [warning]: just a warning, [info]: no severity\n Stderr: some stderr line,   Exit code: 3\n\n\nFor complete results, see res/results.yaml\n"
         )
     );
     assert_eq!(
@@ -197,8 +197,8 @@ items:
           namespace: ns
         field:
           path: spec.replicas
-          currentValue: 1
-          proposedValue: 3
+          currentValue: \"1\"
+          proposedValue: \"3\"
         file:
           path: sub/deploy.yaml
       - message: just a warning

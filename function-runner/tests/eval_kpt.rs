@@ -14,8 +14,8 @@ mod common;
 mod aliases;
 
 use common::kpt::{
-    assert_same_run, assert_same_tree, both, both_render, functions, kptfile, ours, pair, run,
-    selection_package, untimed,
+    assert_same_run, assert_same_tree, both, both_render, functions, kpt_run, kptfile, ours, pair,
+    run, selection_package, untimed,
 };
 use common::{copy_dir, fixture, script};
 
@@ -77,8 +77,9 @@ fn failing_function_same_lines_exit_code_and_results() {
     );
     assert_eq!(k.code, 1);
     assert_same_run(&k, &o, "failing function");
+    // beta.67's one line (`[Results]: a, b`), every result.
     assert!(o.stderr.contains(
-        "  Results:\n    [error] apps/v1/Deployment/ns/app spec.replicas: bad replicas\n"
+        "[Results]: [error] apps/v1/Deployment/ns/app spec.replicas: bad replicas, [warning]: just a warning,"
     ));
     assert!(o.stderr.contains("  Exit code: 1\n"));
     assert_same_tree(&p.k, &p.o, "failing function");
@@ -213,7 +214,7 @@ fn function_receives_the_same_resource_list() {
         kargs.extend_from_slice(extra);
         let mut oargs = vec!["eval", "pkg", "--exec", ocmd.as_str(), "-o", "stdout"];
         oargs.extend_from_slice(extra);
-        let k = run(&kpt, &p.k, &kargs, None);
+        let k = kpt_run(&kpt, &p.k, &kargs, None);
         let o = run(Path::new(ours()), &p.o, &oargs, None);
         assert_eq!((k.code, o.code), (0, 0), "{}\n{}", k.stderr, o.stderr);
         assert_eq!(
@@ -312,7 +313,7 @@ fn eval_match_and_exclude_flags_like_kpt() {
     kargs.extend_from_slice(&sel);
     let mut oargs = vec!["eval", "pkg", "--exec", &ocmd];
     oargs.extend_from_slice(&sel);
-    let k = run(&kpt, &p.k, &kargs, None);
+    let k = kpt_run(&kpt, &p.k, &kargs, None);
     let o = run(Path::new(ours()), &p.o, &oargs, None);
     assert_eq!((k.code, o.code), (0, 0), "{}\n{}", k.stderr, o.stderr);
     assert_eq!(untimed(&k.stderr), untimed(&o.stderr));
@@ -442,19 +443,11 @@ fn render_selectors_and_exclude_like_kpt() {
                     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fc\ndata:\n  x: y\n",
                 )
                 .unwrap();
-                // A subpackage whose own step selects (its resources then
-                // go to the parent's steps).
-                fs::create_dir_all(d.join("sub")).unwrap();
-                fs::write(
-                    d.join("sub/Kptfile"),
-                    format!("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: sub\npipeline:\n  mutators:\n  - exec: {}\n    selectors:\n    - kind: ConfigMap\n", f.add_delete),
-                )
-                .unwrap();
-                fs::write(
-                    d.join("sub/r.yaml"),
-                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm2\n  namespace: ns\n---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: sec\n  namespace: ns\n",
-                )
-                .unwrap();
+                // No subpackage: beta.67 sends a package's own resources
+                // before its subpackages' (beta.56 the other way round),
+                // so a pipeline's input differs from the installed kpt's
+                // there; `render_beta67.rs` has that order, with a
+                // selecting subpackage.
             };
             let p = pair(&make);
             let mut args = vec!["pkg", "--allow-exec"];
@@ -758,8 +751,9 @@ fn env_reaches_an_exec_function() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     let home = std::env::var("HOME").unwrap_or_else(|_| "<unset>".into());
     assert!(
-        o.stderr
-            .contains(&format!("\"A=2 GONE=<unset> EMPTY= EQ=a=b HOME={home}\"")),
+        o.stderr.contains(&format!(
+            " Stderr: A=2 GONE=<unset> EMPTY= EQ=a=b HOME={home}, "
+        )),
         "{}",
         o.stderr
     );

@@ -11,8 +11,8 @@
 mod common;
 
 use common::kpt::{
-    assert_same_run, assert_same_tree, both, both_render, functions, kptfile, ours, pair, run,
-    selection_package, untimed, Pair,
+    assert_same_run, assert_same_tree, both, both_render, functions, kpt_run, kptfile, ours, pair,
+    run, selection_package, untimed, Pair,
 };
 
 use std::fs;
@@ -326,7 +326,7 @@ fn eval_save_refusals_and_messages_like_kpt() {
 }
 
 /// #28: `--save` with `--image` saves kpt's name of the image
-/// (`gcr.io/kpt-fn/` before a bare name). kpt needs the image to run it;
+/// (beta.67: `ghcr.io/kptdev/krm-functions-catalog/` before a bare name). kpt needs the image to run it;
 /// a built-in function runs here without one, so the file is compared
 /// with the one kpt writes for an exec function, the function's line
 /// aside. An image name kpt refuses is refused as kpt refuses it.
@@ -348,7 +348,7 @@ fn eval_save_of_an_image_and_bad_image_names_like_kpt() {
     ];
     let mut kargs = vec!["fn", "eval", "pkg", "--exec", "cat"];
     kargs.extend_from_slice(&saving);
-    let kr = run(&kpt, &p.k, &kargs, None);
+    let kr = kpt_run(&kpt, &p.k, &kargs, None);
     assert_eq!(kr.code, 0, "{}", kr.stderr);
     let mut oargs = vec!["eval", "pkg", "--image", "set-labels:v0.1"];
     oargs.extend_from_slice(&saving);
@@ -357,7 +357,7 @@ fn eval_save_of_an_image_and_bad_image_names_like_kpt() {
         assert_eq!(or.code, 0, "{}", or.stderr);
         assert!(
             or.stderr.ends_with(&format!(
-                "{verb} \"gcr.io/kpt-fn/set-labels:v0.1\" as mutator in the Kptfile.\n"
+                "{verb} \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.1\" as mutator in the Kptfile.\n"
             )),
             "{}",
             or.stderr
@@ -367,14 +367,38 @@ fn eval_save_of_an_image_and_bad_image_names_like_kpt() {
     let of = fs::read_to_string(p.o.join("pkg/Kptfile")).unwrap();
     assert_eq!(
         of,
-        kf.replace("- exec: cat\n", "- image: gcr.io/kpt-fn/set-labels:v0.1\n"),
+        kf.replace(
+            "- exec: cat\n",
+            "- image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.1\n"
+        ),
         "left ours, right kpt's with the image"
     );
 
     let before = common::tree(&p.o);
-    for image in ["Bad!Image", "UPPER", "a:b@c"] {
+    // Refused by both, before anything runs; beta.67 judges the name by
+    // distribution's grammar, in its words
+    // (`api/kptfile/v1/validation.go@v1.0.0-beta.67:119-136`), where
+    // beta.56 said `function name "..." is invalid`.
+    for (image, why) in [
+        ("Bad!Image", "invalid reference format"),
+        ("UPPER", "repository name must be lowercase"),
+        ("a:b@c", "invalid reference format"),
+    ] {
         let (k, o) = both(&kpt, &p, &["pkg", "-i", image, "-s", "-t", "mutator"], None);
-        assert_same_run(&k, &o, image);
+        assert_eq!(
+            (k.code, o.code),
+            (1, 1),
+            "{image}: {}\n{}",
+            k.stderr,
+            o.stderr
+        );
+        assert!(k.stderr.contains("is invalid"), "{}", k.stderr);
+        let expanded = krm_kpt::image::resolve_to_image(image, krm_kpt::image::GHCR_IMAGE_PREFIX);
+        assert_eq!(
+            o.stderr,
+            format!("error: function image reference {expanded:?} is invalid: {why}\n"),
+            "{image}"
+        );
     }
     assert_eq!(before, common::tree(&p.o), "bad image names change nothing");
 }

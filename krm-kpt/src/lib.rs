@@ -23,3 +23,4 @@ pub mod image;
 pub mod kptfile;
 pub mod render;
 pub mod select;
+pub mod tag;

@@ -2,6 +2,7 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
+pub mod beta67;
 pub mod kpt;
 
 use std::fs;

@@ -112,8 +112,8 @@ fn results_sharing_resource_ref_and_field_keep_them() {
          \x20   {'message': 'second', 'severity': 'warning', 'resourceRef': ref, 'field': field, 'file': where},\n\
          ]",
     );
-    let lines = "  Results:\n    [warning] v1/ConfigMap/ns/cm1 data.a: first\n    \
-                 [warning] v1/ConfigMap/ns/cm1 data.a: second\n";
+    let lines =
+        "[Results]: [warning] v1/ConfigMap/ns/cm1 data.a: first, [warning] v1/ConfigMap/ns/cm1 data.a: second\n";
     let p = pair(&selection_package);
     let (k, o) = both(
         &kpt,

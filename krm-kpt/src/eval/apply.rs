@@ -28,8 +28,6 @@ pub(crate) struct StepFunction<'a> {
     pub fn_config: Option<Node>,
     /// The most stdout the function may write.
     pub max_output_bytes: usize,
-    /// kpt's `--truncate-output`.
-    pub truncate: bool,
 }
 
 /// Runs the step's function over `input` as kpt's function runner does
@@ -50,7 +48,6 @@ pub(crate) async fn apply(
         name,
         fn_config,
         max_output_bytes,
-        truncate,
     } = step;
     for item in &input {
         if let Some(problem) = krm_problem(&kyaml::meta(item)) {
@@ -80,9 +77,7 @@ pub(crate) async fn apply(
     }
     let (items, results, fn_stderr, started) = match function {
         Function::Builtin { builtin, .. } => {
-            let run = run_builtin_tree(
-                builtin, name, &mut input, fn_config, truncate, report, stderr,
-            )?;
+            let run = run_builtin_tree(builtin, name, &mut input, fn_config, report, stderr)?;
             match run {
                 Some(done) => done,
                 None => return Ok(None),
@@ -117,9 +112,9 @@ pub(crate) async fn apply(
                 });
                 fail_line(stderr, name, started)?;
                 if let Ok((_, results)) = &parsed {
-                    print_results(stderr, results, truncate)?;
+                    print_results(stderr, results)?;
                 }
-                print_stderr(stderr, &ran.stderr, truncate)?;
+                print_stderr(stderr, &ran.stderr)?;
                 write!(stderr, "  Exit code: {}\n\n", ran.exit_code)?;
                 return Ok(None);
             }
@@ -130,7 +125,7 @@ pub(crate) async fn apply(
                         String::from_utf8_lossy(&ran.stderr).into_owned(),
                     ));
                     fail_line(stderr, name, started)?;
-                    print_stderr(stderr, &ran.stderr, truncate)?;
+                    print_stderr(stderr, &ran.stderr)?;
                     return Err(e);
                 }
             }
@@ -213,8 +208,8 @@ pub(crate) async fn apply(
         go_quote(name),
         kpt_duration(started.elapsed())
     )?;
-    print_results(stderr, &results, truncate)?;
-    print_stderr(stderr, &fn_stderr, truncate)?;
+    print_results(stderr, &results)?;
+    print_stderr(stderr, &fn_stderr)?;
     report.outcome = Some(Outcome {
         exit_code: 0,
         stderr: String::from_utf8_lossy(&fn_stderr).into_owned(),
@@ -286,7 +281,6 @@ fn run_builtin_tree(
     name: &str,
     input: &mut Vec<Node>,
     fn_config: Option<Node>,
-    truncate: bool,
     report: &mut StepReport,
     stderr: &mut (dyn Write + Send),
 ) -> Result<Option<Passed>, Error> {
@@ -333,8 +327,8 @@ fn run_builtin_tree(
                 results: results.clone(),
             });
             fail_line(stderr, name, started)?;
-            print_results(stderr, &results, truncate)?;
-            print_stderr(stderr, &container_stderr(log.as_bytes()), truncate)?;
+            print_results(stderr, &results)?;
+            print_stderr(stderr, &container_stderr(log.as_bytes()))?;
             write!(stderr, "  Exit code: 1\n\n")?;
             Ok(None)
         }

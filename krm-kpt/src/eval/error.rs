@@ -56,6 +56,11 @@ pub enum Error {
     Results(io::Error),
     #[error("writing output: {0}")]
     Write(#[from] io::Error),
+    /// A render's failure that kpt prints through its error printer: the
+    /// error's text after `Error: `, a space before the line break
+    /// (`main.go@v1.0.0-beta.67:76-86`).
+    #[error("{0}")]
+    Rendering(Box<Error>),
 }
 
 impl Error {
@@ -64,6 +69,10 @@ impl Error {
     pub fn kpt_text(&self) -> String {
         match self {
             Error::Kptfile(text) => text.clone(),
+            Error::Rendering(inner) => match inner.as_ref() {
+                Error::Kptfile(text) => text.clone(),
+                err => format!("Error: {err} "),
+            },
             err => format!("error: {err}"),
         }
     }

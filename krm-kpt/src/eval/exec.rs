@@ -135,7 +135,7 @@ pub(super) async fn run_exec(
 }
 
 /// An OS error in Go's words: `no such file or directory`.
-pub(super) fn go_os_error(e: &io::Error) -> String {
+pub(crate) fn go_os_error(e: &io::Error) -> String {
     let s = e.to_string();
     let s = match s.find(" (os error") {
         Some(i) => &s[..i],

@@ -75,11 +75,12 @@ pub use options::{
 
 pub(crate) use apply::{apply, StepFunction, StepReport};
 pub use env::FunctionEnv;
+pub(crate) use exec::go_os_error;
 pub use exec::shlex_split;
 pub(crate) use input::{doc_error, function_config, krm_problem, set_all};
 pub(crate) use output::clear_annotations;
 pub use results::{kpt_duration, kpt_line, prepare_results_dir};
-pub(crate) use results::{results_list_yaml, FnRecord};
+pub(crate) use results::{result_value, results_list_yaml, FnRecord};
 pub(crate) use text_output::{resource_list_text, write_output_text};
 
 use exec::{run_builtin, run_exec, run_image};
@@ -179,8 +180,8 @@ pub async fn run(
     if ran.exit_code != 0 {
         record.exit_code = ran.exit_code;
         fail_line(stderr, &name, started)?;
-        print_results(stderr, &record.results, opts.truncate_output)?;
-        print_stderr(stderr, &ran.stderr, opts.truncate_output)?;
+        print_results(stderr, &record.results)?;
+        print_stderr(stderr, &ran.stderr)?;
         write!(stderr, "  Exit code: {}\n\n", ran.exit_code)?;
         finish_results(&opts, &record, stderr)?;
         return Ok(1);
@@ -189,7 +190,7 @@ pub async fn run(
         Ok((items, _)) => items,
         Err(e) => {
             fail_line(stderr, &name, started)?;
-            print_stderr(stderr, &ran.stderr, opts.truncate_output)?;
+            print_stderr(stderr, &ran.stderr)?;
             finish_results(&opts, &record, stderr)?;
             return Err(e);
         }
@@ -197,7 +198,7 @@ pub async fn run(
     if let Some((all, picked)) = selection {
         if let Err(e) = items.iter().try_for_each(output_krm_check) {
             fail_line(stderr, &name, started)?;
-            print_results(stderr, &record.results, opts.truncate_output)?;
+            print_results(stderr, &record.results)?;
             finish_results(&opts, &record, stderr)?;
             return Err(e);
         }
@@ -221,7 +222,7 @@ pub async fn run(
         Ok(p) => p,
         Err(e) => {
             fail_line(stderr, &name, started)?;
-            print_results(stderr, &record.results, opts.truncate_output)?;
+            print_results(stderr, &record.results)?;
             finish_results(&opts, &record, stderr)?;
             return Err(e);
         }
@@ -233,8 +234,8 @@ pub async fn run(
         go_quote(&name),
         kpt_duration(started.elapsed())
     )?;
-    print_results(stderr, &record.results, opts.truncate_output)?;
-    print_stderr(stderr, &ran.stderr, opts.truncate_output)?;
+    print_results(stderr, &record.results)?;
+    print_stderr(stderr, &ran.stderr)?;
     let written = match processed {
         Processed::Mismatch(e) => Err(e),
         Processed::Files(placed) => write_files(&input, placed, &output, stderr),

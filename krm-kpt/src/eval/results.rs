@@ -1,5 +1,5 @@
 //! Results as kpt prints and records them: kpt's lines (`[FAIL]`,
-//! `Results:`, `Stderr:`, durations, one line per result:
+//! `[Results]:`, ` Stderr:`, durations, one entry per result:
 //! [`kpt_line`]) and the results file (`FunctionResultList`). The results
 //! themselves are the workspace's one model, read as kpt reads them
 //! ([`krm_results::kpt`]).
@@ -13,7 +13,7 @@ use super::error::Error;
 use super::options::EvalOptions;
 use krm_results::FnResult;
 use krm_yaml as yaml;
-use krm_yaml::package::{go_quote, go_quote_bytes};
+use krm_yaml::package::go_quote;
 
 /// kpt's line: `[severity] apiVersion/kind/namespace/name field.path:
 /// message`, the severity as written (`info` when there is none).
@@ -44,7 +44,7 @@ pub fn kpt_line(result: &FnResult) -> String {
 }
 
 /// A result as kpt writes it in `results.yaml`.
-fn result_value(result: &FnResult) -> Value {
+pub(crate) fn result_value(result: &FnResult) -> Value {
     let mut m = Mapping::new();
     let put = |m: &mut Mapping, k: &str, v: &str| {
         if !v.is_empty() {
@@ -64,11 +64,16 @@ fn result_value(result: &FnResult) -> Value {
     if let Some(field) = &result.field {
         let mut f = Mapping::new();
         put(&mut f, "path", &field.path);
-        if let Some(c) = &field.current_value {
-            f.insert("currentValue".into(), c.clone());
-        }
-        if let Some(p) = &field.proposed_value {
-            f.insert("proposedValue".into(), p.clone());
+        // beta.67 holds these as strings (fnresult's `Field`, since
+        // beta.63): a number is written back as `"3"`, a mapping as its
+        // YAML text.
+        for (key, value) in [
+            ("currentValue", &field.current_value),
+            ("proposedValue", &field.proposed_value),
+        ] {
+            if let Some(text) = value.as_ref().map(field_text).filter(|t| !t.is_empty()) {
+                f.insert(key.into(), text.into());
+            }
         }
         m.insert("field".into(), Value::Mapping(f));
     }
@@ -89,6 +94,22 @@ fn result_value(result: &FnResult) -> Value {
         m.insert("tags".into(), Value::Mapping(t));
     }
     Value::Mapping(m)
+}
+
+/// A field value as beta.67's `Field.UnmarshalYAML` keeps it: a scalar's
+/// text, a collection's YAML text trimmed
+/// (`api/fnresult/v1/types.go@v1.0.0-beta.67:175-215`).
+fn field_text(value: &Value) -> String {
+    match value {
+        Value::Null => String::new(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        other => {
+            let node = yaml::value::from_value(other);
+            yaml::emit::encode_node(&node, true).trim().to_owned()
+        }
+    }
 }
 
 /// One function's entry in `results.yaml`.
@@ -189,47 +210,63 @@ pub(super) fn fail_line(
     )
 }
 
-/// kpt's multi-line block: a title, the lines (newlines as spaces), at
-/// most four of them when truncating.
-pub(super) fn block(title: &str, lines: &[String], truncate: bool) -> String {
-    let mut s = format!("  {title}:\n");
-    let max = if truncate { 4 } else { usize::MAX };
-    for l in lines.iter().take(max) {
-        s.push_str("    ");
-        s.push_str(&l.replace('\n', " "));
-        s.push('\n');
-    }
-    if lines.len() > max {
-        s.push_str(&format!(
-            "    ...({} line(s) truncated, use '--truncate-output=false' to disable)\n",
-            lines.len() - max
-        ));
+/// kpt's one-line list (beta.67's `SingleLineFormatter`,
+/// `pkg/lib/runneroptions/runneroptions.go@v1.0.0-beta.67:112-133`):
+/// `Title: a, b`, each line's newlines as spaces and its ends trimmed.
+/// Nothing is cut: beta.67 prints every line whatever `--truncate-output`
+/// says (beta.56 printed a block of at most four).
+fn single_line(title: &str, lines: &[&[u8]]) -> Vec<u8> {
+    let mut s = format!("{title}: ").into_bytes();
+    for (i, line) in lines.iter().enumerate() {
+        if i > 0 {
+            s.extend_from_slice(b", ");
+        }
+        let line: Vec<u8> = line
+            .iter()
+            .map(|&b| if b == b'\n' { b' ' } else { b })
+            .collect();
+        s.extend_from_slice(go_trim_space(&line));
     }
     s
 }
 
+/// Go's `strings.TrimSpace` on bytes: ASCII white space, and Unicode's
+/// where the text is UTF-8.
+fn go_trim_space(b: &[u8]) -> &[u8] {
+    match std::str::from_utf8(b) {
+        Ok(s) => s.trim().as_bytes(),
+        Err(_) => b.trim_ascii(),
+    }
+}
+
+/// kpt's results line after `[PASS]`/`[FAIL]`: `[Results]: a, b` (one
+/// line, every result; beta.67's `printFnResult`).
 pub(super) fn print_results(
     stderr: &mut (dyn Write + Send),
     results: &[FnResult],
-    truncate: bool,
 ) -> io::Result<()> {
     if results.is_empty() {
         return Ok(());
     }
     let lines: Vec<String> = results.iter().map(kpt_line).collect();
-    stderr.write_all(block("Results", &lines, truncate).as_bytes())
+    let lines: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+    let mut s = single_line("[Results]", &lines);
+    s.push(b'\n');
+    stderr.write_all(&s)
 }
 
-pub(super) fn print_stderr(
-    stderr: &mut (dyn Write + Send),
-    text: &[u8],
-    truncate: bool,
-) -> io::Result<()> {
+/// kpt's stderr of a function: ` Stderr: a, b` with no line break after
+/// it (beta.67's `printFnStderr`: what kpt prints next goes on the same
+/// line), the lines as written, unquoted; a stderr that ends with a line
+/// break ends with `, ` (its last, empty line).
+pub(super) fn print_stderr(stderr: &mut (dyn Write + Send), text: &[u8]) -> io::Result<()> {
     if text.is_empty() {
         return Ok(());
     }
-    let lines: Vec<String> = text.split(|b| *b == b'\n').map(go_quote_bytes).collect();
-    stderr.write_all(block("Stderr", &lines, truncate).as_bytes())
+    let lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
+    let mut s = b" ".to_vec();
+    s.extend_from_slice(&single_line("Stderr", &lines));
+    stderr.write_all(&s)
 }
 
 /// Go's `Duration.String()` of the time truncated to 100 ms, as kpt

@@ -6,8 +6,9 @@ use serde_yaml_ng::Value;
 
 use super::exec::container_stderr;
 use super::input::bare;
-use super::results::{block, results_yaml};
+use super::results::{print_results, print_stderr, results_yaml};
 use super::*;
+use krm_results::FnResult;
 use krm_yaml::package::kyaml;
 use krm_yaml::{self as yaml, Node};
 
@@ -181,8 +182,8 @@ items:
           namespace: ns
         field:
           path: spec.replicas
-          currentValue: 1
-          proposedValue: 3
+          currentValue: \"1\"
+          proposedValue: \"3\"
         file:
           path: sub/deploy.yaml
       - message: |-
@@ -201,12 +202,23 @@ fn container_stderr_is_read_by_lines_as_kpt_reads_it() {
     assert_eq!(container_stderr(b""), b"");
 }
 
+/// beta.67's one-line forms, every line whatever `--truncate-output`
+/// says (`pkg/fn/runtime/runner.go@v1.0.0-beta.67:433-472`): results
+/// joined after `[Results]: `; stderr unquoted after ` Stderr: `, its
+/// trailing line break an empty last entry, and no line break after it.
 #[test]
-fn blocks_truncate_like_kpt() {
-    let lines: Vec<String> = (1..=6).map(|i| format!("\"line {i}\"")).collect();
+fn results_and_stderr_print_on_one_line_as_beta_67() {
+    let mut out = Vec::new();
+    let results: Vec<FnResult> = (1..=6)
+        .map(|i| FnResult {
+            message: format!("r{i}\nnext  "),
+            ..FnResult::default()
+        })
+        .collect();
+    print_results(&mut out, &results).unwrap();
+    print_stderr(&mut out, b"a \"q\"\tb\n  c\n").unwrap();
     assert_eq!(
-        block("Stderr", &lines, true),
-        "  Stderr:\n    \"line 1\"\n    \"line 2\"\n    \"line 3\"\n    \"line 4\"\n    ...(2 line(s) truncated, use '--truncate-output=false' to disable)\n"
+        String::from_utf8(out).unwrap(),
+        "[Results]: [info]: r1 next, [info]: r2 next, [info]: r3 next, [info]: r4 next, [info]: r5 next, [info]: r6 next\n Stderr: a \"q\"\tb, c, "
     );
-    assert_eq!(block("Stderr", &lines, false).lines().count(), 7);
 }

@@ -1,4 +1,4 @@
-//! A Kptfile as kpt 1.0.0-beta.56 reads, checks and writes it.
+//! A Kptfile as kpt v1.0.0-beta.67 reads, checks and writes it.
 //!
 //! Read (kpt's `ReadKptfile`): the schema version (`checkKptfileVersion`),
 //! then a strict decode into its `v1.KptFile` type (yaml.v3 with
@@ -14,10 +14,12 @@
 mod read;
 mod save;
 mod schema;
+mod status;
 mod validate;
 
 pub use save::{save, FnType, NewFunction};
-pub use validate::valid_image_name;
+pub use status::{write_render_status, RenderReport, StepStatus};
+pub use validate::check_image_reference;
 
 use std::path::Path;
 

@@ -74,6 +74,13 @@ fn decode(node: &Node, ty: Ty, errors: &mut Vec<String>) {
             Kind::Sequence => node.content.iter().for_each(|n| decode(n, Ty::Str, errors)),
             _ => errors.push(cannot(node, "[]string")),
         },
+        Ty::Int | Ty::IntAlways => {
+            if !is_go_int(node) {
+                errors.push(cannot(node, "int"));
+            }
+        }
+        // Their own unmarshallers take any node.
+        Ty::Text | Ty::Lenient(_) => {}
         Ty::StrMap => match node.kind {
             Kind::Mapping => {
                 for kv in node.content.chunks_exact(2) {
@@ -105,6 +112,27 @@ fn decode(node: &Node, ty: Ty, errors: &mut Vec<String>) {
                 .for_each(|n| decode(n, Ty::Obj(schema), errors)),
             _ => errors.push(cannot(node, &format!("[]{}", schema.name))),
         },
+    }
+}
+
+/// Whether yaml.v3 decodes `node` into a Go `int`: a plain scalar that
+/// resolves to an integer, or to a float without a fraction.
+fn is_go_int(node: &Node) -> bool {
+    if node.kind != Kind::Scalar {
+        return false;
+    }
+    let tag = if node.tag.is_empty() {
+        krm_yaml::resolve::resolve_plain(&node.value)
+    } else {
+        node.tag.as_str()
+    };
+    match tag {
+        "!!int" => true,
+        "!!float" => node
+            .value
+            .parse::<f64>()
+            .is_ok_and(|f| f.fract() == 0.0 && f.abs() < 9.2e18),
+        _ => false,
     }
 }
 

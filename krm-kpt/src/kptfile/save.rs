@@ -56,9 +56,11 @@ impl FnType {
 /// The function `eval` ran, as kpt's `NewFunction` records it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NewFunction {
-    /// The image as kpt names it (`gcr.io/kpt-fn/` before a bare name);
+    /// The image as kpt names it (a short name under the image prefix);
     /// empty for an exec function.
     pub image: String,
+    /// `--tag` (beta.67 saves it with an image, for render to resolve).
+    pub tag: String,
     /// The command line of an exec function.
     pub exec: String,
     /// `--fn-config`, relative to the package.
@@ -112,6 +114,7 @@ impl NewFunction {
         put("exec", Node::string(self.exec.as_str()));
         put("configPath", Node::string(self.config_path.as_str()));
         put("configMap", string_map(&self.config_map));
+        put("tag", Node::string(self.tag.as_str()));
         for (key, s) in [("selectors", &self.selector), ("exclude", &self.exclusion)] {
             if !s.is_empty() {
                 put(key, Node::sequence(vec![selector_node(s)]));
@@ -207,7 +210,7 @@ fn add(root: &mut Node, f: &NewFunction, ty: FnType) -> String {
 
 /// The value of `key` in `map`, set to `empty` first when it is missing or
 /// null (the nil pointer or slice kpt fills).
-fn field_or<'a>(map: &'a mut Node, key: &str, empty: Node) -> &'a mut Node {
+pub(super) fn field_or<'a>(map: &'a mut Node, key: &str, empty: Node) -> &'a mut Node {
     let i = match kyaml::field_index(map, key) {
         Some(i) => {
             if map.content[i + 1].tag == kyaml::NULL_TAG {
@@ -226,7 +229,7 @@ fn field_or<'a>(map: &'a mut Node, key: &str, empty: Node) -> &'a mut Node {
 
 /// Aliases replaced by what they name, as decoding them into Go values
 /// does.
-fn resolve_aliases(node: &mut Node, anchors: &mut HashMap<String, Node>) {
+pub(super) fn resolve_aliases(node: &mut Node, anchors: &mut HashMap<String, Node>) {
     if node.kind == Kind::Alias {
         if let Some(target) = anchors.get(node.alias.as_str()) {
             *node = target.clone();
@@ -263,7 +266,7 @@ fn rewrite(original: &Node, decoded: &Node) -> Result<String, String> {
 /// (`None`: absent or null): `None` when the field is omitted
 /// (`omitempty` and empty). Values are strings by then, whatever they were
 /// written as.
-fn marshal(node: Option<&Node>, ty: Ty) -> Option<Node> {
+pub(super) fn marshal(node: Option<&Node>, ty: Ty) -> Option<Node> {
     let node = node.filter(|n| n.tag != kyaml::NULL_TAG);
     let text = |n: Option<&Node>| kyaml::value_of(n).to_owned();
     // yaml.v3 leaves a null element out of a list (its decode of null
@@ -297,12 +300,53 @@ fn marshal(node: Option<&Node>, ty: Ty) -> Option<Node> {
                     .collect(),
             )
         }),
+        Ty::Int => Some(text(node))
+            .filter(|v| !v.is_empty() && go_int(v) != Some(0))
+            .map(|v| int_node(&v)),
+        Ty::IntAlways => Some(int_node(&text(node))),
+        Ty::Text => node
+            .map(|n| match n.kind {
+                Kind::Mapping | Kind::Sequence => {
+                    krm_yaml::emit::encode_node(n, true).trim().to_owned()
+                }
+                _ => n.value.to_string(),
+            })
+            .filter(|v| !v.is_empty())
+            .map(|v| go_string(&v)),
         // A pointer: any mapping is a value, `{}` included.
-        Ty::Obj(schema) => node.map(|n| structure(Some(n), schema)),
+        Ty::Obj(schema) | Ty::Lenient(schema) => node.map(|n| structure(Some(n), schema)),
         Ty::Struct(schema) => Some(structure(node, schema)).filter(|m| !m.content.is_empty()),
         Ty::List(schema) => elements
             .map(|e| Node::sequence(e.into_iter().map(|i| structure(Some(i), schema)).collect())),
     }
+}
+
+/// An integer as Go's `int` holds it (`0x1f`, `1_000`, `1e3` and the
+/// like decoded), `None` for what is not one.
+fn go_int(v: &str) -> Option<i64> {
+    let clean = v.replace('_', "");
+    let (neg, digits) = match clean.strip_prefix('-') {
+        Some(d) => (true, d.to_owned()),
+        None => (false, clean.trim_start_matches('+').to_owned()),
+    };
+    let n = if let Some(h) = digits.strip_prefix("0x") {
+        i64::from_str_radix(h, 16).ok()
+    } else if let Some(o) = digits.strip_prefix("0o") {
+        i64::from_str_radix(o, 8).ok()
+    } else if let Some(b) = digits.strip_prefix("0b") {
+        i64::from_str_radix(b, 2).ok()
+    } else {
+        digits
+            .parse::<i64>()
+            .ok()
+            .or_else(|| digits.parse::<f64>().ok().map(|f| f as i64))
+    }?;
+    Some(if neg { -n } else { n })
+}
+
+/// An `int` as yaml.v3 writes it: decimal, plain.
+fn int_node(v: &str) -> Node {
+    Node::scalar(go_int(v).unwrap_or(0).to_string().as_str())
 }
 
 /// A struct's fields in the struct's order, those omitted left out.
@@ -326,7 +370,7 @@ fn structure(node: Option<&Node>, schema: &Schema) -> Node {
 /// or sexagesimal number), literal when it has a line break, else
 /// double-quoted. The emitter may still quote a plain one it cannot write
 /// plain, as it does for kpt.
-fn go_string(s: &str) -> Node {
+pub(super) fn go_string(s: &str) -> Node {
     let plain = resolve_plain(s) == "!!str" && !is_base60_float(s) && !is_old_bool(s);
     let style = if s.contains('\n') {
         Style::LITERAL

@@ -1,6 +1,10 @@
-//! The Kptfile's Go types as kpt 1.0.0-beta.56 declares them: each
-//! struct's fields, in order, and what each holds. Reading decodes by them
-//! strictly; `eval --save` writes through them, as yaml.v3 marshals them.
+//! The Kptfile's Go types as kpt v1.0.0-beta.67 declares them
+//! (`api/kptfile/v1/types.go@v1.0.0-beta.67`): each struct's fields, in
+//! order, and what each holds. Reading decodes by them strictly; `eval
+//! --save` and `render`'s status write through them, as yaml.v3 marshals
+//! them. beta.67 added the function's `tag`, the generic upstream lock and
+//! the status's `renderStatus` (beta.56 refuses a Kptfile with any of
+//! them: `field renderStatus not found in type v1.Status`).
 
 /// What a field holds, as the Go type kpt decodes it into. Every field is
 /// `omitempty` but those marked otherwise.
@@ -11,6 +15,17 @@ pub(super) enum Ty {
     StrAlways,
     StrList,
     StrMap,
+    /// An `int` with `omitempty`.
+    Int,
+    /// An `int` without `omitempty`: written even when 0.
+    IntAlways,
+    /// A string its type's own unmarshaller fills from any node (a
+    /// collection becomes its YAML text, trimmed): fnresult's `Field`
+    /// values.
+    Text,
+    /// A struct with its own unmarshaller that takes any mapping, unknown
+    /// fields too (fnresult's `Field`).
+    Lenient(&'static Schema),
     /// A pointer to a struct: omitted when nil (absent or null), written
     /// (maybe as `{}`) otherwise.
     Obj(&'static Schema),
@@ -56,9 +71,21 @@ const GIT_LOCK: Schema = Schema {
         ("commit", Ty::Str),
     ],
 };
-const UPSTREAM_LOCK: Schema = Schema {
-    name: "v1.UpstreamLock",
-    fields: &[("type", Ty::Str), ("git", Ty::Obj(&GIT_LOCK))],
+const GENERIC_LOCK: Schema = Schema {
+    name: "v1.GenericLock",
+    fields: &[
+        ("storeID", Ty::Str),
+        ("resourceID", Ty::Str),
+        ("resourceVersion", Ty::Str),
+    ],
+};
+const LOCATOR: Schema = Schema {
+    name: "v1.Locator",
+    fields: &[
+        ("type", Ty::Str),
+        ("git", Ty::Obj(&GIT_LOCK)),
+        ("generic", Ty::Obj(&GENERIC_LOCK)),
+    ],
 };
 const READINESS_GATE: Schema = Schema {
     name: "v1.ReadinessGate",
@@ -96,6 +123,7 @@ const FUNCTION: Schema = Schema {
         ("configPath", Ty::Str),
         ("configMap", Ty::StrMap),
         ("name", Ty::Str),
+        ("tag", Ty::Str),
         ("selectors", Ty::List(&SELECTOR)),
         ("exclude", Ty::List(&SELECTOR)),
     ],
@@ -126,9 +154,67 @@ const CONDITION: Schema = Schema {
         ("message", Ty::Str),
     ],
 };
+/// fnresult's `ResultItem` (`api/fnresult/v1/types.go@v1.0.0-beta.67:101-161`;
+/// its package is `v1` too).
+const RESOURCE_IDENTIFIER: Schema = Schema {
+    name: "yaml.ResourceIdentifier",
+    fields: &[
+        ("apiVersion", Ty::Str),
+        ("kind", Ty::Str),
+        ("name", Ty::Str),
+        ("namespace", Ty::Str),
+    ],
+};
+const FIELD: Schema = Schema {
+    name: "v1.Field",
+    fields: &[
+        ("path", Ty::Text),
+        ("currentValue", Ty::Text),
+        ("proposedValue", Ty::Text),
+    ],
+};
+const FILE: Schema = Schema {
+    name: "framework.File",
+    fields: &[("path", Ty::Str), ("index", Ty::Int)],
+};
+pub(super) const RESULT_ITEM: Schema = Schema {
+    name: "v1.ResultItem",
+    fields: &[
+        ("message", Ty::Str),
+        ("severity", Ty::Str),
+        ("resourceRef", Ty::Obj(&RESOURCE_IDENTIFIER)),
+        ("field", Ty::Lenient(&FIELD)),
+        ("file", Ty::Obj(&FILE)),
+        ("tags", Ty::StrMap),
+    ],
+};
+const STEP_RESULT: Schema = Schema {
+    name: "v1.PipelineStepResult",
+    fields: &[
+        ("name", Ty::Str),
+        ("image", Ty::Str),
+        ("exec", Ty::Str),
+        ("executionError", Ty::Str),
+        ("stderr", Ty::Str),
+        ("exitCode", Ty::IntAlways),
+        ("results", Ty::List(&RESULT_ITEM)),
+        ("errorResults", Ty::List(&RESULT_ITEM)),
+    ],
+};
+const RENDER_STATUS: Schema = Schema {
+    name: "v1.RenderStatus",
+    fields: &[
+        ("mutationSteps", Ty::List(&STEP_RESULT)),
+        ("validationSteps", Ty::List(&STEP_RESULT)),
+        ("errorSummary", Ty::Str),
+    ],
+};
 const STATUS: Schema = Schema {
     name: "v1.Status",
-    fields: &[("conditions", Ty::List(&CONDITION))],
+    fields: &[
+        ("conditions", Ty::List(&CONDITION)),
+        ("renderStatus", Ty::Obj(&RENDER_STATUS)),
+    ],
 };
 pub(super) const KPTFILE: Schema = Schema {
     name: "v1.KptFile",
@@ -137,7 +223,7 @@ pub(super) const KPTFILE: Schema = Schema {
         ("kind", Ty::Str),
         ("metadata", Ty::Struct(&OBJECT_META)),
         ("upstream", Ty::Obj(&UPSTREAM)),
-        ("upstreamLock", Ty::Obj(&UPSTREAM_LOCK)),
+        ("upstreamLock", Ty::Obj(&LOCATOR)),
         ("info", Ty::Obj(&PACKAGE_INFO)),
         ("pipeline", Ty::Obj(&PIPELINE)),
         ("inventory", Ty::Obj(&INVENTORY)),

@@ -42,12 +42,10 @@ pub(super) fn function(dir: &Path, f: &Node, list: &str, i: usize) -> Result<(),
         }
         _ => {}
     }
-    if !image.is_empty() && !valid_image_name(image) {
-        return Err(invalid(
-            &format!("{at}.image"),
-            image,
-            &format!("function name {} is invalid", package::go_quote(image)),
-        ));
+    if !image.is_empty() {
+        if let Err(reason) = check_image_reference(image) {
+            return Err(invalid(&format!("{at}.image"), image, &reason));
+        }
     }
     let config_path = text("configPath");
     let config_map = kyaml::field(f, "configMap").is_some_and(|m| !m.content.is_empty());
@@ -105,7 +103,15 @@ fn config_file(path: &Path, shown: &str) -> Result<(), String> {
             })?;
             bytes
         }
-        Err(_) => return Err("functionConfig must exist in the current package".into()),
+        // beta.67's text (beta.56: `functionConfig must exist in the
+        // current package`).
+        Err(e) => {
+            return Err(format!(
+                "failed to open functionConfig from path {quoted}: open {}: {}",
+                path.display(),
+                crate::eval::go_os_error(&e)
+            ))
+        }
     };
     let text = String::from_utf8_lossy(&bytes);
     let docs = package::read_documents(&text).map_err(|e| failed(&e))?;
@@ -178,141 +184,135 @@ fn krm_problem(node: &Node) -> Option<&'static str> {
     }
 }
 
-/// kpt's `ValidateFunctionImageURL`: Docker's reference grammar,
-///
-/// ```text
-/// name      := [domain '/'] path ('/' path)*
-/// domain    := component ('.' component)* [':' [0-9]+]
-/// component := [a-zA-Z0-9] | [a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]
-/// path      := [a-z0-9]+ (separator [a-z0-9]+)*,  separator := '.' | '_' | '__' | '-'*
-/// image     := name [(':' | '@') (tag | 'sha256:' [a-zA-Z0-9]{64})]
-/// tag       := [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}
-/// ```
-///
-/// matched here without a regular expression: the version may start at
-/// any `:` or `@`, so each is tried.
-pub fn valid_image_name(image: &str) -> bool {
-    if is_name(image) {
-        return true;
-    }
-    image
-        .char_indices()
-        .any(|(i, c)| (c == ':' || c == '@') && is_name(&image[..i]) && is_version(&image[i + 1..]))
+/// kpt v1.0.0-beta.67's `ValidateFunctionImageURL`: distribution's
+/// `reference.Parse` (v0.6.0; beta.56 had a grammar of its own that took
+/// `a@v1` and refused a tag and a digest together), with its errors'
+/// texts, as `function image reference "<image>" is invalid: <why>`.
+pub fn check_image_reference(image: &str) -> Result<(), String> {
+    reference_error(image).map_or(Ok(()), |why| {
+        Err(format!(
+            "function image reference {} is invalid: {why}",
+            package::go_quote(image)
+        ))
+    })
 }
 
-fn is_name(s: &str) -> bool {
-    let parts: Vec<&str> = s.split('/').collect();
-    let all_paths = |ps: &[&str]| !ps.is_empty() && ps.iter().all(|p| is_path_component(p));
-    all_paths(&parts) || (parts.len() > 1 && is_domain(parts[0]) && all_paths(&parts[1..]))
-}
+/// distribution's `ReferenceRegexp` (`regexp.go@v0.6.0`), anchored.
+static REFERENCE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    let alnum = "[a-z0-9]+";
+    let separator = "(?:[._]|__|[-]+)";
+    let path_component = format!("{alnum}(?:{separator}{alnum})*");
+    let domain_component = "(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])";
+    let domain_name = format!("{domain_component}(?:\\.{domain_component})*");
+    let ipv6 = r"\[(?:[a-fA-F0-9:]+)\]";
+    let host = format!("(?:{domain_name}|{ipv6})");
+    let domain = format!("{host}(?::[0-9]+)?");
+    let name = format!("(?:{domain}/)?{path_component}(?:/{path_component})*");
+    // Go's `\w` is ASCII.
+    let tag = "[0-9A-Za-z_][0-9A-Za-z_.-]{0,127}";
+    let digest = "[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*[:][[:xdigit:]]{32,}";
+    let pattern = format!("^({name})(?::({tag}))?(?:@({digest}))?$");
+    regex::Regex::new(&pattern).unwrap_or_else(|e| unreachable!("the grammar is fixed: {e}"))
+});
 
-fn is_domain(s: &str) -> bool {
-    let (host, port) = match s.split_once(':') {
-        Some((h, p)) => (h, Some(p)),
-        None => (s, None),
+/// Why distribution's `Parse` refuses `s`, in its words; `None`: it
+/// takes it.
+fn reference_error(s: &str) -> Option<&'static str> {
+    let Some(m) = REFERENCE.captures(s) else {
+        return Some(if s.is_empty() {
+            "repository name must have at least one component"
+        } else if REFERENCE.is_match(&s.to_lowercase()) {
+            "repository name must be lowercase"
+        } else {
+            "invalid reference format"
+        });
     };
-    let component = |c: &str| {
-        !c.is_empty()
-            && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && !c.starts_with('-')
-            && !c.ends_with('-')
+    if m.get(1).map_or(0, |n| n.as_str().len()) > 255 {
+        return Some("repository name must not be more than 255 characters");
+    }
+    // go-digest's `Validate`: a known algorithm, its hex length, lower
+    // case.
+    let digest = m.get(3)?.as_str();
+    let (algorithm, hex) = digest.split_once(':')?;
+    let size = match algorithm {
+        "sha256" => 64,
+        "sha384" => 96,
+        "sha512" => 128,
+        _ => return Some("unsupported digest algorithm"),
     };
-    host.split('.').all(component)
-        && port.is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-}
-
-fn is_path_component(s: &str) -> bool {
-    let lower_alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    let b = s.as_bytes();
-    if b.is_empty() || !lower_alnum(b[0]) || !lower_alnum(b[b.len() - 1]) {
-        return false;
+    if hex.len() != size {
+        return Some("invalid checksum digest length");
     }
-    // The runs between alphanumerics must each be a separator.
-    let mut rest = s;
-    while let Some(start) = rest.find(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit())) {
-        let run_len = rest[start..]
-            .find(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-            .unwrap_or(rest.len() - start);
-        let run = &rest[start..start + run_len];
-        let separator =
-            matches!(run, "." | "_" | "__") || (!run.is_empty() && run.bytes().all(|b| b == b'-'));
-        if !separator {
-            return false;
-        }
-        rest = &rest[start + run_len..];
+    if !hex
+        .bytes()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return Some("invalid checksum digest format");
     }
-    true
-}
-
-fn is_version(s: &str) -> bool {
-    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let tag = !s.is_empty()
-        && s.len() <= 128
-        && word(s.as_bytes()[0])
-        && s.bytes().all(|b| word(b) || b == b'.' || b == b'-');
-    let digest = s
-        .strip_prefix("sha256:")
-        .is_some_and(|d| d.len() == 64 && d.bytes().all(|b| b.is_ascii_alphanumeric()));
-    tag || digest
+    None
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
-    use super::valid_image_name;
+    use super::check_image_reference;
 
-    /// kpt 1.0.0-beta.56's answers (`kpt fn render` on a Kptfile with each
-    /// as a function's image).
+    /// distribution/reference v0.6.0's answers, kpt beta.67's text
+    /// (`validation_test.go@v1.0.0-beta.67:236-247`: a tag and a digest
+    /// together are taken, `name@v0.1.0` is not).
     #[test]
-    fn image_names_as_kpt_judges_them() {
+    fn image_references_as_beta_67_judges_them() {
         let long = |n: usize| format!("a:{}", "x".repeat(n));
-        let digest = "0123456789012345678901234567890123456789012345678901234567890123";
+        let digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
         let valid = [
             "ok".to_owned(),
-            "gcr.io/kpt-fn/set-labels:v0.1".into(),
+            "ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.1".into(),
             "localhost:5000/foo".into(),
             "localhost:5000/foo:v1".into(),
             format!("a@sha256:{digest}"),
-            format!("a:sha256:{digest}"),
-            format!("sha256:{digest}"),
+            format!("example.com/foo/generate-folders:v0.1.0@sha256:{digest}"),
+            format!("example:v0.1.0@sha256:{digest}"),
             "Upper.io/x".into(),
+            "[::1]:5000/x".into(),
             "a__b".into(),
             "a--b".into(),
             "a:_x".into(),
-            "a:x.y-z".into(),
             "a/b/c:1".into(),
-            "a@v1".into(),
             long(128),
         ];
-        let invalid = [
-            "a@sha256:abc".to_owned(),
-            "A".into(),
-            "x/Upper".into(),
-            "a___b".into(),
-            "a-".into(),
-            "-a".into(),
-            "a..b".into(),
-            "a._b".into(),
-            "a:".into(),
-            "a:-x".into(),
-            "a:1:2".into(),
-            "host-:1/x".into(),
-            "h.-a/x".into(),
-            "h:/x".into(),
-            "a//b".into(),
-            "/a".into(),
-            "a/".into(),
-            long(129),
-            "a b".into(),
-            "é".into(),
-            "a:b@c".into(),
-            "Bad!Image".into(),
-            "".into(),
-        ];
         for name in &valid {
-            assert!(valid_image_name(name), "{name} is valid");
+            assert_eq!(check_image_reference(name), Ok(()), "{name}");
         }
-        for name in &invalid {
-            assert!(!valid_image_name(name), "{name} is invalid");
+        let why = |s: &str| check_image_reference(s).unwrap_err();
+        assert_eq!(
+            why("generate-folders@v0.1.0"),
+            "function image reference \"generate-folders@v0.1.0\" is invalid: invalid reference format"
+        );
+        // Upper case is for a domain only.
+        assert_eq!(check_image_reference("Foo/bar"), Ok(()));
+        assert!(why("foo/Bar").ends_with(": repository name must be lowercase"));
+        assert!(why("").ends_with(": repository name must have at least one component"));
+        assert!(why(&format!("a@sha256:{}", &digest[..60]))
+            .ends_with(": invalid checksum digest length"));
+        assert!(why(&format!("a@md5:{digest}")).ends_with(": unsupported digest algorithm"));
+        assert!(why(&format!("a@sha256:{}", digest.to_uppercase()))
+            .ends_with(": invalid checksum digest format"));
+        assert!(why(&format!("{}/x", "a".repeat(255))).ends_with("more than 255 characters"));
+        for bad in [
+            "a___b",
+            "a-",
+            "-a",
+            "a:",
+            "a:-x",
+            "a//b",
+            "/a",
+            "a/",
+            "a b",
+            "é",
+            "Bad!Image",
+        ] {
+            assert!(why(bad).ends_with(": invalid reference format"), "{bad}");
         }
+        assert!(why(&long(129)).ends_with(": invalid reference format"));
     }
 }

@@ -13,8 +13,6 @@ pub struct RenderOptions {
     pub dir: PathBuf,
     /// Whether `exec:` functions may run (kpt's `--allow-exec`).
     pub allow_exec: bool,
-    /// kpt's `--truncate-output`.
-    pub truncate_output: bool,
     /// The most stdout a function may write.
     pub max_output_bytes: usize,
     /// Where kpt's `results.yaml` goes (`--results-dir`).
@@ -23,6 +21,9 @@ pub struct RenderOptions {
     /// unwrapped) or to a new directory, the package left as it is;
     /// `None` writes the package.
     pub output: Option<eval::Output>,
+    /// kpt's `--image-prefix`: where short image names are expanded
+    /// ([`crate::image::default_image_prefix`] by default).
+    pub image_prefix: String,
 }
 
 /// How `image:` functions run: built in where `builtin_for` says, else
@@ -35,6 +36,10 @@ pub struct Images {
     /// Which `image:` functions are built in (run on the package's tree,
     /// without the evaluator); `None`: none are.
     pub builtin_for: Option<BuiltinFor>,
+    /// Where a pipeline function's `tag:` constraint finds the tags to
+    /// choose from (the local engine's images, the registry's); none: a
+    /// constraint matches nothing.
+    pub tag_listers: Vec<Arc<dyn crate::tag::TagLister>>,
 }
 
 /// The built-in function that runs an image, if one does (the runner's

@@ -43,11 +43,12 @@ pub(super) fn output_text(root: &Path, resources: Vec<Node>) -> Result<String, E
 }
 
 /// Writes the rendered resources back, each to its package's directory,
-/// and deletes the files that held resources and hold none now.
+/// and (`prune`) deletes the files that held resources and hold none now.
 pub(super) fn write_back(
     root: &Path,
     resources: Vec<Node>,
     files_read: &[String],
+    prune: bool,
     stderr: &mut (dyn Write + Send),
 ) -> Result<(), Error> {
     let mut placed = Vec::with_capacity(resources.len());
@@ -84,7 +85,9 @@ pub(super) fn write_back(
     }
     let mut progress = Progress::new(Some(stderr));
     let (_, kept) = package::write_package(root, placed, &mut progress)?;
-    package::delete_gone(root, files_read, &kept)?;
+    if prune {
+        package::delete_gone(root, files_read, &kept)?;
+    }
     Ok(())
 }
 

@@ -49,6 +49,9 @@ impl Plan {
         if let Some(dir) = &opts.results_dir {
             eval::prepare_results_dir(dir)?;
         }
+        // beta.67 checks `--image-prefix` first thing in its run, after
+        // the two above.
+        crate::image::validate_prefix(&opts.image_prefix).map_err(Error::Input)?;
         let root = std::path::absolute(&opts.dir).map_err(Error::Write)?;
         if !root.join("Kptfile").is_file() {
             return Err(Error::Input(format!(
@@ -73,7 +76,9 @@ impl Plan {
     pub fn images(&self) -> Vec<Option<String>> {
         let mut out = Vec::new();
         self.package.images(&mut out);
-        out
+        out.into_iter()
+            .map(|i| i.map(|i| crate::image::render_image(&i, &self.opts.image_prefix)))
+            .collect()
     }
 
     /// The root package's name in kpt's lines: its directory's.
@@ -196,10 +201,10 @@ mod tests {
         RenderOptions {
             dir: dir.to_path_buf(),
             allow_exec: false,
-            truncate_output: true,
             max_output_bytes: 1 << 20,
             results_dir: None,
             output: None,
+            image_prefix: crate::image::GHCR_IMAGE_PREFIX.into(),
         }
     }
 
@@ -211,7 +216,11 @@ mod tests {
     fn the_walk_finds_the_packages_and_the_images_they_name() {
         let root = tempfile::tempdir().unwrap();
         let root = root.path();
-        kptfile(root, "root", &["gcr.io/kpt-fn/set-labels:v0.2"]);
+        kptfile(
+            root,
+            "root",
+            &["ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2"],
+        );
         kptfile(&root.join("b-sub"), "b", &["example.com/fns/b:v1"]);
         kptfile(&root.join("b-sub/deeper"), "c", &["example.com/fns/c:v1"]);
         kptfile(&root.join("a-plain/nested"), "d", &[]);
@@ -221,7 +230,7 @@ mod tests {
         assert_eq!(
             plan.images(),
             [
-                Some("gcr.io/kpt-fn/set-labels:v0.2".to_string()),
+                Some("ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2".to_string()),
                 Some("example.com/fns/b:v1".to_string()),
                 Some("example.com/fns/c:v1".to_string()),
                 None,

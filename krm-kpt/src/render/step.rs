@@ -7,15 +7,23 @@ use krm_yaml::{Kind, Node};
 
 use super::options::Images;
 use crate::eval::{Error, Function};
-use crate::image::{kpt_image_name, with_prefix, CATALOG_IMAGE_PREFIX};
+use crate::image::{render_image, resolve_to_image};
 use crate::select::Selector;
+use crate::tag;
 
 /// A package's pipeline step.
 pub(super) struct Step {
     pub(super) function: Function,
+    /// The name kpt's lines give it: the image run, or the command.
     pub(super) name: String,
     /// `exec` or `image`, as the results file names it.
     pub(super) key: &'static str,
+    /// The pipeline's `name:` of the function.
+    pub(super) fn_name: String,
+    /// The image run (resolved); empty for an exec function.
+    pub(super) image: String,
+    /// The command, as the pipeline writes it.
+    pub(super) exec: String,
     pub(super) fn_config: StepConfig,
     pub(super) selectors: Vec<Selector>,
     pub(super) exclusions: Vec<Selector>,
@@ -62,36 +70,98 @@ pub(super) fn config_map(data: &[(String, String)]) -> Result<Node, Error> {
     Ok(doc)
 }
 
-/// The Kptfile's mutators and validators, made when their package's turn
-/// comes (kpt refuses a bad step then, after the subpackages ran).
-pub(super) fn pipeline(
-    kptfile: &Node,
-    allow_exec: bool,
-    images: &Images,
-) -> Result<(Vec<Step>, Vec<Step>), Error> {
+/// The Kptfile pipeline's mutators and validators, as written (kpt makes
+/// each step when its turn comes: [`Step::prepare`]).
+pub(super) fn pipeline(kptfile: &Node) -> (Vec<&Node>, Vec<&Node>) {
     let Some(p) = kyaml::field(kptfile, "pipeline") else {
-        return Ok((Vec::new(), Vec::new()));
+        return (Vec::new(), Vec::new());
     };
-    let steps = |key: &str| -> Result<Vec<Step>, Error> {
-        let Some(list) = kyaml::field(p, key) else {
-            return Ok(Vec::new());
-        };
-        if list.kind != Kind::Sequence {
-            return Ok(Vec::new());
+    let steps = |key: &str| -> Vec<&Node> {
+        match kyaml::field(p, key) {
+            Some(list) if list.kind == Kind::Sequence => list.content.iter().collect(),
+            _ => Vec::new(),
         }
-        list.content
-            .iter()
-            .map(|f| Step::parse(f, allow_exec, images))
-            .collect()
     };
-    Ok((steps("mutators")?, steps("validators")?))
+    (steps("mutators"), steps("validators"))
+}
+
+/// A step that could not be made: what kpt records of it
+/// (`preExecFailureStep`: the function's name, the image as far as it was
+/// resolved, the command) and why.
+pub(super) struct NotMade {
+    pub(super) name: String,
+    pub(super) image: String,
+    pub(super) exec: String,
+    pub(super) error: Error,
+}
+
+/// How render makes steps: the image prefix, whether `exec:` may run,
+/// the image functions, and the tag listers.
+pub(super) struct Maker<'a> {
+    pub(super) prefix: &'a str,
+    pub(super) allow_exec: bool,
+    pub(super) images: &'a Images,
+    pub(super) stderr_warnings: Vec<String>,
+}
+
+impl Maker<'_> {
+    /// One function of a pipeline, made as kpt's `fnChain` and `NewRunner`
+    /// make it: `exec:` refused without `--allow-exec`; an image expanded
+    /// under the prefix, then its `tag:` resolved (kpt's
+    /// `TagResolver`), else `:latest` added where it has no tag or digest.
+    pub(super) async fn prepare(&mut self, f: &Node) -> Result<Step, NotMade> {
+        let text = |k: &str| kyaml::value_of(kyaml::field(f, k)).to_owned();
+        let (image, exec, fn_name, tag) = (text("image"), text("exec"), text("name"), text("tag"));
+        let not_made = |image: String, error: Error| NotMade {
+            name: fn_name.clone(),
+            image,
+            exec: exec.clone(),
+            error,
+        };
+        if image.is_empty() && !exec.is_empty() && !self.allow_exec {
+            return Err(not_made(
+                String::new(),
+                Error::Input(
+                    "must run with `--allow-exec` option to allow running function binaries".into(),
+                ),
+            ));
+        }
+        let image = if image.is_empty() {
+            image
+        } else if tag.is_empty() {
+            render_image(&image, self.prefix)
+        } else {
+            let expanded = resolve_to_image(&image, self.prefix);
+            match tag::resolve_function_image(&expanded, &tag, &self.images.tag_listers).await {
+                Ok(resolved) => {
+                    self.stderr_warnings.extend(resolved.warning);
+                    resolved.image
+                }
+                Err(why) => {
+                    // kpt warns about a tag it could not read before it
+                    // says that it is not a valid image tag either.
+                    if why.starts_with("`function.tag`") {
+                        self.stderr_warnings.extend(tag::tag_warning(&tag));
+                    }
+                    // kpt's `NewRunner` leaves the image empty.
+                    return Err(not_made(String::new(), Error::Input(why)));
+                }
+            }
+        };
+        Step::parse(f, image.clone(), exec.clone(), fn_name.clone(), self.images)
+            .map_err(|error| not_made(image, error))
+    }
 }
 
 impl Step {
-    /// One function of a pipeline, as kpt reads it.
-    fn parse(f: &Node, allow_exec: bool, images: &Images) -> Result<Step, Error> {
-        let text = |k: &str| kyaml::value_of(kyaml::field(f, k)).to_owned();
-        let (image, exec) = (text("image"), text("exec"));
+    /// One function of a pipeline, its image (if any) resolved.
+    fn parse(
+        f: &Node,
+        image: String,
+        exec: String,
+        fn_name: String,
+        images: &Images,
+    ) -> Result<Step, Error> {
         let selectors = |key: &str| -> Result<Vec<Selector>, Error> {
             let Some(list) = kyaml::field(f, key) else {
                 return Ok(Vec::new());
@@ -122,43 +192,28 @@ impl Step {
         } else {
             builtin_for(&image, images)?
         };
-        let (function, name) = match (image.is_empty(), exec.is_empty()) {
-            (false, _) if builtin.is_some() => {
-                let name = kpt_image_name(&image);
-                let builtin = builtin.ok_or(Error::NoImageEvaluator)?;
-                (
-                    Function::Builtin {
-                        image: name.clone(),
-                        builtin,
-                    },
-                    name,
-                )
-            }
-            (false, _) => {
-                let evaluator = images.evaluator.clone().ok_or(Error::NoImageEvaluator)?;
-                let image = with_prefix(&image, CATALOG_IMAGE_PREFIX);
-                (
-                    Function::Image {
-                        image: image.clone(),
-                        evaluator,
-                    },
-                    image,
-                )
-            }
-            (true, false) => {
-                if !allow_exec {
-                    return Err(Error::Input(
-                        "must run with `--allow-exec` option to allow running function binaries"
-                            .into(),
-                    ));
-                }
-                (Function::Exec(exec.clone()), exec)
-            }
+        let function = match (image.is_empty(), exec.is_empty()) {
+            (false, _) => match builtin {
+                Some(builtin) => Function::Builtin {
+                    image: image.clone(),
+                    builtin,
+                },
+                None => Function::Image {
+                    image: image.clone(),
+                    evaluator: images.evaluator.clone().ok_or(Error::NoImageEvaluator)?,
+                },
+            },
+            (true, false) => Function::Exec(exec.clone()),
             (true, true) => {
                 return Err(Error::Input(
                     "a pipeline function needs `image` or `exec`".into(),
                 ))
             }
+        };
+        let name = if image.is_empty() {
+            exec.clone()
+        } else {
+            image.clone()
         };
         let fn_config = if let Some(path) =
             kyaml::field(f, "configPath").filter(|v| !v.value.is_empty())
@@ -178,6 +233,9 @@ impl Step {
             function,
             name,
             key,
+            fn_name,
+            image,
+            exec,
             fn_config,
             selectors,
             exclusions,

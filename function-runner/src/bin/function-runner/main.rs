@@ -11,6 +11,7 @@ mod kube;
 mod pods;
 mod render;
 mod serve;
+mod tags;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;

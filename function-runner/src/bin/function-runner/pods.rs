@@ -17,7 +17,7 @@ use function_runner::runner::{Functions, Runner, RunnerSettings};
 use krm_builtins::Builtin;
 use krm_fn::evaluator::{EvalError, Evaluator};
 use krm_kpt::render::BuiltinFor;
-use runner_core::config::{FunctionConfigs, DEFAULT_IMAGE_PREFIX};
+use runner_core::config::FunctionConfigs;
 use runner_docker::{choose_tools, ContainerOptions, Docker, DockerSettings, Tools};
 
 use crate::backends;
@@ -38,9 +38,10 @@ pub(crate) struct EvalPodArgs {
     /// process backend: the wrapper-server binary (default: next to this one).
     #[arg(long)]
     wrapper_server: Option<PathBuf>,
-    /// Prefix for short image names.
-    #[arg(long, default_value = DEFAULT_IMAGE_PREFIX)]
-    default_image_prefix: String,
+    /// The prefix used when converting from short path to the full URL
+    /// (defaults to $KPT_IMAGE_PREFIX if set; also --default-image-prefix).
+    #[arg(long = "image-prefix", alias = "default-image-prefix", default_value_t = krm_kpt::image::default_image_prefix(), value_name = "PREFIX")]
+    pub(crate) image_prefix: String,
     /// docker: leave the container running after this run, for later runs
     /// to reuse; it exits once unused this long (Go duration). Off by
     /// default.
@@ -127,8 +128,7 @@ impl ImageFunctions {
             // process (limits but the depth off): say so.
             tracing::warn!("{e}");
         }
-        let configs =
-            FunctionConfigs::load(pods.functions.as_deref(), None, &pods.default_image_prefix)?;
+        let configs = FunctionConfigs::load(pods.functions.as_deref(), None, &pods.image_prefix)?;
         // `--functions`' goExecutor entries and, unless
         // `--no-default-builtins`, the catalog's images.
         let builtins = Builtins::new(configs.fixed(), !pods.no_default_builtins);
@@ -159,9 +159,9 @@ impl ImageFunctions {
     }
 
     /// The image as the runner is asked for it (short names under
-    /// `--default-image-prefix`).
+    /// `--image-prefix`).
     pub(crate) fn full_name(&self, image: &str) -> String {
-        runner_core::config::normalize_image_name(image, &self.pods.default_image_prefix)
+        krm_kpt::image::resolve_to_image(image, &self.pods.image_prefix)
     }
 
     /// Runs `f` with the evaluator chain `serve` uses (FunctionConfigs, then

@@ -22,7 +22,8 @@ pub(crate) struct RenderCommand {
     /// Allow the pipeline's `exec:` functions to run.
     #[arg(long)]
     allow_exec: bool,
-    /// Print at most four lines of results and of stderr.
+    /// Accepted as kpt takes it, and without effect: kpt v1.0.0-beta.67
+    /// prints every result and stderr line, on one line each.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     truncate_output: bool,
     /// The most bytes a function may write to stdout.
@@ -59,7 +60,7 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
     let RenderCommand {
         dir,
         allow_exec,
-        truncate_output,
+        truncate_output: _,
         max_output_bytes,
         results_dir,
         image_pull_policy,
@@ -78,10 +79,10 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
     let opts = RenderOptions {
         dir,
         allow_exec,
-        truncate_output,
         max_output_bytes,
         results_dir,
         output: output.as_deref().map(eval::Output::parse),
+        image_prefix: pods.image_prefix.clone(),
     };
     // kpt's checks and every Kptfile, before a runner is started: a package
     // kpt refuses changes nothing.
@@ -116,12 +117,16 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
         }
     };
     let builtin_for = Some(functions.builtin_for());
+    // kpt lists a `tag:` constraint's candidates from the local engine's
+    // images, then the registry's.
+    let tag_listers = tag_listers();
     let code = if needs_images {
         functions
             .with_runner(None, max_output_bytes, |evaluator| {
                 render(Images {
                     evaluator: Some(evaluator),
                     builtin_for,
+                    tag_listers,
                 })
             })
             .await
@@ -129,9 +134,30 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
         Ok(render(Images {
             evaluator: None,
             builtin_for,
+            tag_listers,
         })
         .await)
     };
     krm_fn::exec::kill_all_orphans();
     code
+}
+
+/// kpt's tag listers, in its order: the local engine's images (only when
+/// `KRM_FN_RUNTIME` names a runtime kpt knows, as in kpt; this one asks
+/// the engine's API, which Docker, and Podman's compatible socket, serve),
+/// then the registry's tag list.
+fn tag_listers() -> Vec<std::sync::Arc<dyn krm_kpt::tag::TagLister>> {
+    let mut listers: Vec<std::sync::Arc<dyn krm_kpt::tag::TagLister>> = Vec::new();
+    let runtime = std::env::var("KRM_FN_RUNTIME").unwrap_or_default();
+    if matches!(
+        runtime.to_ascii_lowercase().as_str(),
+        "" | "docker" | "podman" | "nerdctl"
+    ) {
+        listers.push(std::sync::Arc::new(crate::tags::LocalLister::new()));
+    }
+    match crate::tags::RegistryLister::new() {
+        Ok(registry) => listers.push(std::sync::Arc::new(registry)),
+        Err(err) => tracing::debug!(%err, "no registry tag lister"),
+    }
+    listers
 }

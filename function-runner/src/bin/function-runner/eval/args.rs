@@ -25,6 +25,12 @@ pub struct EvalArgs {
     /// Run this image as the function (short names get the default prefix).
     #[arg(short = 'i', long, value_name = "IMAGE")]
     pub image: Option<String>,
+    /// semantic version constraint for the image tag or exact tag
+    /// replacement. As in kpt v1.0.0-beta.67, only `--save` uses it
+    /// (written as the saved function's `tag:`, which `render` resolves);
+    /// the run itself runs `--image` as given.
+    #[arg(long, value_name = "TAG")]
+    pub tag: Option<String>,
     /// File holding the function's `functionConfig`.
     #[arg(long, value_name = "FILE")]
     pub fn_config: Option<PathBuf>,
@@ -36,7 +42,8 @@ pub struct EvalArgs {
     /// (also `--results_dir`, kpt's spelling).
     #[arg(long, value_name = "DIR", alias = "results_dir")]
     pub results_dir: Option<PathBuf>,
-    /// Print at most four lines of results and of stderr.
+    /// Accepted as kpt takes it, and without effect: kpt v1.0.0-beta.67
+    /// prints every result and stderr line, on one line each.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub truncate_output: bool,
     /// The most bytes the function may write to stdout.

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use krm_builtins::Builtin;
 use krm_fn::evaluator::Evaluator;
 use krm_kpt::eval::{self, EvalOptions, FnConfig, Function, ImagePullPolicy, Output, Source};
-use krm_kpt::image::{kpt_image_name, with_prefix, CATALOG_IMAGE_PREFIX};
 
 use crate::pods::{EvalPodArgs, ImageFunctions};
 use args::EvalArgs;
@@ -22,7 +21,12 @@ use args::EvalArgs;
 /// happened is said on stderr; the exit code is the run's).
 pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
     let EvalCommand { args, mut pods } = cmd;
-    let saving = match save::prepare(&args) {
+    // beta.67 checks `--image-prefix` before any other flag.
+    if let Err(e) = krm_kpt::image::validate_prefix(&pods.image_prefix) {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(1));
+    }
+    let saving = match save::prepare(&args, &pods.image_prefix) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -55,7 +59,7 @@ pub(crate) async fn run(cmd: EvalCommand) -> anyhow::Result<ExitCode> {
 /// or an image through the runner.
 async fn run_function(args: EvalArgs, pods: EvalPodArgs) -> anyhow::Result<ExitCode> {
     let Some(image) = args.image.clone().filter(|_| args.exec.is_none()) else {
-        return run_args(args, None, None).await;
+        return run_args(args, String::new(), None, None).await;
     };
     let functions = match ImageFunctions::load(pods) {
         Ok(functions) => functions,
@@ -64,17 +68,19 @@ async fn run_function(args: EvalArgs, pods: EvalPodArgs) -> anyhow::Result<ExitC
             return Ok(ExitCode::from(1));
         }
     };
-    match functions.builtin(&image) {
+    // kpt names (and runs) a short name under the prefix; eval adds no
+    // `:latest` (render does).
+    let full = functions.full_name(&image);
+    match functions.builtin(&full) {
         Ok(Some(builtin)) => {
             functions.note_builtin();
-            run_args(args, None, Some(builtin)).await
+            run_args(args, full, None, Some(builtin)).await
         }
         Ok(None) => {
-            let full = functions.full_name(&image);
             let max = args.max_output_bytes;
             functions
-                .with_runner(Some(&full), max, |evaluator| {
-                    run_args(args, Some(evaluator), None)
+                .with_runner(Some(&full.clone()), max, |evaluator| {
+                    run_args(args, full, Some(evaluator), None)
                 })
                 .await?
         }
@@ -89,11 +95,12 @@ async fn run_function(args: EvalArgs, pods: EvalPodArgs) -> anyhow::Result<ExitC
 /// and give exit code 1, like a failing function.
 async fn run_args(
     args: EvalArgs,
+    image: String,
     image_evaluator: Option<Arc<dyn Evaluator>>,
     builtin: Option<&'static Builtin>,
 ) -> anyhow::Result<ExitCode> {
     let mut stderr = std::io::stderr();
-    match run_inner(args, image_evaluator, builtin, &mut stderr).await {
+    match run_inner(args, image, image_evaluator, builtin, &mut stderr).await {
         Ok(code) => Ok(ExitCode::from(code)),
         Err(err) => {
             let _ = writeln!(stderr, "error: {err}");
@@ -102,8 +109,10 @@ async fn run_args(
     }
 }
 
+/// `image`: the image expanded under the prefix (empty for `--exec`).
 async fn run_inner(
     args: EvalArgs,
+    image: String,
     image_evaluator: Option<Arc<dyn Evaluator>>,
     builtin: Option<&'static Builtin>,
     stderr: &mut (dyn Write + Send),
@@ -113,13 +122,12 @@ async fn run_inner(
     let (selector, exclusion) = args.selection.selectors()?;
     let function = match (args.exec, args.image) {
         (Some(cmd), _) => Function::Exec(cmd),
-        (None, Some(image)) if builtin.is_some() => Function::Builtin {
-            image: kpt_image_name(&image),
+        (None, Some(_)) if builtin.is_some() => Function::Builtin {
+            image,
             builtin: builtin.ok_or(eval::Error::NoImageEvaluator)?,
         },
-        (None, Some(image)) => {
+        (None, Some(_)) => {
             let evaluator = image_evaluator.ok_or(eval::Error::NoImageEvaluator)?;
-            let image = with_prefix(&image, CATALOG_IMAGE_PREFIX);
             Function::Image { image, evaluator }
         }
         (None, None) => return Err(eval::Error::Input("must specify --image or --exec".into())),

@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use krm_kpt::image::kpt_image_name;
+use krm_kpt::image::resolve_to_image;
 use krm_kpt::kptfile::{self, FnType, NewFunction};
-use krm_yaml::package::{clean_path, go_quote};
+use krm_yaml::package::clean_path;
 
 use super::args::EvalArgs;
 
@@ -30,7 +30,7 @@ impl Saving {
 /// kpt's checks, in its order: `--type` with `--save`, the image's name
 /// (as kpt names it), and an existing `--fn-config` inside the package
 /// when saving (it is saved relative to the package).
-pub(crate) fn prepare(args: &EvalArgs) -> Result<Option<Saving>, String> {
+pub(crate) fn prepare(args: &EvalArgs, prefix: &str) -> Result<Option<Saving>, String> {
     let ty = match args.fn_type.as_deref().filter(|t| !t.is_empty()) {
         _ if !args.save => None,
         None => {
@@ -40,11 +40,9 @@ pub(crate) fn prepare(args: &EvalArgs) -> Result<Option<Saving>, String> {
         }
         Some(t) => Some(FnType::parse(t).ok_or("--type must be either `mutator` or `validator`")?),
     };
-    let image = args.image.as_deref().map(kpt_image_name);
+    let image = args.image.as_deref().map(|i| resolve_to_image(i, prefix));
     if let Some(image) = image.as_deref().filter(|_| args.exec.is_none()) {
-        if !kptfile::valid_image_name(image) {
-            return Err(format!("function name {} is invalid", go_quote(image)));
-        }
+        kptfile::check_image_reference(image)?;
     }
     let Some(ty) = ty else {
         return Ok(None);
@@ -63,6 +61,12 @@ pub(crate) fn prepare(args: &EvalArgs) -> Result<Option<Saving>, String> {
     let (selector, exclusion) = args.selection.selectors().unwrap_or_default();
     let function = NewFunction {
         image: image.filter(|_| args.exec.is_none()).unwrap_or_default(),
+        // kpt saves `--tag` with an image only.
+        tag: args
+            .tag
+            .clone()
+            .filter(|_| args.exec.is_none())
+            .unwrap_or_default(),
         exec: args.exec.clone().unwrap_or_default(),
         config_path,
         config_map,
