@@ -47,7 +47,7 @@ fn tree_diff(kpt: &BTreeMap<String, Vec<u8>>, ours: &BTreeMap<String, Vec<u8>>) 
         ));
     }
     for (path, k) in kpt {
-        if !common::kpt::same_file(path, k, &ours[path]) {
+        if !e2e_tests::beta67::same_file(path, k, &ours[path]) {
             return Some(format!(
                 "{path} differs:\n--- kpt\n{}--- ours\n{}",
                 String::from_utf8_lossy(k),

@@ -4,6 +4,8 @@
 //! clients for it, bounded waits on processes, one polling helper, and the
 //! prerequisite checks of tests that need root, Docker or kpt.
 
+pub mod beta67;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::unix::process::CommandExt;

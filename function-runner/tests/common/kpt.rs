@@ -6,8 +6,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::beta67::{stderr_as_beta67, Command};
 use super::{run_in, script, tree, Run};
+use e2e_tests::beta67::{same_file, stderr_as_beta67, Command};
 
 pub fn ours() -> &'static str {
     env!("CARGO_BIN_EXE_function-runner")
@@ -29,77 +29,6 @@ pub fn assert_same_tree(kpt_dir: &Path, our_dir: &Path, what: &str) {
             String::from_utf8_lossy(&o[path])
         );
     }
-}
-
-/// Whether kpt's (beta.56's) file at `path` is ours, as beta.67 would
-/// write it: byte for byte; but a Kptfile that our render gave a render
-/// status and kpt did not, compared as YAML data without its `status`
-/// (beta.67 writes that status into the root Kptfile after an in-place
-/// render and marshals the file from its Go types: comments gone, fields
-/// reordered; the status itself is checked against beta.67's layouts
-/// elsewhere: krm-kpt's `kptfile::status` tests, `render_beta67.rs`), and
-/// a results file whose field values beta.67 holds as strings.
-pub fn same_file(path: &str, kpt: &[u8], ours: &[u8]) -> bool {
-    if kpt == ours {
-        return true;
-    }
-    if path.ends_with("Kptfile") && has_render_status(ours) && !has_render_status(kpt) {
-        return without_status(kpt) == without_status(ours);
-    }
-    if path.ends_with("results.yaml") {
-        return results_as_beta67(kpt)
-            == serde_yaml_ng::from_slice::<serde_yaml_ng::Value>(ours).unwrap();
-    }
-    false
-}
-
-/// Whether a Kptfile holds a `Rendered` condition.
-fn has_render_status(kptfile: &[u8]) -> bool {
-    serde_yaml_ng::from_slice::<serde_yaml_ng::Value>(kptfile)
-        .ok()
-        .and_then(|v| v.get("status")?.get("conditions")?.as_sequence().cloned())
-        .is_some_and(|c| {
-            c.iter()
-                .any(|c| c.get("type").and_then(|t| t.as_str()) == Some("Rendered"))
-        })
-}
-
-/// beta.56's `results.yaml` as beta.67 writes it: a result's
-/// `field.currentValue`/`proposedValue` are strings there (a number's
-/// text, a mapping's YAML; `api/fnresult/v1/types.go@v1.0.0-beta.67:175-215`).
-fn results_as_beta67(text: &[u8]) -> serde_yaml_ng::Value {
-    use serde_yaml_ng::Value;
-    let mut list: Value = serde_yaml_ng::from_slice(text).expect("a results file");
-    let items = list.get_mut("items").and_then(Value::as_sequence_mut);
-    for item in items.into_iter().flatten() {
-        let results = item.get_mut("results").and_then(Value::as_sequence_mut);
-        for result in results.into_iter().flatten() {
-            let Some(field) = result.get_mut("field").and_then(Value::as_mapping_mut) else {
-                continue;
-            };
-            for key in ["currentValue", "proposedValue"] {
-                if let Some(v) = field.get_mut(key) {
-                    let text = match &*v {
-                        Value::String(s) => s.clone(),
-                        Value::Number(n) => n.to_string(),
-                        Value::Bool(b) => b.to_string(),
-                        other => serde_yaml_ng::to_string(other).unwrap().trim().to_owned(),
-                    };
-                    *v = Value::String(text);
-                }
-            }
-        }
-    }
-    list
-}
-
-/// A Kptfile's data without its `status`.
-fn without_status(kptfile: &[u8]) -> serde_yaml_ng::Value {
-    let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_slice(kptfile).expect("a Kptfile");
-    if let Some(m) = v.as_mapping_mut() {
-        m.remove("status");
-    }
-    v
 }
 
 /// The functions the tests run (paths to executables).

@@ -2,7 +2,6 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
-pub mod beta67;
 pub mod kpt;
 
 use std::fs;

@@ -50,8 +50,8 @@ pub(crate) async fn apply(
         max_output_bytes,
     } = step;
     for item in &input {
-        if let Some(problem) = krm_problem(&kyaml::meta(item)) {
-            let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();
+        let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();
+        if let Some(problem) = krm_problem(&kyaml::meta(item), path) {
             return Err(Error::InputNotKrm(format!("{path}: {problem}")));
         }
     }
@@ -140,7 +140,7 @@ pub(crate) async fn apply(
         let found = PathAnns::read(&kyaml::annotations(item));
         let pick = |k: usize| found.pick(k).to_owned();
         let path = pick(0);
-        if let Some(problem) = krm_problem(&meta) {
+        if let Some(problem) = krm_problem(&meta, &path) {
             let shown = if path.is_empty() {
                 package::default_path(&meta)
             } else {

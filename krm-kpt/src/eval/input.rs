@@ -395,9 +395,22 @@ pub(super) fn assemble(items: &mut [Node], fn_config: Option<Node>) -> Bytes {
     ))
 }
 
-/// kpt's `AreKRM`: `apiVersion`, `kind` and `metadata.name` are required.
-pub(crate) fn krm_problem(meta: &Meta) -> Option<&'static str> {
-    if !meta.has_metadata && meta.api_version.is_empty() && meta.kind.is_empty() {
+/// kpt's `IsKRM` on a resource read from (or bound for) `path`:
+/// `apiVersion`, `kind` and `metadata.name` are required, but of a
+/// Kustomization (a file named `kustomization.yaml`, `kustomization.yml`
+/// or `Kustomization`, whatever it holds; an apiVersion of kustomize's
+/// group; no apiVersion and kind `Kustomization`), which passes as it is
+/// (`api/kptfile/v1/validation.go@v1.0.0-beta.67:181-273`, the same in
+/// beta.56).
+pub(crate) fn krm_problem(meta: &Meta, path: &str) -> Option<&'static str> {
+    let file = path.rsplit('/').next().unwrap_or_default();
+    let kustomization = ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+        .contains(&file)
+        || meta.api_version.starts_with("kustomize.config.k8s.io")
+        || (meta.api_version.is_empty() && meta.kind == "Kustomization");
+    if kustomization {
+        None
+    } else if !meta.has_metadata && meta.api_version.is_empty() && meta.kind.is_empty() {
         Some("resource must have `apiVersion`, `kind`, and `name`")
     } else if meta.api_version.is_empty() {
         Some("resource must have `apiVersion`")
@@ -412,7 +425,7 @@ pub(crate) fn krm_problem(meta: &Meta) -> Option<&'static str> {
 
 pub(super) fn check_krm(input: &Input) -> Result<(), Error> {
     for (item, path) in input.items.iter().zip(&input.paths) {
-        if let Some(problem) = krm_problem(&kyaml::meta(item)) {
+        if let Some(problem) = krm_problem(&kyaml::meta(item), path) {
             return Err(Error::InputNotKrm(format!("{path}: {problem}")));
         }
     }

@@ -212,10 +212,10 @@ impl PathAnns {
 /// kpt's `AreKRM` on an output resource.
 pub(super) fn output_krm_check(item: &Node) -> Result<(), Error> {
     let meta = kyaml::meta(item);
-    let Some(problem) = krm_problem(&meta) else {
+    let found = PathAnns::read(&kyaml::annotations(item));
+    let Some(problem) = krm_problem(&meta, found.pick(0)) else {
         return Ok(());
     };
-    let found = PathAnns::read(&kyaml::annotations(item));
     let shown = match found.pick(0) {
         "" => package::default_path(&meta),
         path => path.to_owned(),

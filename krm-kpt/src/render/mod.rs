@@ -510,8 +510,8 @@ impl State<'_> {
         let (mutators, validators) = pipeline(kptfile);
         if mutators.is_empty() && validators.is_empty() {
             for item in &input {
-                if let Some(problem) = eval::krm_problem(&kyaml::meta(item)) {
-                    let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();
+                let path = kyaml::annotation(item, ann::PATH).unwrap_or_default();
+                if let Some(problem) = eval::krm_problem(&kyaml::meta(item), path) {
                     let e = Error::InputNotKrm(format!("{path}: {problem}"));
                     return Err(plain(e, input));
                 }
