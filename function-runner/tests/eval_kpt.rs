@@ -843,3 +843,110 @@ fn render_allow_network_like_kpt() {
         assert_same_tree(&p.k, &p.o, flag);
     }
 }
+
+/// What kpt 1.0.0-beta.56 and beta.67 refuse or accept alike (the same
+/// code in both: `IsKRM` and `GetValidatedFnConfigFromPath`,
+/// `api/kptfile/v1/validation.go@v1.0.0-beta.67:130-273`; `enforcePathInvariants`,
+/// `pkg/fn/runtime/runner.go@v1.0.0-beta.67:477-506`), so checked against
+/// the installed kpt: kustomization files pass the KRM check (by file
+/// name whatever they hold, or by kustomize's apiVersion or kind) and go
+/// through the functions like any resource; a `--fn-config` file without
+/// a name, with two configs, or missing, fails before anything runs; a
+/// function that puts two resources at one path and index fails.
+#[test]
+fn kustomizations_function_configs_and_duplicate_paths_like_kpt() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns_dir = tempfile::tempdir().unwrap();
+    let f = functions(fns_dir.path());
+    let kustomized = |pipeline: &str| {
+        let pipeline = pipeline.to_owned();
+        move |d: &Path| {
+            fs::create_dir_all(d.join("overlay")).unwrap();
+            kptfile(d, &pipeline);
+            for (file, text) in [
+                (
+                    "cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+                ),
+                (
+                    "kustomization.yaml",
+                    "# a kustomization\n\nresources:\n- cm.yaml\n",
+                ),
+                ("overlay/kustomization.yml", "resources:\n- ../cm.yaml\n"),
+                ("Kustomization", "resources: [cm.yaml]\n"),
+                ("kust2.yaml", "kind: Kustomization\nresources: []\n"),
+                (
+                    "component.yaml",
+                    "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+                ),
+            ] {
+                fs::write(d.join(file), text).unwrap();
+            }
+        }
+    };
+    let annotate = format!("  mutators:\n  - exec: {}\n", f.annotate);
+    let p = pair(&kustomized(&annotate));
+    let (k, o) = both(&kpt, &p, &["pkg", "--exec", &f.annotate], None);
+    assert_eq!(k.code, 0, "{}", k.stderr);
+    assert_same_run(&k, &o, "eval over kustomizations");
+    assert_same_tree(&p.k, &p.o, "eval over kustomizations");
+    for (what, pipeline) in [
+        ("render", annotate.as_str()),
+        ("render, no functions", "  mutators: []\n"),
+    ] {
+        let p = pair(&kustomized(pipeline));
+        let (k, o) = both_render(&kpt, &p, &["pkg", "--allow-exec"]);
+        assert_eq!(k.code, 0, "{what}: {}", k.stderr);
+        assert_same_run(&k, &o, what);
+        assert_same_tree(&p.k, &p.o, what);
+    }
+
+    let p = pair(&selection_package);
+    for d in [&p.k, &p.o] {
+        fs::write(
+            d.join("noname.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\ndata:\n  a: b\n",
+        )
+        .unwrap();
+        fs::write(
+            d.join("two.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n",
+        )
+        .unwrap();
+    }
+    for config in ["noname.yaml", "two.yaml", "missing.yaml"] {
+        let (k, o) = both(
+            &kpt,
+            &p,
+            &["pkg", "--exec", "cat", "--fn-config", config],
+            None,
+        );
+        assert_eq!(k.code, 1, "{config}: {}", k.stderr);
+        // kpt names the file by its absolute path, each its own work
+        // directory.
+        let k_err = k.stderr.replace(&p.k.display().to_string(), "W");
+        let o_err = o.stderr.replace(&p.o.display().to_string(), "W");
+        assert_eq!((k.code, k_err), (o.code, o_err), "{config} (left kpt)");
+    }
+    assert_same_tree(&p.k, &p.o, "refused function configs");
+
+    // Two resources at one path and index.
+    let dup = common::script(
+        fns_dir.path(),
+        "dup.sh",
+        "#!/bin/sh\ncat >/dev/null\nprintf 'apiVersion: config.kubernetes.io/v1\\nkind: ResourceList\\nitems:\\n';\nfor n in a b; do printf -- '- apiVersion: v1\\n  kind: ConfigMap\\n  metadata:\\n    name: %s\\n    annotations:\\n      config.kubernetes.io/path: ./res.yaml\\n      config.kubernetes.io/index: \"0\"\\n' $n; done\n",
+    );
+    let (k, o) = both(&kpt, &p, &["pkg", "--exec", &dup], None);
+    assert_eq!(k.code, 1, "{}", k.stderr);
+    assert_same_run(&k, &o, "duplicate path and index, eval");
+    let p = pair(&|d: &Path| {
+        selection_package(d);
+        kptfile(d, &format!("  mutators:\n  - exec: {dup}\n"));
+    });
+    let (k, o) = both_render(&kpt, &p, &["pkg", "--allow-exec"]);
+    assert_eq!(k.code, 1, "{}", k.stderr);
+    assert_same_run(&k, &o, "duplicate path and index, render");
+    assert_same_tree(&p.k, &p.o, "duplicate path and index, render");
+}

@@ -432,12 +432,36 @@ fn results_as_beta67(text: &[u8]) -> serde_yaml_ng::Value {
     list
 }
 
-/// A Kptfile's data without its `status`.
+/// A Kptfile's data without its `status`, and without what kpt's Go types
+/// leave out when they marshal it (`omitempty`: null, empty lists and
+/// maps).
 fn without_status(kptfile: &[u8]) -> serde_yaml_ng::Value {
-    let mut v: serde_yaml_ng::Value = serde_yaml_ng::from_slice(kptfile).expect("a Kptfile");
+    use serde_yaml_ng::Value;
+    fn prune(v: &mut Value) {
+        match v {
+            Value::Mapping(m) => {
+                for (_, child) in m.iter_mut() {
+                    prune(child);
+                }
+                m.retain(|_, child| !is_empty(child));
+            }
+            Value::Sequence(items) => items.iter_mut().for_each(prune),
+            _ => {}
+        }
+    }
+    fn is_empty(v: &Value) -> bool {
+        match v {
+            Value::Null => true,
+            Value::Mapping(m) => m.is_empty(),
+            Value::Sequence(s) => s.is_empty(),
+            _ => false,
+        }
+    }
+    let mut v: Value = serde_yaml_ng::from_slice(kptfile).expect("a Kptfile");
     if let Some(m) = v.as_mapping_mut() {
         m.remove("status");
     }
+    prune(&mut v);
     v
 }
 

@@ -269,6 +269,15 @@ pub(crate) fn function_config(cfg: &FnConfig) -> Result<Node, Error> {
     match cfg {
         FnConfig::File(path) => {
             let shown = path.display().to_string();
+            if !path.exists() {
+                return Err(Error::MissingFnConfig(shown));
+            }
+            // kpt's `GetValidatedFnConfigFromPath` on the file, named by
+            // its absolute path: one KRM resource (a name, one document).
+            let absolute = std::path::absolute(path)
+                .map(|a| package::clean_path(&a.to_string_lossy()))
+                .unwrap_or_else(|_| shown.clone());
+            crate::kptfile::check_config_file(path, &absolute).map_err(Error::Input)?;
             let text =
                 std::fs::read_to_string(path).map_err(|_| Error::MissingFnConfig(shown.clone()))?;
             let docs =

@@ -20,6 +20,7 @@ mod validate;
 pub use save::{save, FnType, NewFunction};
 pub use status::{write_render_status, RenderReport, StepStatus};
 pub use validate::check_image_reference;
+pub(crate) use validate::config_file as check_config_file;
 
 use std::path::Path;
 

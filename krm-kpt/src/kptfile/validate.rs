@@ -87,7 +87,7 @@ fn config_path_syntax(p: &str) -> Result<String, String> {
 /// `GetValidatedFnConfigFromPath`: the file at `path` (`shown` as the
 /// Kptfile writes it) read as kyaml's `ByteReader` reads it, one KRM
 /// resource. Where kpt crashes (a file with no document), this says so.
-fn config_file(path: &Path, shown: &str) -> Result<(), String> {
+pub(crate) fn config_file(path: &Path, shown: &str) -> Result<(), String> {
     let quoted = package::go_quote(shown);
     let failed = |e: &dyn std::fmt::Display| format!("failed to read functionConfig {quoted}: {e}");
     let bytes = match std::fs::File::open(path) {
