@@ -630,8 +630,14 @@ fn kptfiles_are_validated_like_kpt_before_anything_runs() {
         let (k, o) = both_render(&kpt, &p, &["pkg", "--allow-exec"]);
         let norm = |s: &str, d: &Path| s.replace(&d.display().to_string(), "DIR");
         assert_eq!(k.code, o.code, "{root}{sub}: {}\n{}", k.stderr, o.stderr);
+        // beta.67's upgrade hint names the catalog's image on ghcr.io
+        // (`pkg/lib/errors/resolver/pkg.go@v1.0.0-beta.67`).
+        let k_err = k.stderr.replace(
+            "gcr.io/kpt-fn/fix:v0.2",
+            "ghcr.io/kptdev/krm-functions-catalog/fix:latest",
+        );
         assert_eq!(
-            norm(&k.stderr, &p.k),
+            norm(&k_err, &p.k),
             norm(&o.stderr, &p.o),
             "{root}{sub} (left kpt, right ours)"
         );

@@ -485,7 +485,10 @@ async fn eval_env_reaches_process_functions() {
         .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{image}: {stderr}");
-        assert!(stderr.contains("\"A=two words B=\""), "{image}: {stderr}");
+        assert!(
+            stderr.contains(" Stderr: A=two words B="),
+            "{image}: {stderr}"
+        );
         assert_eq!(
             stderr
                 .matches("[USING] --mount and --network are for Docker containers: not applied")

@@ -21,8 +21,8 @@
 //!
 //! Where kpt's behaviour is odd it is kept, so both give the same files and
 //! lines: a result without severity prints as `[info]`, multi-line results
-//! are joined with spaces, output longer than four lines is truncated
-//! (`--truncate-output`), the `function-input` ConfigMap's keys come in
+//! are joined with spaces (all of them and the stderr on one line each, as
+//! kpt v1.0.0-beta.67 prints them), the `function-input` ConfigMap's keys come in
 //! kpt's order (`metadata`, `data`, `kind`, `apiVersion`) and its values are
 //! quoted as kyaml quotes them, `-o unwrap` and `-o DIR` are written from
 //! the `-o stdout` text read again (where comments can move), the path and

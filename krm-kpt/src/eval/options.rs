@@ -94,9 +94,6 @@ pub struct EvalOptions {
     /// `None`: in place for a directory, stdout for stdin.
     pub output: Option<Output>,
     pub results_dir: Option<PathBuf>,
-    /// kpt's `--truncate-output` (default true): at most four lines of
-    /// results and of stderr.
-    pub truncate_output: bool,
     /// The most stdout a function may write.
     pub max_output_bytes: usize,
     /// kpt's `--match-*` flags: the resources the function sees (all when
@@ -117,7 +114,6 @@ impl EvalOptions {
             fn_config: FnConfig::Args(Vec::new()),
             output: None,
             results_dir: None,
-            truncate_output: true,
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             selector: Selector::default(),
             exclusion: Selector::default(),

@@ -26,7 +26,7 @@ pub fn read(dir: &Path, node: &Node) -> Result<(), String> {
         }
         ("kpt.dev/v1alpha2", "Kptfile") => {
             return Err(format!(
-                "Error: {at} has an old version (\"v1alpha2\") of the Kptfile schema.\nPlease run \"kpt fn eval <PKG_PATH> -i gcr.io/kpt-fn/fix:v0.2 --include-meta-resources\" to upgrade the package and retry. "
+                "Error: {at} has an old version (\"v1alpha2\") of the Kptfile schema.\nPlease run \"kpt fn eval <PKG_PATH> -i ghcr.io/kptdev/krm-functions-catalog/fix:latest --include-meta-resources\" to upgrade the package and retry. "
             ))
         }
         _ => {

@@ -197,6 +197,16 @@ pub fn check_image_reference(image: &str) -> Result<(), String> {
     })
 }
 
+/// distribution's `DomainRegexp`, anchored.
+static DOMAIN: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    let domain_component = "(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])";
+    let pattern = format!(
+        r"^(?:{c}(?:\.{c})*|\[(?:[a-fA-F0-9:]+)\])(?::[0-9]+)?$",
+        c = domain_component
+    );
+    regex::Regex::new(&pattern).unwrap_or_else(|e| unreachable!("the grammar is fixed: {e}"))
+});
+
 /// distribution's `ReferenceRegexp` (`regexp.go@v0.6.0`), anchored.
 static REFERENCE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
     let alnum = "[a-z0-9]+";
@@ -227,7 +237,15 @@ fn reference_error(s: &str) -> Option<&'static str> {
             "invalid reference format"
         });
     };
-    if m.get(1).map_or(0, |n| n.as_str().len()) > 255 {
+    // The limit is on the repository path: the name without its domain
+    // (a first component the domain grammar takes, as the anchored name
+    // grammar splits it).
+    let name = m.get(1).map_or("", |n| n.as_str());
+    let path = match name.split_once('/') {
+        Some((first, rest)) if DOMAIN.is_match(first) => rest,
+        _ => name,
+    };
+    if path.len() > 255 {
         return Some("repository name must not be more than 255 characters");
     }
     // go-digest's `Validate`: a known algorithm, its hex length, lower
@@ -297,7 +315,12 @@ mod tests {
         assert!(why(&format!("a@md5:{digest}")).ends_with(": unsupported digest algorithm"));
         assert!(why(&format!("a@sha256:{}", digest.to_uppercase()))
             .ends_with(": invalid checksum digest format"));
-        assert!(why(&format!("{}/x", "a".repeat(255))).ends_with("more than 255 characters"));
+        // The limit counts the path, not the domain.
+        assert!(why(&format!("x/{}", "a".repeat(256))).ends_with("more than 255 characters"));
+        assert_eq!(
+            check_image_reference(&format!("{}/x", "a".repeat(255))),
+            Ok(())
+        );
         for bad in [
             "a___b",
             "a-",

@@ -134,8 +134,16 @@ impl Plan {
                         "Successfully executed {} function(s) in {} package(s).",
                         state.succeeded, state.packages
                     )?;
-                    state.save_results(stderr)?;
+                    // A results file that cannot be saved fails the
+                    // render, and the status says so (the executor's
+                    // `updateRenderStatus(hctx, saveErr)`).
+                    let saved = state.save_results(stderr);
+                    if let Err(e) = &saved {
+                        state.report.failure =
+                            Some(format!("failed to save function results: {e}"));
+                    }
                     kptfile::write_render_status(&root, &state.report);
+                    saved?;
                 } else if let Some(output) = &opts.output {
                     // kpt saves the results before it writes the output.
                     let text = output_text(&root, resources)?;
@@ -171,8 +179,11 @@ impl Plan {
         if in_place {
             kptfile::write_render_status(&root, &state.report);
         }
-        // kpt saves the results before it reports the failure.
-        state.save_results(stderr)?;
+        // kpt saves the results before it reports the failure, and reports
+        // the failure whether or not they could be saved.
+        if let Err(e) = state.save_results(stderr) {
+            tracing::warn!(%e, "results not saved");
+        }
         match failure.cause {
             Cause::Function => Ok(1),
             Cause::Error(e) => Err(Error::Rendering(Box::new(e))),
@@ -395,6 +406,7 @@ impl State<'_> {
                 .read_local(package, &name, &rel)
                 .map_err(|e| Failure::of(e, &root.dir))?;
             let index = found.len();
+            self.packages = index + 1;
             if let Some(p) = parent {
                 found[p].children.push(index);
             }
@@ -413,7 +425,6 @@ impl State<'_> {
                 ));
             }
         }
-        self.packages = found.len();
         fn below(found: &[Found<'_>], i: usize, out: &mut Vec<Node>) {
             for &c in &found[i].children {
                 out.extend(found[c].local.resources.iter().cloned());

@@ -52,7 +52,10 @@ impl Plan {
         // beta.67 checks `--image-prefix` first thing in its run, after
         // the two above.
         crate::image::validate_prefix(&opts.image_prefix).map_err(Error::Input)?;
+        // Go's `filepath.Abs`: absolute and clean (`a/../b` is `b`), as
+        // kpt's paths and messages name the package.
         let root = std::path::absolute(&opts.dir).map_err(Error::Write)?;
+        let root = PathBuf::from(package::clean_path(&root.to_string_lossy()));
         if !root.join("Kptfile").is_file() {
             return Err(Error::Input(format!(
                 "{} is not a package: it has no Kptfile",

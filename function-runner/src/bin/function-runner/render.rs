@@ -2,6 +2,10 @@
 //! [`krm_kpt::render`], modelled on `kpt fn render`.
 
 use std::io::Write;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use krm_kpt::tag::TagLister;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -145,19 +149,34 @@ pub(crate) async fn run(cmd: RenderCommand) -> anyhow::Result<ExitCode> {
 /// kpt's tag listers, in its order: the local engine's images (only when
 /// `KRM_FN_RUNTIME` names a runtime kpt knows, as in kpt; this one asks
 /// the engine's API, which Docker, and Podman's compatible socket, serve),
-/// then the registry's tag list.
-fn tag_listers() -> Vec<std::sync::Arc<dyn krm_kpt::tag::TagLister>> {
-    let mut listers: Vec<std::sync::Arc<dyn krm_kpt::tag::TagLister>> = Vec::new();
+/// then the registry's tag list. Both are made when a constraint first
+/// asks: a render without one pays nothing for them (the registry client
+/// loads the system's CA roots).
+fn tag_listers() -> Vec<Arc<dyn TagLister>> {
+    let mut listers: Vec<Arc<dyn TagLister>> = Vec::new();
     let runtime = std::env::var("KRM_FN_RUNTIME").unwrap_or_default();
     if matches!(
         runtime.to_ascii_lowercase().as_str(),
         "" | "docker" | "podman" | "nerdctl"
     ) {
-        listers.push(std::sync::Arc::new(crate::tags::LocalLister::new()));
+        listers.push(Arc::new(crate::tags::LocalLister::new()));
     }
-    match crate::tags::RegistryLister::new() {
-        Ok(registry) => listers.push(std::sync::Arc::new(registry)),
-        Err(err) => tracing::debug!(%err, "no registry tag lister"),
-    }
+    listers.push(Arc::new(LazyRegistry(std::sync::OnceLock::new())));
     listers
+}
+
+/// The registry lister, made at its first listing.
+struct LazyRegistry(std::sync::OnceLock<Result<crate::tags::RegistryLister, String>>);
+
+impl TagLister for LazyRegistry {
+    fn name(&self) -> String {
+        "regclient".into()
+    }
+
+    fn list<'a>(&'a self, image: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        match self.0.get_or_init(crate::tags::RegistryLister::new) {
+            Ok(registry) => registry.list(image),
+            Err(err) => Box::pin(std::future::ready(Err(err.clone()))),
+        }
+    }
 }

@@ -1,4 +1,3 @@
-#![allow(dead_code)]
 //! Where `render` finds the tags of a function image whose Kptfile `tag:`
 //! is a constraint: kpt's two listers, the local engine's images
 //! ([`LocalLister`]) and the registry's tag list ([`RegistryLister`]), for
@@ -43,13 +42,6 @@ impl LocalLister {
     pub(crate) fn new() -> Self {
         Self {
             engine: tokio::sync::OnceCell::new(),
-        }
-    }
-
-    /// With an engine already connected.
-    pub(crate) fn with_engine(docker: Docker) -> Self {
-        Self {
-            engine: tokio::sync::OnceCell::new_with(Some(docker)),
         }
     }
 

@@ -148,7 +148,6 @@ async fn run_inner(
         output: args.output.as_deref().map(Output::parse),
         fn_config,
         results_dir: args.results_dir,
-        truncate_output: args.truncate_output,
         max_output_bytes: args.max_output_bytes,
         selector,
         exclusion,
