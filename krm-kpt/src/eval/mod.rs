@@ -141,7 +141,7 @@ pub async fn run(
         name: name.clone(),
         stderr: String::new(),
         exit_code: 1,
-        results: Vec::new(),
+        results: Vec::new().into(),
     };
     match &selection {
         Some(_) => writeln!(
@@ -174,7 +174,7 @@ pub async fn run(
     record.stderr = String::from_utf8_lossy(&ran.stderr).into_owned();
     let parsed = parse_output(&std::mem::take(&mut ran.stdout), &name);
     if let Ok((_, results)) = &parsed {
-        record.results = results.clone();
+        record.results = results.clone().into();
     }
 
     if ran.exit_code != 0 {

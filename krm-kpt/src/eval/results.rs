@@ -120,7 +120,9 @@ pub(crate) struct FnRecord {
     pub name: String,
     pub stderr: String,
     pub exit_code: i32,
-    pub results: Vec<FnResult>,
+    /// Shared with the render status's step (a function's results can be
+    /// one per resource: not copied).
+    pub results: std::sync::Arc<[FnResult]>,
 }
 
 /// kpt's `FunctionResultList` of one function.

@@ -157,7 +157,7 @@ fn results_file_as_kpt_writes_it() {
         name: "./fail.sh".into(),
         stderr: "some stderr line\nsecond stderr line\n".into(),
         exit_code: 1,
-        results: krm_results::kpt::read(&v),
+        results: krm_results::kpt::read(&v).into(),
     };
     assert_eq!(
         results_yaml(&record),

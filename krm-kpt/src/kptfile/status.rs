@@ -40,7 +40,7 @@ pub struct StepStatus {
     pub execution_error: String,
     pub stderr: String,
     pub exit_code: i32,
-    pub results: Vec<FnResult>,
+    pub results: std::sync::Arc<[FnResult]>,
 }
 
 impl StepStatus {

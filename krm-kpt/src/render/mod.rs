@@ -759,7 +759,7 @@ impl State<'_> {
                 name: step.name.clone(),
                 stderr: o.stderr,
                 exit_code: o.exit_code,
-                results: o.results,
+                results: o.results.into(),
             });
         }
         let Some(mut items) = applied? else {

@@ -19,7 +19,7 @@ fn written(dir: &tempfile::TempDir) -> String {
 fn image_step(image: &str, results: Vec<FnResult>) -> StepStatus {
     StepStatus {
         image: image.into(),
-        results,
+        results: results.into(),
         ..StepStatus::default()
     }
 }
@@ -129,7 +129,8 @@ fn a_failed_function_as_beta_67_writes_it() {
                     ..FnResult::new(Severity::Error, "fail: no deployment")
                 },
                 FnResult::warning("just so"),
-            ],
+            ]
+            .into(),
             ..StepStatus::default()
         }],
     };
