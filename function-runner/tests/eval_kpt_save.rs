@@ -467,8 +467,9 @@ fn output_package(d: &Path, add_delete: &str, annotate: &str) {
 /// failing function writes nothing.
 /// A ResourceList's items (or a stream's documents), sorted.
 fn items_sorted(text: &str) -> String {
-    let (head, sep, body) = match text.split_once("\nitems:\n") {
-        Some((head, body)) => (format!("{head}\nitems:\n"), "\n- ", format!("\n{body}")),
+    let list = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n";
+    let (head, sep, body) = match text.strip_prefix(list) {
+        Some(body) => (list.to_string(), "\n- ", format!("\n{body}")),
         None => (String::new(), "---\n", text.to_string()),
     };
     let mut items: Vec<&str> = body.split(sep).filter(|i| !i.trim().is_empty()).collect();
