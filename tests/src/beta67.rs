@@ -352,21 +352,6 @@ fn go_unquote(s: &str) -> Result<(Vec<u8>, &str), String> {
 // that run. Where `--results-dir` is given, the output ends with
 // `For complete results`.
 
-/// `pass.sh` used below (exit 0):
-/// ```sh
-/// #!/bin/sh
-/// cat
-/// cat <<'YAML'
-/// results:
-/// - message: all good
-///   severity: info
-/// - message: withfield
-///   field:
-///     path: a.b
-/// YAML
-/// echo "stderr on pass" >&2
-/// ```
-/// Its stderr ends with a newline.
 /// Whether kpt's (beta.56's) file at `path` is ours, as beta.67 would
 /// write it: byte for byte; but a Kptfile that our render gave a render
 /// status and kpt did not, compared as YAML data without its `status`
@@ -469,6 +454,22 @@ fn without_status(kptfile: &[u8]) -> serde_yaml_ng::Value {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    // `pass.sh` used below (exit 0):
+    // ```sh
+    // #!/bin/sh
+    // cat
+    // cat <<'YAML'
+    // results:
+    // - message: all good
+    //   severity: info
+    // - message: withfield
+    //   field:
+    //     path: a.b
+    // YAML
+    // echo "stderr on pass" >&2
+    // ```
+    // Its stderr ends with a newline.
 
     #[test]
     fn eval_pass_with_results_and_stderr() {
