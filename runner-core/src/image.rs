@@ -88,6 +88,23 @@ pub(crate) fn join_image(prefix: &str, name: &str) -> String {
     }
 }
 
+/// Whether `registry` (`host[:port]`) is on a loopback address:
+/// `localhost`, 127.0.0.0/8 or `[::1]`. Such a registry is read over plain
+/// HTTP where HTTPS fails, without `--insecure-registries`, as Docker and
+/// Porch's registry client (go-containerregistry) read it: TLS to oneself
+/// protects nothing, and a registry a test or a developer starts there has
+/// none.
+pub fn is_loopback(registry: &str) -> bool {
+    let host = match registry.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(rest),
+        None => registry.rsplit_once(':').map_or(registry, |(host, _)| host),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

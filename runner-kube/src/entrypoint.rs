@@ -137,22 +137,7 @@ pub struct Entrypoints {
     loopback_client: std::sync::OnceLock<Client>,
 }
 
-/// Whether `registry` (`host[:port]`) is on a loopback address:
-/// `localhost`, 127.0.0.0/8 or `[::1]`. Such a registry is read over plain
-/// HTTP where HTTPS fails, without `--insecure-registries`, as Docker and
-/// Porch's registry client (go-containerregistry) read it: TLS to oneself
-/// protects nothing, and a registry a test or a developer starts there has
-/// none.
-pub fn is_loopback(registry: &str) -> bool {
-    let host = match registry.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(rest),
-        None => registry.rsplit_once(':').map_or(registry, |(host, _)| host),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
+pub use runner_core::image::is_loopback;
 
 /// A client that speaks plain HTTP to every registry.
 fn loopback_client() -> Client {

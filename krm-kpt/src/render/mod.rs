@@ -845,7 +845,7 @@ fn missing_config_paths(kptfile: &Node, local: &BTreeSet<String>) -> Result<(), 
             }
             let name = kyaml::value_of(kyaml::field(f, "name"));
             let shown = if name.is_empty() {
-                image_base_name(kyaml::value_of(kyaml::field(f, "image")))
+                crate::tag::image_base_name(kyaml::value_of(kyaml::field(f, "image")))
             } else {
                 name.to_owned()
             };
@@ -870,15 +870,4 @@ fn missing_config_paths(kptfile: &Node, local: &BTreeSet<String>) -> Result<(), 
         format!("Kptfile is invalid:\nField: `{field}`\nValue: {value}\nReason: {reason}\n "),
         errors.iter().map(text).collect::<Vec<_>>().join("\n"),
     ))
-}
-
-/// kpt's `ImageBaseName`: the last segment of the image's repository,
-/// without tag or digest; empty for no image.
-fn image_base_name(image: &str) -> String {
-    let no_digest = image.split('@').next().unwrap_or_default();
-    let repo = match no_digest.rfind(':') {
-        Some(c) if !no_digest[c..].contains('/') => &no_digest[..c],
-        _ => no_digest,
-    };
-    repo.rsplit('/').next().unwrap_or_default().to_owned()
 }

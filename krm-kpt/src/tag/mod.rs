@@ -345,6 +345,21 @@ static REF_RE: LazyLock<Regex> =
 static OCIDIR_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&grammar::ocidir()).expect("the ocidir pattern compiles"));
 
+/// kpt's `ImageBaseName`: the last segment of the repository regclient
+/// reads in `image`, without tag or digest; `image` itself when regclient
+/// cannot read it (`""` for an exec function).
+pub(crate) fn image_base_name(image: &str) -> String {
+    match ImageRef::parse(image) {
+        Ok(r) => r
+            .repository
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        Err(_) => image.to_owned(),
+    }
+}
+
 impl ImageRef {
     /// `ref.New`: Docker Hub's names made `docker.io` (and `library/` for
     /// a one-part repository), `localhost/…` read as that registry, a

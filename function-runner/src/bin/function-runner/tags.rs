@@ -18,6 +18,7 @@ use oci_client::client::{ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
+use runner_core::image::is_loopback;
 use runner_docker::Docker;
 
 /// How long the engine has to answer before the local lister gives up (it
@@ -241,20 +242,6 @@ fn no_such_repository(err: &OciDistributionError) -> bool {
             .any(|e| matches!(e.code, OciErrorCode::NameUnknown)),
         _ => false,
     }
-}
-
-/// Whether `registry` (`host[:port]`) is on a loopback address:
-/// `localhost`, 127.0.0.0/8 or `[::1]` (runner-kube's rule, which the
-/// runner without its `kube` feature has not got).
-fn is_loopback(registry: &str) -> bool {
-    let host = match registry.strip_prefix('[') {
-        Some(rest) => rest.split(']').next().unwrap_or(rest),
-        None => registry.rsplit_once(':').map_or(registry, |(host, _)| host),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Docker Hub, as image references name it.
