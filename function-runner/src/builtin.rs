@@ -7,11 +7,12 @@
 //!
 //! An image runs built-in when a FunctionConfig's `goExecutor` lists it
 //! (its `id` names the function, else the image's last path segment), or,
-//! unless turned off (`--no-default-builtins`), when it is one of the
-//! catalog's images of a built-in name: `gcr.io/kpt-fn/NAME`,
-//! `ghcr.io/kptdev/krm-functions-catalog/NAME` or the bare `NAME`, with any
-//! tag or digest, and no FunctionConfig maps that image and tag to a binary
-//! or a pod.
+//! by default ([`BuiltinsMode`]), when it is one of the catalog's images of
+//! a built-in name (`gcr.io/kpt-fn/NAME`,
+//! `ghcr.io/kptdev/krm-functions-catalog/NAME` or the bare `NAME`) with a
+//! release tag the built-in reproduces ([`krm_builtins::versions`]; with
+//! any tag or digest under `--builtins=any-tag`), and no FunctionConfig
+//! maps that image and tag to a binary or a pod.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -37,18 +38,65 @@ fn bare_names_are_the_catalogs(prefix: &str) -> bool {
         .any(|p| p.trim_end_matches('/') == prefix)
 }
 
+/// Which of the catalog's images run built-in where no FunctionConfig
+/// says (`--builtins`; goExecutor entries run built-in in every mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BuiltinsMode {
+    /// `versions`: the release tags each built-in reproduces
+    /// ([`krm_builtins::versions::TABLE`]); other tags, digests and no tag
+    /// run as images.
+    #[default]
+    Versions,
+    /// `any-tag`: every tag and digest of the catalog's images, whatever
+    /// release it is (the built-in answers as the releases it reproduces).
+    AnyTag,
+    /// `none` (`--no-default-builtins`): the catalog's images run as any
+    /// image.
+    None,
+}
+
+impl std::str::FromStr for BuiltinsMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "versions" => Ok(BuiltinsMode::Versions),
+            "any-tag" => Ok(BuiltinsMode::AnyTag),
+            "none" => Ok(BuiltinsMode::None),
+            other => Err(format!(
+                "{other:?} is not a built-ins mode: versions (the release tags each built-in \
+                 reproduces), any-tag (every tag of the catalog's images) or none"
+            )),
+        }
+    }
+}
+
+/// `image` with the request's `tag` where the image has none and the tag
+/// is one tag, not a constraint (Porch sends the tag in the image).
+fn pinned<'a>(image: &'a str, tag: &'a str) -> std::borrow::Cow<'a, str> {
+    let one_tag = !tag.is_empty()
+        && tag
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if one_tag && krm_builtins::versions::pin(image) == krm_builtins::versions::Pin::Untagged {
+        format!("{image}:{tag}").into()
+    } else {
+        image.into()
+    }
+}
+
 /// Decides which images run built-in, from the FunctionConfigs in use.
 #[derive(Clone)]
 pub struct Builtins {
     index: LiveIndex,
-    defaults: bool,
+    mode: BuiltinsMode,
 }
 
 impl Builtins {
-    /// `defaults`: the catalog's images of built-in names run built-in
+    /// `mode`: which of the catalog's images of built-in names run built-in
     /// where no FunctionConfig says otherwise.
-    pub fn new(index: LiveIndex, defaults: bool) -> Self {
-        Builtins { index, defaults }
+    pub fn new(index: LiveIndex, mode: BuiltinsMode) -> Self {
+        Builtins { index, mode }
     }
 
     /// The built-in function that runs `image` (with the request's tag
@@ -83,18 +131,12 @@ impl Builtins {
                 }),
             };
         }
-        if !self.defaults {
-            return Ok(None);
-        }
-        // A bare name is the catalog's only where the runner's default
-        // prefix is (a runner whose bare names mean its own registry's
-        // images runs those).
-        if !image.contains('/') && !bare_names_are_the_catalogs(index.default_prefix()) {
-            return Ok(None);
-        }
-        let Some(builtin) = krm_builtins::for_catalog_image(image) else {
+        let Some(builtin) = self.catalog_builtin(image) else {
             return Ok(None);
         };
+        if self.mode == BuiltinsMode::Versions && !builtin.reproduces(&pinned(image, tag)) {
+            return Ok(None);
+        }
         // An image and tag that a FunctionConfig gives a pod keep it (a
         // binary was looked for first; a constraint that does not parse
         // was refused there).
@@ -102,6 +144,35 @@ impl Builtins {
             .pod_settings_for(image, tag)
             .is_none()
             .then_some(builtin))
+    }
+
+    /// The built-in of a catalog image, where the mode runs the catalog's
+    /// images built in at all (whatever the tag).
+    fn catalog_builtin(&self, image: &str) -> Option<&'static Builtin> {
+        if self.mode == BuiltinsMode::None {
+            return None;
+        }
+        // A bare name is the catalog's only where the runner's default
+        // prefix is (a runner whose bare names mean its own registry's
+        // images runs those).
+        if !image.contains('/') && !bare_names_are_the_catalogs(self.index.current().default_prefix())
+        {
+            return None;
+        }
+        krm_builtins::for_catalog_image(image)
+    }
+
+    /// Why the catalog's `image` did not run built-in, when the only reason
+    /// is its tag: for the error of a call that then found no other way to
+    /// run it.
+    pub fn not_reproduced(&self, image: &str, tag: &str) -> Option<String> {
+        if self.mode != BuiltinsMode::Versions {
+            return None;
+        }
+        let image = pinned(image, tag);
+        self.catalog_builtin(&image)
+            .filter(|b| !b.reproduces(&image))
+            .map(|b| b.not_reproduced(&image))
     }
 }
 
@@ -217,6 +288,7 @@ impl Evaluator for BuiltinEvaluator {
             let flag = Arc::new(AtomicBool::new(false));
             let _cancel = CancelOnDrop(flag.clone());
             let ctx = Context::new()
+                .with_release(builtin.release_of(&pinned(&image, &req.request.tag)))
                 .with_deadline(req.deadline.map(|d| d.into_std()))
                 .with_cancel(flag);
             let input = req.request.resource_list;

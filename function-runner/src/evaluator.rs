@@ -397,7 +397,13 @@ pub struct MultiEvaluator {
     evaluators: Vec<Box<dyn Evaluator>>,
     /// The FunctionConfig documents rejected at start, said in one line.
     rejected: Option<String>,
+    /// Why an image (and request tag) did not run built-in, if its tag is
+    /// the only reason.
+    not_built_in: Option<NotBuiltIn>,
 }
+
+/// [`MultiEvaluator::with_not_built_in`]'s question.
+pub type NotBuiltIn = Arc<dyn Fn(&str, &str) -> Option<String> + Send + Sync>;
 
 /// Rejected documents named in a NotFound answer, at most.
 const MAX_REJECTED_NAMED: usize = 3;
@@ -407,6 +413,33 @@ impl MultiEvaluator {
         Self {
             evaluators,
             rejected: None,
+            not_built_in: None,
+        }
+    }
+
+    /// Adds `why(image, tag)` to the error of a call whose function never
+    /// ran (no pod, no binary): the catalog's image of a built-in whose
+    /// tag the built-in does not reproduce says so, and how to opt in.
+    pub fn with_not_built_in(mut self, why: NotBuiltIn) -> Self {
+        self.not_built_in = Some(why);
+        self
+    }
+
+    fn note(&self, req: &EvalRequest, err: EvalError) -> EvalError {
+        let err = self.note_rejected(err);
+        if err.image_is_known() || matches!(err, EvalError::ShuttingDown) {
+            return err;
+        }
+        match self
+            .not_built_in
+            .as_ref()
+            .and_then(|why| why(&req.request.image, &req.request.tag))
+        {
+            Some(note) => EvalError::NotBuiltIn {
+                source: Box::new(err),
+                note,
+            },
+            None => err,
         }
     }
 
@@ -452,12 +485,11 @@ impl Evaluator for MultiEvaluator {
             for evaluator in &self.evaluators {
                 match evaluator.evaluate(req.clone()).await {
                     Err(EvalError::NotFound { .. }) => continue,
-                    other => return other.map_err(|err| self.note_rejected(err)),
+                    other => return other.map_err(|err| self.note(&req, err)),
                 }
             }
-            Err(self.note_rejected(EvalError::NotFound {
-                image: req.request.image,
-            }))
+            let image = req.request.image.clone();
+            Err(self.note(&req, EvalError::NotFound { image }))
         })
     }
 }

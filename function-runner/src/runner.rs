@@ -14,7 +14,7 @@ use runner_core::backend::{Backend, PodSpec};
 use runner_core::config::{ImageIndex, LiveIndex};
 
 use crate::backend::metered::MeteredBackend;
-use crate::builtin::{BuiltinEvaluator, Builtins};
+use crate::builtin::{BuiltinEvaluator, Builtins, BuiltinsMode};
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
 use crate::evaluator::{Evaluator, ExecEvaluator, ExecPools, MultiEvaluator, PodEvaluator};
 use crate::metrics::RunnerMetrics;
@@ -57,10 +57,10 @@ pub struct RunnerSettings {
     pub prespawn: Option<usize>,
     /// `eval -e`: added to the environment of binaryExecutor binaries.
     pub function_env: Vec<(String, String)>,
-    /// The catalog's images of built-in names run built-in where no
-    /// FunctionConfig says otherwise (`--no-default-builtins` turns it off;
-    /// goExecutor entries run built-in either way).
-    pub default_builtins: bool,
+    /// Which of the catalog's images of built-in names run built-in where
+    /// no FunctionConfig says otherwise (`--builtins`; goExecutor entries
+    /// run built-in in every mode).
+    pub builtins: BuiltinsMode,
     /// Porch's `--disable-runtimes`: which of the exec and pod evaluators
     /// run (built-ins run either way).
     pub runtimes: Runtimes,
@@ -93,7 +93,7 @@ impl Default for RunnerSettings {
             max_grpc_retries: 2,
             prespawn: None,
             function_env: Vec::new(),
-            default_builtins: true,
+            builtins: BuiltinsMode::default(),
             runtimes: Runtimes::default(),
         }
     }
@@ -167,7 +167,7 @@ impl Runner {
                 .prespawn
                 .map_or_else(ExecPools::off, ExecPools::new),
         );
-        let builtins = Builtins::new(index.clone(), settings.default_builtins);
+        let builtins = Builtins::new(index.clone(), settings.builtins);
         let mut chain: Vec<Box<dyn Evaluator>> = Vec::with_capacity(3);
         if settings.runtimes.exec {
             chain.push(Box::new(
@@ -191,8 +191,14 @@ impl Runner {
                 settings.max_grpc_retries,
             )));
         }
-        let evaluator: Arc<dyn Evaluator> =
-            Arc::new(MultiEvaluator::new(chain).with_rejected(rejected));
+        let why = builtins.clone();
+        let evaluator: Arc<dyn Evaluator> = Arc::new(
+            MultiEvaluator::new(chain)
+                .with_rejected(rejected)
+                .with_not_built_in(Arc::new(move |image: &str, tag: &str| {
+                    why.not_reproduced(image, tag)
+                })),
+        );
         Runner {
             evaluator,
             cache,

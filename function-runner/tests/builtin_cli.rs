@@ -97,9 +97,9 @@ metadata:
     config.kubernetes.io/local-config: \"true\"
 pipeline:
   mutators:
-  - image: gcr.io/kpt-fn/set-namespace:unstable
+  - image: gcr.io/kpt-fn/set-namespace:v0.4.2
     configPath: package-context.yaml
-  - image: set-image:v0.1.1
+  - image: set-image:v0.1.2
     configMap:
       name: nginx
       newTag: \"1.27\"
@@ -117,7 +117,7 @@ metadata:
     config.kubernetes.io/local-config: \"true\"
 pipeline:
   mutators:
-  - image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2
+  - image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2
     configMap:
       tier: db
 ",
@@ -146,16 +146,16 @@ spec:
     let stderr = untimed(&r.stderr);
     assert!(
         stderr.starts_with(
-            "Package: \"shop/db\"\n[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2\" in <t>\n"
+            "Package: \"shop/db\"\n[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2\" in <t>\n"
         ),
         "{stderr}"
     );
     assert!(
-        stderr.contains("Package: \"shop\"\n[RUNNING] \"gcr.io/kpt-fn/set-namespace:unstable\"\n[PASS] \"gcr.io/kpt-fn/set-namespace:unstable\" in <t>\n"),
+        stderr.contains("Package: \"shop\"\n[RUNNING] \"gcr.io/kpt-fn/set-namespace:v0.4.2\"\n[PASS] \"gcr.io/kpt-fn/set-namespace:v0.4.2\" in <t>\n"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-image:v0.1.1\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-image:v0.1.1\" in <t>\n"),
+        stderr.contains("[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-image:v0.1.2\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-image:v0.1.2\" in <t>\n"),
         "{stderr}"
     );
     assert!(
@@ -193,7 +193,7 @@ fn eval_runs_a_built_in_with_kpts_lines_and_results_file() {
             "eval",
             "pkg",
             "--image",
-            "set-annotations:v0.1.4",
+            "set-annotations:v0.1.5",
             "--results-dir",
             results.to_str().unwrap(),
             "--",
@@ -203,7 +203,7 @@ fn eval_runs_a_built_in_with_kpts_lines_and_results_file() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         untimed(&r.stderr),
-        "[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.4\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.4\" in <t>\n[Results]: [info] metadata.annotations: set annotations: {\"owner\":\"team-a\"}, [info] spec.template.metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n\nFor complete results, see {}/results.yaml\n".replace("{}", results.to_str().unwrap())
+        "[RUNNING] \"ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.5\"\n[PASS] \"ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.5\" in <t>\n[Results]: [info] metadata.annotations: set annotations: {\"owner\":\"team-a\"}, [info] spec.template.metadata.annotations: set annotations: {\"owner\":\"team-a\"}\n\nFor complete results, see {}/results.yaml\n".replace("{}", results.to_str().unwrap())
     );
     assert_eq!(
         fs::read_to_string(pkg.join("deploy.yaml")).unwrap(),
@@ -217,7 +217,7 @@ fn eval_runs_a_built_in_with_kpts_lines_and_results_file() {
     );
     let written = fs::read_to_string(results.join("results.yaml")).unwrap();
     assert!(
-        written.contains("image: ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.4")
+        written.contains("image: ghcr.io/kptdev/krm-functions-catalog/set-annotations:v0.1.5")
             && written.contains("exitCode: 0"),
         "{written}"
     );
@@ -230,12 +230,12 @@ fn a_failing_built_in_is_reported_as_a_failing_container_and_writes_nothing() {
     write(&pkg, &[("deploy.yaml", DEPLOYMENT)]);
     let r = fr(
         tmp.path(),
-        &["eval", "pkg", "--image", "gcr.io/kpt-fn/set-labels:v0.2"],
+        &["eval", "pkg", "--image", "gcr.io/kpt-fn/set-labels:v0.2.2"],
     );
     assert_eq!(r.code, 1, "{}", r.stderr);
     let stderr = untimed(&r.stderr);
     assert!(
-        stderr.starts_with("[RUNNING] \"gcr.io/kpt-fn/set-labels:v0.2\"\n[FAIL] \"gcr.io/kpt-fn/set-labels:v0.2\" in <t>\n[Results]: "),
+        stderr.starts_with("[RUNNING] \"gcr.io/kpt-fn/set-labels:v0.2.2\"\n[FAIL] \"gcr.io/kpt-fn/set-labels:v0.2.2\" in <t>\n[Results]: "),
         "{stderr}"
     );
     assert!(stderr.contains(" Stderr: "), "{stderr}");
@@ -328,7 +328,7 @@ fn a_built_ins_output_is_held_to_the_limit() {
             "--max-output-bytes",
             "100",
             "--image",
-            "set-labels:v0.2",
+            "set-labels:v0.2.2",
             "--",
             "app=web",
         ],
@@ -340,4 +340,118 @@ fn a_built_ins_output_is_held_to_the_limit() {
         fs::read_to_string(pkg.join("deploy.yaml")).unwrap(),
         DEPLOYMENT
     );
+}
+
+/// `eval` of `image` with `--process-functions map` (which runs any image
+/// the built-ins leave as a process pod) and `extra` flags.
+fn eval_with_map(dir: &Path, image: &str, map: &str, extra: &[&str]) -> Run {
+    let mut args = vec!["eval", "pkg", "--image", image, "--process-functions", map];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--", "k=v"]);
+    fr(dir, &args)
+}
+
+/// Every built-in, under `--builtins=versions` (the default): a release
+/// its row reproduces runs built in (no `[USING]` line, the image's
+/// program never started); a tag outside runs as the image (here a
+/// `--process-functions` program that says so), unless `--builtins=any-tag`.
+#[test]
+fn each_function_runs_built_in_for_its_releases_and_as_an_image_for_other_tags() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        &[(
+            "pkg/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  k: v\n",
+        )],
+    );
+    let program = common::script(
+        tmp.path(),
+        "as-image",
+        "#!/bin/sh\ncat >/dev/null\necho 'ran as the image' >&2\nexit 1\n",
+    );
+    let map = tmp.path().join("map.yaml");
+    let mut entries = String::new();
+    for b in krm_builtins::ALL {
+        entries.push_str(&format!("{}: [{program}]\n", b.name));
+    }
+    fs::write(&map, entries).unwrap();
+    let map = map.to_str().unwrap();
+    for b in krm_builtins::ALL {
+        let versions = b.versions().unwrap();
+        for tag in versions.reproduced {
+            let image = format!("ghcr.io/kptdev/krm-functions-catalog/{}:{tag}", b.name);
+            let run = eval_with_map(tmp.path(), &image, map, &[]);
+            assert!(
+                !run.stderr.contains("[USING]") && !run.stderr.contains("ran as the image"),
+                "{image} did not run built in:\n{}",
+                run.stderr
+            );
+        }
+        for image in [
+            format!("{}:v9.9.9", b.name),
+            format!("gcr.io/kpt-fn/{}:latest", b.name),
+        ] {
+            let run = eval_with_map(tmp.path(), &image, map, &[]);
+            assert_eq!(run.code, 1, "{image}: {}", run.stderr);
+            assert!(
+                run.stderr.contains("[USING] process: ") && run.stderr.contains("ran as the image"),
+                "{image} did not run as an image:\n{}",
+                run.stderr
+            );
+            let any = eval_with_map(tmp.path(), &image, map, &["--builtins=any-tag"]);
+            assert!(
+                !any.stderr.contains("[USING]") && !any.stderr.contains("ran as the image"),
+                "{image} with --builtins=any-tag did not run built in:\n{}",
+                any.stderr
+            );
+        }
+    }
+}
+
+/// A tag outside the table with nothing that can run it as an image: the
+/// error says why it did not run built in, which releases do, and how to
+/// opt in.
+#[test]
+fn with_nothing_to_run_the_image_the_error_says_which_releases_are_built_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        &[(
+            "pkg/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+        )],
+    );
+    let span = krm_builtins::find("set-namespace")
+        .and_then(|b| b.versions())
+        .unwrap()
+        .span();
+    // An empty map: the process backend, which runs nothing.
+    let map = tmp.path().join("map.yaml");
+    fs::write(&map, "{}\n").unwrap();
+    let run = fr(
+        tmp.path(),
+        &[
+            "eval",
+            "pkg",
+            "--image",
+            "set-namespace:v0.4",
+            "--process-functions",
+            map.to_str().unwrap(),
+            "--",
+            "namespace=prod",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    for says in [
+        "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4: tag v0.4, which moves or is not a release",
+        &format!("answers as {span} only"),
+        "--builtins=any-tag",
+        "goExecutor",
+    ] {
+        assert!(run.stderr.contains(says), "{says:?} not in:\n{}", run.stderr);
+    }
+    assert!(!fs::read_to_string(tmp.path().join("pkg/cm.yaml"))
+        .unwrap()
+        .contains("prod"));
 }

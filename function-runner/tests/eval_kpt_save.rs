@@ -382,14 +382,14 @@ fn eval_save_of_an_image_and_bad_image_names_like_kpt() {
     kargs.extend_from_slice(&saving);
     let kr = kpt_run(&kpt, &p.k, &kargs, None);
     assert_eq!(kr.code, 0, "{}", kr.stderr);
-    let mut oargs = vec!["eval", "pkg", "--image", "set-labels:v0.1"];
+    let mut oargs = vec!["eval", "pkg", "--image", "set-labels:v0.2.2"];
     oargs.extend_from_slice(&saving);
     for verb in ["Added", "Updated"] {
         let or = run(Path::new(ours()), &p.o, &oargs, None);
         assert_eq!(or.code, 0, "{}", or.stderr);
         assert!(
             or.stderr.ends_with(&format!(
-                "{verb} \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.1\" as mutator in the Kptfile.\n"
+                "{verb} \"ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2\" as mutator in the Kptfile.\n"
             )),
             "{}",
             or.stderr
@@ -401,7 +401,7 @@ fn eval_save_of_an_image_and_bad_image_names_like_kpt() {
         of,
         kf.replace(
             "- exec: cat\n",
-            "- image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.1\n"
+            "- image: ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2.2\n"
         ),
         "left ours, right kpt's with the image"
     );

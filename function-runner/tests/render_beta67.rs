@@ -673,7 +673,8 @@ fn short_names_under_the_image_prefix() {
             .unwrap_or_default()
             .to_string()
     };
-    let r = fr(w, &["render", "pkg", "-o", "stdout"]);
+    // `:latest` moves: built in only when asked (docs/builtins.md).
+    let r = fr(w, &["render", "pkg", "-o", "stdout", "--builtins=any-tag"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         running(&r),
@@ -696,7 +697,10 @@ fn short_names_under_the_image_prefix() {
         }
     };
     // The catalog's other registry: still the built-in.
-    let r = env("gcr.io/kpt-fn", &["render", "pkg", "-o", "stdout"]);
+    let r = env(
+        "gcr.io/kpt-fn",
+        &["render", "pkg", "-o", "stdout", "--builtins=any-tag"],
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(running(&r), "[RUNNING] \"gcr.io/kpt-fn/set-labels:latest\"");
     for flag in ["--image-prefix", "--default-image-prefix"] {
@@ -711,6 +715,7 @@ fn short_names_under_the_image_prefix() {
                 "gcr.io/kpt-fn/",
                 "-o",
                 "stdout",
+                "--builtins=any-tag",
                 "--",
                 "a=b",
             ],
@@ -828,7 +833,7 @@ fn semver_tags_resolved_from_the_local_engine() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     let pkg = w.join("pkg");
-    let render = |tag: &str| {
+    let render_with = |tag: &str, builtins: &str| {
         kptfile(
             &pkg,
             "pkg",
@@ -836,9 +841,12 @@ fn semver_tags_resolved_from_the_local_engine() {
             &format!("pipeline:\n  mutators:\n  - image: set-namespace\n    tag: \"{tag}\"\n    configMap:\n      namespace: shop\n"),
         );
         config_map(&pkg, "cm.yaml", "cm");
-        let r = fr(w, &["render", "pkg"]);
+        let r = fr(w, &["render", "pkg", builtins]);
         (r, status(&pkg))
     };
+    // These tags are no releases: the resolved image runs built in only
+    // when asked to (docs/builtins.md); the default is tested below.
+    let render = |tag: &str| render_with(tag, "--builtins=any-tag");
     for (tag, image) in [
         ("~0.4.97", "v0.4.98"),
         // Masterminds: `<= 0.5` (a version without its patch) is any 0.5.x.
@@ -883,6 +891,24 @@ fn semver_tags_resolved_from_the_local_engine() {
         s["renderStatus"]["errorSummary"],
         format!(": {why}").as_str()
     );
+    // By default, a constraint resolved to a tag the built-in does not
+    // reproduce runs that image (this one, FROM scratch, has no
+    // entrypoint); one resolved to a release it reproduces runs built in.
+    let (r, _) = render_with("~0.4.97", "--builtins=versions");
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for says in [
+        &format!("[RUNNING] \"{repo}:v0.4.98\"\n"),
+        "the image has no Entrypoint and no Cmd",
+        "tag v0.4.98, a release this build has not read",
+    ] {
+        assert!(r.stderr.contains(says), "{says:?}: {}", r.stderr);
+    }
+    let (r, _) = render_with("v0.4.2", "--builtins=versions");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("[USING]"), "{}", r.stderr);
+    assert!(fs::read_to_string(pkg.join("cm.yaml"))
+        .unwrap()
+        .contains("namespace: shop"));
     // A tag that is neither: kpt's warning, then used as written.
     let (r, s) = render("latest");
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -47,6 +47,7 @@ pub enum Stop {
 pub struct Context {
     deadline: Option<Instant>,
     cancelled: Option<Arc<AtomicBool>>,
+    release: Option<&'static str>,
 }
 
 impl Context {
@@ -65,6 +66,19 @@ impl Context {
     pub fn with_cancel(mut self, flag: Arc<AtomicBool>) -> Context {
         self.cancelled = Some(flag);
         self
+    }
+
+    /// The catalog's release the call's image names
+    /// ([`Builtin::release_of`]): a function whose older releases answered
+    /// differently in a small way answers as that release.
+    pub fn with_release(mut self, release: Option<&'static str>) -> Context {
+        self.release = release;
+        self
+    }
+
+    /// The release the image names, if it names one of the table's.
+    pub fn release(&self) -> Option<&'static str> {
+        self.release
     }
 
     /// `Err(Stop::Cancelled)` once the call should stop.

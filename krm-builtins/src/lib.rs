@@ -49,6 +49,7 @@ pub mod starlark;
 #[cfg(test)]
 mod test_support;
 mod upsert_resource;
+pub mod versions;
 
 pub use function::{Builtin, Context, ResourceList, Run, Stop};
 pub use result::{FnResult, Severity};

@@ -91,6 +91,15 @@ pub enum EvalError {
         source: Box<EvalError>,
         rejected: String,
     },
+    /// The catalog's image of a built-in did not run built-in because of
+    /// its tag (`note` says why and how to opt in), and did not run as an
+    /// image either.
+    #[error("{source}; {note}")]
+    NotBuiltIn {
+        #[source]
+        source: Box<EvalError>,
+        note: String,
+    },
 }
 
 impl EvalError {
@@ -131,7 +140,9 @@ fn decided_code(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
         EvalError::ShuttingDown => Some(Code::Unavailable),
         EvalError::UnknownBuiltin { .. } => Some(Code::FailedPrecondition),
         EvalError::BuiltinPanicked { .. } => Some(Code::Internal),
-        EvalError::NotFoundWithRejected { source, .. } => Some(source.code()),
+        EvalError::NotFoundWithRejected { source, .. } | EvalError::NotBuiltIn { source, .. } => {
+            Some(source.code())
+        }
     }
 }
 

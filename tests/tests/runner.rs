@@ -862,7 +862,7 @@ async fn the_catalogs_functions_run_built_in() {
     assert_eq!(err.code(), Code::Internal, "{err:?}");
     // The podExecutor tag is a pod.
     let resp = client
-        .evaluate_function(request("gcr.io/kpt-fn/set-labels:v0.2"))
+        .evaluate_function(request("gcr.io/kpt-fn/set-labels:v0.2.2"))
         .await
         .unwrap()
         .into_inner();

@@ -167,7 +167,7 @@ fn eval_names_the_budget_and_leaves_the_package_alone() {
         dir.path(),
         &[
             "--image",
-            "starlark",
+            "starlark:v0.5.2",
             "--starlark-memory-limit",
             "32Mi",
             "--",
@@ -186,7 +186,7 @@ fn eval_names_the_budget_and_leaves_the_package_alone() {
         dir.path(),
         &[
             "--image",
-            "gcr.io/kpt-fn/starlark:v0.5",
+            "gcr.io/kpt-fn/starlark:v0.5.2",
             "--",
             "source=for r in ctx.resource_list['items']:\n  r['data']['b'] = '2'",
         ],
@@ -219,7 +219,7 @@ async fn a_sandbox_goes_with_the_eval_that_started_it() {
     let mut eval = std::process::Command::new(bin("function-runner"))
         .arg("eval")
         .arg(dir.path())
-        .args(["--image", "starlark", "--", "source=while True:\n  pass"])
+        .args(["--image", "starlark:v0.5.2", "--", "source=while True:\n  pass"])
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();

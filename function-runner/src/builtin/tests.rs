@@ -5,9 +5,9 @@ use runner_core::config::test_support::config;
 use runner_core::config::ImageIndex;
 use tonic::Code;
 
-fn builtins(configs: &[runner_core::config::FunctionConfig], defaults: bool) -> Builtins {
+fn builtins(configs: &[runner_core::config::FunctionConfig], mode: BuiltinsMode) -> Builtins {
     let index = ImageIndex::new(configs, runner_core::config::DEFAULT_IMAGE_PREFIX);
-    Builtins::new(LiveIndex::fixed(Arc::new(index)), defaults)
+    Builtins::new(LiveIndex::fixed(Arc::new(index)), mode)
 }
 
 fn name_of(b: Result<Option<&'static Builtin>, EvalError>) -> Option<&'static str> {
@@ -16,7 +16,7 @@ fn name_of(b: Result<Option<&'static Builtin>, EvalError>) -> Option<&'static st
 
 #[test]
 fn the_catalogs_images_run_built_in_unless_a_function_config_says_otherwise() {
-    let b = builtins(&[], true);
+    let b = builtins(&[], BuiltinsMode::AnyTag);
     assert_eq!(
         name_of(b.resolve("gcr.io/kpt-fn/set-namespace:v0.4.1", "")),
         Some("set-namespace")
@@ -33,7 +33,7 @@ fn the_catalogs_images_run_built_in_unless_a_function_config_says_otherwise() {
     assert_eq!(name_of(b.resolve("example.com/set-namespace:v1", "")), None);
     // Turned off: only goExecutor entries.
     assert_eq!(
-        name_of(builtins(&[], false).resolve("set-namespace:v0.4", "")),
+        name_of(builtins(&[], BuiltinsMode::None).resolve("set-namespace:v0.4", "")),
         None
     );
     // A podExecutor or binaryExecutor keeps its tags; other tags stay
@@ -48,7 +48,7 @@ fn the_catalogs_images_run_built_in_unless_a_function_config_says_otherwise() {
             "image: set-image\nbinaryExecutor:\n  tags: [v1]\n  path: /bin/true\n",
         ),
     ];
-    let b = builtins(&configs, true);
+    let b = builtins(&configs, BuiltinsMode::AnyTag);
     assert_eq!(
         name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.2", "")),
         None
@@ -61,6 +61,95 @@ fn the_catalogs_images_run_built_in_unless_a_function_config_says_otherwise() {
     assert_eq!(name_of(b.resolve("set-image:v2", "")), Some("set-image"));
 }
 
+/// Every built-in, by default: each release tag its row reproduces runs
+/// built in, under each of the catalog's names; the releases it does not
+/// reproduce, later ones, moving tags and digests do not, and say why.
+#[test]
+fn by_default_only_the_reproduced_releases_run_built_in() {
+    let b = builtins(&[], BuiltinsMode::default());
+    for builtin in krm_builtins::ALL {
+        let versions = builtin.versions().unwrap();
+        for prefix in ["", "gcr.io/kpt-fn/", "ghcr.io/kptdev/krm-functions-catalog/"] {
+            let name = format!("{prefix}{}", builtin.name);
+            for tag in versions.reproduced {
+                let image = format!("{name}:{tag}");
+                assert_eq!(name_of(b.resolve(&image, "")), Some(builtin.name), "{image}");
+                assert_eq!(b.not_reproduced(&image, ""), None, "{image}");
+                // Porch may send the tag beside an untagged image.
+                assert_eq!(name_of(b.resolve(&name, tag)), Some(builtin.name), "{name} {tag}");
+            }
+            let outside = versions
+                .releases
+                .iter()
+                .filter(|r| !versions.reproduced.contains(r))
+                .map(|r| format!("{name}:{r}"))
+                .chain([
+                    format!("{name}:v9.9.9"),
+                    format!("{name}:latest"),
+                    format!("{name}:unstable"),
+                    format!("{name}:v0"),
+                    name.clone(),
+                    format!(
+                        "{name}:{}@sha256:{}",
+                        versions.reproduced.first().unwrap_or(&"v0.1.0"),
+                        "0".repeat(64)
+                    ),
+                ]);
+            for image in outside {
+                assert_eq!(name_of(b.resolve(&image, "")), None, "{image}");
+                let why = b.not_reproduced(&image, "").unwrap();
+                assert!(why.contains(&versions.span()), "{why}");
+                assert!(why.contains("--builtins=any-tag"), "{why}");
+                // Opted in: built in whatever the tag.
+                let any = builtins(&[], BuiltinsMode::AnyTag);
+                assert_eq!(name_of(any.resolve(&image, "")), Some(builtin.name), "{image}");
+                assert_eq!(any.not_reproduced(&image, ""), None);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_go_executor_opts_a_tag_in_and_a_missing_binary_falls_back_by_version() {
+    let configs = [
+        config(
+            "go",
+            "image: gcr.io/kpt-fn/set-namespace
+goExecutor:
+  tags: [v0.3.4, v0.4]
+",
+        ),
+        config(
+            "bin",
+            "image: gcr.io/kpt-fn/set-labels
+binaryExecutor:
+  tags: [v0.2.1, v0.2.3]
+  path: /nonexistent/set-labels
+",
+        ),
+    ];
+    let b = builtins(&configs, BuiltinsMode::Versions);
+    for image in ["gcr.io/kpt-fn/set-namespace:v0.3.4", "gcr.io/kpt-fn/set-namespace:v0.4"] {
+        assert_eq!(name_of(b.resolve(image, "")), Some("set-namespace"), "{image}");
+    }
+    // Porch's FunctionConfig names a binary this image lacks: a release
+    // the built-in reproduces runs built in, a later one does not.
+    assert_eq!(
+        name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.2.1", "")),
+        Some("set-labels")
+    );
+    assert_eq!(name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.2.3", "")), None);
+}
+
+#[test]
+fn the_mode_parses_from_its_flag_values() {
+    assert_eq!("versions".parse(), Ok(BuiltinsMode::Versions));
+    assert_eq!("any-tag".parse(), Ok(BuiltinsMode::AnyTag));
+    assert_eq!("none".parse(), Ok(BuiltinsMode::None));
+    let err = "all".parse::<BuiltinsMode>().unwrap_err();
+    assert!(err.contains("any-tag"), "{err}");
+}
+
 #[test]
 fn a_binary_executor_wins_and_bare_names_follow_the_default_prefix() {
     // One config lists v1 under both: the binary runs, as in serve.
@@ -68,7 +157,7 @@ fn a_binary_executor_wins_and_bare_names_follow_the_default_prefix() {
         "both",
         "image: example.com/fns/ns\nbinaryExecutor:\n  tags: [v1]\n  path: /bin/true\ngoExecutor:\n  tags: [v1, v2]\n  id: set-namespace\n",
     )];
-    let b = builtins(&both, true);
+    let b = builtins(&both, BuiltinsMode::AnyTag);
     assert_eq!(name_of(b.resolve("example.com/fns/ns:v1", "")), None);
     assert_eq!(
         name_of(b.resolve("example.com/fns/ns:v2", "")),
@@ -76,7 +165,7 @@ fn a_binary_executor_wins_and_bare_names_follow_the_default_prefix() {
     );
     // A runner whose bare names mean its own registry runs those.
     let index = ImageIndex::new(&[], "registry.corp/fns/");
-    let own = Builtins::new(LiveIndex::fixed(Arc::new(index)), true);
+    let own = Builtins::new(LiveIndex::fixed(Arc::new(index)), BuiltinsMode::AnyTag);
     assert_eq!(name_of(own.resolve("set-namespace:v1", "")), None);
     assert_eq!(
         name_of(own.resolve("gcr.io/kpt-fn/set-namespace:v1", "")),
@@ -84,7 +173,7 @@ fn a_binary_executor_wins_and_bare_names_follow_the_default_prefix() {
     );
     for prefix in ["gcr.io/kpt-fn", "/ghcr.io/kptdev/krm-functions-catalog/"] {
         let index = ImageIndex::new(&[], prefix);
-        let catalog = Builtins::new(LiveIndex::fixed(Arc::new(index)), true);
+        let catalog = Builtins::new(LiveIndex::fixed(Arc::new(index)), BuiltinsMode::AnyTag);
         assert_eq!(
             name_of(catalog.resolve("set-namespace:v1", "")),
             Some("set-namespace"),
@@ -109,8 +198,8 @@ fn go_executor_entries_name_their_function() {
             "image: example.com/mirror/other\ngoExecutor:\n  tags: [v1]\n  id: no-such-fn\n",
         ),
     ];
-    for defaults in [true, false] {
-        let b = builtins(&configs, defaults);
+    for mode in [BuiltinsMode::Versions, BuiltinsMode::AnyTag, BuiltinsMode::None] {
+        let b = builtins(&configs, mode);
         assert_eq!(
             name_of(b.resolve("example.com/mirror/ns-fn:v1", "")),
             Some("set-namespace")
@@ -157,7 +246,7 @@ fn request(image: &str, resource_list: &str) -> EvalRequest {
 }
 
 fn evaluator(max: usize) -> BuiltinEvaluator {
-    BuiltinEvaluator::new(builtins(&[], true), max)
+    BuiltinEvaluator::new(builtins(&[], BuiltinsMode::AnyTag), max)
 }
 
 #[tokio::test]

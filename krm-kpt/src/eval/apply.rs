@@ -76,8 +76,9 @@ pub(crate) async fn apply(
         set_all(item, ids).map_err(|e| Error::Input(e.to_string()))?;
     }
     let (items, results, fn_stderr, started) = match function {
-        Function::Builtin { builtin, .. } => {
-            let run = run_builtin_tree(builtin, name, &mut input, fn_config, report, stderr)?;
+        Function::Builtin { builtin, image } => {
+            let run =
+                run_builtin_tree(builtin, image, name, &mut input, fn_config, report, stderr)?;
             match run {
                 Some(done) => done,
                 None => return Ok(None),
@@ -93,7 +94,9 @@ pub(crate) async fn apply(
                 Function::Image { image, evaluator } => {
                     run_image(image, list, evaluator.as_ref()).await
                 }
-                Function::Builtin { builtin, .. } => run_builtin(builtin, &list, max_output_bytes),
+                Function::Builtin { builtin, image } => {
+                    run_builtin(builtin, image, &list, max_output_bytes)
+                }
             };
             let ran = match ran {
                 Ok(r) => r,
@@ -278,6 +281,7 @@ type Passed = (Vec<Node>, Vec<FnResult>, Bytes, Instant);
 /// failed (its block printed).
 fn run_builtin_tree(
     builtin: &krm_builtins::Builtin,
+    image: &str,
     name: &str,
     input: &mut Vec<Node>,
     fn_config: Option<Node>,
@@ -307,8 +311,8 @@ fn run_builtin_tree(
         function_config: fn_config.map(content),
         ..Default::default()
     };
-    let outcome =
-        krm_builtins::container::run_with_stack(builtin, &mut rl, &krm_builtins::Context::new());
+    let ctx = krm_builtins::Context::new().with_release(builtin.release_of(image));
+    let outcome = krm_builtins::container::run_with_stack(builtin, &mut rl, &ctx);
     krm_builtins::container::retag(&mut rl.items);
     let results = builtin_results(&rl.results)?;
     let mut log = std::mem::take(&mut rl.log);

@@ -173,10 +173,11 @@ pub(super) async fn run_image(
 /// Its output is held to `max_output_bytes` as a command's stdout is.
 pub(super) fn run_builtin(
     builtin: &krm_builtins::Builtin,
+    image: &str,
     input: &[u8],
     max_output_bytes: usize,
 ) -> Result<Ran, Error> {
-    let ctx = krm_builtins::Context::new();
+    let ctx = krm_builtins::Context::new().with_release(builtin.release_of(image));
     let out = krm_builtins::container::on_big_stack(|| {
         krm_builtins::container::run_on_bytes(builtin, input, &ctx)
     })

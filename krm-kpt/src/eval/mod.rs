@@ -161,7 +161,9 @@ pub async fn run(
     let ran = match &opts.function {
         Function::Exec(cmd) => run_exec(cmd, list, opts.max_output_bytes, &opts.env).await,
         Function::Image { image, evaluator } => run_image(image, list, evaluator.as_ref()).await,
-        Function::Builtin { builtin, .. } => run_builtin(builtin, &list, opts.max_output_bytes),
+        Function::Builtin { builtin, image } => {
+            run_builtin(builtin, image, &list, opts.max_output_bytes)
+        }
     };
     let mut ran = match ran {
         Ok(r) => r,

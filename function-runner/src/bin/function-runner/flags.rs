@@ -23,6 +23,32 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     parse_go_duration(s).map_err(|e| e.to_string())
 }
 
+/// Which of the catalog's images run built-in (serve, eval, render).
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct BuiltinsArgs {
+    /// Which of the catalog's images of built-in functions
+    /// (gcr.io/kpt-fn/NAME, ghcr.io/kptdev/krm-functions-catalog/NAME,
+    /// bare NAME) run built in: `versions`, the release tags each built-in
+    /// reproduces (docs/builtins.md's table; other tags, digests and no tag
+    /// run as images); `any-tag`, every tag and digest; `none`, none
+    /// (FunctionConfig goExecutor entries run built in in every mode).
+    #[arg(long, value_name = "MODE", default_value = "versions")]
+    builtins: function_runner::builtin::BuiltinsMode,
+    /// `--builtins=none`.
+    #[arg(long, conflicts_with = "builtins")]
+    no_default_builtins: bool,
+}
+
+impl BuiltinsArgs {
+    pub(crate) fn mode(&self) -> function_runner::builtin::BuiltinsMode {
+        if self.no_default_builtins {
+            function_runner::builtin::BuiltinsMode::None
+        } else {
+            self.builtins
+        }
+    }
+}
+
 /// The `starlark` built-in's limits (serve, eval, render).
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct StarlarkArgs {

@@ -56,12 +56,8 @@ pub(crate) struct EvalPodArgs {
     /// docker: the host directory of the containers' sockets.
     #[arg(long, value_name = "DIR")]
     docker_socket_dir: Option<PathBuf>,
-    /// Run the catalog's images of built-in functions (gcr.io/kpt-fn/NAME,
-    /// ghcr.io/kptdev/krm-functions-catalog/NAME, bare NAME) as any image
-    /// (in a container or pod); only FunctionConfig goExecutor entries then
-    /// run built-in.
-    #[arg(long)]
-    pub(crate) no_default_builtins: bool,
+    #[command(flatten)]
+    pub(crate) builtins: crate::flags::BuiltinsArgs,
     #[command(flatten)]
     pub(crate) starlark: crate::flags::StarlarkArgs,
     /// Not a flag: set by the command from its own.
@@ -129,9 +125,9 @@ impl ImageFunctions {
             tracing::warn!("{e}");
         }
         let configs = FunctionConfigs::load(pods.functions.as_deref(), None, &pods.image_prefix)?;
-        // `--functions`' goExecutor entries and, unless
-        // `--no-default-builtins`, the catalog's images.
-        let builtins = Builtins::new(configs.fixed(), !pods.no_default_builtins);
+        // `--functions`' goExecutor entries and the catalog's images that
+        // `--builtins` names.
+        let builtins = Builtins::new(configs.fixed(), pods.builtins.mode());
         Ok(ImageFunctions {
             pods,
             configs,
@@ -215,7 +211,7 @@ impl ImageFunctions {
             // processes would only be started to be killed at the end.
             prespawn: None,
             function_env: pods.function.env.clone(),
-            default_builtins: !pods.no_default_builtins,
+            builtins: pods.builtins.mode(),
             ..RunnerSettings::default()
         };
         let runner = Runner::new(Functions::fixed(&configs), backend, settings).await;

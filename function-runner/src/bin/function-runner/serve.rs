@@ -126,12 +126,8 @@ pub(crate) struct ServeArgs {
     /// Log format on stderr.
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     pub(crate) log_format: String,
-    /// Run the catalog's images (gcr.io/kpt-fn/NAME,
-    /// ghcr.io/kptdev/krm-functions-catalog/NAME, bare NAME) of built-in
-    /// functions in pods, as any image; only FunctionConfig goExecutor
-    /// entries then run built-in.
-    #[arg(long)]
-    no_default_builtins: bool,
+    #[command(flatten)]
+    builtins: crate::flags::BuiltinsArgs,
     #[command(flatten)]
     starlark: crate::flags::StarlarkArgs,
     #[cfg(feature = "kube")]
@@ -194,7 +190,7 @@ impl ServeArgs {
             max_grpc_retries: self.max_grpc_retries,
             prespawn: Some(self.prespawn),
             function_env: Vec::new(),
-            default_builtins: !self.no_default_builtins,
+            builtins: self.builtins.mode(),
             runtimes: self.runtimes(),
         }
     }
