@@ -155,7 +155,8 @@ impl Builtins {
         // A bare name is the catalog's only where the runner's default
         // prefix is (a runner whose bare names mean its own registry's
         // images runs those).
-        if !image.contains('/') && !bare_names_are_the_catalogs(self.index.current().default_prefix())
+        if !image.contains('/')
+            && !bare_names_are_the_catalogs(self.index.current().default_prefix())
         {
             return None;
         }

@@ -903,9 +903,10 @@ fn semver_tags_resolved_from_the_local_engine() {
     ] {
         assert!(r.stderr.contains(says), "{says:?}: {}", r.stderr);
     }
+    // (A runner is made ready, as a constraint may resolve to any tag;
+    // the function then runs built in: the image has no entrypoint.)
     let (r, _) = render_with("v0.4.2", "--builtins=versions");
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(!r.stderr.contains("[USING]"), "{}", r.stderr);
     assert!(fs::read_to_string(pkg.join("cm.yaml"))
         .unwrap()
         .contains("namespace: shop"));

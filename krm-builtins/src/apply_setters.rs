@@ -19,6 +19,18 @@
 //!   `failed to apply setters: <error>` (severity error), the items as far
 //!   as they were changed, and the error twice on stderr (exit 1).
 //!
+//! Releases: answers as v0.2.0, v0.2.1 and master (the same code; v0.2.1
+//! only rebuilt it), and as v0.1.1 (`apply-setters/v0.1.1`, a20d1356,
+//! kyaml v0.10.20) when [`Context::release`] names it. v0.1.1 fails in two
+//! places where later releases go on (`git diff apply-setters/v0.1.1
+//! apply-setters/v0.2.0`): no setters (`data` missing or empty) is
+//! `input setters list cannot be empty`, before any item is read; nothing
+//! matched is `no matches for the input list of setters` (not the
+//! result `no matches for input setter(s)`). Both are the one result
+//! `failed to apply setters: <error>` (error), the items unchanged, the
+//! error twice on stderr, exit 1. v0.1.0 (kyaml's older framework, no
+//! results, other walk rules) is not reproduced.
+//!
 //! Departure: Go reads the setters from a map, so their order (which
 //! matters only when a setter's value itself holds `${other}`) is random
 //! there; here it is `data`'s order.
@@ -64,25 +76,18 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
         file_path: String::new(),
         produced: catalog::Produced::new("setter values"),
     };
-    let mut failure = None;
-    for item in rl.items.iter_mut() {
-        ctx.check()?;
-        match catalog::file_path(item, false) {
-            Ok(p) => apply.file_path = p,
-            Err(e) => {
-                failure = Some(e.to_owned());
-                break;
-            }
-        }
-        match catalog::accept(&mut apply, item, ctx) {
-            Ok(()) => {}
-            Err(catalog::WalkStop::Cancelled) => return Err(Stop::Cancelled),
-            Err(catalog::WalkStop::Error(e)) => {
-                failure = Some(e);
-                break;
-            }
-        }
-    }
+    // v0.1.1 fails where later releases go on: without setters (its
+    // `Filter`, before any item) and when nothing matched
+    // (`resultsToItems`).
+    let v0_1_1 = ctx.release() == Some("v0.1.1");
+    let failure = if v0_1_1 && setters.is_empty() {
+        Some("input setters list cannot be empty".to_owned())
+    } else {
+        apply.filter(&mut rl.items, ctx)?.or_else(|| {
+            (v0_1_1 && apply.results.is_empty())
+                .then(|| "no matches for the input list of setters".to_owned())
+        })
+    };
     if let Some(err) = failure {
         let result = FnResult::error(format!("failed to apply setters: {err}"));
         return Err(catalog::fail(rl, result, &err));
@@ -106,6 +111,24 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
 }
 
 impl Apply<'_> {
+    /// `ApplySetters.Filter` over the items (from the first setter
+    /// check on): the error that stopped it, if any.
+    fn filter(&mut self, items: &mut [Node], ctx: &Context) -> Result<Option<String>, Stop> {
+        for item in items {
+            ctx.check()?;
+            match catalog::file_path(item, false) {
+                Ok(p) => self.file_path = p,
+                Err(e) => return Ok(Some(e.to_owned())),
+            }
+            match catalog::accept(self, item, ctx) {
+                Ok(()) => {}
+                Err(catalog::WalkStop::Cancelled) => return Err(Stop::Cancelled),
+                Err(catalog::WalkStop::Error(e)) => return Ok(Some(e)),
+            }
+        }
+        Ok(None)
+    }
+
     fn should_set(&self, pattern: &str) -> bool {
         self.setters
             .iter()

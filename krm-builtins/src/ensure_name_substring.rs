@@ -65,6 +65,28 @@
 //!   IngressClass line names the group `networking.k8s.io/v1`, so it
 //!   never matches (as in kustomize).
 //!
+//! Releases: answers as master (76fe3817: 15a13839 moved v0.2.0's code
+//! to kustomize api v0.10.1 and kyaml v0.13.0; no tag up to 76fe3817),
+//! and as v0.2.0
+//! (`ensure-name-substring/v0.2.0`, 66662ce3, api 7e8ba62e9fd9, kyaml
+//! v0.10.21) when [`Context::release`] names it. The function's code is
+//! the same; what differs is api's `resource.BuildAnnotations`: v0.2.0
+//! drops only kustomize's bookkeeping, then named
+//! `config.kubernetes.io/{previousKinds,previousNames,prefixes,suffixes,
+//! previousNamespaces,allowNameChange,allowKindChange}`, so every item
+//! keeps its file annotations (legacy and `internal.` path, index,
+//! seqindent: kpt writes each item back in place) and the `internal.`
+//! annotations. The rewrite by `SetAnnotations` is the same. (api
+//! 7e8ba62's factory also checks for a null list entry, `empty item at
+//! ... in object ...`, but kyaml v0.10.21's `HasNilEntryInList` never
+//! finds one: it type-switches on the `*yaml.Node`, which is neither a
+//! map nor a slice; kyaml's own test expects `false` for a nil entry.)
+//! Master's item validation (`missing kind`, `missing metadata.name`),
+//! not modelled here, is not in v0.2.0 (`IncludeLocalConfigs` skips
+//! it), so that departure is master's only. v0.1.x (the second error
+//! print, v0.1.1's debug line, no depends-on rewrite, the Kptfile
+//! renamed) is not reproduced.
+//!
 //! Departures (kustomize's machinery is large; what is not ported):
 //! - Where kustomize fails on a reference (several candidates with
 //!   different new names: `found multiple possible referrals`; a mapping
@@ -116,6 +138,28 @@ const BUILD_ANNOTATIONS: &[&str] = &[
     "config.kubernetes.io/path",
     "config.kubernetes.io/index",
 ];
+
+/// `resource.BuildAnnotations` at kustomize api 7e8ba62e9fd9 (v0.2.0):
+/// only its bookkeeping, under `konfig.ConfigAnnoDomain`, then
+/// `config.kubernetes.io` (api `resource/resource.go@7e8ba62e9fd9:30-38`,
+/// `konfig/general.go:35`); no file annotations.
+const BUILD_ANNOTATIONS_V0_2_0: &[&str] = &[
+    "config.kubernetes.io/previousKinds",
+    "config.kubernetes.io/previousNames",
+    "config.kubernetes.io/prefixes",
+    "config.kubernetes.io/suffixes",
+    "config.kubernetes.io/previousNamespaces",
+    "config.kubernetes.io/allowNameChange",
+    "config.kubernetes.io/allowKindChange",
+];
+
+/// The build annotations of the release the call answers as.
+fn build_annotations(ctx: &Context) -> &'static [&'static str] {
+    match ctx.release() {
+        Some("v0.2.0") => BUILD_ANNOTATIONS_V0_2_0,
+        _ => BUILD_ANNOTATIONS,
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mode {
@@ -579,10 +623,11 @@ fn transform(rl: &mut ResourceList, config: &Config, ctx: &Context) -> Result<()
         }
     }
     let fields = reference_fields();
+    let build = build_annotations(ctx);
     for (item, recorded) in rl.items.iter_mut().zip(recorded) {
         ctx.check()?;
         fix_references(item, recorded, &renames, &fields);
-        remove_build_annotations(item, recorded);
+        remove_build_annotations(item, recorded, build);
     }
     Ok(())
 }
@@ -591,12 +636,12 @@ fn transform(rl: &mut ResourceList, config: &Config, ctx: &Context) -> Result<()
 /// on every resource before handing the items back: a resource with
 /// annotations (or whose name was recorded: recording it wrote
 /// annotations) gets them back through `RNode.SetAnnotations` without
-/// [`BUILD_ANNOTATIONS`]: `metadata.annotations` is removed, then, when
-/// any are left, written again at the end of `metadata`, sorted by key,
-/// each value a new string (its old style and comments gone; one that a
-/// YAML 1.1 reader would take for another type double-quoted). A key
-/// given twice keeps its last value (a Go map).
-fn remove_build_annotations(item: &mut Node, recorded: bool) {
+/// the `build` ones ([`build_annotations`]): `metadata.annotations` is
+/// removed, then, when any are left, written again at the end of
+/// `metadata`, sorted by key, each value a new string (its old style and
+/// comments gone; one that a YAML 1.1 reader would take for another type
+/// double-quoted). A key given twice keeps its last value (a Go map).
+fn remove_build_annotations(item: &mut Node, recorded: bool, build: &[&str]) {
     let map = kyaml::content_mut(item);
     let Some(md) = kyaml::field_index(map, "metadata").and_then(|i| map.content.get_mut(i + 1))
     else {
@@ -627,7 +672,7 @@ fn remove_build_annotations(item: &mut Node, recorded: bool) {
     if annotations.is_empty() && !recorded {
         return;
     }
-    annotations.retain(|k, _| !BUILD_ANNOTATIONS.contains(&k.as_str()));
+    annotations.retain(|k, _| !build.contains(&k.as_str()));
     if let Some(i) = at {
         md.content.drain(i..i + 2);
     }

@@ -44,6 +44,7 @@ mod set_annotations;
 mod set_image;
 mod set_labels;
 mod set_namespace;
+mod set_project_id;
 mod setters;
 pub mod starlark;
 #[cfg(test)]
@@ -99,6 +100,10 @@ pub const ALL: &[Builtin] = &[
     Builtin {
         name: "set-namespace",
         run: set_namespace::run,
+    },
+    Builtin {
+        name: "set-project-id",
+        run: set_project_id::run,
     },
     Builtin {
         name: "starlark",

@@ -24,6 +24,15 @@
 //!   Kptfile: invalid 'v1' Kptfile: yaml: unmarshal errors: ...`
 //!   (severity error, the error twice on stderr, exit 1).
 //!
+//! Releases: answers as master, and as v0.1.0 (its only release, tag
+//! `list-setters/v0.1.0`, 0b946f68, the same libraries) when
+//! [`Context::release`] names it. They differ only where no setter is
+//! found: master's warning came with #555 (f9303cf4), after the tag;
+//! v0.1.0's `resultsToItems` fails with `no setters found`, so the result
+//! is `failed to list setters: no setters found` (error), stderr
+//! `no setters foundno setters found\n`, exit 1, the items unchanged
+//! (`main.go@list-setters/v0.1.0:57-80`).
+//!
 //! Departures: the Kptfile is decoded strictly (`KnownFields`) only
 //! where list-setters reads it: the top level, `pipeline` and its
 //! functions; unknown fields deeper in `metadata`, `upstream`, `info` or
@@ -78,8 +87,7 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
         }
     }
     if let Some(err) = failure {
-        let result = FnResult::error(format!("failed to list setters: {err}"));
-        return Err(catalog::fail(rl, result, &err));
+        return Err(failed(rl, &err));
     }
     let mut out: Vec<(String, String, String, usize)> = Vec::new();
     for a in &list.arrays {
@@ -94,6 +102,11 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
         out.push((s.name.clone(), s.value.clone(), s.kind.clone(), s.count));
     }
     if out.is_empty() {
+        // v0.1.0's `resultsToItems` returns this as an error; #555 (after
+        // the tag) made it a warning.
+        if ctx.release() == Some("v0.1.0") {
+            return Err(failed(rl, "no setters found"));
+        }
         rl.results
             .push(FnResult::new(Severity::Warning, "no setters found"));
         return Ok(());
@@ -107,6 +120,13 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
         ));
     }
     Ok(())
+}
+
+/// How `Process` fails: the one result `failed to list setters: <err>`
+/// (error), the error twice on stderr ([`catalog::fail`]), exit 1.
+fn failed(rl: &mut ResourceList, err: &str) -> Stop {
+    let result = FnResult::error(format!("failed to list setters: {err}"));
+    catalog::fail(rl, result, err)
 }
 
 /// An item's `config.kubernetes.io/path` (`GetAnnotations`, which

@@ -26,6 +26,27 @@
 //!   operation: "<error>"` (severity error), the items as far as they were
 //!   changed, and the error twice on stderr (exit 1).
 //!
+//! Releases: answers as master (76fe3817: kyaml v0.12.0 and doublestar
+//! v4.8.1 since v0.2.0, no tag up to 76fe3817), and as v0.2.0 or v0.1.1
+//! when [`Context::release`] names them. The function's code is v0.2.0's
+//! at master; what its libraries did then:
+//! - v0.2.0 (`search-replace/v0.2.0`, 1ac3c930, kyaml v0.10.21,
+//!   doublestar v4.0.2): the file path is `config.kubernetes.io/path`
+//!   only; `by-file-path` is matched as doublestar v4.0.2 matches
+//!   ([`glob::matches_v4_0_2`]: `{a,b}` commits where it is reached, a
+//!   trailing `**/` is no zero-length match).
+//! - v0.1.1 (2b5aa744, kyaml v0.10.21): as v0.2.0, but before
+//!   `by-file-path`: the keys are `by-value`, `by-value-regex`,
+//!   `by-path`, `put-value`, `put-comment` (another is `invalid matcher`),
+//!   and one of `by-value`, `by-value-regex`, `by-path` must be given
+//!   (`at least one of ["by-value", "by-value-regex", "by-path"] must be
+//!   provided`, checked before `only one of`).
+//!
+//! kyaml v0.12.0's copying of legacy and internal file annotations onto
+//! the items (master) is not done here; kpt sends both, so nothing shows.
+//! v0.1.0 (kyaml's older framework: no results on no match, the error
+//! also on stdout) is not reproduced.
+//!
 //! Departures: a `by-value-regex` the `regex` crate refuses is reported
 //! with Go's message for the common syntax errors (`missing closing )`,
 //! `unexpected )`, `missing closing ]`, `missing argument to repetition
@@ -61,14 +82,59 @@ const MAX_PATH_PARTS: usize = 1000;
 
 /// Longest `by-file-path` pattern.
 const MAX_FILE_PATH_PATTERN: usize = 4096;
-const MATCHERS: [&str; 6] = [
-    BY_VALUE,
-    BY_FILE_PATH,
-    BY_VALUE_REGEX,
-    BY_PATH,
-    PUT_VALUE,
-    PUT_COMMENT,
-];
+
+/// What differs between the releases the function answers as.
+struct Release {
+    /// The config keys `Decode` takes, in the order its error lists them.
+    matchers: &'static [&'static str],
+    /// `GetFileAnnotations` reads `internal.config.kubernetes.io/path`
+    /// (kyaml v0.12.0) first, else only `config.kubernetes.io/path`
+    /// (kyaml v0.10.21).
+    internal_path: bool,
+    /// `validateMatchers` wants one of by-value, by-value-regex, by-path
+    /// (v0.1.1).
+    needs_a_search: bool,
+    /// doublestar's `Match` (v4.8.1; v0.2.0's v4.0.2).
+    glob: fn(&str, &str) -> Result<bool, &'static str>,
+}
+
+/// master (kyaml v0.12.0, doublestar v4.8.1).
+const MASTER: Release = Release {
+    matchers: &[
+        BY_VALUE,
+        BY_FILE_PATH,
+        BY_VALUE_REGEX,
+        BY_PATH,
+        PUT_VALUE,
+        PUT_COMMENT,
+    ],
+    internal_path: true,
+    needs_a_search: false,
+    glob: glob::matches,
+};
+
+/// v0.2.0 (kyaml v0.10.21, doublestar v4.0.2).
+const V0_2_0: Release = Release {
+    internal_path: false,
+    glob: glob::matches_v4_0_2,
+    ..MASTER
+};
+
+/// v0.1.1: v0.2.0 before `by-file-path`, with the check it dropped.
+const V0_1_1: Release = Release {
+    matchers: &[BY_VALUE, BY_VALUE_REGEX, BY_PATH, PUT_VALUE, PUT_COMMENT],
+    needs_a_search: true,
+    ..V0_2_0
+};
+
+/// The release the call answers as.
+fn release(ctx: &Context) -> &'static Release {
+    match ctx.release() {
+        Some("v0.2.0") => &V0_2_0,
+        Some("v0.1.1") => &V0_1_1,
+        _ => &MASTER,
+    }
+}
 
 struct Found {
     file_path: String,
@@ -76,8 +142,8 @@ struct Found {
     value: String,
 }
 
-#[derive(Default)]
 struct SearchReplace {
+    release: &'static Release,
     by_value: String,
     by_value_regex: String,
     by_path: String,
@@ -92,10 +158,11 @@ struct SearchReplace {
 }
 
 /// `Decode`.
-fn decode(config: Option<&Node>) -> Result<SearchReplace, String> {
+fn decode(config: Option<&Node>, release: &'static Release) -> Result<SearchReplace, String> {
     let data = catalog::data_map(config);
-    if let Some((key, _)) = data.iter().find(|(k, _)| !MATCHERS.contains(&k.as_str())) {
-        let names: Vec<String> = MATCHERS.iter().map(|m| catalog::quote(m)).collect();
+    let matchers = release.matchers;
+    if let Some((key, _)) = data.iter().find(|(k, _)| !matchers.contains(&k.as_str())) {
+        let names: Vec<String> = matchers.iter().map(|m| catalog::quote(m)).collect();
         return Err(format!(
             "invalid matcher {}, must be one of [{}]",
             catalog::quote(key),
@@ -109,6 +176,7 @@ fn decode(config: Option<&Node>) -> Result<SearchReplace, String> {
             .unwrap_or_default()
     };
     Ok(SearchReplace {
+        release,
         by_path: get(BY_PATH),
         by_value: get(BY_VALUE),
         by_value_regex: get(BY_VALUE_REGEX),
@@ -116,12 +184,14 @@ fn decode(config: Option<&Node>) -> Result<SearchReplace, String> {
         put_comment: get(PUT_COMMENT),
         by_file_path: get(BY_FILE_PATH),
         produced: catalog::Produced::new("put-value and put-comment"),
-        ..SearchReplace::default()
+        regex: None,
+        results: Vec::new(),
+        file_path: String::new(),
     })
 }
 
 pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
-    let failure = match decode(rl.function_config.as_ref()) {
+    let failure = match decode(rl.function_config.as_ref(), release(ctx)) {
         Err(e) => Some(e),
         Ok(mut sr) => match sr.filter(&mut rl.items, ctx) {
             Err(FilterStop::Cancelled) => return Err(Stop::Cancelled),
@@ -238,6 +308,19 @@ fn nested_repetition(pattern: &str) -> Option<String> {
 impl SearchReplace {
     /// `Filter`.
     fn filter(&mut self, items: &mut [Node], ctx: &Context) -> Result<(), FilterStop> {
+        if self.release.needs_a_search
+            && self.by_value.is_empty()
+            && self.by_value_regex.is_empty()
+            && self.by_path.is_empty()
+        {
+            return Err(format!(
+                "at least one of [{}, {}, {}] must be provided",
+                catalog::quote(BY_VALUE),
+                catalog::quote(BY_VALUE_REGEX),
+                catalog::quote(BY_PATH)
+            )
+            .into());
+        }
         if !self.by_value.is_empty() && !self.by_value_regex.is_empty() {
             return Err(format!(
                 "only one of [{}, {}] can be provided",
@@ -281,9 +364,10 @@ impl SearchReplace {
 
     /// `Perform`.
     fn perform(&mut self, item: &mut Node, ctx: &Context) -> Result<(), FilterStop> {
-        let file_path = catalog::file_path(item, true).map_err(str::to_owned)?;
+        let file_path =
+            catalog::file_path(item, self.release.internal_path).map_err(str::to_owned)?;
         if !self.by_file_path.is_empty()
-            && !glob::matches(&self.by_file_path, &file_path).map_err(str::to_owned)?
+            && !(self.release.glob)(&self.by_file_path, &file_path).map_err(str::to_owned)?
         {
             return Ok(());
         }

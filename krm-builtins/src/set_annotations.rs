@@ -29,15 +29,25 @@
 //! - results: one per file path, file index and field path, "set
 //!   annotations: {json}", without severity, sorted as the framework sorts
 //!   them; "no annotations applied" when nothing was set.
+//! - a config's decoding error is the first in key order (Go decodes the
+//!   JSON `sigs.k8s.io/yaml` makes from a map), named as Go 1.24's
+//!   `encoding/json` names it: `plugin.annotations` (no map key),
+//!   `FieldSpec.fieldSpecs.path`, `FieldSpec.fieldSpecs.Gvk.group` (the
+//!   embedded struct by its Go name), `plugin.Results`.
 //!
 //! Not modelled: the framework's reconciliation of the legacy and
 //! internal path/index annotations (`kio.ReconcileInternalAnnotations`),
 //! which only matters when the annotations set are those.
 //!
+//! Releases: answers as master (76fe3817; its code came with 106a8b0e
+//! and aaa80916, after v0.1.4, and no tag up to 76fe3817 has it),
+//! whatever [`Context::release`] names. v0.1.3 and v0.1.4 (no
+//! success results, the results as one `{name, items}` mapping, stderr
+//! `[error] : ...`, other item checks) are not reproduced.
+//!
 //! Departures: a scalar that `sigs.k8s.io/yaml` reads as a float is turned
 //! into a string by Rust's formatting (Go's `%g`-like formatting differs
-//! for exponents); a config's decoding errors name the map key in the
-//! field path (`plugin.annotations.a`), as Go 1.20's `encoding/json` does.
+//! for exponents).
 
 use krm_yaml::package::kyaml;
 use krm_yaml::{emit, resolve, Kind, Node};
@@ -162,17 +172,9 @@ fn read_config(fc: Option<&Node>) -> Result<Config, String> {
                 sdk::go_quote(&text)
             )
         };
-        if let Some(a) = kyaml::field(o, "annotations") {
-            annotations = string_map(a, "plugin.annotations").map_err(fail)?;
-        }
-        let deprecated = match kyaml::field(o, "fieldSpecs") {
-            Some(f) => field_specs(f, "plugin.fieldSpecs").map_err(fail)?,
-            None => None,
-        };
-        let additional = match kyaml::field(o, "additionalAnnotationFields") {
-            Some(f) => field_specs(f, "plugin.additionalAnnotationFields").map_err(fail)?,
-            None => None,
-        };
+        let plugin = decode_plugin(o).map_err(fail)?;
+        annotations = plugin.annotations;
+        let (additional, deprecated) = (plugin.additional, plugin.deprecated);
         specs = match (additional, deprecated) {
             (Some(_), Some(_)) => {
                 return Err(
@@ -251,77 +253,130 @@ fn int_text(v: &str) -> String {
     crate::config::yaml_int(v, false).map_or_else(|| v.to_owned(), |n| n.to_string())
 }
 
-/// A `map[string]string` through `sigs.k8s.io/yaml`: scalars become
-/// strings, null is "", collections fail.
-fn string_map(n: &Node, field: &str) -> Result<Vec<(String, String)>, String> {
-    match n.kind {
-        Kind::Mapping => {}
-        Kind::Scalar if n.tag == "!!null" => return Ok(Vec::new()),
-        _ => {
-            return Err(format!(
-                "cannot unmarshal {} into Go struct field {field} of type map[string]string",
-                json_kind(n)
-            ))
-        }
-    }
-    let mut out = Vec::new();
-    let mut first_err = None;
+/// A mapping as `sigs.k8s.io/yaml` hands it to `encoding/json`: keys
+/// turned into strings (yaml.v2 scalars), a repeated key's last value
+/// (yaml.v2 fills a map), sorted by key (`json.Marshal` of a map), so in
+/// the order Go decodes them.
+fn json_object(n: &Node) -> Vec<(String, &Node)> {
+    let mut fields: std::collections::BTreeMap<String, &Node> = std::collections::BTreeMap::new();
     for kv in n.content.chunks_exact(2) {
         let [k, v] = kv else { continue };
-        let value = match (v.kind, yaml11_scalar(v)) {
-            (Kind::Scalar, Scalar::Null) => String::new(),
-            (Kind::Scalar, Scalar::Bool(b)) => b.to_string(),
-            (Kind::Scalar, Scalar::Number(s) | Scalar::Str(s)) => s,
-            _ => {
-                first_err.get_or_insert_with(|| {
-                    format!(
-                        "cannot unmarshal {} into Go struct field {field}.{} of type string",
-                        json_kind(v),
-                        k.value
-                    )
-                });
-                continue;
-            }
-        };
         // Keys too become strings (`on` is "true").
         let key = match yaml11_scalar(k) {
             Scalar::Null => "null".to_owned(),
             Scalar::Bool(b) => b.to_string(),
             Scalar::Number(s) | Scalar::Str(s) => s,
         };
-        upsert(&mut out, &key, &value);
+        fields.insert(key, v);
     }
-    first_err.map_or(Ok(out), Err)
+    fields.into_iter().collect()
 }
 
-/// A `[]types.FieldSpec` (`None` for null, as a nil slice).
-fn field_specs(n: &Node, field: &str) -> Result<Option<Vec<FieldSpec>>, String> {
+/// `encoding/json`'s error for a value of another type, at `field` (Go
+/// 1.24: the struct decoded, then the path of JSON names from it, an
+/// embedded struct by its Go name, no map keys).
+fn type_error(n: &Node, field: &str, ty: &str) -> String {
+    format!(
+        "cannot unmarshal {} into Go struct field {field} of type {ty}",
+        json_kind(n)
+    )
+}
+
+/// The catalog's `plugin`, as `sigs.k8s.io/yaml` v1.4.0 decodes it.
+#[derive(Default)]
+struct Plugin {
+    annotations: Vec<(String, String)>,
+    /// `fieldSpecs` (`None`: nil).
+    deprecated: Option<Vec<FieldSpec>>,
+    /// `additionalAnnotationFields` (`None`: nil).
+    additional: Option<Vec<FieldSpec>>,
+}
+
+/// `yaml.Unmarshal(config, &plugin)`: the fields in key order, each
+/// name matched as `encoding/json` matches it (case-insensitively); the
+/// first type error, as Go reports it (without `json: `), stops it.
+/// Scalars become strings where the target is a string (the `Gvk`
+/// fields are not: `sigs.k8s.io/yaml` sees their embedded struct).
+fn decode_plugin(o: &Node) -> Result<Plugin, String> {
+    let mut p = Plugin::default();
+    for (key, v) in json_object(o) {
+        match key.to_ascii_lowercase().as_str() {
+            "annotations" => string_map(v, &mut p.annotations)?,
+            "fieldspecs" => p.deprecated = field_specs(v, "fieldSpecs")?,
+            "additionalannotationfields" => {
+                p.additional = field_specs(v, "additionalAnnotationFields")?;
+            }
+            // `Results AnnotationResults`, a map keyed by a struct.
+            "results" if !is_json_null(v) => {
+                return Err(type_error(v, "plugin.Results", "main.AnnotationResults"))
+            }
+            _ => {}
+        }
+    }
+    Ok(p)
+}
+
+/// A JSON null (what `encoding/json` skips for a string or struct and
+/// makes nil for a map or slice).
+fn is_json_null(n: &Node) -> bool {
+    n.kind == Kind::Scalar && matches!(yaml11_scalar(n), Scalar::Null)
+}
+
+/// A scalar for a string target: its string (null: `None`).
+fn coerced(n: &Node) -> Option<Option<String>> {
+    match (n.kind, yaml11_scalar(n)) {
+        (Kind::Scalar, Scalar::Null) => Some(None),
+        (Kind::Scalar, Scalar::Bool(b)) => Some(Some(b.to_string())),
+        (Kind::Scalar, Scalar::Number(s) | Scalar::Str(s)) => Some(Some(s)),
+        _ => None,
+    }
+}
+
+/// `plugin.annotations`, a `map[string]string`, into `map`: scalars
+/// become strings, null is "", collections fail; null makes it nil.
+fn string_map(n: &Node, map: &mut Vec<(String, String)>) -> Result<(), String> {
+    match n.kind {
+        Kind::Mapping => {}
+        _ if is_json_null(n) => {
+            map.clear();
+            return Ok(());
+        }
+        _ => return Err(type_error(n, "plugin.annotations", "map[string]string")),
+    }
+    for (key, v) in json_object(n) {
+        let value = coerced(v).ok_or_else(|| type_error(v, "plugin.annotations", "string"))?;
+        upsert(map, &key, &value.unwrap_or_default());
+    }
+    Ok(())
+}
+
+/// A `[]types.FieldSpec` at `plugin.<list>` (`None` for null, as a nil
+/// slice).
+fn field_specs(n: &Node, list: &str) -> Result<Option<Vec<FieldSpec>>, String> {
     match n.kind {
         Kind::Sequence => {}
-        Kind::Scalar if n.tag == "!!null" => return Ok(None),
+        _ if is_json_null(n) => return Ok(None),
         _ => {
-            return Err(format!(
-                "cannot unmarshal {} into Go struct field {field} of type []types.FieldSpec",
-                json_kind(n)
+            return Err(type_error(
+                n,
+                &format!("plugin.{list}"),
+                "[]types.FieldSpec",
             ))
         }
     }
     let mut out = Vec::new();
     for e in &n.content {
-        if e.kind == Kind::Scalar && e.tag == "!!null" {
+        if is_json_null(e) {
             out.push(FieldSpec::default());
             continue;
         }
         if e.kind != Kind::Mapping {
-            return Err(format!(
-                "cannot unmarshal {} into Go struct field {field} of type types.FieldSpec",
-                json_kind(e)
-            ));
+            return Err(type_error(e, &format!("plugin.{list}"), "types.FieldSpec"));
         }
         let mut fs = FieldSpec::default();
-        for kv in e.content.chunks_exact(2) {
-            let [k, v] = kv else { continue };
-            let slot = match k.value.as_str() {
+        for (key, v) in json_object(e) {
+            let name = key.to_ascii_lowercase();
+            let slot = match name.as_str() {
                 "group" => &mut fs.group,
                 "version" => &mut fs.version,
                 "kind" => &mut fs.kind,
@@ -331,28 +386,31 @@ fn field_specs(n: &Node, field: &str) -> Result<Option<Vec<FieldSpec>>, String> 
                         (Kind::Scalar, Scalar::Bool(b)) => fs.create = b,
                         (Kind::Scalar, Scalar::Null) => {}
                         _ => {
-                            return Err(format!(
-                                "cannot unmarshal {} into Go struct field FieldSpec.{field}.create of type bool",
-                                json_kind(v)
-                            ))
+                            return Err(type_error(v, &format!("FieldSpec.{list}.create"), "bool"))
                         }
                     }
                     continue;
                 }
                 _ => continue,
             };
-            *slot = match (v.kind, yaml11_scalar(v)) {
-                (Kind::Scalar, Scalar::Null) => String::new(),
-                (Kind::Scalar, Scalar::Bool(b)) => b.to_string(),
-                (Kind::Scalar, Scalar::Number(s) | Scalar::Str(s)) => s,
-                _ => {
-                    return Err(format!(
-                    "cannot unmarshal {} into Go struct field FieldSpec.{field}.{} of type string",
-                    json_kind(v),
-                    k.value
-                ))
+            let value = if name == "path" {
+                coerced(v)
+            } else {
+                // The embedded `resid.Gvk`: only a string (or null) fits.
+                match (v.kind, yaml11_scalar(v)) {
+                    (Kind::Scalar, Scalar::Null) => Some(None),
+                    (Kind::Scalar, Scalar::Str(s)) => Some(Some(s)),
+                    _ => None,
                 }
             };
+            let field = if name == "path" {
+                format!("FieldSpec.{list}.path")
+            } else {
+                format!("FieldSpec.{list}.Gvk.{name}")
+            };
+            if let Some(s) = value.ok_or_else(|| type_error(v, &field, "string"))? {
+                *slot = s;
+            }
         }
         out.push(fs);
     }

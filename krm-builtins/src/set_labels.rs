@@ -31,6 +31,18 @@
 //!   `Stop::Failed` with the panic's first line.
 //! - the items are written sorted by apiVersion, kind, namespace and name
 //!   (the SDK's `ToYAML`).
+//!
+//! Releases: answers as v0.2.0, v0.2.1 and master, whatever
+//! [`Context::release`] names (v0.2.0 → v0.2.1 only rebuilt it with newer
+//! libraries and Go; master is v0.2.1). The v0.1.x releases (kustomize's
+//! label transformer) are not reproduced.
+//!
+//! Departures: `SetLabels` is decoded from the JSON of yaml.v3's reading
+//! of the config; where that reading is not the label's text, this is
+//! not modelled: a value yaml.v3 reads as a timestamp (`2001-12-14`) or
+//! `!!binary` becomes a string there (the timestamp in RFC 3339), an
+//! error here; a key given twice fails there (`mapping key "a" already
+//! defined`), takes the last value here.
 
 use krm_yaml::{Kind, Node};
 
@@ -273,20 +285,20 @@ fn read_config(o: &Node) -> Result<Vec<(String, String)>, String> {
             Got::Found(l) if l.kind == Kind::Scalar && l.tag == "!!null" => Ok(Vec::new()),
             Got::Found(l) if l.kind == Kind::Mapping => {
                 let mut out: Vec<(String, String)> = Vec::new();
-                let mut first_err = None;
+                // The JSON Go decodes is `json.Marshal` of a map: its keys
+                // sorted. So the error is the first bad value's in key
+                // order, and names the map field, not the key
+                // (`encoding/json` keeps no path inside a map).
+                let mut first_bad: Option<(&str, &Node)> = None;
                 for kv in l.content.chunks_exact(2) {
                     let [k, v] = kv else { continue };
                     let value = match (v.kind, v.tag.as_str()) {
                         (Kind::Scalar, "!!null") => String::new(),
                         (Kind::Scalar, "!!str") => v.value.to_string(),
                         _ => {
-                            first_err.get_or_insert_with(|| {
-                                format!(
-                                    "{prefix} {} into Go struct field SetLabels.labels.{} of type string",
-                                    json_kind(v),
-                                    k.value
-                                )
-                            });
+                            if first_bad.is_none_or(|(f, _)| k.value.as_str() < f) {
+                                first_bad = Some((k.value.as_str(), v));
+                            }
                             continue;
                         }
                     };
@@ -295,7 +307,13 @@ fn read_config(o: &Node) -> Result<Vec<(String, String)>, String> {
                         None => out.push((k.value.to_string(), value)),
                     }
                 }
-                first_err.map_or(Ok(out), Err)
+                match first_bad {
+                    Some((_, v)) => Err(format!(
+                        "{prefix} {} into Go struct field SetLabels.labels of type string",
+                        json_kind(v)
+                    )),
+                    None => Ok(out),
+                }
             }
             Got::Found(l) => Err(format!(
                 "{prefix} {} into Go struct field SetLabels.labels of type map[string]string",

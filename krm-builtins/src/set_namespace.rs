@@ -29,6 +29,16 @@
 //!   field the SDK's setters cannot write (`metadata: x`) is a Go panic in
 //!   the binary (exit 2, a goroutine trace): here `Stop::Failed` with the
 //!   panic's first line.
+//!
+//! Releases ([`Context::release`]): master's code is in no release tag
+//! (its origin rewrite, #885, came after `set-namespace/v0.4.1`). When the
+//! call's image names `set-namespace:v0.4.0` or `v0.4.1`, the function
+//! answers as that release instead: another algorithm (a visit of every
+//! namespace field, no origins or matcher, one result), so it is a module
+//! of its own, [`v04`], which shares this module's run, its SDK failure
+//! handling ([`Abort`]) and field helpers; the two releases differ at a
+//! few switches there ([`Release`]). Any other tag, or none, answers as
+//! master.
 
 use krm_yaml::{Kind, Node};
 
@@ -44,6 +54,39 @@ const BUILTIN_CM: &str = "kptfile.kpt.dev";
 
 #[cfg(test)]
 mod tests;
+mod v04;
+
+/// The code the call answers as: the release its image names
+/// ([`Context::release`]), master's for any other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// master at 76fe3817 (SDK 970f3e4cbc5a).
+    Master,
+    /// `set-namespace/v0.4.0` (b221153a, SDK 7ad5b77727ee).
+    V040,
+    /// `set-namespace/v0.4.1` (0efa332b, SDK f85503febd54).
+    V041,
+}
+
+impl Release {
+    fn of(ctx: &Context) -> Release {
+        match ctx.release() {
+            Some("v0.4.0") => Release::V040,
+            Some("v0.4.1") => Release::V041,
+            _ => Release::Master,
+        }
+    }
+
+    /// The binary's failure for the error `err`: `AsMain` prints
+    /// `failed to evaluate function: <err>` since SDK f85503; v0.4.0's SDK
+    /// prints nothing (exit 1 all the same).
+    fn failed(self, err: &str) -> Stop {
+        match self {
+            Release::V040 => Stop::Failed(String::new()),
+            Release::Master | Release::V041 => sdk::failed(err),
+        }
+    }
+}
 
 /// The function's settings.
 struct Config {
@@ -52,16 +95,27 @@ struct Config {
 }
 
 /// What stops the SDK's run part-way: a recovered panic (an error result,
-/// the items written, exit 1) or an unrecovered one (the process dies).
+/// the items written, exit 1), `Process` returning `(false, nil)` (the
+/// items and results written, exit 1) or an unrecovered panic (the
+/// process dies).
 enum Abort {
     Recovered(String),
+    Unsuccessful,
     Panic(String),
     Cancelled,
 }
 
 pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
-    sdk::check_input(rl)?;
-    let outcome = process(rl, ctx);
+    let release = Release::of(ctx);
+    sdk::check_input(rl).map_err(|stop| match (release, stop) {
+        // v0.4.0's `AsMain` prints no error.
+        (Release::V040, Stop::Failed(_)) => Stop::Failed(String::new()),
+        (_, stop) => stop,
+    })?;
+    let outcome = match release {
+        Release::Master => process(rl, ctx),
+        Release::V040 | Release::V041 => v04::process(rl, ctx, release),
+    };
     match outcome {
         Ok(()) => {
             sdk::sort_items(rl);
@@ -70,7 +124,11 @@ pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
         Err(Abort::Recovered(msg)) => {
             rl.results.push(FnResult::error(msg.as_str()));
             sdk::sort_items(rl);
-            Err(sdk::failed(&msg))
+            Err(release.failed(&msg))
+        }
+        Err(Abort::Unsuccessful) => {
+            sdk::sort_items(rl);
+            Err(release.failed("error: function failure"))
         }
         Err(Abort::Panic(msg)) => Err(Stop::Failed(format!("panic: {msg}"))),
         Err(Abort::Cancelled) => Err(Stop::Cancelled),
@@ -266,6 +324,15 @@ fn origin_of(o: &Node) -> Result<Id, Abort> {
     })
 }
 
+/// consts.go's `namespacedResourcePattern`,
+/// `<group>/namespaces/<namespace>/<kind>/<name>` (Go's `\w` is ASCII).
+fn namespaced_ref() -> Result<regex::Regex, Abort> {
+    regex::Regex::new(
+        r"\A([-.0-9A-Za-z_]*)/namespaces/([-.0-9A-Za-z_]*)/([-.0-9A-Za-z_]*)/([-.0-9A-Za-z_]*)\z",
+    )
+    .map_err(|e| Abort::Panic(e.to_string()))
+}
+
 fn depends_on_key(id: &Id) -> String {
     format!(
         "{}/namespaces/{}/{}/{}",
@@ -338,24 +405,24 @@ fn set_or_panic(
     })
 }
 
+/// The SDK's `ErrSubObjectFields` panic at `fields`, as `Run` recovers it.
+fn die_at(fields: &[&str]) -> Abort {
+    Abort::Recovered(format!(
+        "SubObject has unmatched field type: `{}",
+        fields.join("/")
+    ))
+}
+
 /// `SetNestedStringOrDie`'s failure: recovered.
 fn set_or_die(o: &mut Node, value: &str, fields: &[&str]) -> Result<(), Abort> {
-    sdk::set_string(o, value, fields).map_err(|_| {
-        Abort::Recovered(format!(
-            "SubObject has unmatched field type: `{}",
-            fields.join("/")
-        ))
-    })
+    sdk::set_string(o, value, fields).map_err(|_| die_at(fields))
 }
 
 /// `NestedStringOrDie`.
 fn string_or_die(o: &Node, fields: &[&str]) -> Result<String, Abort> {
     let (v, _, err) = sdk::get_string(o, fields);
     if err {
-        return Err(Abort::Recovered(format!(
-            "SubObject has unmatched field type: `{}",
-            fields.join("/")
-        )));
+        return Err(die_at(fields));
     }
     Ok(v)
 }
@@ -453,10 +520,7 @@ fn transform(items: &mut [Node], config: &Config, ctx: &Context) -> Result<Vec<F
     });
 
     // UpdateAnnotation.
-    let pattern = regex::Regex::new(
-        r"\A([-.0-9A-Za-z_]*)/namespaces/([-.0-9A-Za-z_]*)/([-.0-9A-Za-z_]*)/([-.0-9A-Za-z_]*)\z",
-    )
-    .map_err(|e| Abort::Panic(e.to_string()))?;
+    let pattern = namespaced_ref()?;
     let mut count = 0;
     let mut old: Vec<String> = Vec::new();
     for &i in &objects {
@@ -540,20 +604,8 @@ fn visit_cluster_scoped(o: &mut Node, walk: &mut Walk<'_>) -> Result<(), Abort> 
     }
     let kind = sdk::kind(o);
     if kind == "ClusterRoleBinding" || kind == "RoleBinding" {
-        // GetSlice("subjects"): a sequence of mappings, or the SDK dies.
-        let subjects = match sdk::get(o, &["subjects"]) {
-            Got::Missing => return Ok(()),
-            Got::Found(s)
-                if s.kind == Kind::Sequence
-                    && s.content.iter().all(|e| e.kind == Kind::Mapping) =>
-            {
-                s.content.len()
-            }
-            _ => {
-                return Err(Abort::Recovered(
-                    "SubObject has unmatched field type: `subjects".into(),
-                ))
-            }
+        let Some(subjects) = slice_len(o, "subjects")? else {
+            return Ok(());
         };
         let Some(i) = kyaml_index(o, "subjects") else {
             return Ok(());
@@ -571,6 +623,20 @@ fn visit_cluster_scoped(o: &mut Node, walk: &mut Walk<'_>) -> Result<(), Abort> 
         }
     }
     Ok(())
+}
+
+/// `GetSlice(key)`: how many elements the list `key` has (`None` when
+/// there is no such field); the SDK dies unless it is a list of mappings.
+fn slice_len(o: &Node, key: &str) -> Result<Option<usize>, Abort> {
+    match sdk::get(o, &[key]) {
+        Got::Missing => Ok(None),
+        Got::Found(s)
+            if s.kind == Kind::Sequence && s.content.iter().all(|e| e.kind == Kind::Mapping) =>
+        {
+            Ok(Some(s.content.len()))
+        }
+        _ => Err(die_at(&[key])),
+    }
 }
 
 /// The index of the value of the SDK's field `name` in a mapping.

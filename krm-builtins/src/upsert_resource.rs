@@ -29,11 +29,23 @@
 //!   were changed, and the message written twice on stderr (once by
 //!   `command.Build`, without a newline, once by `main` with one), exit 1.
 //!
+//! Releases: answers as master, and as v0.2.0 (`upsert-resource/v0.2.0`,
+//! 1420cc5e, kyaml v0.10.21) when [`Context::release`] names it. The
+//! function's Go code is the same; kyaml v0.10.21's `kioutil` names the
+//! file annotations `config.kubernetes.io/path` and
+//! `config.kubernetes.io/index` (v0.19.0: the `internal.` ones), so for
+//! v0.2.0 those are what `target-path` is matched against, what a
+//! replaced item keeps (`""` when absent) and what an appended resource
+//! loses and gets its path in; the `internal.` ones are annotations like
+//! any other there. v0.1.0 (no `List` unwrapping, groups not compared,
+//! `target-path` ignored) is not reproduced.
+//!
 //! Departures:
-//! - kyaml's framework migrates the legacy `config.kubernetes.io/path` and
-//!   `index` annotations to the internal ones before the function and back
-//!   after it (`kio.ReconcileInternalAnnotations`); that belongs to the
-//!   caller that sends and reads the ResourceList, not to this function.
+//! - kyaml v0.19.0's framework (not v0.10.21's) migrates the legacy
+//!   `config.kubernetes.io/path` and `index` annotations to the internal
+//!   ones before the function and back after it
+//!   (`kio.ReconcileInternalAnnotations`); that belongs to the caller that
+//!   sends and reads the ResourceList, not to this function.
 //! - Without any `functionConfig` the catalog's binary crashes (a nil
 //!   resource is appended and the YAML encoder panics on it); here that is
 //!   the error `failed to upsert resource: missing functionConfig`.
@@ -48,10 +60,35 @@ use krm_yaml::{Kind, Node};
 use crate::function::{Context, ResourceList, Stop};
 
 const DEST_PATH: &str = "config.kubernetes.io/target-path";
-const PATH: &str = "internal.config.kubernetes.io/path";
-const INDEX: &str = "internal.config.kubernetes.io/index";
 const FUNCTION: &str = "config.kubernetes.io/function";
 const FUNCTION_LEGACY: &str = "config.k8s.io/function";
+
+/// kyaml's `kioutil.PathAnnotation` and `IndexAnnotation`: the file
+/// annotations the function matches, copies and sets.
+struct FileKeys {
+    path: &'static str,
+    index: &'static str,
+}
+
+/// kyaml v0.19.0's (master).
+const INTERNAL: FileKeys = FileKeys {
+    path: "internal.config.kubernetes.io/path",
+    index: "internal.config.kubernetes.io/index",
+};
+
+/// kyaml v0.10.21's (v0.2.0).
+const LEGACY: FileKeys = FileKeys {
+    path: "config.kubernetes.io/path",
+    index: "config.kubernetes.io/index",
+};
+
+/// The file annotations of the release the call answers as.
+fn file_keys(ctx: &Context) -> &'static FileKeys {
+    match ctx.release() {
+        Some("v0.2.0") => &LEGACY,
+        _ => &INTERNAL,
+    }
+}
 
 pub(crate) fn run(rl: &mut ResourceList, ctx: &Context) -> Result<(), Stop> {
     let result = match rl.function_config.clone() {
@@ -81,9 +118,10 @@ impl From<String> for Failure {
 
 /// `UpsertResource.Filter`.
 fn upsert_all(items: &mut Vec<Node>, config: &Node, ctx: &Context) -> Result<(), Failure> {
+    let keys = file_keys(ctx);
     for resource in unwrap(config)? {
-        if !replace(items, resource, ctx)? {
-            add(items, resource)?;
+        if !replace(items, resource, keys, ctx)? {
+            add(items, resource, keys)?;
         }
     }
     Ok(())
@@ -200,13 +238,13 @@ fn group_of(api_version: &str) -> &str {
 }
 
 /// `IsSameResource`.
-fn same_resource(input: &GoMeta, target: &GoMeta) -> bool {
+fn same_resource(input: &GoMeta, target: &GoMeta, keys: &FileKeys) -> bool {
     group_of(&input.api_version) == group_of(&target.api_version)
         && input.kind == target.kind
         && input.name == target.name
         && input.namespace == target.namespace
         && (input.annotation(DEST_PATH).is_empty()
-            || input.annotation(DEST_PATH) == target.annotation(PATH))
+            || input.annotation(DEST_PATH) == target.annotation(keys.path))
 }
 
 /// `IsFunctionConfig`.
@@ -215,7 +253,12 @@ fn is_function_config(meta: &GoMeta) -> bool {
 }
 
 /// `ReplaceResource`: every matching item becomes a copy of `input`.
-fn replace(items: &mut [Node], input: &Node, ctx: &Context) -> Result<bool, Failure> {
+fn replace(
+    items: &mut [Node],
+    input: &Node,
+    keys: &FileKeys,
+    ctx: &Context,
+) -> Result<bool, Failure> {
     let input_meta = get_meta(input)?;
     let mut found = false;
     for item in items.iter_mut() {
@@ -224,12 +267,13 @@ fn replace(items: &mut [Node], input: &Node, ctx: &Context) -> Result<bool, Fail
         if is_function_config(&meta) {
             continue;
         }
-        if !same_resource(&input_meta, &meta) {
+        if !same_resource(&input_meta, &meta, keys) {
             continue;
         }
         let mut annotations = input_meta.annotations.clone().unwrap_or_default();
-        annotations.insert(PATH.to_owned(), meta.annotation(PATH).to_owned());
-        annotations.insert(INDEX.to_owned(), meta.annotation(INDEX).to_owned());
+        for key in [keys.path, keys.index] {
+            annotations.insert(key.to_owned(), meta.annotation(key).to_owned());
+        }
         annotations.remove(FUNCTION);
         annotations.remove(FUNCTION_LEGACY);
         annotations.remove(DEST_PATH);
@@ -241,16 +285,16 @@ fn replace(items: &mut [Node], input: &Node, ctx: &Context) -> Result<bool, Fail
 }
 
 /// `AddResource`: a copy of `input` appended.
-fn add(items: &mut Vec<Node>, input: &Node) -> Result<(), String> {
+fn add(items: &mut Vec<Node>, input: &Node, keys: &FileKeys) -> Result<(), String> {
     let mut node = kyaml::content(input).clone();
     let meta = get_meta(&node)?;
     let mut annotations = meta.annotations.clone().unwrap_or_default();
-    for k in [FUNCTION, FUNCTION_LEGACY, PATH, INDEX] {
+    for k in [FUNCTION, FUNCTION_LEGACY, keys.path, keys.index] {
         annotations.remove(k);
     }
     let path = meta.annotation(DEST_PATH);
     if !path.is_empty() {
-        annotations.insert(PATH.to_owned(), path.to_owned());
+        annotations.insert(keys.path.to_owned(), path.to_owned());
     }
     annotations.remove(DEST_PATH);
     set_annotations(&mut node, &annotations)?;

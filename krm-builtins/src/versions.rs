@@ -43,6 +43,9 @@ pub struct Versions {
     pub releases: &'static [&'static str],
     /// The releases the built-in answers as (a run of `releases`).
     pub reproduced: &'static [&'static str],
+    /// The release of `releases` that Porch's runner image bundles (and
+    /// that was published after the history read here), if any.
+    pub porch: Option<&'static str>,
     /// What the releases outside `reproduced` do differently, and any
     /// older behaviour the built-in takes on for them.
     pub note: &'static str,
@@ -66,19 +69,23 @@ pub const TABLE: &[Versions] = &[
         name: "apply-replacements",
         releases: &["v0.1.0", "v0.1.1", "v0.1.2"],
         reproduced: &["v0.1.2"],
+        porch: None,
         note: "v0.1.0–v0.1.1: kustomize api v0.10.1's replacements (field paths, a missing \
                target field skipped, other error texts)",
     },
     Versions {
         name: "apply-setters",
         releases: &["v0.1.0", "v0.1.1", "v0.2.0", "v0.2.1", "v0.2.2"],
-        reproduced: &["v0.2.0", "v0.2.1", "v0.2.2"],
-        note: "v0.1.x: an empty setter list and no match fail (exit 1); v0.1.0 writes no results",
+        reproduced: &["v0.1.1", "v0.2.0", "v0.2.1", "v0.2.2"],
+        porch: Some("v0.2.2"),
+        note: "v0.1.1 answers as that release (an empty setter list and no match fail, exit 1); \
+               v0.1.0 writes no results and walks and matches by other rules",
     },
     Versions {
         name: "create-setters",
         releases: &["v0.1.0"],
         reproduced: &[],
+        porch: None,
         note: "v0.1.0 also comments multi-line scalars and replaces values one setter at a \
                time in Go's random map order (not reproducible); the built-in is master's, \
                never released",
@@ -86,34 +93,42 @@ pub const TABLE: &[Versions] = &[
     Versions {
         name: "ensure-name-substring",
         releases: &["v0.1.0", "v0.1.1", "v0.2.0", "v0.2.1"],
-        reproduced: &["v0.2.1"],
-        note: "v0.2.0 keeps the file path and index annotations on its output; v0.1.x print a \
-               debug line and errors twice",
+        reproduced: &["v0.2.0", "v0.2.1"],
+        porch: Some("v0.2.1"),
+        note: "v0.2.0 answers as that release (keeps the file path and index annotations on its \
+               output); v0.1.x print a debug line and errors twice",
     },
     Versions {
         name: "list-setters",
         releases: &["v0.1.0"],
-        reproduced: &[],
-        note: "v0.1.0 fails when no setters are found (master warns); the built-in is \
-               master's, never released",
+        reproduced: &["v0.1.0"],
+        porch: None,
+        note: "v0.1.0 answers as that release (it fails when no setters are found; master, never \
+               released, warns)",
     },
     Versions {
         name: "remove-local-config-resources",
         releases: &["v0.1.0"],
         reproduced: &["v0.1.0"],
-        note: "",
+        porch: None,
+        note: "its results are written as a list, where the binary writes kyaml v0.12.0's \
+               `{name, items}` mapping (a departure the module documents)",
     },
     Versions {
         name: "search-replace",
         releases: &["v0.1.0", "v0.1.1", "v0.2.0", "v0.2.1"],
-        reproduced: &["v0.2.1"],
-        note: "v0.2.0 reads only `config.kubernetes.io/path` and globs `by-file-path` with \
-               doublestar's older rules; v0.1.x refuse `by-file-path`",
+        reproduced: &["v0.1.1", "v0.2.0", "v0.2.1"],
+        porch: Some("v0.2.1"),
+        note: "v0.1.1 and v0.2.0 answer as those releases (only `config.kubernetes.io/path` read; \
+               v0.2.0's `by-file-path` globs with doublestar v4.0.2; v0.1.1 has no \
+               `by-file-path` and wants one of by-value, by-value-regex or by-path); v0.1.0: \
+               other matchers",
     },
     Versions {
         name: "set-annotations",
         releases: &["v0.1.3", "v0.1.4", "v0.1.5"],
         reproduced: &["v0.1.5"],
+        porch: Some("v0.1.5"),
         note: "v0.1.3–v0.1.4: kustomize's annotations filter, no results on success, results \
                written as `{name, items}`",
     },
@@ -121,12 +136,14 @@ pub const TABLE: &[Versions] = &[
         name: "set-image",
         releases: &["v0.1.0", "v0.1.1", "v0.1.2"],
         reproduced: &["v0.1.2"],
+        porch: Some("v0.1.2"),
         note: "v0.1.0–v0.1.1: kustomize's image filter (v0.1.0 passes on errors)",
     },
     Versions {
         name: "set-labels",
         releases: &["v0.1.3", "v0.1.4", "v0.1.5", "v0.2.0", "v0.2.1", "v0.2.2"],
         reproduced: &["v0.2.0", "v0.2.1", "v0.2.2"],
+        porch: Some("v0.2.2"),
         note: "v0.1.x: kustomize's label filter, `SetLabelConfig`, results written as \
                `{name, items}`",
     },
@@ -136,16 +153,21 @@ pub const TABLE: &[Versions] = &[
             "v0.1.0", "v0.1.1", "v0.1.2", "v0.1.3", "v0.1.4", "v0.2.0", "v0.3.0", "v0.3.1",
             "v0.3.2", "v0.3.3", "v0.3.4", "v0.4.0", "v0.4.1", "v0.4.2",
         ],
-        reproduced: &["v0.4.2"],
-        note: "v0.4.0–v0.4.1 predate master's rewrite (origins, `namespaceMatcher`, \
-               RoleBinding subjects, depends-on, result texts); v0.3.x replace one old \
-               namespace; v0.1.x–v0.2.0: kustomize's namespace filter",
+        reproduced: &["v0.4.0", "v0.4.1", "v0.4.2"],
+        porch: Some("v0.4.2"),
+        note: "v0.4.0–v0.4.1 answer as those releases (before master's rewrite: no \
+               origins, `namespaceMatcher` ignored, RoleBinding subjects re-encoded, \
+               depends-on by group, their result texts and config errors); v0.3.x replace \
+               one old namespace; v0.1.x–v0.2.0: kustomize's namespace filter",
     },
     Versions {
         name: "set-project-id",
         releases: &["v0.1.0", "v0.2.0", "v0.2.1"],
-        reproduced: &["v0.2.0", "v0.2.1"],
-        note: "",
+        reproduced: &["v0.1.0", "v0.2.0"],
+        porch: Some("v0.2.1"),
+        note: "v0.1.0 appends `apply-setters:v0.1` where v0.2.0 appends `:v0.2` (done); \
+               the built-in is v0.2.0's, not master's (kyaml v0.19.0, the \"faild to find \
+               Kptfile\" typo fixed), so Porch's v0.2.1 runs as an image",
     },
     Versions {
         name: "starlark",
@@ -153,15 +175,20 @@ pub const TABLE: &[Versions] = &[
             "v0.1.0", "v0.1.1", "v0.1.2", "v0.2.0", "v0.2.1", "v0.2.2", "v0.3.0", "v0.4.0",
             "v0.4.1", "v0.4.2", "v0.4.3", "v0.5.0", "v0.5.1", "v0.5.2",
         ],
-        reproduced: &["v0.5.0", "v0.5.1", "v0.5.2"],
-        note: "",
+        reproduced: &["v0.5.1", "v0.5.2"],
+        porch: Some("v0.5.2"),
+        note: "v0.5.0: an older Go Starlark (`json.encode(1.0)` is `1`, one-argument \
+               `json.decode`, sets with `union` only), exact config apiVersions, \
+               `match_gvk` on the whole apiVersion; v0.4.x and older: other stderr, \
+               libraries and config forms",
     },
     Versions {
         name: "upsert-resource",
         releases: &["v0.1.0", "v0.2.0", "v0.2.1"],
-        reproduced: &["v0.2.1"],
-        note: "v0.2.0 reads the path and index annotations under `config.kubernetes.io/`; \
-               v0.1.0 compares no groups and ignores `target-path`",
+        reproduced: &["v0.2.0", "v0.2.1"],
+        porch: Some("v0.2.1"),
+        note: "v0.2.0 answers as that release (the path and index annotations under \
+               `config.kubernetes.io/`); v0.1.0 compares no groups and ignores `target-path`",
     },
 ];
 
@@ -274,7 +301,12 @@ pub fn markdown() -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::panic
+)]
 mod tests {
     use super::*;
 

@@ -36,7 +36,7 @@ metadata:
   name: bench
 pipeline:
   mutators:
-  - image: gcr.io/kpt-fn/starlark:v0.5.0
+  - image: gcr.io/kpt-fn/starlark:v0.5.1
     configPath: set-label.yaml
 ---KPT---
 apiVersion: kpt.dev/v1

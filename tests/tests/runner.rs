@@ -855,22 +855,40 @@ async fn the_catalogs_functions_run_built_in() {
     // A config the function refuses is the function's error.
     let err = client
         .evaluate_function(request(
-            "ghcr.io/kptdev/krm-functions-catalog/apply-replacements:v0.1",
+            "ghcr.io/kptdev/krm-functions-catalog/apply-replacements:v0.1.2",
         ))
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Internal, "{err:?}");
     // The podExecutor tag is a pod.
     let resp = client
-        .evaluate_function(request("gcr.io/kpt-fn/set-labels:v0.2.2"))
+        .evaluate_function(request("gcr.io/kpt-fn/set-labels:v0.2"))
         .await
         .unwrap()
         .into_inner();
     assert_eq!(&resp.log[..], b"example-fn: processed ResourceList\n");
     assert_eq!(wrapper_pids(runner.child.id()).len(), 1);
+    // A tag the built-in does not reproduce (a moving one here) is a pod
+    // of the image too, with no FunctionConfig; a release it reproduces
+    // stays built in.
+    std::fs::copy(bin("example-fn"), fx.dir.path().join("pods/set-namespace")).unwrap();
+    let resp = client
+        .evaluate_function(request("gcr.io/kpt-fn/set-namespace:v0.4"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(&resp.log[..], b"example-fn: processed ResourceList\n");
+    assert_eq!(wrapper_pids(runner.child.id()).len(), 2);
+    let resp = client
+        .evaluate_function(request("gcr.io/kpt-fn/set-namespace:v0.4.2"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_ne!(&resp.log[..], b"example-fn: processed ResourceList\n");
+    assert_eq!(wrapper_pids(runner.child.id()).len(), 2);
     let metrics = fx.metrics().await;
     for line in [
-        "function_runner_builtin_evaluations_total{function=\"set-namespace\",outcome=\"Ok\"} 1",
+        "function_runner_builtin_evaluations_total{function=\"set-namespace\",outcome=\"Ok\"} 2",
         "function_runner_builtin_evaluations_total{function=\"apply-replacements\",outcome=\"Internal\"} 1",
     ] {
         assert!(metrics.contains(line), "{line} not in {metrics}");

@@ -15,7 +15,7 @@ use e2e_tests::{
 use proto::pb::EvaluateFunctionRequest;
 use tonic::Code;
 
-const IMAGE: &str = "gcr.io/kpt-fn/starlark:v0.5.0";
+const IMAGE: &str = "gcr.io/kpt-fn/starlark:v0.5.1";
 
 /// A ResourceList of two Deployments and a StarlarkRun with `program`.
 fn resource_list(program: &str) -> String {
@@ -219,7 +219,12 @@ async fn a_sandbox_goes_with_the_eval_that_started_it() {
     let mut eval = std::process::Command::new(bin("function-runner"))
         .arg("eval")
         .arg(dir.path())
-        .args(["--image", "starlark:v0.5.2", "--", "source=while True:\n  pass"])
+        .args([
+            "--image",
+            "starlark:v0.5.2",
+            "--",
+            "source=while True:\n  pass",
+        ])
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();

@@ -69,14 +69,26 @@ fn by_default_only_the_reproduced_releases_run_built_in() {
     let b = builtins(&[], BuiltinsMode::default());
     for builtin in krm_builtins::ALL {
         let versions = builtin.versions().unwrap();
-        for prefix in ["", "gcr.io/kpt-fn/", "ghcr.io/kptdev/krm-functions-catalog/"] {
+        for prefix in [
+            "",
+            "gcr.io/kpt-fn/",
+            "ghcr.io/kptdev/krm-functions-catalog/",
+        ] {
             let name = format!("{prefix}{}", builtin.name);
             for tag in versions.reproduced {
                 let image = format!("{name}:{tag}");
-                assert_eq!(name_of(b.resolve(&image, "")), Some(builtin.name), "{image}");
+                assert_eq!(
+                    name_of(b.resolve(&image, "")),
+                    Some(builtin.name),
+                    "{image}"
+                );
                 assert_eq!(b.not_reproduced(&image, ""), None, "{image}");
                 // Porch may send the tag beside an untagged image.
-                assert_eq!(name_of(b.resolve(&name, tag)), Some(builtin.name), "{name} {tag}");
+                assert_eq!(
+                    name_of(b.resolve(&name, tag)),
+                    Some(builtin.name),
+                    "{name} {tag}"
+                );
             }
             let outside = versions
                 .releases
@@ -102,7 +114,11 @@ fn by_default_only_the_reproduced_releases_run_built_in() {
                 assert!(why.contains("--builtins=any-tag"), "{why}");
                 // Opted in: built in whatever the tag.
                 let any = builtins(&[], BuiltinsMode::AnyTag);
-                assert_eq!(name_of(any.resolve(&image, "")), Some(builtin.name), "{image}");
+                assert_eq!(
+                    name_of(any.resolve(&image, "")),
+                    Some(builtin.name),
+                    "{image}"
+                );
                 assert_eq!(any.not_reproduced(&image, ""), None);
             }
         }
@@ -129,8 +145,15 @@ binaryExecutor:
         ),
     ];
     let b = builtins(&configs, BuiltinsMode::Versions);
-    for image in ["gcr.io/kpt-fn/set-namespace:v0.3.4", "gcr.io/kpt-fn/set-namespace:v0.4"] {
-        assert_eq!(name_of(b.resolve(image, "")), Some("set-namespace"), "{image}");
+    for image in [
+        "gcr.io/kpt-fn/set-namespace:v0.3.4",
+        "gcr.io/kpt-fn/set-namespace:v0.4",
+    ] {
+        assert_eq!(
+            name_of(b.resolve(image, "")),
+            Some("set-namespace"),
+            "{image}"
+        );
     }
     // Porch's FunctionConfig names a binary this image lacks: a release
     // the built-in reproduces runs built in, a later one does not.
@@ -138,7 +161,10 @@ binaryExecutor:
         name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.2.1", "")),
         Some("set-labels")
     );
-    assert_eq!(name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.2.3", "")), None);
+    assert_eq!(
+        name_of(b.resolve("gcr.io/kpt-fn/set-labels:v0.2.3", "")),
+        None
+    );
 }
 
 #[test]
@@ -198,7 +224,11 @@ fn go_executor_entries_name_their_function() {
             "image: example.com/mirror/other\ngoExecutor:\n  tags: [v1]\n  id: no-such-fn\n",
         ),
     ];
-    for mode in [BuiltinsMode::Versions, BuiltinsMode::AnyTag, BuiltinsMode::None] {
+    for mode in [
+        BuiltinsMode::Versions,
+        BuiltinsMode::AnyTag,
+        BuiltinsMode::None,
+    ] {
         let b = builtins(&configs, mode);
         assert_eq!(
             name_of(b.resolve("example.com/mirror/ns-fn:v1", "")),

@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used)]
+
 use crate::function::Stop;
 use crate::test_support::run;
 
@@ -235,5 +237,120 @@ fn setter_values_growing_without_bound_are_refused() {
             "failed to apply setters: setter values would produce more than 67108864 bytes"
         ),
         "{results}"
+    );
+}
+
+/// Runs apply-setters as the image of `release` names it: the items'
+/// text, the results' text and the outcome.
+fn run_as(
+    release: Option<&'static str>,
+    config: Option<&str>,
+    items: &str,
+) -> (String, String, Result<(), Stop>) {
+    let mut rl = crate::test_support::list(items, config);
+    let outcome = crate::find("apply-setters")
+        .unwrap()
+        .run(&mut rl, &crate::Context::new().with_release(release));
+    assert_eq!(rl.log, "");
+    (
+        crate::test_support::out(&rl),
+        crate::test_support::results(&rl.results),
+        outcome,
+    )
+}
+
+/// How v0.1.1 fails: the one error result, the error twice on stderr.
+fn v0_1_1_failure(err: &str) -> (String, Result<(), Stop>) {
+    (
+        format!("- message: 'failed to apply setters: {err}'\n  severity: error\n"),
+        Err(Stop::Failed(format!("{err}{err}\n"))),
+    )
+}
+
+#[test]
+fn v0_1_1_fails_without_setters_before_reading_any_item() {
+    let item = "kind: A\nmetadata:\n  name: a\nv: x # kpt-set: ${v}\n";
+    for config in [
+        None,
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n"),
+        Some("apiVersion: v1\nkind: ConfigMap\ndata: {}\n"),
+        Some("apiVersion: v1\nkind: ConfigMap\ndata: [1, 2]\n"),
+        Some("data: ~\n"),
+    ] {
+        let (items, results, outcome) = run_as(Some("v0.1.1"), config, item);
+        assert_eq!(items, item, "{config:?}");
+        assert_eq!(
+            (results, outcome),
+            v0_1_1_failure("input setters list cannot be empty"),
+            "{config:?}"
+        );
+    }
+    // Even an item without metadata is not read.
+    let (_, results, outcome) = run_as(Some("v0.1.1"), None, "- a\n");
+    assert_eq!(
+        (results, outcome),
+        v0_1_1_failure("input setters list cannot be empty")
+    );
+}
+
+#[test]
+fn v0_1_1_fails_when_nothing_matched() {
+    let item = "kind: A\nmetadata:\n  name: a\nv: x # kpt-set: ${v}\nw: 1 # kpt-set: ${other}-x\n";
+    let config = "apiVersion: v1\nkind: ConfigMap\ndata:\n  other: 1\n";
+    // A setter that one field takes is a match; `u` alone matches
+    // nothing.
+    let (items, results, outcome) = run_as(Some("v0.1.1"), Some(config), item);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(
+        items,
+        "kind: A\nmetadata:\n  name: a\nv: x # kpt-set: ${v}\nw: 1-x # kpt-set: ${other}-x\n"
+    );
+    assert_eq!(
+        results,
+        "- message: set field value to \"1-x\"\n  field:\n    path: w\n"
+    );
+    let config = "apiVersion: v1\nkind: ConfigMap\ndata:\n  u: 1\n";
+    let (items, results, outcome) = run_as(Some("v0.1.1"), Some(config), item);
+    assert_eq!(items, item);
+    assert_eq!(
+        (results, outcome),
+        v0_1_1_failure("no matches for the input list of setters")
+    );
+    // No items at all: nothing matched either.
+    let (_, results, outcome) = run_as(Some("v0.1.1"), Some(config), "");
+    assert_eq!(
+        (results, outcome),
+        v0_1_1_failure("no matches for the input list of setters")
+    );
+    // Later releases: the result, exit 0.
+    for release in [None, Some("v0.2.0"), Some("v0.2.1")] {
+        let (items, results, outcome) = run_as(release, Some(config), item);
+        assert_eq!(outcome, Ok(()), "{release:?}");
+        assert_eq!(items, item);
+        assert_eq!(results, "- message: no matches for input setter(s)\n");
+    }
+}
+
+#[test]
+fn v0_1_1_sets_and_fails_otherwise_as_later_releases() {
+    let config = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: setters\ndata:\n  app: shop\n  replicas: \"5\"\n  tag: 1.8.0\n  args: '[--c, \"--d\"]'\n  envs: '[prod]'\n  zones: ''\n";
+    assert_eq!(
+        run_as(Some("v0.1.1"), Some(config), PACKAGE),
+        run_as(None, Some(config), PACKAGE)
+    );
+    let item = "kind: A\nmetadata:\n  name: a\nv: xy # kpt-set: ${a}-${b}\n";
+    let err = "values for setters [${b}] must be provided";
+    let (items, results, outcome) = run_as(
+        Some("v0.1.1"),
+        Some("kind: ConfigMap\ndata:\n  a: v\n"),
+        item,
+    );
+    assert_eq!(items, item);
+    assert_eq!(
+        (results, outcome),
+        (
+            format!("- message: 'failed to apply setters: {err}'\n  severity: error\n"),
+            Err(Stop::Failed(format!("{err}{err}\n")))
+        )
     );
 }

@@ -169,14 +169,10 @@ fn odd_items_never_panic() {
 const PREPEND_PROD: Option<&str> =
     Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  prepend: prod-\n");
 
-/// Items as kpt hands them over: kustomize's resmap drops the file
-/// annotations (path, index, seqindent, legacy or not) and its own, keeps
-/// the id and the rest, and writes what is left again: at the end of
-/// `metadata`, sorted, as new strings (the comment and quotes go).
-#[test]
-fn file_annotations_are_dropped_the_rest_rewritten() {
-    let items = [
-        "\
+/// Items as kpt hands them over, with file annotations in both forms,
+/// ids, kustomize's own and other annotations.
+const ANNOTATED: [&str; 6] = [
+    "\
 apiVersion: kpt.dev/v1
 kind: Kptfile
 metadata:
@@ -191,7 +187,7 @@ metadata:
 info:
   description: x
 ",
-        "\
+    "\
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -210,7 +206,7 @@ metadata:
 data:
   k: v
 ",
-        "\
+    "\
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -221,10 +217,18 @@ metadata:
 spec:
   replicas: 1
 ",
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  annotations: {}\n  name: s\n",
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  annotations: {}\n  name: app\n",
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: prod-s\n  annotations: {}\n",
-    ];
+    "apiVersion: v1\nkind: Secret\nmetadata:\n  annotations: {}\n  name: s\n",
+    "apiVersion: v1\nkind: Namespace\nmetadata:\n  annotations: {}\n  name: app\n",
+    "apiVersion: v1\nkind: Secret\nmetadata:\n  name: prod-s\n  annotations: {}\n",
+];
+
+/// Items as kpt hands them over: kustomize's resmap drops the file
+/// annotations (path, index, seqindent, legacy or not) and its own, keeps
+/// the id and the rest, and writes what is left again: at the end of
+/// `metadata`, sorted, as new strings (the comment and quotes go).
+#[test]
+fn file_annotations_are_dropped_the_rest_rewritten() {
+    let items = ANNOTATED;
     let mut rl = list_each(&items, PREPEND_PROD);
     run(&mut rl, &Context::new()).unwrap();
     assert_eq!(
@@ -567,5 +571,121 @@ kind: ServiceAccount
 metadata:
   name: prod-ops
 "
+    );
+}
+
+/// v0.2.0's kustomize (api 7e8ba62) drops only its own bookkeeping, then
+/// under `config.kubernetes.io/`: the file annotations, legacy and
+/// internal, stay on every item (rewritten as master rewrites them).
+#[test]
+fn v0_2_0_keeps_the_file_annotations() {
+    let mut items = ANNOTATED.to_vec();
+    items.push(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n  annotations:\n    config.kubernetes.io/previousNames: x\n    config.kubernetes.io/prefixes: p\n    internal.config.kubernetes.io/prefixes: q\n",
+    );
+    let mut rl = list_each(&items, PREPEND_PROD);
+    run(&mut rl, &Context::new().with_release(Some("v0.2.0"))).unwrap();
+    assert_eq!(
+        text(&rl.items),
+        "\
+apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: pkg # the package
+  annotations:
+    config.kubernetes.io/index: \"0\"
+    config.kubernetes.io/local-config: \"true\"
+    config.kubernetes.io/path: Kptfile
+    internal.config.kubernetes.io/id: \"1\"
+    internal.config.kubernetes.io/index: \"0\"
+    internal.config.kubernetes.io/path: Kptfile
+info:
+  description: x
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: prod-cm
+  namespace: app
+  annotations:
+    config.k8s.io/id: \"2\"
+    config.kubernetes.io/path: app/cm.yaml
+    internal.config.kubernetes.io/id: \"2\"
+    internal.config.kubernetes.io/path: app/cm.yaml
+    internal.config.kubernetes.io/previousNames: old
+    internal.config.kubernetes.io/seqindent: wide
+    team: red
+data:
+  k: v
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: prod-web
+  annotations:
+    config.kubernetes.io/index: \"1\"
+    internal.config.kubernetes.io/index: \"1\"
+spec:
+  replicas: 1
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: prod-s
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  annotations: {}
+  name: app
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: prod-s
+  annotations: {}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: prod-svc
+  annotations:
+    internal.config.kubernetes.io/prefixes: q
+"
+    );
+    assert!(rl.results.is_empty());
+    assert_eq!(rl.log, "");
+    // Master drops the other set.
+    let mut rl = list_each(&items[6..], PREPEND_PROD);
+    run(&mut rl, &Context::new()).unwrap();
+    assert_eq!(
+        text(&rl.items),
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: prod-svc\n  annotations:\n    config.kubernetes.io/prefixes: p\n    config.kubernetes.io/previousNames: x\n"
+    );
+}
+
+/// v0.2.0 fails as master does (the error once on stderr, no results);
+/// a null list entry is no error (kyaml v0.10.21's `HasNilEntryInList`
+/// never finds one).
+#[test]
+fn v0_2_0_fails_as_master_and_takes_null_entries() {
+    let ctx = Context::new().with_release(Some("v0.2.0"));
+    let mut rl = list_each(
+        &[CM],
+        Some("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  other: x\n"),
+    );
+    assert_eq!(
+        run(&mut rl, &ctx),
+        Err(Stop::Failed(
+            "failed to load the `functionConfig`: unknown editMode: other, only prepend and append are allowed".into()
+        ))
+    );
+    assert!(rl.results.is_empty());
+    let item = "apiVersion: v1\nkind: List\nmetadata:\n  name: l\nitems:\n- ~\n- a\n";
+    let mut rl = list_each(&[item], PREPEND_PROD);
+    run(&mut rl, &ctx).unwrap();
+    assert_eq!(
+        text(&rl.items),
+        "apiVersion: v1\nkind: List\nmetadata:\n  name: prod-l\nitems:\n- ~\n- a\n"
     );
 }

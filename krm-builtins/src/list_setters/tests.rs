@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used)]
+
 use crate::function::Stop;
 use crate::test_support::run;
 
@@ -155,5 +157,71 @@ fn items_without_metadata_fail_and_odd_trees_never_panic() {
     assert_eq!(
         results,
         "- message: no setters found\n  severity: warning\n"
+    );
+}
+
+/// Runs list-setters as the image of `release` names it.
+fn run_as(
+    release: Option<&'static str>,
+    items: &str,
+) -> (crate::function::ResourceList, Result<(), Stop>) {
+    let mut rl = crate::test_support::list(items, None);
+    let outcome = crate::find("list-setters")
+        .unwrap()
+        .run(&mut rl, &crate::Context::new().with_release(release));
+    (rl, outcome)
+}
+
+#[test]
+fn v0_1_0_fails_when_no_setters_are_found() {
+    let items = "kind: A\nmetadata:\n  name: a\nx: 1 # other\n";
+    let (rl, outcome) = run_as(Some("v0.1.0"), items);
+    assert_eq!(
+        outcome,
+        Err(Stop::Failed(
+            "no setters foundno setters found\n".to_owned()
+        ))
+    );
+    assert_eq!(
+        crate::test_support::results(&rl.results),
+        "- message: 'failed to list setters: no setters found'\n  severity: error\n"
+    );
+    assert_eq!(crate::test_support::out(&rl), items);
+    assert_eq!(rl.log, "");
+    // No items at all: the same.
+    let (rl, outcome) = run_as(Some("v0.1.0"), "");
+    assert_eq!(
+        outcome,
+        Err(Stop::Failed(
+            "no setters foundno setters found\n".to_owned()
+        ))
+    );
+    assert_eq!(rl.results.len(), 1);
+    // Another release, or none: master's warning.
+    for release in [None, Some("v0.2.0")] {
+        let (rl, outcome) = run_as(release, items);
+        assert_eq!(outcome, Ok(()), "{release:?}");
+        assert_eq!(
+            crate::test_support::results(&rl.results),
+            "- message: no setters found\n  severity: warning\n"
+        );
+    }
+}
+
+#[test]
+fn v0_1_0_lists_and_fails_otherwise_as_master() {
+    let items = format!("{KPTFILE}---\n{SETTERS}---\n{DEPLOY}");
+    let (master, outcome) = run_as(None, &items);
+    assert_eq!(outcome, Ok(()));
+    let (old, outcome) = run_as(Some("v0.1.0"), &items);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(old, master);
+    assert_eq!(old.results.len(), 6);
+    let (old, outcome) = run_as(Some("v0.1.0"), "- a # kpt-set: ${a}\n");
+    let err = "missing Resource metadata";
+    assert_eq!(outcome, Err(Stop::Failed(format!("{err}{err}\n"))));
+    assert_eq!(
+        crate::test_support::results(&old.results),
+        "- message: 'failed to list setters: missing Resource metadata'\n  severity: error\n"
     );
 }

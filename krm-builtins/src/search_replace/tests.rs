@@ -312,3 +312,146 @@ fn by_file_path_alternatives_are_capped() {
     );
     assert!(results.contains("10000"), "{results}");
 }
+
+/// Runs search-replace over `items` with the ConfigMap `data`, as the
+/// image of `release` names it.
+fn run_as(
+    release: Option<&'static str>,
+    data: &str,
+    items: &str,
+) -> (String, String, Result<(), Stop>) {
+    let mut rl = crate::test_support::list(items, Some(&cm(data)));
+    let outcome = crate::find("search-replace")
+        .unwrap()
+        .run(&mut rl, &crate::Context::new().with_release(release));
+    assert_eq!(rl.log, "");
+    (
+        crate::test_support::out(&rl),
+        crate::test_support::results(&rl.results),
+        outcome,
+    )
+}
+
+/// The one error result and stderr of a failure.
+fn failure(err: &str) -> (String, Result<(), Stop>) {
+    let message = format!(
+        "failed to perform search-replace operation: {}",
+        crate::catalog::quote(err)
+    );
+    (
+        crate::test_support::results(&[crate::result::FnResult::error(message)]),
+        Err(Stop::Failed(format!("{err}{err}\n"))),
+    )
+}
+
+#[test]
+fn v0_2_0_reads_only_the_legacy_path() {
+    let item = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  annotations:\n    internal.config.kubernetes.io/path: svc.yaml\nspec:\n  replicas: 3\n";
+    // kyaml v0.10.21 finds no file: the field is not reported.
+    let (_, results, outcome) = run_as(Some("v0.2.0"), "  by-value: '3'\n", item);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(results, "- message: no matches\n");
+    let (_, results, _) = run_as(None, "  by-value: '3'\n", item);
+    assert_eq!(
+        results,
+        "- message: Matched field value \"3\"\n  field:\n    path: spec.replicas\n  file:\n    path: svc.yaml\n"
+    );
+    // With both forms (as kpt sends them), as master.
+    for data in [
+        "  by-value: '3'\n",
+        "  by-path: spec.**.image\n  put-value: x\n",
+    ] {
+        assert_eq!(
+            run_as(Some("v0.2.0"), data, PACKAGE),
+            run_as(None, data, PACKAGE),
+            "{data}"
+        );
+    }
+    // No search matcher: nothing matches, as master.
+    let (_, results, outcome) = run_as(Some("v0.2.0"), "  put-value: x\n", PACKAGE);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(results, "- message: no matches\n");
+}
+
+#[test]
+fn v0_2_0_globs_as_doublestar_v4_0_2() {
+    let data = "  by-file-path: '**/{web,svc}.yaml'\n  by-value: '3'\n";
+    // v4.0.2 commits at `{` with `**` matching nothing: `svc.yaml`
+    // matches, `deploy/web.yaml` does not.
+    let (_, results, outcome) = run_as(Some("v0.2.0"), data, PACKAGE);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(
+        results,
+        "- message: Matched field value \"3\"\n  field:\n    path: spec.replicas\n  file:\n    path: svc.yaml\n"
+    );
+    let (_, results, _) = run_as(None, data, PACKAGE);
+    assert!(results.contains("deploy/web.yaml"), "{results}");
+    // A trailing `/**/` is no zero-length match in v4.0.2.
+    let (_, results, _) = run_as(
+        Some("v0.2.0"),
+        "  by-file-path: 'deploy/**/'\n  by-value: '3'\n",
+        PACKAGE,
+    );
+    assert_eq!(results, "- message: no matches\n");
+    // A malformed pattern: where matching stops, the rest is checked.
+    for pattern in ["x{a", "deploy/{a", "deploy/[a"] {
+        let data = format!("  by-file-path: '{pattern}'\n  by-value: '3'\n");
+        let (_, results, outcome) = run_as(Some("v0.2.0"), &data, PACKAGE);
+        assert_eq!(
+            (results, outcome),
+            failure("syntax error in pattern"),
+            "{pattern}"
+        );
+    }
+}
+
+#[test]
+fn v0_1_1_has_no_by_file_path_and_wants_a_search() {
+    let names = r#"["by-value" "by-value-regex" "by-path" "put-value" "put-comment"]"#;
+    let at_least_one =
+        r#"at least one of ["by-value", "by-value-regex", "by-path"] must be provided"#;
+    for (data, err) in [
+        (
+            "  by-file-path: deploy/**\n  by-value: '3'\n".to_owned(),
+            format!(r#"invalid matcher "by-file-path", must be one of {names}"#),
+        ),
+        ("  put-value: x\n".to_owned(), at_least_one.to_owned()),
+        (
+            "  put-comment: x\n  by-value: ''\n".to_owned(),
+            at_least_one.to_owned(),
+        ),
+        (
+            "  by-value: x\n  by-value-regex: y\n".to_owned(),
+            r#"only one of ["by-value", "by-value-regex"] can be provided"#.to_owned(),
+        ),
+    ] {
+        let (items, results, outcome) = run_as(Some("v0.1.1"), &data, PACKAGE);
+        assert_eq!((results, outcome), failure(&err), "{data}");
+        assert_eq!(
+            items,
+            crate::test_support::stream(&crate::test_support::nodes(PACKAGE))
+        );
+    }
+    // No config at all: no search either.
+    let mut rl = crate::test_support::list(PACKAGE, None);
+    let outcome = crate::find("search-replace")
+        .unwrap()
+        .run(&mut rl, &crate::Context::new().with_release(Some("v0.1.1")));
+    assert_eq!(
+        (crate::test_support::results(&rl.results), outcome),
+        failure(at_least_one)
+    );
+    // Otherwise as v0.2.0.
+    let item = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  annotations:\n    internal.config.kubernetes.io/path: svc.yaml\nspec:\n  replicas: 3\n";
+    for (data, items) in [
+        ("  by-value: '3'\n", PACKAGE),
+        ("  by-value: '3'\n", item),
+        ("  by-path: spec.**.image\n  put-value: x\n", PACKAGE),
+    ] {
+        assert_eq!(
+            run_as(Some("v0.1.1"), data, items),
+            run_as(Some("v0.2.0"), data, items),
+            "{data}"
+        );
+    }
+}

@@ -124,7 +124,7 @@ fn bad_configs_and_items_fail_as_the_framework_does() {
         ),
         (
             Some("apiVersion: fn.kpt.dev/v1alpha1\nkind: SetAnnotations\nannotations:\n  a: [x]\n"),
-            "failed to configure function: failed to unmarshal config \"apiVersion: fn.kpt.dev/v1alpha1\\nkind: SetAnnotations\\nannotations:\\n  a: [x]\\n\": error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go struct field plugin.annotations.a of type string",
+            "failed to configure function: failed to unmarshal config \"apiVersion: fn.kpt.dev/v1alpha1\\nkind: SetAnnotations\\nannotations:\\n  a: [x]\\n\": error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go struct field plugin.annotations of type string",
         ),
     ];
     for (config, msg) in cases {
@@ -182,5 +182,103 @@ fn bad_configs_and_items_fail_as_the_framework_does() {
     let mut rl = list("kind: A\nmetadata:\n  name: a\n  annotations: x\n", config);
     assert!(
         matches!(go(run, &mut rl), Err(Stop::Failed(m)) if m.ends_with(": wrong node kind: expected MappingNode but got ScalarNode"))
+    );
+}
+
+#[test]
+fn config_decoding_errors_as_go_1_24_reports_them() {
+    // The first error in key order (`json.Marshal` of a map sorts the
+    // keys), named without map keys, an embedded struct by its Go name.
+    let head = "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetAnnotations\n";
+    for (body, msg) in [
+        (
+            "annotations:\n  c: ok\n  b: [x]\n  a: {y: 1}\n",
+            "cannot unmarshal object into Go struct field plugin.annotations of type string",
+        ),
+        (
+            // `on` is the key "true", before "z".
+            "annotations:\n  z: [x]\n  on: {y: 1}\n",
+            "cannot unmarshal object into Go struct field plugin.annotations of type string",
+        ),
+        (
+            "annotations:\n  a: [x]\nadditionalAnnotationFields: x\n",
+            "cannot unmarshal string into Go struct field plugin.additionalAnnotationFields of type []types.FieldSpec",
+        ),
+        (
+            "annotations:\n  a: [x]\nresults: {}\n",
+            "cannot unmarshal array into Go struct field plugin.annotations of type string",
+        ),
+        (
+            "annotations: {a: b}\nresults: 1\n",
+            "cannot unmarshal number into Go struct field plugin.Results of type main.AnnotationResults",
+        ),
+        (
+            "annotations: {a: b}\nfieldSpecs: [{path: 1, group: 2}]\n",
+            "cannot unmarshal number into Go struct field FieldSpec.fieldSpecs.Gvk.group of type string",
+        ),
+        (
+            "annotations: {a: b}\nfieldSpecs: [{path: 1, version: true}]\n",
+            "cannot unmarshal bool into Go struct field FieldSpec.fieldSpecs.Gvk.version of type string",
+        ),
+        (
+            "annotations: {a: b}\nfieldSpecs: [{Path: [1], path: a}]\n",
+            "cannot unmarshal array into Go struct field FieldSpec.fieldSpecs.path of type string",
+        ),
+        (
+            "annotations: {a: b}\nfieldSpecs: [{path: [1], group: 2, create: x}]\n",
+            "cannot unmarshal string into Go struct field FieldSpec.fieldSpecs.create of type bool",
+        ),
+        (
+            "annotations: {a: b}\nadditionalAnnotationFields: [{create: 1}]\n",
+            "cannot unmarshal number into Go struct field FieldSpec.additionalAnnotationFields.create of type bool",
+        ),
+        (
+            "annotations: {a: b}\nfieldSpecs: [1]\n",
+            "cannot unmarshal number into Go struct field plugin.fieldSpecs of type types.FieldSpec",
+        ),
+        (
+            "annotations: [a]\n",
+            "cannot unmarshal array into Go struct field plugin.annotations of type map[string]string",
+        ),
+    ] {
+        let config = format!("{head}{body}");
+        let mut rl = list(PACKAGE, Some(&config));
+        let msg = format!(
+            "failed to configure function: failed to unmarshal config {}: error unmarshaling JSON: while decoding JSON: json: {msg}",
+            crate::sdk::go_quote(&config)
+        );
+        assert_eq!(
+            go(run, &mut rl),
+            Err(Stop::Failed(format!("[error]: {msg}"))),
+            "{body}"
+        );
+        assert_eq!(out(&rl), PACKAGE);
+    }
+    // What decodes: a repeated key's last value, names in any case (a
+    // map merged, null making it nil), strings where Go takes them.
+    for (body, annotations) in [
+        ("annotations:\n  a: [x]\n  a: y\n", "a: \"true\""),
+        ("Annotations: {a: b}\nannotations: {c: d}\n", "a: b\n    c: d"),
+        (
+            "annotations: {a: b}\nresults: ~\nfieldSpecs: [{kind: 2001-12-14, version: '1', path: 3, create: yes}]\n",
+            "a: b",
+        ),
+    ] {
+        let config = format!("{head}{body}");
+        let mut rl = list("kind: A\nmetadata:\n  name: a\n", Some(&config));
+        assert_eq!(go(run, &mut rl), Ok(()), "{body}");
+        assert_eq!(
+            out(&rl),
+            format!("kind: A\nmetadata:\n  name: a\n  annotations:\n    {annotations}\n"),
+            "{body}"
+        );
+    }
+    let config = format!("{head}ANNOTATIONS: {{a: b}}\nannotations: ~\n");
+    let mut rl = list(PACKAGE, Some(&config));
+    assert_eq!(
+        go(run, &mut rl),
+        Err(Stop::Failed(
+            "[error]: failed to configure function: input annotation list cannot be empty".into()
+        ))
     );
 }

@@ -151,7 +151,17 @@ fn missing_empty_and_bad_configs() {
         ),
         (
             "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetLabels\nlabels:\n  a: 1\n",
-            "unable to convert object to *setlabels.SetLabels with error: json: cannot unmarshal number into Go struct field SetLabels.labels.a of type string",
+            "unable to convert object to *setlabels.SetLabels with error: json: cannot unmarshal number into Go struct field SetLabels.labels of type string",
+        ),
+        (
+            // The first bad value in key order (Go decodes JSON made from
+            // a map), not in the config's order.
+            "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetLabels\nlabels:\n  c: ok\n  b: 1\n  a: [x]\n  d: {e: f}\n",
+            "unable to convert object to *setlabels.SetLabels with error: json: cannot unmarshal array into Go struct field SetLabels.labels of type string",
+        ),
+        (
+            "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetLabels\nlabels:\n  z: {e: f}\n  y: ~\n  x: true\n",
+            "unable to convert object to *setlabels.SetLabels with error: json: cannot unmarshal bool into Go struct field SetLabels.labels of type string",
         ),
         (
             "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetLabels\nlabels: [a]\n",

@@ -69,11 +69,53 @@ pub(super) fn value_node(v: Value<'_>, depth: usize) -> Result<Node, String> {
 }
 
 /// A Starlark value as data (what the catalog's conversion makes of it).
+/// starlib's `util.Unmarshal` (v0.5.0) takes an int into a Go `int` with
+/// `starlark.AsInt`: past 64 bits it fails with Go Starlark's message,
+/// each dict on the way prefixing `unmarshaling starlark value: ` (or
+/// `key: `), as Go's does.
 pub(super) fn value_data(v: Value<'_>, depth: usize) -> Result<Data, String> {
+    to_data(v, depth).map_err(|e| e.msg)
+}
+
+/// A resource the program left in `ctx.resource_list["items"]`, as data:
+/// [`value_data`], where Go's errors have one prefix more, of the
+/// ResourceList dict the catalog unmarshals whole.
+pub(super) fn resource_data(v: Value<'_>) -> Result<Data, String> {
+    to_data(v, 0).map_err(|e| in_dict("value")(e).msg)
+}
+
+/// An error of [`to_data`]; `go` when it is one of Go's, which the dicts
+/// around it prefix as Go's do.
+struct ToDataError {
+    msg: String,
+    go: bool,
+}
+
+impl From<String> for ToDataError {
+    fn from(msg: String) -> Self {
+        ToDataError { msg, go: false }
+    }
+}
+
+fn in_dict(what: &str) -> impl Fn(ToDataError) -> ToDataError + '_ {
+    move |e| {
+        if e.go {
+            ToDataError {
+                msg: format!("unmarshaling starlark {what}: {}", e.msg),
+                go: true,
+            }
+        } else {
+            e
+        }
+    }
+}
+
+fn to_data(v: Value<'_>, depth: usize) -> Result<Data, ToDataError> {
     if depth > MAX_NESTING {
         return Err(format!(
             "a value nests deeper than {MAX_NESTING} levels (does a list or dict contain itself?)"
-        ));
+        )
+        .into());
     }
     if v.is_none() {
         return Ok(Data::Null);
@@ -87,7 +129,10 @@ pub(super) fn value_data(v: Value<'_>, depth: usize) -> Result<Data, String> {
     match v.get_type() {
         "int" => {
             let repr = v.to_repr();
-            return Ok(repr.parse().map_or(Data::Big(repr), Data::Int));
+            return repr.parse().map(Data::Int).map_err(|_| ToDataError {
+                msg: format!("{repr} out of range (want value in signed 64-bit range)"),
+                go: true,
+            });
         }
         "float" => {
             let f = match v.to_repr().as_str() {
@@ -102,11 +147,14 @@ pub(super) fn value_data(v: Value<'_>, depth: usize) -> Result<Data, String> {
     if let Some(d) = DictRef::from_value(v) {
         let mut map = Vec::with_capacity(d.len());
         for (k, x) in d.iter() {
+            let value = to_data(x, depth + 1).map_err(in_dict("value"))?;
             let key = match k.get_type() {
-                "string" | "int" | "float" | "bool" | "NoneType" => value_data(k, depth + 1)?,
-                t => return Err(format!("a dict key of type {t} cannot be written as YAML")),
+                "string" | "int" | "float" | "bool" | "NoneType" => {
+                    to_data(k, depth + 1).map_err(in_dict("key"))?
+                }
+                t => return Err(format!("a dict key of type {t} cannot be written as YAML").into()),
             };
-            map.push((key, value_data(x, depth + 1)?));
+            map.push((key, value));
         }
         return Ok(Data::Map(map));
     }
@@ -116,12 +164,9 @@ pub(super) fn value_data(v: Value<'_>, depth: usize) -> Result<Data, String> {
     if let Some(elems) = elems {
         let mut seq = Vec::with_capacity(elems.len());
         for x in elems {
-            seq.push(value_data(x, depth + 1)?);
+            seq.push(to_data(x, depth + 1)?);
         }
         return Ok(Data::Seq(seq));
     }
-    Err(format!(
-        "a value of type {} cannot be written as YAML",
-        v.get_type()
-    ))
+    Err(format!("a value of type {} cannot be written as YAML", v.get_type()).into())
 }

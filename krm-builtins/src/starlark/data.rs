@@ -133,6 +133,25 @@ impl Data {
         }
     }
 
+    /// Every mapping's keys, at every depth, in the order yaml.v3 writes
+    /// the keys of a Go map (`keyList.Less`, [`go_key_less`]): what the
+    /// catalog's container writes, as it marshals what the program left
+    /// through `map[string]interface{}` (starlib's `util.Unmarshal`) with
+    /// `yaml.Marshal` (`third_party/.../starlark/starlark.go`,
+    /// `starlarkValueToRNode`).
+    pub fn sort_go_keys(&mut self) {
+        match self {
+            Data::Seq(seq) => seq.iter_mut().for_each(Data::sort_go_keys),
+            Data::Map(map) => {
+                for (_, v) in map.iter_mut() {
+                    v.sort_go_keys();
+                }
+                merge_sort(map, &|(a, _), (b, _)| go_key_less(a, b));
+            }
+            _ => {}
+        }
+    }
+
     /// The string at `path` through mappings.
     pub fn get_str(&self, path: &[&str]) -> Option<&str> {
         let mut cur = self;
@@ -148,6 +167,147 @@ impl Data {
             _ => None,
         }
     }
+}
+
+/// A key's `reflect.Kind` as yaml.v3's sorter sees it (the value in an
+/// `interface{}`; a nil one stays `Interface`), and its number for
+/// `keyFloat` (ints, floats, booleans).
+fn key_kind(d: &Data) -> (u8, Option<f64>) {
+    match d {
+        Data::Bool(b) => (1, Some(if *b { 1.0 } else { 0.0 })),
+        Data::Int(i) => (2, Some(*i as f64)),
+        Data::Big(s) => (2, s.parse().ok()),
+        Data::Float(f) => (14, Some(*f)),
+        Data::Null => (20, None),
+        Data::Map(_) => (21, None),
+        Data::Seq(_) => (23, None),
+        Data::Str(_) => (24, None),
+    }
+}
+
+/// yaml.v3's `keyList.Less` (`sorter.go`, the same in every yaml.v3 the
+/// catalog's releases used, and in sigs.k8s.io/yaml's `goyaml.v3` of
+/// kyaml v0.19.0): numbers and booleans by value, then by kind; other
+/// kinds by kind; strings compared rune by rune, a run of digits as its
+/// number, a letter before a non-letter unless after a digit.
+pub fn go_key_less(a: &Data, b: &Data) -> bool {
+    let ((ak, af), (bk, bf)) = (key_kind(a), key_kind(b));
+    if let (Some(af), Some(bf)) = (af, bf) {
+        if af != bf {
+            // NaN keys (Go's order among them is arbitrary) go last.
+            return match (af.is_nan(), bf.is_nan()) {
+                (false, false) => af < bf,
+                (an, bn) => !an && bn,
+            };
+        }
+        if ak != bk {
+            return ak < bk;
+        }
+        return match (a, b) {
+            (Data::Int(x), Data::Int(y)) => x < y,
+            (Data::Bool(x), Data::Bool(y)) => !x && *y,
+            _ => false,
+        };
+    }
+    match (a, b) {
+        (Data::Str(a), Data::Str(b)) => go_string_less(a, b),
+        _ => ak < bk,
+    }
+}
+
+/// The string half of `keyList.Less`. (Go's `unicode.IsLetter` and
+/// `IsDigit` are approximated by `char::is_alphabetic` and ASCII digits.)
+fn go_string_less(a: &str, b: &str) -> bool {
+    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let digit = |c: char| c.is_ascii_digit();
+    // The number a run of digits from `from` makes, counting from
+    // `start`, and where the run ends.
+    let number = |r: &[char], from: usize, start: i64| {
+        let (mut n, mut end) = (start, from);
+        while let Some(c) = r.get(end).copied().filter(|c| digit(*c)) {
+            n = n
+                .wrapping_mul(10)
+                .wrapping_add(i64::from(u32::from(c) - u32::from('0')));
+            end += 1;
+        }
+        (n, end)
+    };
+    let mut digits = false;
+    for (i, (&ac, &bc)) in ar.iter().zip(br.iter()).enumerate() {
+        if ac == bc {
+            digits = digit(ac);
+            continue;
+        }
+        let (al, bl) = (ac.is_alphabetic(), bc.is_alphabetic());
+        if al && bl {
+            return ac < bc;
+        }
+        if al || bl {
+            return if digits { al } else { bl };
+        }
+        // Zeros after other digits are not leading zeros: both numbers
+        // count from 1.
+        let mut start = 0;
+        if ac == '0' || bc == '0' {
+            let before = ar.get(..i).unwrap_or_default();
+            if before
+                .iter()
+                .rev()
+                .take_while(|c| digit(**c))
+                .any(|c| *c != '0')
+            {
+                start = 1;
+            }
+        }
+        let (an, ai) = number(&ar, i, start);
+        let (bn, bi) = number(&br, i, start);
+        if an != bn {
+            return an < bn;
+        }
+        if ai != bi {
+            return ai < bi;
+        }
+        return ac < bc;
+    }
+    ar.len() < br.len()
+}
+
+/// `v` sorted by `less`, stably, with a merge sort that (unlike the
+/// standard library's sorts) cannot panic on an order that is not total.
+fn merge_sort<T>(v: &mut Vec<T>, less: &dyn Fn(&T, &T) -> bool) {
+    if v.len() < 2 {
+        return;
+    }
+    let mut order: Vec<usize> = (0..v.len()).collect();
+    let mut width = 1;
+    while width < order.len() {
+        let mut out = Vec::with_capacity(order.len());
+        for chunk in order.chunks(2 * width) {
+            let (left, right) = chunk.split_at(width.min(chunk.len()));
+            let (mut l, mut r) = (left.iter().peekable(), right.iter().peekable());
+            loop {
+                let take_right = match (l.peek(), r.peek()) {
+                    (Some(&&a), Some(&&b)) => match (v.get(a), v.get(b)) {
+                        (Some(x), Some(y)) => less(y, x),
+                        _ => false,
+                    },
+                    (None, Some(_)) => true,
+                    (Some(_), None) => false,
+                    (None, None) => break,
+                };
+                let next = if take_right { r.next() } else { l.next() };
+                out.extend(next.copied());
+            }
+        }
+        std::mem::swap(&mut order, &mut out);
+        width *= 2;
+    }
+    let mut slots: Vec<Option<T>> = std::mem::take(v).into_iter().map(Some).collect();
+    v.extend(
+        order
+            .into_iter()
+            .filter_map(|i| slots.get_mut(i).and_then(Option::take)),
+    );
 }
 
 /// A float as Go's `strconv.FormatFloat(f, 'g', -1, 64)` writes it

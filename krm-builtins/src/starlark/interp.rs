@@ -14,7 +14,7 @@ use starlark::values::structs::AllocStruct;
 use starlark::values::{Heap, Value};
 use starlark::ErrorKind;
 
-use super::convert::{data_to_value, value_data};
+use super::convert::{data_to_value, resource_data};
 use super::data::Data;
 use super::source::Rewritten;
 
@@ -51,7 +51,9 @@ pub fn execute(req: &Request, print: &dyn Fn(&str)) -> Outcome {
         LibraryExtension::StructType,
     ])
     .with(super::libs::while_guard)
+    .with(super::builtins::go_builtins)
     .build();
+    super::builtins::reset();
     let loader = super::libs::Loader;
     let printer = Printer(print);
     let depth = if req.max_depth == 0 {
@@ -204,7 +206,7 @@ fn items_out(rl: Value<'_>) -> Result<Vec<Data>, String> {
                 item.get_type()
             ));
         }
-        out.push(value_data(item, 0)?);
+        out.push(resource_data(item)?);
     }
     Ok(out)
 }

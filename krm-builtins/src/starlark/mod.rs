@@ -20,15 +20,22 @@
 //!   evaluate function: error: function failure`, exit code 1, the items
 //!   as they came.
 //! - resources the program did not change come back as they came (their
-//!   comments, field order, styles and id annotations); changed ones get
-//!   the comments and field order of the input with their id, as kpt
-//!   restores them on a container's output.
+//!   comments, field order, styles and id annotations); changed ones are
+//!   written as the catalog's container writes them, every mapping's keys
+//!   in yaml.v3's sorted order ([`container_node`]), then get the
+//!   comments and field order of the input with their id, as kpt
+//!   restores them on a container's output: what the program added (a
+//!   new mapping, a new key) stays sorted.
+//! - `range`, `len` and `enumerate` take Go's 64-bit ints ([`builtins`]);
+//!   an int past 64 bits left in a resource fails as the catalog's
+//!   conversion does.
 //!
 //! The program runs in a sandbox process ([`sandbox`]) when the embedding
 //! binary set one up ([`configure`]): an address-space budget, no files,
 //! no environment, killed at the call's deadline. Without one (this
 //! crate's tests), it runs in this process with the same depth limit.
 
+mod builtins;
 mod convert;
 mod data;
 mod interp;
@@ -228,11 +235,11 @@ fn restore(output: Vec<Data>, input: Vec<Data>, nodes: Vec<Node>) -> Vec<Node> {
                 id_of(&item).and_then(|id| by_id.get(id).copied())
             };
             let Some(from) = from else {
-                return item.to_node();
+                return container_node(item);
             };
             let same = input.get(from) == Some(&item);
             let Some(slot) = nodes.get_mut(from) else {
-                return item.to_node();
+                return container_node(item);
             };
             // The first item equal to its input takes that input's node; a
             // copy the program made gets the comments below.
@@ -241,7 +248,7 @@ fn restore(output: Vec<Data>, input: Vec<Data>, nodes: Vec<Node>) -> Vec<Node> {
                     return node;
                 }
             }
-            let mut new = item.to_node();
+            let mut new = container_node(item);
             if let Some(original) = slot.as_ref() {
                 kyaml::copy_comments(original, &mut new);
                 kyaml::sync_order(original, &mut new);
@@ -249,6 +256,19 @@ fn restore(output: Vec<Data>, input: Vec<Data>, nodes: Vec<Node>) -> Vec<Node> {
             new
         })
         .collect()
+}
+
+/// An item as the catalog's container writes it: every mapping's keys
+/// sorted as yaml.v3 sorts a Go map's ([`Data::sort_go_keys`]), those of
+/// the input's mappings too. kpt then puts the fields of a resource it
+/// knows (by its id) back in the input's order ([`restore`]'s
+/// `sync_order`, kyaml's `SyncOrder`): a mapping or field the program
+/// added (a new container in `containers`, a `labels` under `metadata`)
+/// keeps the sorted order, so `{"name": ..., "image": ...}` is written
+/// `image` first.
+fn container_node(mut item: Data) -> Node {
+    item.sort_go_keys();
+    item.to_node()
 }
 
 #[cfg(test)]

@@ -238,13 +238,13 @@ fn open_api_is_the_kubernetes_document() {
 #[test]
 fn krmfn_and_json_load() {
     let (r, rl) = run(
-        &star("load(\"krmfn.star\", \"krmfn\")\nload(\"encoding/json.star\", \"json\")\nfor r in ctx.resource_list[\"items\"]:\n  print(krmfn.match_gvk(r, \"apps/v1\", \"Deployment\"), krmfn.match_name(r, \"cm\"), krmfn.match_namespace(r, \"\"))\nprint(json.encode(json.decode('{\"b\": 1, \"a\": [true]}')))"),
+        &star("load(\"krmfn.star\", \"krmfn\")\nload(\"encoding/json.star\", \"json\")\nfor r in ctx.resource_list[\"items\"]:\n  print(krmfn.match_gvk(r, \"apps/v1\", \"Deployment\"), krmfn.match_gvk(r, \"v1\", \"ConfigMap\"), krmfn.match_name(r, \"cm\"), krmfn.match_namespace(r, \"\"))\nprint(json.encode(json.decode('{\"b\": 1, \"a\": [true]}')))"),
         APP,
     );
     assert_eq!(r, Ok(()));
     assert_eq!(
         rl.log,
-        "True False True\nFalse True True\n{\"b\":1,\"a\":[true]}\n"
+        "False False False True\nFalse True True True\n{\"b\":1,\"a\":[true]}\n"
     );
 }
 
@@ -306,4 +306,301 @@ fn tabs_crlf_and_while_in_a_real_program() {
     let (r, rl) = run_list(rl);
     assert_eq!(r, Ok(()), "{:?}", messages(&rl));
     assert_eq!(rl.log, "3\n");
+}
+
+/// The catalog's `starlark-inject-sidecar` example: its Deployment and its
+/// program (which builds the container as `{"name": ..., "image": ...}`).
+const SIDECAR_DEPLOYMENT: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: nginx-deployment
+  labels:
+    app: nginx
+spec:
+  replicas: 3
+  selector:
+    matchLabels:
+      app: nginx
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      containers:
+        - name: nginx
+          image: nginx:1.14.2
+          ports:
+            - containerPort: 80
+";
+
+const SIDECAR_PROGRAM: &str = "\
+def ensure_inject_sidecar_to_depl(r):
+  if r[\"apiVersion\"] == \"apps/v1\" and r[\"kind\"] == \"Deployment\":
+    containers = r[\"spec\"][\"template\"][\"spec\"][\"containers\"]
+    for container in containers:
+      if container[\"name\"] == \"logging-agent\":
+        return
+    sidecar = {
+      \"name\": \"logging-agent\",
+      \"image\": \"k8s.gcr.io/fluentd-gcp:1.30\",
+    }
+    containers.append(sidecar)
+
+for resource in ctx.resource_list[\"items\"]:
+  ensure_inject_sidecar_to_depl(resource)";
+
+#[test]
+fn a_new_mapping_is_written_with_its_keys_sorted_as_the_catalogs_container_writes_them() {
+    // The example's expected diff: the new container `image` first.
+    for items in [
+        SIDECAR_DEPLOYMENT.to_owned(),
+        // With kpt's ids, as `render` sends them.
+        SIDECAR_DEPLOYMENT.replace(
+            "  labels:\n    app: nginx\nspec:",
+            "  labels:\n    app: nginx\n  annotations:\n    config.k8s.io/id: '1'\nspec:",
+        ),
+    ] {
+        let (r, rl) = run(&star(SIDECAR_PROGRAM), &items);
+        assert_eq!(r, Ok(()), "{:?}", messages(&rl));
+        let text = out(&rl);
+        assert!(
+            text.ends_with(
+                "      containers:\n        - name: nginx\n          image: nginx:1.14.2\n          ports:\n            - containerPort: 80\n        - image: k8s.gcr.io/fluentd-gcp:1.30\n          name: logging-agent\n"
+            ),
+            "{text}"
+        );
+        // The input's own mappings keep their order.
+        assert!(
+            text.starts_with("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nginx-deployment\n  labels:\n    app: nginx\n"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn input_mappings_keep_their_order_and_what_the_program_adds_is_sorted() {
+    let program = "\
+r = ctx.resource_list[\"items\"][0]
+# New keys in a mapping of the input: after its own, sorted.
+r[\"spec\"][\"zeta\"] = 1
+r[\"spec\"][\"alpha\"] = {\"z\": 1, \"b\": {\"y\": 2, \"x\": 1}, \"a\": [{\"n\": 1, \"m\": 2}]}
+# A new mapping where the input has none: sorted throughout.
+r[\"metadata\"][\"labels\"] = {\"tier\": \"web\", \"app\": \"x\"}
+# A mapping of the input copied, changed and put in a new place.
+c = dict(r[\"spec\"][\"template\"][\"spec\"][\"containers\"][0])
+c[\"name\"] = \"copy\"
+c[\"args\"] = [\"-v\"]
+r[\"spec\"][\"template\"][\"spec\"][\"containers\"].append(c)
+# A mapping of the input rebuilt in another order at its own place:
+# the input's order again, new keys after.
+r[\"spec\"][\"template\"][\"spec\"][\"containers\"][0] = {\"image\": \"nginx:2\", \"name\": \"c\", \"env\": []}";
+    let items = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations:
+    config.k8s.io/id: '1'
+spec:
+  replicas: 3
+  template:
+    spec:
+      containers:
+        - name: c
+          image: nginx
+          ports: [{containerPort: 80}]
+";
+    let (r, rl) = run(&star(program), items);
+    assert_eq!(r, Ok(()), "{:?}", messages(&rl));
+    assert_eq!(
+        out(&rl),
+        "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations:
+    config.k8s.io/id: \"1\"
+  labels:
+    app: x
+    tier: web
+spec:
+  replicas: 3
+  template:
+    spec:
+      containers:
+        - name: c
+          image: nginx:2
+          env: []
+        - args:
+            - -v
+          image: nginx
+          name: copy
+          ports:
+            - containerPort: 80
+  alpha:
+    a:
+      - m: 2
+        n: 1
+    b:
+      x: 1
+      y: 2
+    z: 1
+  zeta: 1
+"
+    );
+}
+
+#[test]
+fn a_new_resource_is_sorted_throughout_in_yaml_v3s_order() {
+    let program = "ctx.resource_list[\"items\"].append({\"kind\": \"ConfigMap\", \"apiVersion\": \"v1\", \"metadata\": {\"name\": \"n\"}, \"data\": {\"b\": \"1\", \"a10\": \"2\", \"a9\": \"3\", \"A\": \"4\", \"_x\": \"5\", \"10\": \"6\", \"2\": \"7\"}})";
+    let (r, rl) = run(&star(program), APP);
+    assert_eq!(r, Ok(()), "{:?}", messages(&rl));
+    let text = out(&rl);
+    assert!(
+        text.contains(
+            "---\napiVersion: v1\ndata:\n  _x: \"5\"\n  \"2\": \"7\"\n  \"10\": \"6\"\n  A: \"4\"\n  a9: \"3\"\n  a10: \"2\"\n  b: \"1\"\nkind: ConfigMap\nmetadata:\n  name: n\n"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn yaml_v3s_key_order_across_kinds() {
+    use super::data::{go_key_less, Data};
+    let keys = [
+        Data::Str("x".into()),
+        Data::Null,
+        Data::Int(2),
+        Data::Float(1.5),
+        Data::Int(1),
+        Data::Bool(true),
+        Data::Str("a1".into()),
+        Data::Str("a01".into()),
+        Data::Str("a-1".into()),
+    ];
+    let mut map = Data::Map(keys.iter().map(|k| (k.clone(), Data::Null)).collect());
+    map.sort_go_keys();
+    let sorted: Vec<Data> = match map {
+        Data::Map(m) => m.into_iter().map(|(k, _)| k).collect(),
+        _ => Vec::new(),
+    };
+    assert_eq!(
+        sorted,
+        [
+            Data::Bool(true),
+            Data::Int(1),
+            Data::Float(1.5),
+            Data::Int(2),
+            Data::Null,
+            Data::Str("a-1".into()),
+            Data::Str("a1".into()),
+            Data::Str("a01".into()),
+            Data::Str("x".into()),
+        ]
+    );
+    // A letter after a digit comes before a non-letter; else after.
+    assert!(go_key_less(
+        &Data::Str("1a".into()),
+        &Data::Str("1_".into())
+    ));
+    assert!(go_key_less(&Data::Str("_".into()), &Data::Str("a".into())));
+}
+
+/// What the program printed, and the messages of its results.
+fn printed(program: &str) -> (String, Vec<String>) {
+    let (_, rl) = run(&star(program), APP);
+    (rl.log.clone(), messages(&rl))
+}
+
+#[test]
+fn range_takes_go_s_64_bit_ints() {
+    // Go's `range(10000000000)` loops (here without 10^10 rounds).
+    let (log, m) = printed(
+        "r = range(10000000000)\nfor i in r:\n  if i == 3:\n    break\nprint(i, len(r), type(r), r[5], list(r[:3]), r[:3], 7 in r, bool(r))\nprint(len(range(0, 10000000000, 2)), len(range(0, -10000000000, -1)), len(range(-5, 10000000000)), len(range(-5, 10000000000)[:4]), list(range(0, -10000000000, -1)[:3]))\nn = 0\nfor j in range(1, 100000000000000):\n  n += j\n  if j == 100:\n    break\nprint(n)",
+    );
+    assert_eq!(m, Vec::<String>::new());
+    assert_eq!(
+        log,
+        "3 10000000000 range 5 [0, 1, 2] range(3) True True\n5000000000 10000000000 10000000005 4 [0, -1, -2]\n5050\n"
+    );
+    // Integers past 32 bits: Go's values.
+    let (log, m) = printed(
+        "r = range(5000000000, 5000000003)\nprint(len(r), list(r), r[-1], 5000000001 in r)\nprint(list(range(-10000000000, 0, 3000000000)))\nprint([x for x in range(2147483646, 2147483650)])\nfor x in range(9223372036854775806, 9223372036854775807):\n  print(x)",
+    );
+    assert_eq!(m, Vec::<String>::new());
+    assert_eq!(
+        log,
+        "3 [5000000000, 5000000001, 5000000002] 5000000002 True\n[-10000000000, -7000000000, -4000000000, -1000000000]\n[2147483646, 2147483647, 2147483648, 2147483649]\n9223372036854775806\n"
+    );
+    // 32-bit ranges are the interpreter's own, as Go's print.
+    let (log, _) = printed("print(range(10), range(1, 10), range(0, 10, 3), range(10, 0), len(range(10, 0)), list(range(10, 0, -3)))");
+    assert_eq!(
+        log,
+        "range(10) range(1, 10) range(0, 10, 3) range(10, 0) 0 [10, 7, 4, 1]\n"
+    );
+}
+
+#[test]
+fn range_refuses_what_go_s_refuses_with_go_s_messages() {
+    for (call, message) in [
+        ("range()", "range: got 0 arguments, want at least 1"),
+        ("range(1, 2, 3, 4)", "range: got 4 arguments, want at most 3"),
+        ("range(stop = 3)", "range: unexpected keyword arguments"),
+        ("range(1.5)", "range: for parameter 1: got float, want int"),
+        ("range(0, \"3\")", "range: for parameter 2: got string, want int"),
+        (
+            "range(9223372036854775807 + 1)",
+            "range: for parameter 1: 9223372036854775808 out of range (want value in signed 64-bit range)",
+        ),
+        ("range(1, 2, 0)", "range: step argument must not be zero"),
+        ("enumerate()", "enumerate: got 0 arguments, want at least 1"),
+        ("enumerate(3)", "enumerate: for parameter 1: got int, want iterable"),
+        ("enumerate([], start = 1)", "enumerate: unexpected keyword arguments"),
+        ("len(3)", "len: value of type int has no len"),
+        ("len()", "len: got 0 arguments, want 1"),
+    ] {
+        let (_, m) = printed(call);
+        assert_eq!(m.len(), 1, "{call}: {m:?}");
+        assert!(
+            m[0].starts_with("error: prog:1:1: ") && m[0].ends_with(message),
+            "{call}: {m:?}"
+        );
+    }
+    // Longer than can be listed and past 32 bits at once: said so.
+    let (_, m) = printed("range(5000000000, 6000000000)");
+    assert!(
+        m[0].contains("range(5000000000, 6000000000) has 1000000000 integers"),
+        "{m:?}"
+    );
+}
+
+#[test]
+fn integers_past_32_bits_in_arithmetic_enumerate_and_the_output() {
+    let (log, m) = printed(
+        "x = 10000000000 * 3\nprint(x, x // 7, x % 7, -x, 2147483647 + 1, (1 << 40) | 1, enumerate([\"a\", \"b\"], 10000000000))\nctx.resource_list[\"items\"][0][\"spec\"][\"replicas\"] = x",
+    );
+    assert_eq!(m, Vec::<String>::new());
+    assert_eq!(
+        log,
+        "30000000000 4285714285 5 -30000000000 2147483648 1099511627777 [(10000000000, \"a\"), (10000000001, \"b\")]\n"
+    );
+    let (r, rl) = run(
+        &star("ctx.resource_list[\"items\"][0][\"spec\"][\"replicas\"] = 9223372036854775807"),
+        APP,
+    );
+    assert_eq!(r, Ok(()));
+    assert!(out(&rl).contains("  replicas: 9223372036854775807 # three\n"));
+    // Past 64 bits, the catalog's conversion (starlib's `util.Unmarshal`
+    // into a Go int) fails, a prefix for each dict around the value.
+    let (r, rl) = run(
+        &star("ctx.resource_list[\"items\"][0][\"spec\"][\"replicas\"] = 9223372036854775807 + 1"),
+        APP,
+    );
+    assert_eq!(r, Err(Stop::Failed(FAILURE.into())));
+    assert_eq!(
+        messages(&rl),
+        ["error: unmarshaling starlark value: unmarshaling starlark value: unmarshaling starlark value: 9223372036854775808 out of range (want value in signed 64-bit range)"]
+    );
 }

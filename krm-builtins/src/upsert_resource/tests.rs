@@ -157,3 +157,103 @@ fn a_cancelled_call_stops() {
         Err(Stop::Cancelled)
     );
 }
+
+/// [`DEPLOY`] as kpt sends it: the file annotations in both forms.
+const DEPLOY_BOTH: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+  namespace: prod
+  annotations:
+    config.kubernetes.io/path: deploy.yaml
+    config.kubernetes.io/index: '1'
+    internal.config.kubernetes.io/path: deploy.yaml
+    internal.config.kubernetes.io/index: '1'
+spec:
+  replicas: 1
+";
+
+/// Runs upsert-resource over `items` with `config`, as `release`.
+fn run_as(
+    release: Option<&'static str>,
+    items: &[&str],
+    config: &str,
+) -> (String, Result<(), Stop>) {
+    let mut rl = list_each(items, Some(config));
+    let outcome = run(&mut rl, &Context::new().with_release(release));
+    assert!(rl.results.is_empty());
+    assert_eq!(rl.log, "");
+    (text(&rl.items), outcome)
+}
+
+#[test]
+fn v0_2_0_keeps_and_sets_the_legacy_file_annotations() {
+    let config = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    zeta: 'on'\nspec:\n  replicas: 3\n";
+    let replaced = |anns: &str| {
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n{anns}    zeta: \"on\"\nspec:\n  replicas: 3\n")
+    };
+    // Replaced: the matched item's path and index, of the release's
+    // kyaml, are kept; the others go with the item.
+    assert_eq!(
+        run_as(Some("v0.2.0"), &[DEPLOY_BOTH], config),
+        (
+            replaced("    config.kubernetes.io/index: \"1\"\n    config.kubernetes.io/path: deploy.yaml\n"),
+            Ok(())
+        )
+    );
+    assert_eq!(
+        run_as(None, &[DEPLOY_BOTH], config),
+        (
+            replaced("    internal.config.kubernetes.io/index: \"1\"\n    internal.config.kubernetes.io/path: deploy.yaml\n"),
+            Ok(())
+        )
+    );
+    // An item with only the internal ones: v0.2.0 writes the legacy
+    // ones empty.
+    assert_eq!(
+        run_as(Some("v0.2.0"), &[DEPLOY], config),
+        (
+            replaced("    config.kubernetes.io/index: \"\"\n    config.kubernetes.io/path: \"\"\n"),
+            Ok(())
+        )
+    );
+}
+
+#[test]
+fn v0_2_0_matches_the_target_path_against_the_legacy_path() {
+    let config = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    config.kubernetes.io/target-path: deploy.yaml\n    internal.config.kubernetes.io/path: x.yaml\n    internal.config.kubernetes.io/index: '4'\n    config.kubernetes.io/index: '5'\n";
+    // DEPLOY has only `internal.config.kubernetes.io/path: deploy.yaml`:
+    // no match for v0.2.0, so the resource is appended, without its
+    // legacy index, its path the target path; the internal ones stay.
+    let (out, outcome) = run_as(Some("v0.2.0"), &[DEPLOY], config);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(
+        out,
+        DEPLOY.to_owned()
+            + "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    config.kubernetes.io/path: deploy.yaml\n    internal.config.kubernetes.io/index: \"4\"\n    internal.config.kubernetes.io/path: x.yaml\n"
+    );
+    // Master matches it and replaces it.
+    let (out, outcome) = run_as(None, &[DEPLOY], config);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(
+        out,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    config.kubernetes.io/index: \"5\"\n    internal.config.kubernetes.io/index: \"0\"\n    internal.config.kubernetes.io/path: deploy.yaml\n"
+    );
+    // v0.2.0 matches an item with the legacy path.
+    let (out, outcome) = run_as(Some("v0.2.0"), &[DEPLOY_BOTH], config);
+    assert_eq!(outcome, Ok(()));
+    assert_eq!(
+        out,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\n  namespace: prod\n  annotations:\n    config.kubernetes.io/index: \"1\"\n    config.kubernetes.io/path: deploy.yaml\n    internal.config.kubernetes.io/index: \"4\"\n    internal.config.kubernetes.io/path: x.yaml\n"
+    );
+}
+
+#[test]
+fn v0_2_0_fails_as_master() {
+    let e = "failed to upsert resource: missing Resource metadata";
+    assert_eq!(
+        run_as(Some("v0.2.0"), &[SVC], "{}"),
+        (SVC.to_owned(), Err(Stop::Failed(format!("{e}{e}\n"))))
+    );
+}
