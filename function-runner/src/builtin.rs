@@ -71,17 +71,30 @@ impl std::str::FromStr for BuiltinsMode {
     }
 }
 
-/// `image` with the request's `tag` where the image has none and the tag
-/// is one tag, not a constraint (Porch sends the tag in the image).
-fn pinned<'a>(image: &'a str, tag: &'a str) -> std::borrow::Cow<'a, str> {
-    let one_tag = !tag.is_empty()
-        && tag
-            .chars()
+/// `image` with the request's `tag` where the image has none (Porch sends
+/// the tag in the image) and the tag names one version: a plain tag, or a
+/// semver constraint that only one version meets (`0.4.2`, `=v0.4.2`; the
+/// catalog's tags are written with their `v`). Any other constraint pins
+/// nothing here (resolving one against a registry's tags is not done on
+/// the serving path), so the image stays untagged and runs as an image.
+fn pinned<'a>(image: &'a str, tag: &str) -> std::borrow::Cow<'a, str> {
+    use krm_builtins::versions::{pin, Pin};
+    let t = tag.trim();
+    let t = t.strip_prefix('=').unwrap_or(t).trim();
+    let one = !t.is_empty()
+        && t.chars()
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-    if one_tag && krm_builtins::versions::pin(image) == krm_builtins::versions::Pin::Untagged {
-        format!("{image}:{tag}").into()
+    if !one || pin(image) != Pin::Untagged {
+        return image.into();
+    }
+    let exact_version = t.starts_with(|c: char| c.is_ascii_digit())
+        && t.split('.').count() == 3
+        && t.split('.')
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    if exact_version {
+        format!("{image}:v{t}").into()
     } else {
-        image.into()
+        format!("{image}:{t}").into()
     }
 }
 
@@ -90,6 +103,17 @@ fn pinned<'a>(image: &'a str, tag: &'a str) -> std::borrow::Cow<'a, str> {
 pub struct Builtins {
     index: LiveIndex,
     mode: BuiltinsMode,
+}
+
+/// What decides an image and tag, before the catalog's default.
+enum Configured {
+    /// A binary (present), or a pod, runs it.
+    Elsewhere,
+    /// A goExecutor names this built-in; the image reference it matched.
+    Go(&'static Builtin, String),
+    /// No FunctionConfig, or a binaryExecutor whose binary is missing (its
+    /// matched reference, whose tag counts).
+    Default(Option<String>),
 }
 
 impl Builtins {
@@ -102,6 +126,35 @@ impl Builtins {
     /// The built-in function that runs `image` (with the request's tag
     /// constraint), or `None`: not built-in.
     pub fn resolve(&self, image: &str, tag: &str) -> Result<Option<&'static Builtin>, EvalError> {
+        Ok(self.resolve_pinned(image, tag)?.map(|(b, _)| b))
+    }
+
+    /// [`Builtins::resolve`], with the image reference the built-in
+    /// answers for: its tag (a FunctionConfig's resolved one, else the
+    /// request's) names the release it answers as
+    /// ([`Builtin::release_of`]).
+    pub fn resolve_pinned(
+        &self,
+        image: &str,
+        tag: &str,
+    ) -> Result<Option<(&'static Builtin, String)>, EvalError> {
+        let matched = match self.configured(image, tag)? {
+            Configured::Elsewhere => return Ok(None),
+            Configured::Go(builtin, matched) => return Ok(Some((builtin, matched))),
+            Configured::Default(matched) => matched,
+        };
+        let Some(builtin) = self.catalog_builtin(image) else {
+            return Ok(None);
+        };
+        let pinned = matched.unwrap_or_else(|| pinned(image, tag).into_owned());
+        if self.mode == BuiltinsMode::Versions && !builtin.reproduces(&pinned) {
+            return Ok(None);
+        }
+        Ok(Some((builtin, pinned)))
+    }
+
+    /// What the FunctionConfigs say of `image` and `tag`.
+    fn configured(&self, image: &str, tag: &str) -> Result<Configured, EvalError> {
         let index = self.index.current();
         // A tag that one FunctionConfig lists under binaryExecutor and
         // goExecutor runs the binary, as in serve's chain (exec first).
@@ -111,15 +164,17 @@ impl Builtins {
         let binary = index
             .try_binary_for(image, tag)
             .map_err(|e| EvalError::InvalidTag(e.into()))?;
-        if binary.is_some_and(|found| !crate::evaluator::binary_missing(&found)) {
-            return Ok(None);
-        }
+        let missing = match binary {
+            Some(found) if crate::evaluator::binary_missing(&found) => Some(found.resolved_image),
+            Some(_) => return Ok(Configured::Elsewhere),
+            None => None,
+        };
         if let Some(go) = index
             .try_go_for(image, tag)
             .map_err(|e| EvalError::InvalidTag(e.into()))?
         {
             return match krm_builtins::find(&go.id) {
-                Some(b) => Ok(Some(b)),
+                Some(b) => Ok(Configured::Go(b, go.resolved_image)),
                 None => Err(EvalError::UnknownBuiltin {
                     id: go.id,
                     config: go.config_name,
@@ -131,19 +186,13 @@ impl Builtins {
                 }),
             };
         }
-        let Some(builtin) = self.catalog_builtin(image) else {
-            return Ok(None);
-        };
-        if self.mode == BuiltinsMode::Versions && !builtin.reproduces(&pinned(image, tag)) {
-            return Ok(None);
-        }
         // An image and tag that a FunctionConfig gives a pod keep it (a
         // binary was looked for first; a constraint that does not parse
         // was refused there).
-        Ok(index
-            .pod_settings_for(image, tag)
-            .is_none()
-            .then_some(builtin))
+        if index.pod_settings_for(image, tag).is_some() {
+            return Ok(Configured::Elsewhere);
+        }
+        Ok(Configured::Default(missing))
     }
 
     /// The built-in of a catalog image, where the mode runs the catalog's
@@ -163,17 +212,21 @@ impl Builtins {
         krm_builtins::for_catalog_image(image)
     }
 
-    /// Why the catalog's `image` did not run built-in, when the only reason
-    /// is its tag: for the error of a call that then found no other way to
-    /// run it.
+    /// Why the catalog's `image` did not run built-in, when its tag is the
+    /// only reason (no FunctionConfig decided it, and `--builtins=any-tag`
+    /// would run it built in): for the error of a call that then found no
+    /// other way to run it.
     pub fn not_reproduced(&self, image: &str, tag: &str) -> Option<String> {
         if self.mode != BuiltinsMode::Versions {
             return None;
         }
-        let image = pinned(image, tag);
-        self.catalog_builtin(&image)
-            .filter(|b| !b.reproduces(&image))
-            .map(|b| b.not_reproduced(&image))
+        let Ok(Configured::Default(matched)) = self.configured(image, tag) else {
+            return None;
+        };
+        let pinned = matched.unwrap_or_else(|| pinned(image, tag).into_owned());
+        self.catalog_builtin(image)
+            .filter(|b| !b.reproduces(&pinned))
+            .map(|b| b.not_reproduced(&pinned))
     }
 }
 
@@ -283,13 +336,14 @@ impl Evaluator for BuiltinEvaluator {
     ) -> BoxFuture<'_, Result<EvaluateFunctionResponse, EvalError>> {
         Box::pin(async move {
             let image = req.request.image.clone();
-            let Some(builtin) = self.builtins.resolve(&image, &req.request.tag)? else {
+            let Some((builtin, pinned)) = self.builtins.resolve_pinned(&image, &req.request.tag)?
+            else {
                 return Err(EvalError::NotFound { image });
             };
             let flag = Arc::new(AtomicBool::new(false));
             let _cancel = CancelOnDrop(flag.clone());
             let ctx = Context::new()
-                .with_release(builtin.release_of(&pinned(&image, &req.request.tag)))
+                .with_release(builtin.release_of(&pinned))
                 .with_deadline(req.deadline.map(|d| d.into_std()))
                 .with_cancel(flag);
             let input = req.request.resource_list;

@@ -427,7 +427,15 @@ impl MultiEvaluator {
 
     fn note(&self, req: &EvalRequest, err: EvalError) -> EvalError {
         let err = self.note_rejected(err);
-        if err.image_is_known() || matches!(err, EvalError::ShuttingDown) {
+        // Only where no function ran and nothing else decided: no pod or
+        // binary for the image, or its pod did not start.
+        if !matches!(
+            err,
+            EvalError::NotFound { .. }
+                | EvalError::NotFoundWithRejected { .. }
+                | EvalError::Pod { .. }
+                | EvalError::DeadlineExceeded { .. }
+        ) {
             return err;
         }
         match self

@@ -426,7 +426,9 @@ fn with_nothing_to_run_the_image_the_error_says_which_releases_are_built_in() {
         .and_then(|b| b.versions())
         .unwrap()
         .span();
-    // An empty map: the process backend, which runs nothing.
+    // An empty map: eval goes on to the engine when one runs (which cannot
+    // pull here), else to the process backend, which runs nothing: either
+    // way the image cannot run.
     let map = tmp.path().join("map.yaml");
     fs::write(&map, "{}\n").unwrap();
     let run = fr(

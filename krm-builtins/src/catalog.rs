@@ -2,7 +2,8 @@
 //! (kyaml v0.10.21–v0.12.0: apply-setters, create-setters, list-setters,
 //! search-replace) share: kyaml's `RNode.GetDataMap`, `GetMeta` and
 //! `kioutil.GetFileAnnotations`, the framework's `ResultItem`, and how
-//! `command.Build` + `main` print a failure.
+//! `command.Build` + `main` print a failure; and the old `FieldSetter`,
+//! which set-project-id (kyaml v0.11.0) uses too.
 
 use std::collections::{HashMap, HashSet};
 
@@ -39,6 +40,29 @@ pub(crate) fn get_value(node: &Node) -> &str {
 /// for other kinds.
 pub(crate) fn field<'a>(map: &'a Node, name: &str) -> Option<&'a Node> {
     kyaml::field_index(map, name).and_then(|i| map.content.get(i + 1))
+}
+
+/// kyaml's `FieldSetter{Name, Value}` on a mapping, as v0.11.0
+/// (set-project-id) and v0.12 (search-replace) have it: an existing
+/// field's value is replaced by `value` (comments and all) with the old
+/// value's style; a new one is appended with a plain, untagged key. No
+/// YAML 1.1 quoting yet in these versions.
+// Not `kyaml::set_field`: that is a later kyaml's (mapping check, YAML 1.1 quoting).
+pub(crate) fn set_field(map: &mut Node, name: &str, mut value: Node) {
+    match kyaml::field_index(map, name).and_then(|i| map.content.get_mut(i + 1)) {
+        Some(old) => {
+            value.style = old.style;
+            *old = value;
+        }
+        None => {
+            map.content.push(Node {
+                kind: Kind::Scalar,
+                value: name.into(),
+                ..Node::default()
+            });
+            map.content.push(value);
+        }
+    }
 }
 
 /// The field names of a mapping, in order, as `RNode.VisitFields` visits

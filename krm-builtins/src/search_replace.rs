@@ -449,7 +449,7 @@ impl SearchReplace {
                     value: self.put_value.as_str().into(),
                     ..Node::default()
                 };
-                set_field(target, last, value);
+                catalog::set_field(target, last, value);
             }
         }
         self.results.push(Found {
@@ -604,27 +604,6 @@ fn step<'a>(
         }
     };
     Ok(cur.content.get_mut(i + 1))
-}
-
-/// kyaml v0.12's `FieldSetter{Name, Value}`: an existing field's value is
-/// replaced (comments and all) and keeps the old style; a new one is
-/// appended. No YAML 1.1 quoting yet in this version.
-// Not `kyaml::set_field`: that is a later kyaml's (mapping check, YAML 1.1 quoting).
-fn set_field(map: &mut Node, name: &str, mut value: Node) {
-    match kyaml::field_index(map, name).and_then(|i| map.content.get_mut(i + 1)) {
-        Some(old) => {
-            value.style = old.style;
-            *old = value;
-        }
-        None => {
-            map.content.push(Node {
-                kind: Kind::Scalar,
-                value: name.into(),
-                ..Node::default()
-            });
-            map.content.push(value);
-        }
-    }
 }
 
 /// `resolvePattern`: `${n}` in the pattern replaced by the value's

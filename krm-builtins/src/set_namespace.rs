@@ -52,6 +52,18 @@ const UNKNOWN_NS: &str = "~C";
 const DEFAULT_NS: &str = "default";
 const BUILTIN_CM: &str = "kptfile.kpt.dev";
 
+/// The namespace fields `VisitNamespaces` knows, by path: a CRD's
+/// conversion webhook service, an APIService's service.
+const CRD_SERVICE_NS: &[&str] = &[
+    "spec",
+    "conversion",
+    "webhook",
+    "clientConfig",
+    "service",
+    "namespace",
+];
+const API_SERVICE_NS: &[&str] = &["spec", "service", "namespace"];
+
 #[cfg(test)]
 mod tests;
 mod v04;
@@ -584,16 +596,9 @@ fn visit_cluster_scoped(o: &mut Node, walk: &mut Walk<'_>) -> Result<(), Abort> 
     }
     let path: &[&str] = if sdk::is_gvk(o, "apiextensions.k8s.io", "v1", "CustomResourceDefinition")
     {
-        &[
-            "spec",
-            "conversion",
-            "webhook",
-            "clientConfig",
-            "service",
-            "namespace",
-        ]
+        CRD_SERVICE_NS
     } else if sdk::is_gvk(o, "apiregistration.k8s.io", "v1", "APIService") {
-        &["spec", "service", "namespace"]
+        API_SERVICE_NS
     } else {
         &[]
     };

@@ -107,8 +107,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use krm_yaml::gov3::{go_key_order, go_string};
 use krm_yaml::package::kyaml;
-use krm_yaml::resolve::{is_base60_float, is_old_bool, resolve_plain};
 use krm_yaml::{Kind, Node, Style};
 
 use crate::catalog;
@@ -441,26 +441,6 @@ fn string_node(value: &str) -> Node {
     n
 }
 
-/// kyaml v0.11.0's `FieldSetter{Name, Value}` on a mapping: an existing
-/// field's value is replaced by `value` with the old value's style; a new
-/// one is appended with a plain, untagged key.
-fn set_field(map: &mut Node, name: &str, mut value: Node) {
-    match kyaml::field_index(map, name).and_then(|i| map.content.get_mut(i + 1)) {
-        Some(old) => {
-            value.style = old.style;
-            *old = value;
-        }
-        None => {
-            map.content.push(Node {
-                kind: Kind::Scalar,
-                value: name.into(),
-                ..Node::default()
-            });
-            map.content.push(value);
-        }
-    }
-}
-
 /// `PathGetter{Create: MappingNode}` for one field of a mapping: the
 /// first field of that name (of any kind), else a new empty mapping
 /// appended.
@@ -505,7 +485,7 @@ fn set_entries(
         return Err(wrong_kind(path, target));
     }
     for (k, v) in entries {
-        set_field(target, k, string_node(v));
+        catalog::set_field(target, k, string_node(v));
     }
     Ok(())
 }
@@ -1394,91 +1374,4 @@ impl Marshal for Inventory {
             .map("annotations", self.annotations.as_ref())
             .done()
     }
-}
-
-/// A Go string as yaml.v3's `stringv` writes it: literal with a line
-/// break, plain where it reads back as the same string (and not as a
-/// YAML 1.1 bool or sexagesimal number), else double-quoted.
-fn go_string(s: &str) -> Node {
-    let plain = resolve_plain(s) == "!!str" && !is_base60_float(s) && !is_old_bool(s);
-    let style = if s.contains('\n') {
-        Style::LITERAL
-    } else if plain {
-        Style::default()
-    } else {
-        Style::DOUBLE_QUOTED
-    };
-    Node {
-        kind: Kind::Scalar,
-        value: s.into(),
-        style,
-        ..Node::default()
-    }
-}
-
-/// yaml.v3's order of string map keys (`keyList.Less`): runs of digits
-/// compared as numbers, letters before other characters unless after a
-/// digit.
-fn go_key_order(a: &str, b: &str) -> std::cmp::Ordering {
-    if go_key_less(a, b) {
-        std::cmp::Ordering::Less
-    } else if go_key_less(b, a) {
-        std::cmp::Ordering::Greater
-    } else {
-        std::cmp::Ordering::Equal
-    }
-}
-
-fn go_key_less(a: &str, b: &str) -> bool {
-    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let digit = |c: char| c.is_ascii_digit();
-    // The number a run of digits from `from` makes, from `start`, and
-    // where the run ends.
-    let number = |r: &[char], from: usize, start: i64| {
-        let mut n = start;
-        let mut end = from;
-        while let Some(c) = r.get(end).copied().filter(|c| digit(*c)) {
-            n = n.wrapping_mul(10).wrapping_add(i64::from(c as u8 - b'0'));
-            end += 1;
-        }
-        (n, end)
-    };
-    let mut digits = false;
-    for (i, (&ac, &bc)) in ar.iter().zip(br.iter()).enumerate() {
-        if ac == bc {
-            digits = digit(ac);
-            continue;
-        }
-        let (al, bl) = (ac.is_alphabetic(), bc.is_alphabetic());
-        if al && bl {
-            return ac < bc;
-        }
-        if al || bl {
-            return if digits { al } else { bl };
-        }
-        // A number with leading zeros after other digits counts from 1.
-        let mut start = 0;
-        if ac == '0' || bc == '0' {
-            let nonzero_before = ar
-                .get(..i)
-                .unwrap_or(&[])
-                .iter()
-                .rev()
-                .take_while(|c| digit(**c))
-                .any(|c| *c != '0');
-            if nonzero_before {
-                start = 1;
-            }
-        }
-        let (an, ai) = number(&ar, i, start);
-        let (bn, bi) = number(&br, i, start);
-        if an != bn {
-            return an < bn;
-        }
-        if ai != bi {
-            return ai < bi;
-        }
-        return ac < bc;
-    }
-    ar.len() < br.len()
 }

@@ -79,7 +79,9 @@ pub const TABLE: &[Versions] = &[
         reproduced: &["v0.1.1", "v0.2.0", "v0.2.1", "v0.2.2"],
         porch: Some("v0.2.2"),
         note: "v0.1.1 answers as that release (an empty setter list and no match fail, exit 1); \
-               v0.1.0 writes no results and walks and matches by other rules",
+               v0.1.0 writes no results and walks and matches by other rules (all: results written as a list where kyaml \
+               before v0.13 writes one `{name, items}` mapping, as for \
+               remove-local-config-resources)",
     },
     Versions {
         name: "create-setters",
@@ -88,7 +90,9 @@ pub const TABLE: &[Versions] = &[
         porch: None,
         note: "v0.1.0 also comments multi-line scalars and replaces values one setter at a \
                time in Go's random map order (not reproducible); the built-in is master's, \
-               never released",
+               never released (all: results written as a list where kyaml \
+               before v0.13 writes one `{name, items}` mapping, as for \
+               remove-local-config-resources)",
     },
     Versions {
         name: "ensure-name-substring",
@@ -104,7 +108,9 @@ pub const TABLE: &[Versions] = &[
         reproduced: &["v0.1.0"],
         porch: None,
         note: "v0.1.0 answers as that release (it fails when no setters are found; master, never \
-               released, warns)",
+               released, warns) (all: results written as a list where kyaml \
+               before v0.13 writes one `{name, items}` mapping, as for \
+               remove-local-config-resources)",
     },
     Versions {
         name: "remove-local-config-resources",
@@ -122,7 +128,9 @@ pub const TABLE: &[Versions] = &[
         note: "v0.1.1 and v0.2.0 answer as those releases (only `config.kubernetes.io/path` read; \
                v0.2.0's `by-file-path` globs with doublestar v4.0.2; v0.1.1 has no \
                `by-file-path` and wants one of by-value, by-value-regex or by-path); v0.1.0: \
-               other matchers",
+               other matchers (all: results written as a list where kyaml \
+               before v0.13 writes one `{name, items}` mapping, as for \
+               remove-local-config-resources)",
     },
     Versions {
         name: "set-annotations",

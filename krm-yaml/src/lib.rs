@@ -11,6 +11,8 @@
 //!   name), followed under yaml.v3's budget, for reading data
 //!   ([`value`]) and for writing parts of one document as documents of
 //!   their own.
+//! - [`gov3`]: how yaml.v3's encoder writes a Go string and orders a Go
+//!   map's keys, for what is marshalled from Go types.
 //! - [`package`]: a package directory (or a stream of documents) read into
 //!   resources and written back as kpt writes it, and the kyaml operations
 //!   kpt applies to a resource in between ([`package::kyaml`]).
@@ -19,6 +21,7 @@
 
 pub mod alias;
 pub mod emit;
+pub mod gov3;
 pub mod node;
 pub mod package;
 pub mod parse;

@@ -18,7 +18,7 @@ metadata:
   name: bench
 pipeline:
   mutators:
-  - image: gcr.io/kpt-fn/set-namespace:v0.4.1
+  - image: ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.2
     configMap:
       namespace: prod
   - image: gcr.io/kpt-fn/set-labels:v0.2.0

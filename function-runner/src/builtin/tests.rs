@@ -167,6 +167,69 @@ binaryExecutor:
     );
 }
 
+/// The tag that counts is the one a FunctionConfig resolved a constraint
+/// to, else the request's when it names one version; where a config
+/// decided, no note about versions is given.
+#[test]
+fn the_resolved_tag_counts_and_configs_silence_the_note() {
+    let configs = [
+        config(
+            "go",
+            "image: gcr.io/kpt-fn/set-namespace\ngoExecutor:\n  tags: [v0.4.0, v0.4]\n",
+        ),
+        config(
+            "bin",
+            "image: gcr.io/kpt-fn/set-labels\nbinaryExecutor:\n  tags: [v0.2.1]\n  path: /nonexistent/set-labels\n",
+        ),
+        config(
+            "pod",
+            "image: gcr.io/kpt-fn/set-image\npodExecutor:\n  tags: [v0.1]\n",
+        ),
+    ];
+    let b = builtins(&configs, BuiltinsMode::Versions);
+    // A goExecutor's constraint resolves to its tag: that release answers.
+    let (builtin, pinned) = b
+        .resolve_pinned("gcr.io/kpt-fn/set-namespace", "~0.4.0")
+        .unwrap()
+        .unwrap();
+    assert_eq!(builtin.name, "set-namespace");
+    assert_eq!(builtin.release_of(&pinned), Some("v0.4.0"), "{pinned}");
+    // A missing binary's matched tag counts for the built-in's versions.
+    let (builtin, pinned) = b
+        .resolve_pinned("gcr.io/kpt-fn/set-labels", "~0.2.1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (builtin.name, pinned.as_str()),
+        ("set-labels", "gcr.io/kpt-fn/set-labels:v0.2.1")
+    );
+    // A request tag naming one version pins it; other constraints do not.
+    for tag in ["v0.2.2", "0.2.2", "=v0.2.2", " = 0.2.2 "] {
+        assert_eq!(
+            name_of(b.resolve("ghcr.io/kptdev/krm-functions-catalog/set-labels", tag)),
+            Some("set-labels"),
+            "{tag:?}"
+        );
+    }
+    for tag in ["~0.2.2", "0.2", ">= v0.2.0"] {
+        assert_eq!(
+            name_of(b.resolve("ghcr.io/kptdev/krm-functions-catalog/set-labels", tag)),
+            None,
+            "{tag:?}"
+        );
+    }
+    // Decided by a config: no note (the goExecutor ran it, the pod keeps it).
+    assert_eq!(
+        b.not_reproduced("gcr.io/kpt-fn/set-namespace:v0.4", ""),
+        None
+    );
+    assert_eq!(b.not_reproduced("gcr.io/kpt-fn/set-image:v0.1", ""), None);
+    // Nothing decided: the note.
+    assert!(b
+        .not_reproduced("gcr.io/kpt-fn/set-image:v0.1.1", "")
+        .is_some());
+}
+
 #[test]
 fn the_mode_parses_from_its_flag_values() {
     assert_eq!("versions".parse(), Ok(BuiltinsMode::Versions));

@@ -49,28 +49,19 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use krm_yaml::resolve::{is_base60_float, is_old_bool, resolve_plain};
+use krm_yaml::gov3::{self, go_key_order};
+use krm_yaml::resolve::resolve_plain;
 use krm_yaml::{Kind, Node, Style};
 use serde_yaml_ng::Value;
 
 use super::{
     config_result, die_at, namespaced_ref, set_or_die, set_or_panic, slice_len, string_or_die,
-    Abort, Release, BUILTIN_CM, DEPENDS_ON,
+    Abort, Release, API_SERVICE_NS, BUILTIN_CM, CRD_SERVICE_NS, DEPENDS_ON,
 };
 use crate::function::{Context, ResourceList};
 use crate::result::FnResult;
 use crate::sdk;
-
-/// The namespace fields `VisitNamespaces` knows, by path.
-const CRD_SERVICE_NS: &[&str] = &[
-    "spec",
-    "conversion",
-    "webhook",
-    "clientConfig",
-    "service",
-    "namespace",
-];
-const API_SERVICE_NS: &[&str] = &["spec", "service", "namespace"];
+use crate::starlark::go_float;
 
 /// A visitor of one namespace field: the resource it is in, and its
 /// value (the visit writes it back afterwards).
@@ -439,6 +430,7 @@ fn go_node(v: &Value) -> Option<Node> {
     Some(match v {
         Value::Null => Node::scalar("null"),
         Value::Bool(b) => Node::scalar(if *b { "true" } else { "false" }),
+        // Always finite here ([`go_scalars`] refuses the rest, as Go's JSON does).
         Value::Number(n) => Node::scalar(go_float(n.as_f64()?)),
         Value::String(s) => go_string(s),
         Value::Sequence(items) => {
@@ -470,127 +462,11 @@ fn go_node(v: &Value) -> Option<Node> {
     })
 }
 
-/// A Go string as yaml.v3's `stringv` writes it: literal with a line
-/// break, plain where it reads back as the same string (and not as a
-/// YAML 1.1 bool or sexagesimal number), else double-quoted.
+/// A Go string as yaml.v3 writes it ([`gov3::go_string`]) and parses it
+/// back: tagged `!!str`, as [`go_node`]'s other scalars carry their tags.
 fn go_string(s: &str) -> Node {
-    let plain = resolve_plain(s) == "!!str" && !is_base60_float(s) && !is_old_bool(s);
-    let style = if s.contains('\n') {
-        Style::LITERAL
-    } else if plain {
-        Style::default()
-    } else {
-        Style::DOUBLE_QUOTED
-    };
     Node {
-        style,
-        ..Node::string(s)
+        tag: "!!str".into(),
+        ..gov3::go_string(s)
     }
-}
-
-/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`: the shortest digits,
-/// with an exponent (`1e+06`) from 1e6 up and below 1e-4.
-fn go_float(f: f64) -> String {
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0" } else { "0" }.into();
-    }
-    let sign = if f < 0.0 { "-" } else { "" };
-    let e = format!("{:e}", f.abs());
-    let (mantissa, exp) = e.split_once('e').unwrap_or((e.as_str(), "0"));
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let digits: Vec<char> = mantissa.chars().filter(|c| *c != '.').collect();
-    let digit = |i: i64| {
-        usize::try_from(i)
-            .ok()
-            .and_then(|i| digits.get(i))
-            .copied()
-            .unwrap_or('0')
-    };
-    let nd = i64::try_from(digits.len()).unwrap_or(1);
-    if !(-4..6).contains(&exp) {
-        let rest: String = digits.iter().skip(1).collect();
-        let point = if rest.is_empty() { "" } else { "." };
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{}{point}{rest}e{esign}{:02}", digit(0), exp.abs());
-    }
-    // Plain: the digits around a point `exp + 1` places in.
-    let dp = exp + 1;
-    let mut out = String::from(sign);
-    if dp <= 0 {
-        out.push('0');
-    } else {
-        out.extend((0..dp).map(digit));
-    }
-    if nd > dp {
-        out.push('.');
-        out.extend((dp..nd).map(digit));
-    }
-    out
-}
-
-/// yaml.v3's order of string map keys (`keyList.Less`): runs of digits
-/// compared as numbers, letters before other characters unless after a
-/// digit.
-fn go_key_order(a: &str, b: &str) -> std::cmp::Ordering {
-    if go_key_less(a, b) {
-        std::cmp::Ordering::Less
-    } else if go_key_less(b, a) {
-        std::cmp::Ordering::Greater
-    } else {
-        std::cmp::Ordering::Equal
-    }
-}
-
-fn go_key_less(a: &str, b: &str) -> bool {
-    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let digit = |c: char| c.is_ascii_digit();
-    // The number a run of digits from `from` makes, from `start`, and
-    // where the run ends.
-    let number = |r: &[char], from: usize, start: i64| {
-        let mut n = start;
-        let mut end = from;
-        while let Some(c) = r.get(end).copied().filter(|c| digit(*c)) {
-            n = n.wrapping_mul(10).wrapping_add(i64::from(c as u8 - b'0'));
-            end += 1;
-        }
-        (n, end)
-    };
-    let mut digits = false;
-    for (i, (&ac, &bc)) in ar.iter().zip(br.iter()).enumerate() {
-        if ac == bc {
-            digits = digit(ac);
-            continue;
-        }
-        let (al, bl) = (ac.is_alphabetic(), bc.is_alphabetic());
-        if al && bl {
-            return ac < bc;
-        }
-        if al || bl {
-            return if digits { al } else { bl };
-        }
-        // A number with leading zeros after other digits counts from 1.
-        let mut start = 0;
-        if ac == '0' || bc == '0' {
-            let nonzero_before = ar
-                .get(..i)
-                .unwrap_or(&[])
-                .iter()
-                .rev()
-                .take_while(|c| digit(**c))
-                .any(|c| *c != '0');
-            if nonzero_before {
-                start = 1;
-            }
-        }
-        let (an, ai) = number(&ar, i, start);
-        let (bn, bi) = number(&br, i, start);
-        if an != bn {
-            return an < bn;
-        }
-        if ai != bi {
-            return ai < bi;
-        }
-        return ac < bc;
-    }
-    ar.len() < br.len()
 }

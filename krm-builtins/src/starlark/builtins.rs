@@ -64,9 +64,16 @@ impl GoRange {
     /// `rangeLen`, in Go's wrapping int arithmetic.
     fn new(start: i64, stop: i64, step: i64) -> GoRange {
         let len = if step > 0 && stop > start {
-            stop.wrapping_sub(1).wrapping_sub(start) / step + 1
+            stop.wrapping_sub(1)
+                .wrapping_sub(start)
+                .wrapping_div(step)
+                .wrapping_add(1)
         } else if step < 0 && start > stop {
-            start.wrapping_sub(1).wrapping_sub(stop) / step.wrapping_neg() + 1
+            start
+                .wrapping_sub(1)
+                .wrapping_sub(stop)
+                .wrapping_div(step.wrapping_neg())
+                .wrapping_add(1)
         } else {
             0
         };
@@ -341,6 +348,10 @@ mod tests {
         assert_eq!(GoRange::new(0, 10, -1).len, 0);
         // Past int64, Go's length wraps (negative: an empty range).
         assert_eq!(GoRange::new(i64::MIN, i64::MAX, 1).len, -1);
+        // One step short of wrapping, either way (no overflow panic in a
+        // debug build, Go's wrapped length in both).
+        assert_eq!(GoRange::new(-1, i64::MAX, 1).len, i64::MIN);
+        assert_eq!(GoRange::new(0, i64::MIN, -1).len, i64::MIN);
         assert_eq!(GoRange::new(0, 100, 7).repr(), "range(0, 100, 7)");
         assert_eq!(GoRange::new(5, 100, 1).repr(), "range(5, 100)");
         assert_eq!(GoRange::new(0, 100, 1).repr(), "range(100)");

@@ -4,7 +4,7 @@
 //! nodes' JSON was 36 MB), and what tells a resource the program left
 //! alone (its data is equal to what went in).
 
-use krm_yaml::{Kind, Node};
+use krm_yaml::{gov3, Kind, Node};
 use serde::{Deserialize, Serialize};
 
 /// One value, typed as yaml.v3 decodes a node into a Go `interface{}`.
@@ -189,7 +189,8 @@ fn key_kind(d: &Data) -> (u8, Option<f64>) {
 /// catalog's releases used, and in sigs.k8s.io/yaml's `goyaml.v3` of
 /// kyaml v0.19.0): numbers and booleans by value, then by kind; other
 /// kinds by kind; strings compared rune by rune, a run of digits as its
-/// number, a letter before a non-letter unless after a digit.
+/// number, a letter before a non-letter unless after a digit
+/// ([`gov3::go_key_less`]).
 pub fn go_key_less(a: &Data, b: &Data) -> bool {
     let ((ak, af), (bk, bf)) = (key_kind(a), key_kind(b));
     if let (Some(af), Some(bf)) = (af, bf) {
@@ -210,66 +211,9 @@ pub fn go_key_less(a: &Data, b: &Data) -> bool {
         };
     }
     match (a, b) {
-        (Data::Str(a), Data::Str(b)) => go_string_less(a, b),
+        (Data::Str(a), Data::Str(b)) => gov3::go_key_less(a, b),
         _ => ak < bk,
     }
-}
-
-/// The string half of `keyList.Less`. (Go's `unicode.IsLetter` and
-/// `IsDigit` are approximated by `char::is_alphabetic` and ASCII digits.)
-fn go_string_less(a: &str, b: &str) -> bool {
-    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let digit = |c: char| c.is_ascii_digit();
-    // The number a run of digits from `from` makes, counting from
-    // `start`, and where the run ends.
-    let number = |r: &[char], from: usize, start: i64| {
-        let (mut n, mut end) = (start, from);
-        while let Some(c) = r.get(end).copied().filter(|c| digit(*c)) {
-            n = n
-                .wrapping_mul(10)
-                .wrapping_add(i64::from(u32::from(c) - u32::from('0')));
-            end += 1;
-        }
-        (n, end)
-    };
-    let mut digits = false;
-    for (i, (&ac, &bc)) in ar.iter().zip(br.iter()).enumerate() {
-        if ac == bc {
-            digits = digit(ac);
-            continue;
-        }
-        let (al, bl) = (ac.is_alphabetic(), bc.is_alphabetic());
-        if al && bl {
-            return ac < bc;
-        }
-        if al || bl {
-            return if digits { al } else { bl };
-        }
-        // Zeros after other digits are not leading zeros: both numbers
-        // count from 1.
-        let mut start = 0;
-        if ac == '0' || bc == '0' {
-            let before = ar.get(..i).unwrap_or_default();
-            if before
-                .iter()
-                .rev()
-                .take_while(|c| digit(**c))
-                .any(|c| *c != '0')
-            {
-                start = 1;
-            }
-        }
-        let (an, ai) = number(&ar, i, start);
-        let (bn, bi) = number(&br, i, start);
-        if an != bn {
-            return an < bn;
-        }
-        if ai != bi {
-            return ai < bi;
-        }
-        return ac < bc;
-    }
-    ar.len() < br.len()
 }
 
 /// `v` sorted by `less`, stably, with a merge sort that (unlike the

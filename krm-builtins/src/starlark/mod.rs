@@ -51,6 +51,10 @@ use crate::result::FnResult;
 use crate::sdk;
 use data::Data;
 
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`, which set-namespace v0.4
+/// writes its through-JSON numbers with too.
+pub(crate) use data::go_float;
+
 pub use sandbox::{configure, sandbox_main, Limits, SANDBOX_ARG};
 
 const GROUP: &str = "fn.kpt.dev";

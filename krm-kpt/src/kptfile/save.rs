@@ -17,9 +17,9 @@ use std::path::Path;
 
 use super::schema::{Schema, Ty, KPTFILE};
 use crate::select::Selector;
+use krm_yaml::gov3::{go_key_order, go_string};
 use krm_yaml::package::{self, go_quote, kyaml};
-use krm_yaml::resolve::{is_base60_float, is_old_bool, resolve_plain};
-use krm_yaml::{Kind, Node, Style};
+use krm_yaml::{Kind, Node};
 
 /// kpt's `--type`: the pipeline list `--save` adds to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,97 +365,11 @@ fn structure(node: Option<&Node>, schema: &Schema) -> Node {
     }
 }
 
-/// A Go string as yaml.v3's `stringv` writes it: plain where a plain
-/// scalar would read back as the same string (and not as a YAML 1.1 bool
-/// or sexagesimal number), literal when it has a line break, else
-/// double-quoted. The emitter may still quote a plain one it cannot write
-/// plain, as it does for kpt.
-pub(super) fn go_string(s: &str) -> Node {
-    let plain = resolve_plain(s) == "!!str" && !is_base60_float(s) && !is_old_bool(s);
-    let style = if s.contains('\n') {
-        Style::LITERAL
-    } else if plain {
-        Style::default()
-    } else {
-        Style::DOUBLE_QUOTED
-    };
-    Node {
-        kind: Kind::Scalar,
-        value: s.into(),
-        style,
-        ..Node::default()
-    }
-}
-
-/// yaml.v3's order of map keys (`keyList.Less` on strings): letters before
-/// other characters unless after a digit, runs of digits compared as
-/// numbers.
-fn go_key_order(a: &str, b: &str) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    if go_key_less(a, b) {
-        Ordering::Less
-    } else if go_key_less(b, a) {
-        Ordering::Greater
-    } else {
-        Ordering::Equal
-    }
-}
-
-fn go_key_less(a: &str, b: &str) -> bool {
-    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let digit = |c: char| c.is_ascii_digit();
-    let number = |r: &[char], from: usize, mut n: i64| {
-        let mut end = from;
-        while end < r.len() && digit(r[end]) {
-            n = n
-                .wrapping_mul(10)
-                .wrapping_add(i64::from(r[end] as u8 - b'0'));
-            end += 1;
-        }
-        (n, end)
-    };
-    let mut digits = false;
-    for i in 0..ar.len().min(br.len()) {
-        if ar[i] == br[i] {
-            digits = digit(ar[i]);
-            continue;
-        }
-        let (al, bl) = (ar[i].is_alphabetic(), br[i].is_alphabetic());
-        if al && bl {
-            return ar[i] < br[i];
-        }
-        if al || bl {
-            return if digits { al } else { bl };
-        }
-        // A number with leading zeros after other digits counts from 1.
-        let mut start = 0;
-        if ar[i] == '0' || br[i] == '0' {
-            let nonzero_before = ar[..i]
-                .iter()
-                .rev()
-                .take_while(|c| digit(**c))
-                .any(|c| *c != '0');
-            if nonzero_before {
-                start = 1;
-            }
-        }
-        let (an, ai) = number(&ar, i, start);
-        let (bn, bi) = number(&br, i, start);
-        if an != bn {
-            return an < bn;
-        }
-        if ai != bi {
-            return ai < bi;
-        }
-        return ar[i] < br[i];
-    }
-    ar.len() < br.len()
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use krm_yaml::Style;
 
     #[test]
     fn map_keys_in_yaml_v3_order() {

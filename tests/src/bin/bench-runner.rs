@@ -278,7 +278,7 @@ async fn p50(endpoint: &str, image: &str, calls: usize, rl: &bytes::Bytes) -> an
     Ok(took[calls / 2].as_secs_f64() * 1e6)
 }
 
-const BUILTIN_IMAGE: &str = "gcr.io/kpt-fn/set-namespace:v0.4.1";
+const BUILTIN_IMAGE: &str = "ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.2";
 
 async fn builtin(
     rounds: usize,
