@@ -277,10 +277,15 @@ impl Builtin {
                 _ => format!("tag {tag}, which moves or is not a release"),
             },
         };
+        let answers = if span == "none" {
+            "answers as no release of the catalog (master's code, never released)".to_string()
+        } else {
+            format!("answers as {span} only")
+        };
         format!(
-            "{image}: {what}; the built-in {} answers as {span} only, so it runs as an image: \
-             name one of those tags, or run it built in anyway with --builtins=any-tag \
-             (or a FunctionConfig goExecutor listing the tag)",
+            "{image}: {what}; the built-in {} {answers}, so it runs as an image: name one of \
+             those tags, or run it built in anyway with --builtins=any-tag (or a \
+             FunctionConfig goExecutor listing the tag)",
             self.name
         )
     }
@@ -289,20 +294,33 @@ impl Builtin {
 /// The table as docs/builtins.md prints it (a Markdown table).
 pub fn markdown() -> String {
     let mut out = String::from(
-        "| function | built in for | releases read | other releases |\n|---|---|---|---|\n",
+        "| function | built in for | the catalog's releases | how the others differ |\n\
+         |---|---|---|---|\n",
     );
+    let marked = |v: &Versions, list: &[&str]| {
+        list.iter()
+            .map(|r| match v.porch {
+                Some(p) if p == *r => format!("{r} (Porch's)"),
+                _ => (*r).to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     for v in TABLE {
+        let built_in = if v.reproduced.is_empty() {
+            "none (`--builtins=any-tag` or a goExecutor runs master's code)".to_string()
+        } else {
+            marked(v, v.reproduced)
+        };
         let note = if v.note.is_empty() {
-            "same code"
+            "the same code"
         } else {
             v.note
         };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} |\n",
+            "| `{}` | {built_in} | {} | {note} |\n",
             v.name,
-            v.reproduced.join(", "),
-            v.releases.join(", "),
-            note
+            marked(v, v.releases),
         ));
     }
     out
