@@ -14,6 +14,7 @@
 //! any tag or digest under `--builtins=any-tag`), and no FunctionConfig
 //! maps that image and tag to a binary or a pod.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
 
@@ -27,7 +28,7 @@ use proto::pb::EvaluateFunctionResponse;
 
 use crate::evaluator::{EvalError, EvalRequest, Evaluator};
 use crate::metrics::RunnerMetrics;
-use runner_core::config::LiveIndex;
+use runner_core::config::{ImageIndex, LiveIndex};
 
 /// Whether `prefix` (`--default-image-prefix`, with or without its
 /// slashes) is one of the catalog's registries.
@@ -77,7 +78,7 @@ impl std::str::FromStr for BuiltinsMode {
 /// catalog's tags are written with their `v`). Any other constraint pins
 /// nothing here (resolving one against a registry's tags is not done on
 /// the serving path), so the image stays untagged and runs as an image.
-fn pinned<'a>(image: &'a str, tag: &str) -> std::borrow::Cow<'a, str> {
+fn pinned<'a>(image: &'a str, tag: &str) -> Cow<'a, str> {
     use krm_builtins::versions::{pin, Pin};
     let t = tag.trim();
     let t = t.strip_prefix('=').unwrap_or(t).trim();
@@ -107,8 +108,8 @@ pub struct Builtins {
 
 /// What decides an image and tag, before the catalog's default.
 enum Configured {
-    /// A binary (present), or a pod, runs it.
-    Elsewhere,
+    /// A binary (present) runs it.
+    Binary,
     /// A goExecutor names this built-in; the image reference it matched.
     Go(&'static Builtin, String),
     /// No FunctionConfig, or a binaryExecutor whose binary is missing (its
@@ -133,29 +134,34 @@ impl Builtins {
     /// answers for: its tag (a FunctionConfig's resolved one, else the
     /// request's) names the release it answers as
     /// ([`Builtin::release_of`]).
-    pub fn resolve_pinned(
+    pub fn resolve_pinned<'a>(
         &self,
-        image: &str,
+        image: &'a str,
         tag: &str,
-    ) -> Result<Option<(&'static Builtin, String)>, EvalError> {
-        let matched = match self.configured(image, tag)? {
-            Configured::Elsewhere => return Ok(None),
-            Configured::Go(builtin, matched) => return Ok(Some((builtin, matched))),
+    ) -> Result<Option<(&'static Builtin, Cow<'a, str>)>, EvalError> {
+        let index = self.index.current();
+        let matched = match self.configured(&index, image, tag)? {
+            Configured::Binary => return Ok(None),
+            Configured::Go(builtin, matched) => return Ok(Some((builtin, matched.into()))),
             Configured::Default(matched) => matched,
         };
-        let Some(builtin) = self.catalog_builtin(image) else {
+        let Some((builtin, pinned)) = self.catalog_default(&index, image, tag, matched) else {
             return Ok(None);
         };
-        let pinned = matched.unwrap_or_else(|| pinned(image, tag).into_owned());
         if self.mode == BuiltinsMode::Versions && !builtin.reproduces(&pinned) {
             return Ok(None);
         }
         Ok(Some((builtin, pinned)))
     }
 
-    /// What the FunctionConfigs say of `image` and `tag`.
-    fn configured(&self, image: &str, tag: &str) -> Result<Configured, EvalError> {
-        let index = self.index.current();
+    /// What the binaryExecutor and goExecutor FunctionConfigs say of
+    /// `image` and `tag`.
+    fn configured(
+        &self,
+        index: &ImageIndex,
+        image: &str,
+        tag: &str,
+    ) -> Result<Configured, EvalError> {
         // A tag that one FunctionConfig lists under binaryExecutor and
         // goExecutor runs the binary, as in serve's chain (exec first).
         // A binary that is missing (Porch's FunctionConfigs in an image
@@ -166,7 +172,7 @@ impl Builtins {
             .map_err(|e| EvalError::InvalidTag(e.into()))?;
         let missing = match binary {
             Some(found) if crate::evaluator::binary_missing(&found) => Some(found.resolved_image),
-            Some(_) => return Ok(Configured::Elsewhere),
+            Some(_) => return Ok(Configured::Binary),
             None => None,
         };
         if let Some(go) = index
@@ -186,30 +192,39 @@ impl Builtins {
                 }),
             };
         }
-        // An image and tag that a FunctionConfig gives a pod keep it (a
-        // binary was looked for first; a constraint that does not parse
-        // was refused there).
-        if index.pod_settings_for(image, tag).is_some() {
-            return Ok(Configured::Elsewhere);
-        }
         Ok(Configured::Default(missing))
     }
 
     /// The built-in of a catalog image, where the mode runs the catalog's
-    /// images built in at all (whatever the tag).
-    fn catalog_builtin(&self, image: &str) -> Option<&'static Builtin> {
+    /// images built in at all and no podExecutor keeps the image and tag,
+    /// with the reference whose tag counts (`matched`, a missing binary's,
+    /// else the request's): whatever that tag is.
+    fn catalog_default<'a>(
+        &self,
+        index: &ImageIndex,
+        image: &'a str,
+        tag: &str,
+        matched: Option<String>,
+    ) -> Option<(&'static Builtin, Cow<'a, str>)> {
         if self.mode == BuiltinsMode::None {
             return None;
         }
         // A bare name is the catalog's only where the runner's default
         // prefix is (a runner whose bare names mean its own registry's
         // images runs those).
-        if !image.contains('/')
-            && !bare_names_are_the_catalogs(self.index.current().default_prefix())
-        {
+        if !image.contains('/') && !bare_names_are_the_catalogs(index.default_prefix()) {
             return None;
         }
-        krm_builtins::for_catalog_image(image)
+        let builtin = krm_builtins::for_catalog_image(image)?;
+        // An image and tag that a FunctionConfig gives a pod keep it (a
+        // binary was looked for first; a constraint that does not parse
+        // was refused there). Asked only of the catalog's images: other
+        // calls pay nothing more here.
+        if index.pod_settings_for(image, tag).is_some() {
+            return None;
+        }
+        let pinned = matched.map_or_else(|| pinned(image, tag), Cow::Owned);
+        Some((builtin, pinned))
     }
 
     /// Why the catalog's `image` did not run built-in, when its tag is the
@@ -220,13 +235,13 @@ impl Builtins {
         if self.mode != BuiltinsMode::Versions {
             return None;
         }
-        let Ok(Configured::Default(matched)) = self.configured(image, tag) else {
+        let index = self.index.current();
+        let Ok(Configured::Default(matched)) = self.configured(&index, image, tag) else {
             return None;
         };
-        let pinned = matched.unwrap_or_else(|| pinned(image, tag).into_owned());
-        self.catalog_builtin(image)
-            .filter(|b| !b.reproduces(&pinned))
-            .map(|b| b.not_reproduced(&pinned))
+        self.catalog_default(&index, image, tag, matched)
+            .filter(|(b, pinned)| !b.reproduces(pinned))
+            .map(|(b, pinned)| b.not_reproduced(&pinned))
     }
 }
 

@@ -204,7 +204,7 @@ fn the_resolved_tag_counts_and_configs_silence_the_note() {
         .unwrap()
         .unwrap();
     assert_eq!(
-        (builtin.name, pinned.as_str()),
+        (builtin.name, &*pinned),
         ("set-labels", "gcr.io/kpt-fn/set-labels:v0.2.1")
     );
     // A request tag naming one version pins it; other constraints do not.

@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
-use super::{go_key_order, kcc_group, run};
+use krm_yaml::gov3::go_key_order;
+
+use super::{kcc_group, run};
 use crate::function::{Context, ResourceList, Stop};
 use crate::test_support::{go, list, nodes, out, stream};
 
