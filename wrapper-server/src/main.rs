@@ -193,8 +193,30 @@ fn main() -> std::process::ExitCode {
             }
         }
         None => {
-            init_logging(cli.serve.log_format, cli.serve.verbosity);
-            match serve(cli.serve) {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime,
+                Err(err) => {
+                    eprintln!("wrapper-server: starting the async runtime: {err}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            };
+            // Exports run on the runtime: set up within it.
+            let telemetry = {
+                let _entered = runtime.enter();
+                telemetry::Telemetry::from_env("wrapper-server")
+            };
+            let telemetry = match telemetry {
+                Ok(telemetry) => telemetry,
+                Err(err) => {
+                    eprintln!("wrapper-server: {err}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            };
+            init_logging(&telemetry, cli.serve.log_format, cli.serve.verbosity);
+            match serve(cli.serve, runtime, telemetry) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(err) => {
                     let said = krm_fn::error_chain(err.as_ref());
@@ -207,20 +229,15 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn init_logging(format: LogFormat, verbosity: u8) {
+fn init_logging(telemetry: &telemetry::Telemetry, format: LogFormat, verbosity: u8) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new(krm_fn::cli::klog_filter(verbosity))
     });
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        // If whoever reads our stderr is gone, logging must not panic.
-        .log_internal_errors(false)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    telemetry.init_subscriber(
+        filter,
+        format == LogFormat::Json,
+        std::io::stderr().is_terminal(),
+    );
 }
 
 /// How long pre-spawned processes wait for the socket's directory to be
@@ -264,7 +281,14 @@ fn bind_unix(path: &std::path::Path) -> anyhow::Result<tokio::net::UnixListener>
     Ok(listener)
 }
 
-fn serve(args: ServeArgs) -> anyhow::Result<()> {
+/// How long the spans still queued at exit may take to be exported.
+const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn serve(
+    args: ServeArgs,
+    runtime: tokio::runtime::Runtime,
+    telemetry: telemetry::Telemetry,
+) -> anyhow::Result<()> {
     let entrypoint = ExecSpec::from_argv(args.entrypoint.iter().cloned())
         .context("no ENTRYPOINT given after `--`")?;
     // Checked before serving: a pod whose function cannot run must fail its
@@ -283,10 +307,6 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         request_read_timeout: args.request_read_timeout,
     };
     let reap_orphans = args.reap_orphans.unwrap_or(true);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
     runtime.block_on(async move {
         let (listener, addr): (krm_fn::server::Listener, String) = match &args.unix_socket {
             Some(path) => {
@@ -324,7 +344,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 std::process::exit(0);
             });
         }
-        let metrics = Arc::new(Metrics::new());
+        let metrics = Arc::new(Metrics::with_telemetry(&telemetry));
         if let Some(maddr) = args.metrics_addr {
             let mlistener = tokio::net::TcpListener::bind(maddr)
                 .await
@@ -335,6 +355,30 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 std::future::pending(),
             ));
             tracing::info!(%maddr, "serving metrics");
+        } else if let Some((host, port)) = telemetry.settings().prometheus() {
+            // Porch's function pods set OTEL_METRICS_EXPORTER=prometheus
+            // (and _HOST=0.0.0.0): serve there. Metrics are not worth a
+            // function that cannot run: a port taken is said, not fatal.
+            match tokio::net::TcpListener::bind((host, port)).await {
+                Ok(mlistener) => {
+                    tokio::spawn(krm_fn::metrics::serve_http(
+                        mlistener,
+                        metrics::render_with(metrics.clone()),
+                        std::future::pending(),
+                    ));
+                    tracing::info!(
+                        host,
+                        port,
+                        "serving metrics (OTEL_METRICS_EXPORTER=prometheus)"
+                    );
+                }
+                Err(err) => tracing::warn!(
+                    host,
+                    port,
+                    error = %err,
+                    "OTEL_METRICS_EXPORTER=prometheus: cannot listen; no metrics are served"
+                ),
+            }
         }
         if reap_orphans {
             // Orphans come to us, and those that outlive their call are
@@ -416,6 +460,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }
         // Nothing runs any more: whatever a function left behind goes too.
         exec::kill_all_orphans();
+        // Spans still queued go out before the exit, bounded.
+        telemetry.shutdown(FLUSH_TIMEOUT).await;
         served.context("serving gRPC")?;
         tracing::info!("drained; exiting");
         anyhow::Ok(())

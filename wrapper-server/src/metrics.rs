@@ -87,6 +87,15 @@ impl Metrics {
         }
     }
 
+    /// [`Metrics::new`], with the span export's counters when tracing is on.
+    pub fn with_telemetry(telemetry: &telemetry::Telemetry) -> Self {
+        let mut metrics = Self::new();
+        if telemetry.tracing() {
+            telemetry.stats().register(&mut metrics.registry);
+        }
+        metrics
+    }
+
     pub fn registry(&self) -> &Registry {
         &self.registry
     }

@@ -10,6 +10,7 @@ use krm_fn::call::{deadline, CallError, Function, Gate};
 use proto::pb::function_evaluator_server::FunctionEvaluator;
 use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 
 use crate::metrics::{CallMetrics, Metrics, Outcome};
 
@@ -24,14 +25,39 @@ pub(crate) struct Service {
     pub(crate) connections: crate::conn::Connections,
 }
 
+/// The server span of one EvaluateFunction call (exported when tracing is
+/// on), continuing the caller's trace when its headers carry one.
+pub(crate) fn call_span(headers: &http::HeaderMap) -> tracing::Span {
+    use tracing::field::Empty;
+    let span = tracing::info_span!(
+        target: "otel",
+        "evaluator.FunctionEvaluator/EvaluateFunction",
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.service = proto::EVALUATOR_SERVICE,
+        rpc.method = "EvaluateFunction",
+        image = Empty,
+        outcome = Empty,
+        input_bytes = Empty,
+        output_bytes = Empty,
+        rpc.grpc.status_code = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+    );
+    telemetry::propagate::set_parent(&span, headers);
+    span
+}
+
 impl Service {
-    /// Accounts for a finished call (metrics) and logs it, without contents.
+    /// Accounts for a finished call (metrics, its span) and logs it, without
+    /// contents.
     pub(crate) fn log_call(
         &self,
         image: &str,
         result: &Result<EvaluateFunctionResponse, CallError>,
         started: Instant,
         call: &mut CallMetrics,
+        span: &tracing::Span,
     ) {
         let outcome = match result {
             Ok(_) => Outcome::Ok,
@@ -39,6 +65,20 @@ impl Service {
         };
         let output_bytes = result.as_ref().map_or(0, |r| r.resource_list.len());
         call.finish(outcome, output_bytes);
+        if !span.is_disabled() {
+            span.record("image", image);
+            span.record("outcome", outcome.as_str());
+            span.record("input_bytes", call.input_bytes());
+            span.record("output_bytes", output_bytes);
+            match result {
+                Ok(_) => span.record("rpc.grpc.status_code", 0),
+                Err(err) => {
+                    span.record("rpc.grpc.status_code", err.code() as i32);
+                    span.record("otel.status_code", "ERROR");
+                    span.record("otel.status_description", tracing::field::display(err))
+                }
+            };
+        }
         tracing::info!(
             image = %image,
             outcome = outcome.as_str(),
@@ -63,18 +103,22 @@ impl FunctionEvaluator for Buffered {
         let service = &self.0;
         let started = Instant::now();
         let deadline = deadline::from_headers(request.metadata().as_ref());
+        let span = call_span(request.metadata().as_ref());
         let req = request.into_inner();
         let image = service.function.name_or_entrypoint(req.image);
         let mut call = service.metrics.start_call(req.resource_list.len());
         let result = async {
-            let _admitted = service.gate.admit()?;
+            let admission = tracing::info_span!(target: "otel", "admission");
+            let _admitted = admission.in_scope(|| service.gate.admit())?;
+            drop(admission);
             service
                 .function
                 .run(&image, req.resource_list, deadline)
                 .await
         }
+        .instrument(span.clone())
         .await;
-        service.log_call(&image, &result, started, &mut call);
+        service.log_call(&image, &result, started, &mut call, &span);
         result.map(Response::new).map_err(Status::from)
     }
 }

@@ -48,6 +48,7 @@ use tonic::body::Body;
 use tonic::server::NamedService;
 use tonic::transport::server::TcpConnectInfo;
 use tonic::Status;
+use tracing::Instrument as _;
 
 use crate::metrics::CallMetrics;
 use crate::service::{Buffered, Service};
@@ -197,6 +198,7 @@ fn identity_encoding(headers: &http::HeaderMap) -> bool {
 async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response<Body> {
     let started = Instant::now();
     let deadline = deadline::from_headers(req.headers());
+    let span = crate::service::call_span(req.headers());
     let mut call = service.metrics.start_call(0);
     // The function's name, known once the request's other fields are decoded.
     let mut image = None;
@@ -206,11 +208,17 @@ async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response
     let mut held = Held::default();
     let body = req.into_body();
     let call_fut = async {
+        // From the call's start until it is admitted (or refused): the wait
+        // for a slot on its connection and the request up to its
+        // ResourceList.
+        let admission =
+            tracing::info_span!(target: "otel", "admission", refused = tracing::field::Empty);
         // Waits (its request unread) for a slot on its connection; the
         // drain ends the wait, the call would be refused after it.
         held.connection_slot = unless_draining(service.gate.drain(), async {
             Ok(service.connections.acquire(peer).await)
         })
+        .instrument(admission.clone())
         .await?;
         // The request must arrive in full within the read timeout, from now.
         let body = BodyReader::new(
@@ -218,17 +226,27 @@ async fn evaluate(service: &Service, req: http::Request<Body>) -> http::Response
             tokio::time::Instant::now() + service.request_read_timeout,
             service.request_read_timeout,
         );
-        run_call(service, body, &mut call, &mut image, &mut held.admission).await
+        run_call(
+            service,
+            body,
+            &mut call,
+            &mut image,
+            &mut held.admission,
+            admission,
+        )
+        .await
     };
     // Past the deadline the call is dropped: its process group is killed.
-    let finished = deadline::before(deadline, call_fut).await;
+    let finished = deadline::before(deadline, call_fut)
+        .instrument(span.clone())
+        .await;
     let image = image.unwrap_or_else(|| service.function.name_or_entrypoint(String::new()));
     let result = finished.unwrap_or_else(|| {
         Err(CallError::DeadlineExceeded {
             image: image.clone(),
         })
     });
-    service.log_call(&image, &result, started, &mut call);
+    service.log_call(&image, &result, started, &mut call, &span);
     match result {
         Ok(resp) => ok_response(resp)
             .map(|body| Body::new(Holding::new(body, held, service.request_read_timeout, peer))),
@@ -484,6 +502,7 @@ async fn run_call(
     call: &mut CallMetrics,
     image: &mut Option<String>,
     admitted: &mut Option<Admission>,
+    admission: tracing::Span,
 ) -> Result<EvaluateFunctionResponse, CallError> {
     let function = &service.function;
     // Up to the ResourceList's header the call is not admitted: a client
@@ -504,9 +523,15 @@ async fn run_call(
         }
         Ok((msg, other, streamed))
     })
+    .instrument(admission.clone())
     .await?;
     // Admitted only now, right before the function starts.
-    *admitted = Some(service.gate.admit()?);
+    let admit = service.gate.admit();
+    if let Err(err) = &admit {
+        admission.record("refused", tracing::field::display(err));
+    }
+    drop(admission);
+    *admitted = Some(admit?);
     // The other fields, when decoded while the function still ran.
     let mut decoded = None;
     let streamed_output = match streamed {

@@ -15,6 +15,7 @@ use prost::Message;
 use proto::pb::EvaluateFunctionResponse;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use tracing::Instrument as _;
 
 pub use error::{CallError, Failure, Outcome, RequestError};
 
@@ -59,12 +60,47 @@ impl Function {
     /// Runs one call's process on `input`: a pre-spawned one if one waits,
     /// else one spawned now. Cancel-safe (dropping kills its group).
     pub async fn exec(&self, input: impl Into<Input>) -> Result<Output, ExecError> {
-        if let Some(pool) = &self.prespawn {
-            if let Some((spawned, _refill)) = pool.take().await {
-                return exec::run_spawned(spawned, input, &self.limits).await;
+        let input = input.into();
+        // Exported when tracing is on (crate `telemetry`), else disabled at
+        // its call site: a branch.
+        let span = tracing::info_span!(
+            target: "otel",
+            "function",
+            input_bytes = input.len(),
+            prespawned = tracing::field::Empty,
+            exit_code = tracing::field::Empty,
+            signal = tracing::field::Empty,
+            output_bytes = tracing::field::Empty,
+            stderr_bytes = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        let result = async {
+            if let Some(pool) = &self.prespawn {
+                if let Some((spawned, _refill)) = pool.take().await {
+                    tracing::Span::current().record("prespawned", true);
+                    return exec::run_spawned(spawned, input, &self.limits).await;
+                }
+            }
+            exec::run(&self.entrypoint, input, &self.limits).await
+        }
+        .instrument(span.clone())
+        .await;
+        if !span.is_disabled() {
+            match &result {
+                Ok(output) => {
+                    match output.status {
+                        exec::ExitStatus::Code(code) => span.record("exit_code", code),
+                        exec::ExitStatus::Signal(signal) => span.record("signal", signal),
+                    };
+                    span.record("output_bytes", output.stdout.len());
+                    span.record("stderr_bytes", output.stderr.len());
+                }
+                Err(err) => {
+                    span.record("error", tracing::field::display(err));
+                }
             }
         }
-        exec::run(&self.entrypoint, input, &self.limits).await
+        result
     }
 
     /// The image a call names, or the entrypoint if it names none; made

@@ -1,0 +1,148 @@
+//! OpenTelemetry end to end: a real OTLP receiver (tests/src/otlp.rs), the
+//! real binaries with the `OTEL_*` variables, calls carrying a W3C
+//! `traceparent`; the spans must arrive in that trace with the right
+//! parents.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::Command;
+use std::time::Duration;
+
+use e2e_tests::otlp::{ReceivedSpan, Receiver};
+use e2e_tests::{bin, example_request, Wrapper};
+
+const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+const WAIT: Duration = Duration::from_secs(20);
+const CALL: &str = "evaluator.FunctionEvaluator/EvaluateFunction";
+
+fn loopback() -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
+}
+
+/// `cmd` with the variables that export spans to `receiver` over
+/// `protocol`, quickly (a 100 ms batch delay).
+fn exporting(mut cmd: Command, receiver: &Receiver, protocol: &str) -> Command {
+    cmd.env("OTEL_TRACES_EXPORTER", "otlp")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    cmd
+}
+
+async fn call_with_traceparent(server: &Wrapper, image: &str) -> tonic::Result<()> {
+    let mut client = server
+        .client()
+        .await
+        .map_err(|e| tonic::Status::unknown(e.to_string()))?;
+    let mut request = tonic::Request::new(example_request(image));
+    request.metadata_mut().insert(
+        "traceparent",
+        format!("00-{TRACE_ID}-{CALLER_SPAN}-01")
+            .parse()
+            .expect("a valid header"),
+    );
+    client.evaluate_function(request).await.map(|_| ())
+}
+
+fn named<'a>(spans: &'a [ReceivedSpan], service: &str, name: &str) -> Option<&'a ReceivedSpan> {
+    spans
+        .iter()
+        .find(|s| s.service == service && s.name == name)
+}
+
+fn show(spans: &[ReceivedSpan]) -> String {
+    spans
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} {} parent={} {:?}\n",
+                s.service, s.name, s.span_id, s.parent_id, s.attributes
+            )
+        })
+        .collect()
+}
+
+/// The wrapper alone, over both OTLP transports: its call span continues the
+/// caller's trace; admission and the function's run are its children, the
+/// run with its exit code and sizes.
+#[tokio::test]
+async fn the_wrappers_spans_continue_the_callers_trace() {
+    for protocol in ["grpc", "http/protobuf"] {
+        let receiver = match protocol {
+            "grpc" => Receiver::grpc(loopback()).await,
+            _ => Receiver::http(loopback()).await,
+        }
+        .expect("receiver");
+        let mut cmd = Command::new(bin("wrapper-server"));
+        cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+        let cmd = exporting(cmd, &receiver, protocol);
+        let wrapper =
+            Wrapper::start_command(cmd, &[], &[bin("example-fn").to_str().expect("utf-8")])
+                .expect("wrapper-server starts");
+        call_with_traceparent(&wrapper, "example:v1")
+            .await
+            .expect("the call succeeds");
+        let spans = receiver
+            .wait_for(WAIT, |s| {
+                named(s, "wrapper-server", "function").is_some()
+                    && named(s, "wrapper-server", CALL).is_some()
+            })
+            .await;
+        let call = named(&spans, "wrapper-server", CALL).unwrap_or_else(|| {
+            panic!(
+                "{protocol}: no call span in\n{}\nlogs:\n{}",
+                show(&spans),
+                wrapper.logs()
+            )
+        });
+        assert_eq!(call.trace_id, TRACE_ID, "{protocol}");
+        assert_eq!(call.parent_id, CALLER_SPAN, "{protocol}");
+        assert_eq!(call.kind, 2, "{protocol}: a server span");
+        assert_eq!(call.attribute("image"), Some("example:v1"));
+        assert_eq!(call.attribute("rpc.grpc.status_code"), Some("0"));
+        for child in ["admission", "function"] {
+            let span = named(&spans, "wrapper-server", child)
+                .unwrap_or_else(|| panic!("{protocol}: no {child} span in\n{}", show(&spans)));
+            assert_eq!(span.trace_id, TRACE_ID);
+            assert_eq!(span.parent_id, call.span_id, "{protocol}: {child}'s parent");
+        }
+        let function = named(&spans, "wrapper-server", "function").expect("checked");
+        assert_eq!(function.attribute("exit_code"), Some("0"));
+        let input: usize = function
+            .attribute("input_bytes")
+            .and_then(|v| v.parse().ok())
+            .expect("input_bytes");
+        assert_eq!(input, e2e_tests::example_rl().len());
+        assert!(function.attribute("output_bytes").is_some_and(|v| v != "0"));
+    }
+}
+
+/// A call without a traceparent starts a trace of its own; a failed call's
+/// span says ERROR with the gRPC code.
+#[tokio::test]
+async fn a_failed_call_is_an_error_span_in_a_trace_of_its_own() {
+    let receiver = Receiver::grpc(loopback()).await.expect("receiver");
+    let mut cmd = Command::new(bin("wrapper-server"));
+    cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+    let cmd = exporting(cmd, &receiver, "grpc");
+    let wrapper = Wrapper::start_command(cmd, &[], &["/bin/sh", "-c", "cat >/dev/null; exit 3"])
+        .expect("wrapper-server starts");
+    let mut client = wrapper.client().await.expect("client");
+    let err = client
+        .evaluate_function(example_request("failing:v1"))
+        .await
+        .expect_err("the function fails");
+    let spans = receiver
+        .wait_for(WAIT, |s| named(s, "wrapper-server", CALL).is_some())
+        .await;
+    let call = named(&spans, "wrapper-server", CALL).unwrap_or_else(|| panic!("{}", show(&spans)));
+    assert_eq!(call.parent_id, "", "a root span");
+    assert_ne!(call.trace_id, TRACE_ID);
+    assert_eq!(call.status, 2, "STATUS_CODE_ERROR");
+    assert_eq!(
+        call.attribute("rpc.grpc.status_code"),
+        Some((err.code() as i32).to_string().as_str())
+    );
+    let function = named(&spans, "wrapper-server", "function").expect("function span");
+    assert_eq!(function.attribute("exit_code"), Some("3"));
+}
