@@ -224,3 +224,104 @@ async fn a_request_tag_constraint_runs_the_highest_matching_tag_of_the_registry(
     assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
     assert!(status.message().contains(&nowhere), "{}", status.message());
 }
+
+/// A private registry (TLS with its own CA, a password): the tags are
+/// listed with the registry flags' credentials and CA, as the runner reads
+/// private images; without the credentials the call is refused
+/// FAILED_PRECONDITION, naming the registry.
+#[tokio::test]
+async fn a_private_registrys_tags_are_listed_with_the_registry_flags() {
+    use e2e_tests::{start_private_registry, REGISTRY_PASSWORD, REGISTRY_USER};
+    use oci_client::client::{Certificate, CertificateEncoding};
+
+    let Some(()) = prerequisite(require_command("docker-registry", &["--version"])) else {
+        return;
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let private = start_private_registry(std::net::IpAddr::from([127, 0, 0, 1])).unwrap();
+    let image = format!("{}/fns/fn", private.addr);
+    let with_ca = Client::try_from(ClientConfig {
+        extra_root_certificates: vec![Certificate {
+            encoding: CertificateEncoding::Pem,
+            data: private.ca_pem().unwrap().into_bytes(),
+        }],
+        ..ClientConfig::default()
+    })
+    .unwrap();
+    let password = RegistryAuth::Basic(REGISTRY_USER.into(), REGISTRY_PASSWORD.into());
+    let layer = ImageLayer::oci_v1(b"krm-runtime private tag test".to_vec(), None);
+    let config = Config::oci_v1(br#"{"architecture":"amd64","os":"linux"}"#.to_vec(), None);
+    for tag in ["v1.0.0", "v1.2.0", "v2.0.0"] {
+        let reference: Reference = format!("{image}:{tag}").parse().unwrap();
+        with_ca
+            .push(
+                &reference,
+                std::slice::from_ref(&layer),
+                config.clone(),
+                &password,
+                None,
+            )
+            .await
+            .unwrap();
+    }
+
+    let functions = functions_dir();
+    let script = functions.path().join("fn:v1.2.0");
+    std::fs::write(&script, "#!/bin/sh\necho \"ran fn:v1.2.0\" >&2\nexec cat\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = functions.path().to_string_lossy().into_owned();
+    let auth_file = private.auth_file.to_string_lossy().into_owned();
+    let tls_dir = private.tls_dir.to_string_lossy().into_owned();
+    let with_credentials = Wrapper::start_runner(&[
+        "--process-functions",
+        &dir,
+        "--metrics-port",
+        "0",
+        "--enable-private-registries",
+        "--registry-auth-secret-path",
+        &auth_file,
+        "--enable-private-registries-tls",
+        "--tls-secret-path",
+        &tls_dir,
+    ])
+    .unwrap();
+    let resp = with_credentials
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(&image, "^1"))
+        .await
+        .unwrap();
+    let log = String::from_utf8_lossy(&resp.get_ref().log).into_owned();
+    assert!(log.contains("ran fn:v1.2.0"), "{log}");
+
+    // The CA, but no credentials for the registry: it refuses (401).
+    let empty_auth = functions.path().join("auth.json");
+    std::fs::write(&empty_auth, "{\"auths\": {}}\n").unwrap();
+    let without = Wrapper::start_runner(&[
+        "--process-functions",
+        &dir,
+        "--metrics-port",
+        "0",
+        "--enable-private-registries",
+        "--registry-auth-secret-path",
+        &empty_auth.to_string_lossy(),
+        "--enable-private-registries-tls",
+        "--tls-secret-path",
+        &tls_dir,
+    ])
+    .unwrap();
+    let status = without
+        .client()
+        .await
+        .unwrap()
+        .evaluate_function(request(&image, "^1"))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::FailedPrecondition, "{status:?}");
+    assert!(
+        status.message().contains(&private.addr) && status.message().contains("Not authorized"),
+        "{}",
+        status.message()
+    );
+}
