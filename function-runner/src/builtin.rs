@@ -76,8 +76,9 @@ impl std::str::FromStr for BuiltinsMode {
 /// the tag in the image) and the tag names one version: a plain tag, or a
 /// semver constraint that only one version meets (`0.4.2`, `=v0.4.2`; the
 /// catalog's tags are written with their `v`). Any other constraint pins
-/// nothing here (resolving one against a registry's tags is not done on
-/// the serving path), so the image stays untagged and runs as an image.
+/// nothing here: `serve` resolves it against the registry's tags first
+/// ([`crate::tag_resolution`]) and hands this the resolved `image:tag`;
+/// without that (`eval`), the image stays untagged and runs as an image.
 fn pinned<'a>(image: &'a str, tag: &str) -> Cow<'a, str> {
     use krm_builtins::versions::{pin, Pin};
     let t = tag.trim();

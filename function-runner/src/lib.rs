@@ -10,7 +10,9 @@
 //! - [`runner`]: the runner, from parts built by its caller (the
 //!   FunctionConfigs in use, a backend, the runner's own settings);
 //! - [`metrics`]: the runner's Prometheus metrics; [`backend::metered`]
-//!   records every backend's pod starts and stops in them.
+//!   records every backend's pod starts and stops in them;
+//! - [`tag_resolution`]: `serve`'s request tag constraints, resolved to
+//!   the highest matching tag in the image's registry.
 //!
 //! FunctionConfigs, image references and the `Backend` trait are
 //! `runner-core`'s; `eval` and `render` are `krm-kpt`'s. The binary
@@ -26,3 +28,4 @@ pub mod evaluator;
 pub mod metrics;
 pub mod runner;
 pub mod server;
+pub mod tag_resolution;

@@ -18,6 +18,7 @@ use crate::builtin::{BuiltinEvaluator, Builtins, BuiltinsMode};
 use crate::cache::{CacheSettings, PodCache, PodRequestSettings};
 use crate::evaluator::{Evaluator, ExecEvaluator, ExecPools, MultiEvaluator, PodEvaluator};
 use crate::metrics::RunnerMetrics;
+use crate::tag_resolution::{TagResolver, TagResolving};
 
 /// The FunctionConfigs the runner serves.
 #[derive(Debug, Clone)]
@@ -64,6 +65,11 @@ pub struct RunnerSettings {
     /// Porch's `--disable-runtimes`: which of the exec and pod evaluators
     /// run (built-ins run either way).
     pub runtimes: Runtimes,
+    /// `serve`: resolves a request's tag constraint against the image's
+    /// registry before the chain ([`TagResolving`]); `None` (`eval`,
+    /// `render`, which resolve Kptfile tags themselves): constraints are
+    /// matched against the FunctionConfigs' tags only.
+    pub tag_resolver: Option<Arc<TagResolver>>,
 }
 
 /// The runtimes of Porch's `--disable-runtimes`.
@@ -95,6 +101,7 @@ impl Default for RunnerSettings {
             function_env: Vec::new(),
             builtins: BuiltinsMode::default(),
             runtimes: Runtimes::default(),
+            tag_resolver: None,
         }
     }
 }
@@ -192,13 +199,20 @@ impl Runner {
             )));
         }
         let why = builtins.clone();
-        let evaluator: Arc<dyn Evaluator> = Arc::new(
-            MultiEvaluator::new(chain)
-                .with_rejected(rejected)
-                .with_not_built_in(Arc::new(move |image: &str, tag: &str| {
-                    why.not_reproduced(image, tag)
-                })),
-        );
+        let chain = MultiEvaluator::new(chain)
+            .with_rejected(rejected)
+            .with_not_built_in(Arc::new(move |image: &str, tag: &str| {
+                why.not_reproduced(image, tag)
+            }));
+        let evaluator: Arc<dyn Evaluator> = match settings.tag_resolver {
+            Some(resolver) => Arc::new(TagResolving::new(
+                resolver,
+                index.clone(),
+                settings.runtimes.exec,
+                Box::new(chain),
+            )),
+            None => Arc::new(chain),
+        };
         Runner {
             evaluator,
             cache,

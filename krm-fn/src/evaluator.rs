@@ -48,6 +48,17 @@ pub enum EvalError {
     /// The request's tag constraint does not parse.
     #[error(transparent)]
     InvalidTag(BoxError),
+    /// The request's tag constraint could not be resolved to a tag of the
+    /// image's registry (no tag meets it, or the registry could not be
+    /// asked): `code` is the one the cause decides (NOT_FOUND, UNAVAILABLE,
+    /// FAILED_PRECONDITION); the cause names the image, the constraint and
+    /// the registry.
+    #[error("{source}")]
+    TagNotResolved {
+        code: Code,
+        #[source]
+        source: BoxError,
+    },
     /// A local binary ran, or could not.
     #[error(transparent)]
     Call(#[from] CallError),
@@ -133,6 +144,7 @@ fn decided_code(err: &(dyn std::error::Error + 'static)) -> Option<Code> {
         EvalError::EmptyImage | EvalError::InvalidImage { .. } | EvalError::InvalidTag(_) => {
             Some(Code::InvalidArgument)
         }
+        EvalError::TagNotResolved { code, .. } => Some(*code),
         EvalError::Call(call) => Some(call.code()),
         EvalError::PodAnswered { source } => Some(source.code()),
         EvalError::Pod { code, .. } => *code,

@@ -194,6 +194,37 @@ async fn highest_match(
     Ok(matches.swap_remove(0))
 }
 
+/// The highest of `tags` that meets `constraint`, by kpt's rules (as
+/// [`resolve_function_image`] takes it from one lister's tags): signatures
+/// and git builds are not versions, equal versions keep their order, the
+/// tag returned as written. For a caller that lists tags itself (the
+/// runner's serving path, which caches them).
+pub fn highest_matching_tag<'a>(tags: &'a [String], constraint: &Constraints) -> Option<&'a str> {
+    let mut found = filter_parse_tags(tags, constraint);
+    sort_versions(&mut found);
+    let best = found.first()?;
+    tags.iter()
+        .find(|t| t.as_str() == best.original())
+        .map(String::as_str)
+}
+
+/// Whether `tag` (a request's, a Kptfile's) is a constraint to resolve
+/// against a repository's tags: one that is not a version kpt uses as
+/// written (`v0.4.1`, `0.4`, `1`), nor a literal tag (`latest`), nor one
+/// version with `=` before it (`=v0.4.1`, which names that tag).
+pub fn is_constraint(tag: &str) -> Option<Constraints> {
+    let t = tag.trim();
+    if t.is_empty() || Version::parse(t).is_ok() {
+        return None;
+    }
+    if let Some(one) = t.strip_prefix('=') {
+        if Version::parse(one.trim()).is_ok() {
+            return None;
+        }
+    }
+    Constraints::parse(t).ok()
+}
+
 /// kpt's `filterParseTags`: the tags that are versions meeting
 /// `constraint`, in order; signatures and attestations (`sha256-…`) and
 /// git builds (`…-git-…`) are not versions to it.

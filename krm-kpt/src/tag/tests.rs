@@ -1209,3 +1209,50 @@ fn improper_constraints_say_which_group() {
         r#"Tag "99999999999999999999" could not be parsed as a semantic version ("error parsing version segment: strconv.ParseUint: parsing "99999999999999999999": value out of range") or constraint ("constraint parser error"), will use it literally"#
     );
 }
+
+#[test]
+fn the_highest_matching_tag_is_taken_from_a_listing_as_written() {
+    let tags: Vec<String> = [
+        "v0.1.0",
+        "v0.4.0",
+        "v0.4.10",
+        "v0.4.2",
+        "0.4.11-rc.1",
+        "latest",
+        "sha256-v0.4.99",
+        "v0.4.3-git-abc",
+    ]
+    .iter()
+    .map(|t| t.to_string())
+    .collect();
+    let constraint = |c: &str| Constraints::parse(c).unwrap();
+    assert_eq!(
+        highest_matching_tag(&tags, &constraint("~0.4")),
+        Some("v0.4.10")
+    );
+    assert_eq!(
+        highest_matching_tag(&tags, &constraint("<0.4")),
+        Some("v0.1.0")
+    );
+    assert_eq!(highest_matching_tag(&tags, &constraint("~0.9")), None);
+    assert_eq!(highest_matching_tag(&[], &constraint("*")), None);
+}
+
+#[test]
+fn only_constraints_that_are_not_one_version_are_resolved() {
+    for exact in [
+        "", "v0.4.1", "0.4", "1", "=v0.4.1", "= 0.4.1", "latest", "unstable",
+    ] {
+        assert!(is_constraint(exact).is_none(), "{exact:?}");
+    }
+    for constraint in [
+        "~0.4",
+        "^1",
+        ">=v0.1.0 <v0.3.0",
+        "0.4.x",
+        "*",
+        "0.4.1 - 0.4.3",
+    ] {
+        assert!(is_constraint(constraint).is_some(), "{constraint:?}");
+    }
+}

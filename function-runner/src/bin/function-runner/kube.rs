@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use function_runner::runner::Functions;
+use function_runner::tag_resolution::{AuthFor, RegistryTags};
+use oci_client::secrets::RegistryAuth;
 use runner_core::backend::Backend;
 use runner_core::config::FunctionConfigs;
 use runner_kube::config_watch::{ConfigWatch, WatchSettings};
@@ -120,6 +122,37 @@ fn registry_settings(args: &KubeArgs) -> RegistrySettings {
 }
 
 impl KubeArgs {
+    /// The registries' tag lists for `serve`'s request tag constraints,
+    /// read as the entrypoint reader reads images: private images (not
+    /// the default registry's) with the credentials of
+    /// --registry-auth-secret-path when --enable-private-registries, the CA
+    /// of --tls-secret-path when --enable-private-registries-tls,
+    /// --insecure-registries over plain HTTP. A CA that cannot be read is
+    /// said and left out (the kube backend refuses to start on it).
+    pub(crate) fn tag_source(&self) -> RegistryTags {
+        let private = self.enable_private_registries;
+        let ca = match (private && self.enable_private_registries_tls)
+            .then(|| registry::load_ca(&self.tls_secret_path))
+        {
+            Some(Ok((_, certificates))) => certificates.iter().map(|c| c.to_vec()).collect(),
+            Some(Err(err)) => {
+                tracing::warn!(%err, "listing registry tags without the registry CA");
+                Vec::new()
+            }
+            None => Vec::new(),
+        };
+        let auth_file = private.then(|| self.registry_auth_secret_path.clone());
+        let auth: AuthFor = Arc::new(move |host: &str, repository: &str| match &auth_file {
+            // Read at each listing (once per repository and TTL), so a
+            // rotated Secret is used without a restart.
+            Some(path) if registry::is_private(repository) => registry::DockerConfig::load(path)
+                .map(|config| config.auth_for(host))
+                .map_err(|err| err.to_string()),
+            _ => Ok(RegistryAuth::Anonymous),
+        });
+        RegistryTags::new(self.insecure_registries.clone(), ca, auth)
+    }
+
     /// The kube backend's settings.
     fn kube_settings(&self, shared: &Shared) -> KubeSettings {
         KubeSettings {

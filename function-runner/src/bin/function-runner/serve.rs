@@ -9,6 +9,9 @@ use anyhow::Context;
 use function_runner::cache::CacheSettings;
 use function_runner::runner::{Functions, Runner, RunnerSettings, Runtimes};
 use function_runner::server::{serve, RunnerService};
+#[cfg(not(feature = "kube"))]
+use function_runner::tag_resolution::RegistryTags;
+use function_runner::tag_resolution::{TagResolver, TagSource};
 use runner_core::backend::Backend;
 use runner_core::config::{FunctionConfigs, DEFAULT_IMAGE_PREFIX};
 use runner_docker::DockerSettings;
@@ -123,6 +126,12 @@ pub(crate) struct ServeArgs {
     /// sockets (private to this user; default: in the temporary directory).
     #[arg(long, value_name = "DIR")]
     docker_socket_dir: Option<PathBuf>,
+    /// A request whose `tag` is a semver constraint (`~0.4`) runs the
+    /// image's highest matching tag in its registry: how long a
+    /// repository's listed tags are kept (Go duration; 0: list at every
+    /// such call).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    tag_cache_ttl: Duration,
     /// Log format on stderr.
     #[arg(long, value_parser = ["text", "json"], default_value = "text")]
     pub(crate) log_format: String,
@@ -192,7 +201,23 @@ impl ServeArgs {
             function_env: Vec::new(),
             builtins: self.builtins.mode(),
             runtimes: self.runtimes(),
+            tag_resolver: Some(Arc::new(TagResolver::new(
+                self.tag_source(),
+                self.tag_cache_ttl,
+                &self.default_image_prefix,
+            ))),
         }
+    }
+
+    /// Where request tag constraints are listed: the registries, with the
+    /// credentials, CA and plain-HTTP registries of the registry flags
+    /// (`--enable-private-registries`, `--registry-auth-secret-path`,
+    /// `--enable-private-registries-tls`, `--insecure-registries`).
+    fn tag_source(&self) -> Arc<dyn TagSource> {
+        #[cfg(feature = "kube")]
+        return Arc::new(self.kube.tag_source());
+        #[cfg(not(feature = "kube"))]
+        Arc::new(RegistryTags::anonymous())
     }
 
     /// The docker backend's settings.

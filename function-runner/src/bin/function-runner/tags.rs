@@ -12,6 +12,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use bollard::models::ImageSummary;
 use bollard::query_parameters::ListImagesOptions;
+use function_runner::tag_resolution::{list_all, no_such_repository};
 use futures::future::BoxFuture;
 use krm_kpt::tag::TagLister;
 use oci_client::client::{ClientConfig, ClientProtocol};
@@ -200,48 +201,6 @@ fn client(protocol: ClientProtocol) -> Result<Client, String> {
         ..ClientConfig::default()
     })
     .map_err(|err| format!("making the registry client: {err}"))
-}
-
-/// Every tag of the repository. regclient follows the `Link` header of a
-/// paginated answer, which oci-client does not show: the next page is
-/// asked with `last` (the OCI distribution spec's other way), until a page
-/// brings nothing new; that costs a registry that answers at once one
-/// more (empty) request. A later page's failure ends the list there.
-async fn list_all(
-    client: &Client,
-    reference: &Reference,
-    auth: &RegistryAuth,
-) -> Result<Vec<String>, OciDistributionError> {
-    let mut tags = client.list_tags(reference, auth, None, None).await?.tags;
-    let mut seen: HashSet<String> = tags.iter().cloned().collect();
-    while let Some(last) = tags.last().cloned() {
-        let page = match client.list_tags(reference, auth, None, Some(&last)).await {
-            Ok(page) => page.tags,
-            Err(err) => {
-                tracing::debug!("listing the tags of {reference} after {last:?}: {err}");
-                break;
-            }
-        };
-        let before = tags.len();
-        tags.extend(page.into_iter().filter(|tag| seen.insert(tag.clone())));
-        if tags.len() == before {
-            break;
-        }
-    }
-    Ok(tags)
-}
-
-/// Whether the registry answered that it has no such repository.
-fn no_such_repository(err: &OciDistributionError) -> bool {
-    use oci_client::errors::OciErrorCode;
-    match err {
-        OciDistributionError::ServerError { code: 404, .. } => true,
-        OciDistributionError::RegistryError { envelope, .. } => envelope
-            .errors
-            .iter()
-            .any(|e| matches!(e.code, OciErrorCode::NameUnknown)),
-        _ => false,
-    }
 }
 
 /// Docker Hub, as image references name it.
