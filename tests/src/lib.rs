@@ -5,6 +5,7 @@
 //! prerequisite checks of tests that need root, Docker or kpt.
 
 pub mod beta67;
+pub mod deploy_pkg;
 pub mod otlp;
 
 use std::io::{BufRead, BufReader, Write};

@@ -3,13 +3,16 @@
 //! runner Deployment's pod becomes Ready and serves one EvaluateFunction,
 //! through its Service, that runs a function pod.
 //!
-//! The manifests are applied as written except for names and a few
-//! test-only patches (see [`patch_for_this_cluster`]): their namespaces and
-//! images become the test's own, so parallel tests and leftovers never
-//! collide. The runner acts as its ServiceAccount's identity under enforced
-//! RBAC where the cluster has it (as `.ci/run` starts it), so the Roles and
-//! RoleBindings are exercised as written (their subject keeps the identity's
-//! namespace, `porch-system`).
+//! The package is rendered first, as an operator customises it
+//! (docs/deploy.md, "Customising the package"): a copy of `deploy/` with its
+//! Kptfile's setters set to the test's namespaces and images, rendered by
+//! the built `function-runner render`, so parallel tests and leftovers never
+//! collide. What is rendered is applied as it is except for a few test-only
+//! patches (see [`patch_for_this_cluster`]). The runner acts as its
+//! ServiceAccount's identity under enforced RBAC where the cluster has it
+//! (as `.ci/run` starts it), so the Roles and RoleBindings are exercised as
+//! rendered, but for their subject's namespace: the cluster's identity is
+//! `porch-system`'s, not the test's.
 //!
 //! Then the operator's day two: the metrics are scraped as Prometheus would
 //! (the pod's scrape annotations, and the Service's `metrics` port), and
@@ -22,9 +25,10 @@
 mod support;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use e2e_tests::deploy_pkg::render_deploy_package;
 use e2e_tests::{
     build_image, build_runner_image, docker, evaluator_client, eventually_async, prerequisite,
     require_kubeconfig, require_registry, start_registry,
@@ -65,15 +69,10 @@ fn require_ca_bundle() -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// The documents of `deploy/FILE` with Porch's namespaces renamed to the
-/// test's (`porch-fn-system` is not a substring of `porch-system`, so the
-/// order of the two replacements does not matter).
-fn documents(file: &str, system: &str, functions: &str) -> Vec<Value> {
-    let path = format!("{}/../deploy/{file}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|err| panic!("reading {path}: {err}"))
-        .replace("porch-fn-system", functions)
-        .replace("porch-system", system);
+/// The documents of the rendered package's `FILE`.
+fn documents(package: &Path, file: &str) -> Vec<Value> {
+    let path = package.join(file).display().to_string();
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("reading {path}: {err}"));
     text.split("\n---\n")
         .map(|doc| serde_yaml_ng::from_str(doc).unwrap_or_else(|err| panic!("{path}: {err}")))
         .filter(|doc: &Value| !doc.is_null())
@@ -81,7 +80,8 @@ fn documents(file: &str, system: &str, functions: &str) -> Vec<Value> {
 }
 
 /// What the test changes in the runner Deployment so that it runs in this
-/// cluster; none of it belongs in a real deployment.
+/// cluster; none of it belongs in a real deployment. The images are the
+/// render's (the setters), only checked here.
 struct ClusterPatch<'a> {
     runner_image: &'a str,
     wrapper_image: &'a str,
@@ -95,8 +95,8 @@ struct ClusterPatch<'a> {
 }
 
 /// Applies [`ClusterPatch`] to the Deployment, checking on the way that the
-/// manifest has what an operator would swap (the two images) and the probes
-/// docs/deploy.md describes.
+/// render set what the operator swaps (the two images) and that the
+/// manifest has the probes docs/deploy.md describes.
 fn patch_for_this_cluster(deployment: &mut Value, p: &ClusterPatch<'_>) {
     let port = p.port.to_string();
     let metrics_port = p.metrics_port.to_string();
@@ -112,13 +112,13 @@ fn patch_for_this_cluster(deployment: &mut Value, p: &ClusterPatch<'_>) {
     {
         let container = &mut spec["containers"][0];
         assert_eq!(container["name"].as_str(), Some("function-runner"));
-        container["image"] = p.runner_image.into();
+        assert_eq!(container["image"].as_str(), Some(p.runner_image));
         let env = container["env"].as_sequence_mut().unwrap();
         let wrapper = env
-            .iter_mut()
+            .iter()
             .find(|e| e["name"].as_str() == Some("WRAPPER_SERVER_IMAGE"))
             .expect("env WRAPPER_SERVER_IMAGE");
-        wrapper["value"] = p.wrapper_image.into();
+        assert_eq!(wrapper["value"].as_str(), Some(p.wrapper_image));
         // No service account token here (the ServiceAccount admission plugin
         // is off), so in-cluster authentication cannot work: the runner reads
         // the test's kubeconfig instead, from a Secret.
@@ -233,12 +233,27 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
     build_image(&fn_image, EXAMPLE_FN_DOCKERFILE, &["example-fn"]).unwrap();
     docker(&["push", "-q", &fn_image]).unwrap();
 
+    // The package as the operator renders it, into a copy (removed with
+    // `rendered`): the setters name the test's namespaces and images.
+    let rendered = tempfile::tempdir().unwrap();
+    let package = rendered.path().join("deploy");
+    render_deploy_package(
+        &package,
+        &[
+            ("runner-namespace", &system),
+            ("function-namespace", &functions),
+            ("runner-image", &runner_image),
+            ("wrapper-server-image", &wrapper_image),
+        ],
+    )
+    .unwrap();
     let mut docs: Vec<Value> = MANIFESTS
         .iter()
-        .flat_map(|file| documents(file, &system, &functions))
+        .flat_map(|file| documents(&package, file))
         .collect();
     // The runner's credentials: its ServiceAccount's identity, which the
-    // RoleBindings name as written (porch-system's, not the test's).
+    // cluster knows as porch-system's (.ci/run's KAS_USERS): the subjects
+    // the render moved to the test's namespace name it again.
     let identity = runner_kubeconfig();
     if identity.is_some() {
         for doc in docs
@@ -294,13 +309,13 @@ async fn the_deploy_manifests_run_the_runner_image_which_serves_a_function_pod()
     // The FunctionConfig CRD, installed (or brought to this tree's) and left
     // installed, as functionconfig_crd.rs does: deleting it would delete
     // every FunctionConfig of the tests running beside this one.
-    for crd in documents(CRD, &system, &functions) {
+    for crd in documents(&package, CRD) {
         apply(&client, MANAGER, &crd, false).await.unwrap();
     }
     wait_crd_established(&client).await;
     // The examples are valid FunctionConfigs (a dry run: they name catalog
     // images this cluster cannot pull).
-    for example in documents("functionconfigs.yaml", &system, &functions) {
+    for example in documents(&package, "functionconfigs.yaml") {
         apply(&client, MANAGER, &example, true)
             .await
             .unwrap_or_else(|err| panic!("the CRD refuses {example:?}: {err}"));
