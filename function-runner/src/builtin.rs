@@ -356,6 +356,14 @@ impl Evaluator for BuiltinEvaluator {
             else {
                 return Err(EvalError::NotFound { image });
             };
+            let current = tracing::Span::current();
+            if !current.is_disabled() {
+                current.record("evaluator", "builtin");
+                current.record(
+                    "builtin_release",
+                    builtin.release_of(&pinned).unwrap_or("master"),
+                );
+            }
             let flag = Arc::new(AtomicBool::new(false));
             let _cancel = CancelOnDrop(flag.clone());
             let ctx = Context::new()

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use futures::future::BoxFuture;
 use krm_fn::call::{deadline, Function};
@@ -231,6 +232,7 @@ impl Evaluator for ExecEvaluator {
             else {
                 return Err(EvalError::NotFound { image });
             };
+            tracing::Span::current().record("evaluator", "exec");
             let spec = ExecSpec {
                 program: found.path.into_os_string(),
                 args: Vec::new(),
@@ -293,13 +295,18 @@ impl PodEvaluator {
                 PodRequestSettings::default(),
             ),
         };
+        tracing::Span::current().record("evaluator", "pod");
         let mut attempt = 0;
         loop {
+            let waited = tracing::info_span!(target: "otel", "pod_cache.get", image = %image, pod = tracing::field::Empty);
             let lease = self
                 .cache
                 .get(&image, overrides.clone())
+                .instrument(waited.clone())
                 .await
                 .map_err(|source| pod_error(image.clone(), source))?;
+            waited.record("pod", tracing::field::display(lease.pod_id()));
+            drop(waited);
             let mut client = FunctionEvaluatorClient::new(lease.channel())
                 .max_decoding_message_size(self.max_message_bytes)
                 .max_encoding_message_size(self.max_message_bytes);
@@ -315,7 +322,34 @@ impl PodEvaluator {
                         .max(Duration::from_millis(1)),
                 );
             }
-            match client.evaluate_function(call).await {
+            // The call to the wrapper, a client span whose context goes
+            // with the call: the wrapper's spans are its children.
+            let calling = tracing::info_span!(
+                target: "otel",
+                "evaluator.FunctionEvaluator/EvaluateFunction",
+                otel.kind = "client",
+                rpc.system = "grpc",
+                rpc.service = proto::EVALUATOR_SERVICE,
+                rpc.method = "EvaluateFunction",
+                pod = %lease.pod_id(),
+                attempt,
+                rpc.grpc.status_code = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
+            );
+            telemetry::propagate::inject(&calling, call.metadata_mut());
+            let answered = client
+                .evaluate_function(call)
+                .instrument(calling.clone())
+                .await;
+            if !calling.is_disabled() {
+                let code = answered.as_ref().map_or_else(|s| s.code(), |_| Code::Ok);
+                calling.record("rpc.grpc.status_code", code as i32);
+                if code != Code::Ok {
+                    calling.record("otel.status_code", "ERROR");
+                }
+            }
+            drop(calling);
+            match answered {
                 Ok(resp) => return Ok(resp.into_inner()),
                 Err(status) if pod_unreachable(&status) && attempt < self.max_grpc_retries => {
                     if !pod_gone(lease.channel()).await {

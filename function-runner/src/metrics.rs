@@ -165,6 +165,11 @@ impl RunnerMetrics {
     }
 
     /// Serves the idle pools' series a backend keeps.
+    /// Adds the span export's counters (`otel_spans_*`).
+    pub fn register_export(&mut self, stats: &telemetry::ExportStats) {
+        stats.register(&mut self.registry);
+    }
+
     pub fn register_pools(&mut self, pools: PoolMetrics) {
         pools.register(&mut self.registry);
     }

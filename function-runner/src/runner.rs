@@ -70,6 +70,9 @@ pub struct RunnerSettings {
     /// `render`, which resolve Kptfile tags themselves): constraints are
     /// matched against the FunctionConfigs' tags only.
     pub tag_resolver: Option<Arc<TagResolver>>,
+    /// The span export's counters, served with the runner's metrics
+    /// (`serve` with tracing on).
+    pub export_stats: Option<telemetry::ExportStats>,
 }
 
 /// The runtimes of Porch's `--disable-runtimes`.
@@ -102,6 +105,7 @@ impl Default for RunnerSettings {
             builtins: BuiltinsMode::default(),
             runtimes: Runtimes::default(),
             tag_resolver: None,
+            export_stats: None,
         }
     }
 }
@@ -137,6 +141,9 @@ impl Runner {
         let mut metrics = RunnerMetrics::new();
         if let Some(pools) = backend.pool_metrics() {
             metrics.register_pools(pools);
+        }
+        if let Some(stats) = &settings.export_stats {
+            metrics.register_export(stats);
         }
         let metrics = Arc::new(metrics);
         if let Some(ready) = backend.ready() {

@@ -14,6 +14,7 @@ use proto::pb::function_evaluator_server::{FunctionEvaluator, FunctionEvaluatorS
 use proto::pb::{EvaluateFunctionRequest, EvaluateFunctionResponse};
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
+use tracing::Instrument as _;
 
 use crate::evaluator::{validate_image, EvalError, EvalRequest, Evaluator};
 use crate::metrics::RunnerMetrics;
@@ -67,17 +68,24 @@ impl FunctionEvaluator for RunnerService {
         };
         let started = Instant::now();
         let deadline = deadline::from_headers(request.metadata().as_ref());
+        let span = call_span(request.metadata().as_ref());
         let request = request.into_inner();
         if let Err(err) = validate_image(&request.image) {
             let shown = krm_fn::call::shown_name(&request.image);
             tracing::info!(image = %shown, %err, "refused");
             self.metrics.observe_call(None, err.code(), started);
+            record_outcome(&span, err.code(), Some(&err));
             return Err(err.into());
         }
         let image = request.image.clone();
+        if !span.is_disabled() {
+            span.record("image", image.as_str());
+            span.record("tag", krm_fn::call::shown_name(&request.tag).as_ref());
+        }
         let result = self
             .evaluator
             .evaluate(EvalRequest { request, deadline })
+            .instrument(span.clone())
             .await;
         // A metrics label of its own only for an image the runner knows: a
         // FunctionConfig's, or one it ran or whose pod answered. Unknown
@@ -92,8 +100,44 @@ impl FunctionEvaluator for RunnerService {
             .map_or_else(Status::code, |_| tonic::Code::Ok);
         self.metrics
             .observe_call(known.then_some(image.as_str()), code, started);
+        record_outcome(&span, code, result.as_ref().err());
         tracing::info!(%image, outcome = ?code, ms = started.elapsed().as_millis() as u64, "evaluated");
         result.map(Response::new)
+    }
+}
+
+/// The server span of one call (exported when tracing is on), continuing
+/// the caller's trace when its headers carry one. The evaluator that takes
+/// the call records itself in `evaluator`.
+fn call_span(headers: &tonic::codegen::http::HeaderMap) -> tracing::Span {
+    use tracing::field::Empty;
+    let span = tracing::info_span!(
+        target: "otel",
+        "evaluator.FunctionEvaluator/EvaluateFunction",
+        otel.kind = "server",
+        rpc.system = "grpc",
+        rpc.service = proto::EVALUATOR_SERVICE,
+        rpc.method = "EvaluateFunction",
+        image = Empty,
+        tag = Empty,
+        evaluator = Empty,
+        builtin_release = Empty,
+        rpc.grpc.status_code = Empty,
+        otel.status_code = Empty,
+        otel.status_description = Empty,
+    );
+    telemetry::propagate::set_parent(&span, headers);
+    span
+}
+
+fn record_outcome(span: &tracing::Span, code: tonic::Code, err: Option<&impl std::fmt::Display>) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("rpc.grpc.status_code", code as i32);
+    if let Some(err) = err {
+        span.record("otel.status_code", "ERROR");
+        span.record("otel.status_description", tracing::field::display(err));
     }
 }
 

@@ -23,6 +23,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use futures::future::BoxFuture;
 use krm_fn::call::deadline;
@@ -330,14 +331,30 @@ impl Evaluator for TagResolving {
                 return self.inner.evaluate(req).await;
             }
             let image = req.request.image.clone();
+            let span = tracing::info_span!(
+                target: "otel",
+                "tag.resolve",
+                image = %krm_fn::call::shown_name(&image),
+                constraint = %krm_fn::call::shown_name(&req.request.tag),
+                resolved = tracing::field::Empty,
+                cached = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
+            );
             let resolving = self.resolver.resolve(&image, &req.request.tag, &constraint);
             let resolved = deadline::before(req.deadline, resolving)
+                .instrument(span.clone())
                 .await
                 .ok_or(EvalError::DeadlineExceeded { image })?
-                .map_err(|err| EvalError::TagNotResolved {
-                    code: err.code(),
-                    source: Box::new(err),
+                .map_err(|err| {
+                    span.record("otel.status_code", "ERROR");
+                    EvalError::TagNotResolved {
+                        code: err.code(),
+                        source: Box::new(err),
+                    }
                 })?;
+            span.record("resolved", resolved.image.as_str());
+            span.record("cached", resolved.cached);
+            drop(span);
             req.request.image = resolved.image;
             // The tag is in the image now: nothing further down resolves
             // it again (against configured tags).

@@ -230,13 +230,15 @@ fn propagators(value: Option<String>) -> Result<Vec<Propagator>, EnvError> {
             "tracecontext" => out.push(Propagator::TraceContext),
             "baggage" => out.push(Propagator::Baggage),
             "none" => {}
-            other => return Err(EnvError {
-                var: "OTEL_PROPAGATORS",
-                value: value.clone(),
-                reason: format!(
+            other => {
+                return Err(EnvError {
+                    var: "OTEL_PROPAGATORS",
+                    value: value.clone(),
+                    reason: format!(
                     "{other:?} is not a propagator this runtime has (tracecontext, baggage, none)"
                 ),
-            }),
+                })
+            }
         }
     }
     out.dedup();

@@ -180,6 +180,7 @@ impl Telemetry {
                 .with_tracked_inactivity(false)
                 .with_threads(false)
                 .with_location(false)
+                .with_target(false)
                 .with_filter(filter_fn(|meta| meta.target() == TARGET))
         });
         // Another subscriber already set (tests in one process): keep it.

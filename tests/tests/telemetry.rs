@@ -146,3 +146,134 @@ async fn a_failed_call_is_an_error_span_in_a_trace_of_its_own() {
     let function = named(&spans, "wrapper-server", "function").expect("function span");
     assert_eq!(function.attribute("exit_code"), Some("3"));
 }
+
+/// A process-functions directory holding `example-fn`.
+fn process_functions() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(bin("example-fn"), dir.path().join("example-fn")).expect("copy example-fn");
+    dir
+}
+
+fn runner_command(pods: &tempfile::TempDir, metrics_port: u16) -> Command {
+    let mut cmd = Command::new(bin("function-runner"));
+    cmd.args(["serve", "--host", "127.0.0.1", "--port", "0"])
+        .args(["--metrics-port", &metrics_port.to_string()])
+        .arg("--process-functions")
+        .arg(pods.path());
+    cmd
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind(loopback())
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn child_of<'a>(
+    spans: &'a [ReceivedSpan],
+    parent: &ReceivedSpan,
+    name: &str,
+) -> Option<&'a ReceivedSpan> {
+    spans
+        .iter()
+        .find(|s| s.name == name && s.parent_id == parent.span_id && s.trace_id == parent.trace_id)
+}
+
+/// Through `serve` on the process backend: the runner's call span continues
+/// the caller's trace; the wait in the pod cache (the pod's start, with the
+/// backend's steps, under it) and the call to the wrapper are its children; the
+/// wrapper's call span is the child of the runner's client span, its run
+/// of the function the wrapper's child. A second call, on the warm pod,
+/// starts no pod.
+#[tokio::test]
+async fn a_call_through_serve_is_one_trace_from_the_caller_to_the_function() {
+    let receiver = Receiver::grpc(loopback()).await.expect("receiver");
+    let pods = process_functions();
+    let cmd = exporting(runner_command(&pods, free_port()), &receiver, "grpc");
+    let runner = Wrapper::spawn(cmd, "function-runner serving").expect("runner starts");
+    call_with_traceparent(&runner, "example-fn")
+        .await
+        .expect("first call");
+    let spans = receiver
+        .wait_for(WAIT, |s| {
+            named(s, "wrapper-server", "function").is_some()
+                && named(s, "function-runner", "pod.start").is_some()
+        })
+        .await;
+    let shown = show(&spans);
+    let call = spans
+        .iter()
+        .find(|s| s.service == "function-runner" && s.name == CALL && s.kind == 2)
+        .unwrap_or_else(|| panic!("no runner call span in\n{shown}\nlogs:\n{}", runner.logs()));
+    assert_eq!(call.trace_id, TRACE_ID, "{shown}");
+    assert_eq!(call.parent_id, CALLER_SPAN, "{shown}");
+    assert_eq!(call.attribute("evaluator"), Some("pod"), "{shown}");
+    assert_eq!(call.attribute("image"), Some("example-fn"));
+    let wait = child_of(&spans, call, "pod_cache.get")
+        .unwrap_or_else(|| panic!("no pod_cache.get under the call:\n{shown}"));
+    assert!(wait.attribute("pod").is_some(), "{shown}");
+    // The pod started for this call, while it waited for one.
+    let start = child_of(&spans, wait, "pod.start")
+        .unwrap_or_else(|| panic!("no pod.start under the wait:\n{shown}"));
+    assert_eq!(start.attribute("backend"), Some("process"));
+    for step in ["wrapper.spawn", "wrapper.ready"] {
+        child_of(&spans, start, step)
+            .unwrap_or_else(|| panic!("no {step} under pod.start:\n{shown}"));
+    }
+    let client = spans
+        .iter()
+        .find(|s| s.service == "function-runner" && s.name == CALL && s.kind == 3)
+        .unwrap_or_else(|| panic!("no client span:\n{shown}"));
+    assert_eq!(client.parent_id, call.span_id, "{shown}");
+    assert_eq!(client.attribute("rpc.grpc.status_code"), Some("0"));
+    let served = spans
+        .iter()
+        .find(|s| s.service == "wrapper-server" && s.name == CALL)
+        .unwrap_or_else(|| panic!("no wrapper span:\n{shown}"));
+    assert_eq!(served.trace_id, TRACE_ID, "{shown}");
+    assert_eq!(
+        served.parent_id, client.span_id,
+        "the wrapper's call is the runner's client span's child:\n{shown}"
+    );
+    let function = child_of(&spans, served, "function")
+        .unwrap_or_else(|| panic!("no function under the wrapper's call:\n{shown}"));
+    assert_eq!(function.attribute("exit_code"), Some("0"));
+
+    // The warm pod: a second trace with no pod start in it.
+    let before = spans.len();
+    let mut client = runner.client().await.expect("client");
+    let mut request = tonic::Request::new(example_request("example-fn"));
+    let second_trace = "0af7651916cd43dd8448eb211c80319c";
+    request.metadata_mut().insert(
+        "traceparent",
+        format!("00-{second_trace}-b7ad6b7169203331-01")
+            .parse()
+            .expect("header"),
+    );
+    client
+        .evaluate_function(request)
+        .await
+        .expect("second call");
+    let spans = receiver
+        .wait_for(WAIT, |s| {
+            s.len() > before
+                && s.iter()
+                    .any(|x| x.trace_id == second_trace && x.name == "function")
+        })
+        .await;
+    let second: Vec<_> = spans
+        .iter()
+        .filter(|s| s.trace_id == second_trace)
+        .collect();
+    assert!(
+        second.iter().any(|s| s.name == "pod_cache.get"),
+        "{}",
+        show(&spans)
+    );
+    assert!(
+        !second.iter().any(|s| s.name == "pod.start"),
+        "a warm call starts no pod:\n{}",
+        show(&spans)
+    );
+}

@@ -32,6 +32,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use futures::future::BoxFuture;
 use krm_fn::exec::{Process, Signal};
@@ -327,6 +328,11 @@ impl Backend for ProcessBackend {
             .args(spec.prespawn_args())
             .arg("--")
             .args(&entrypoint)
+            // The wrapper exports spans as the runner does (the OTEL_*
+            // variables it inherits), under a name of its own; its metrics
+            // would all want one port on this host: off.
+            .env("OTEL_SERVICE_NAME", "wrapper-server")
+            .env("OTEL_METRICS_EXPORTER", "none")
             .envs(env)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -335,12 +341,14 @@ impl Backend for ProcessBackend {
                 image: spec.image.clone(),
                 source: runner_core::backend::cause(err),
             };
-            let (mut process, stdio) = Process::spawn_server(&mut cmd).map_err(|source| {
-                failed(StartError::Spawn {
-                    wrapper: wrapper.clone(),
-                    source,
-                })
-            })?;
+            let (mut process, stdio) = tracing::info_span!(target: "otel", "wrapper.spawn")
+                .in_scope(|| Process::spawn_server(&mut cmd))
+                .map_err(|source| {
+                    failed(StartError::Spawn {
+                        wrapper: wrapper.clone(),
+                        source,
+                    })
+                })?;
             // The lifeline: dropped (closed) only when this pod is stopped or
             // the runner is gone.
             let lifeline = stdio.stdin;
@@ -379,7 +387,8 @@ impl Backend for ProcessBackend {
                 let endpoint = format!("http://{addr}");
                 wait_serving(&endpoint).await?;
                 Ok::<_, StartError>(endpoint)
-            };
+            }
+            .instrument(tracing::info_span!(target: "otel", "wrapper.ready"));
             let endpoint = tokio::select! {
                 res = tokio::time::timeout(spec.ready_timeout, ready) => match res {
                     Ok(Ok(endpoint)) => endpoint,

@@ -53,6 +53,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
@@ -110,6 +111,8 @@ enum Command {
         image: Box<str>,
         overrides: PodRequestSettings,
         reply: Reply,
+        /// The caller's span: a pod started for this call is its child.
+        span: tracing::Span,
     },
     Evict {
         id: PodId,
@@ -207,6 +210,7 @@ impl PodCache {
             image: image.into(),
             overrides,
             reply,
+            span: tracing::Span::current(),
         };
         self.requests
             .send(command)
@@ -307,6 +311,7 @@ impl Ctx {
         image: &Arc<str>,
         ttl: Duration,
         overrides: &PodRequestSettings,
+        caller: &tracing::Span,
     ) -> u64 {
         let serial = self.next_serial;
         self.next_serial += 1;
@@ -331,18 +336,43 @@ impl Ctx {
             serial,
             finished: false,
         };
-        tokio::spawn(async move {
-            let mut start = backend.start(spec);
-            let result = tokio::select! {
-                result = &mut start => result,
-                () = tokio::time::sleep(backstop) => {
-                    report.timed_out(backstop);
-                    // Keep driving the start so that a late pod is stopped.
-                    start.await
+        // The start, a child of the call that asked for it (the calls that
+        // join its waitlist share it); a warm-up's is a trace of its own.
+        let span = tracing::info_span!(
+            target: "otel",
+            parent: caller,
+            "pod.start",
+            image = %image,
+            backend = backend.name(),
+            pod = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            error = tracing::field::Empty,
+        );
+        tokio::spawn(
+            async move {
+                let mut start = backend.start(spec);
+                let result = tokio::select! {
+                    result = &mut start => result,
+                    () = tokio::time::sleep(backstop) => {
+                        report.timed_out(backstop);
+                        // Keep driving the start so that a late pod is stopped.
+                        start.await
+                    }
+                };
+                let span = tracing::Span::current();
+                if !span.is_disabled() {
+                    match &result {
+                        Ok(ready) => span.record("pod", tracing::field::display(&ready.id)),
+                        Err(err) => {
+                            span.record("otel.status_code", "ERROR");
+                            span.record("error", tracing::field::display(err))
+                        }
+                    };
                 }
-            };
-            report.finish(result);
-        });
+                report.finish(result);
+            }
+            .instrument(span),
+        );
         serial
     }
 
@@ -486,7 +516,8 @@ impl Actor {
                 image,
                 overrides,
                 reply,
-            } => self.on_get(image, overrides, reply),
+                span,
+            } => self.on_get(image, overrides, reply, &span),
             Command::Evict { id, done } => {
                 if self.remove_by_id(&id) {
                     tracing::info!(pod = %id, "evicting a pod that answered UNAVAILABLE");
@@ -510,7 +541,13 @@ impl Actor {
         }
     }
 
-    fn on_get(&mut self, image: Box<str>, overrides: PodRequestSettings, reply: Reply) {
+    fn on_get(
+        &mut self,
+        image: Box<str>,
+        overrides: PodRequestSettings,
+        reply: Reply,
+        caller: &tracing::Span,
+    ) {
         if self.ctx.shutting_down {
             let _ = reply.send(Err(CacheError::ShuttingDown));
             return;
@@ -599,7 +636,7 @@ impl Actor {
             }
             Choice::Start => {
                 self.ctx.counters.misses += 1;
-                let serial = self.ctx.spawn_start(&entry.image, ttl, &overrides);
+                let serial = self.ctx.spawn_start(&entry.image, ttl, &overrides, caller);
                 entry.pods.push(Pod {
                     serial,
                     slot: Slot::Starting {
@@ -634,7 +671,9 @@ impl Actor {
             .entry(Arc::from(image))
             .or_insert_with_key(|key| ImageEntry::new(Arc::clone(key)));
         if entry.pods.is_empty() {
-            let serial = self.ctx.spawn_start(&entry.image, ttl, overrides);
+            let serial = self
+                .ctx
+                .spawn_start(&entry.image, ttl, overrides, &tracing::Span::none());
             entry.pods.push(Pod {
                 serial,
                 slot: Slot::Starting {

@@ -116,7 +116,6 @@ fn main() -> ExitCode {
         #[cfg(feature = "kube")]
         Command::Crd => "info",
     };
-    init_logging(json, default_filter);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -127,9 +126,40 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(async move {
-        match cli.command {
-            Command::Serve(args) => serve::run(*args).await.map(|()| ExitCode::SUCCESS),
+    // The OTEL_* variables: spans of serve's calls and of eval's and
+    // render's function steps. Exports run on the runtime: set up within it.
+    let service = match &cli.command {
+        Command::Serve(_) => "function-runner",
+        Command::Eval(_) => "function-runner-eval",
+        Command::Render(_) => "function-runner-render",
+        #[cfg(feature = "kube")]
+        Command::Crd => "function-runner",
+    };
+    let telemetry = {
+        let _entered = runtime.enter();
+        #[cfg(feature = "kube")]
+        let wanted = !matches!(cli.command, Command::Crd);
+        #[cfg(not(feature = "kube"))]
+        let wanted = true;
+        if wanted {
+            telemetry::Telemetry::from_env(service)
+        } else {
+            Ok(telemetry::Telemetry::off())
+        }
+    };
+    let telemetry = match telemetry {
+        Ok(telemetry) => telemetry,
+        Err(err) => {
+            eprintln!("function-runner: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    init_logging(&telemetry, json, default_filter);
+    let result = runtime.block_on(async {
+        let result = match cli.command {
+            Command::Serve(args) => serve::run(*args, &telemetry)
+                .await
+                .map(|()| ExitCode::SUCCESS),
             Command::Eval(cmd) => eval::run(*cmd).await,
             Command::Render(cmd) => render::run(*cmd).await,
             #[cfg(feature = "kube")]
@@ -137,7 +167,10 @@ fn main() -> ExitCode {
                 print!("{}", runner_kube::crd::crd_yaml()?);
                 Ok(ExitCode::SUCCESS)
             }
-        }
+        };
+        // Spans still queued go out before the exit, bounded.
+        telemetry.shutdown(FLUSH_TIMEOUT).await;
+        result
     });
     match result {
         Ok(code) => code,
@@ -148,7 +181,10 @@ fn main() -> ExitCode {
     }
 }
 
-fn init_logging(json: bool, default: &str) {
+/// How long the spans still queued at exit may take to be exported.
+const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn init_logging(telemetry: &telemetry::Telemetry, json: bool, default: &str) {
     let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // kube-runtime's watcher warns of every failed list or watch with the
@@ -161,17 +197,7 @@ fn init_logging(json: bool, default: &str) {
             filter = filter.add_directive(quiet_watcher);
         }
     }
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        // If whoever reads our stderr is gone, logging must not panic.
-        .log_internal_errors(false)
-        .with_writer(std::io::stderr);
-    if json {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
+    telemetry.init_subscriber(filter, json, std::io::stderr().is_terminal());
 }
 
 #[cfg(test)]

@@ -33,9 +33,11 @@ pub(crate) struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::UNSPECIFIED))]
     host: IpAddr,
-    /// Prometheus metrics port (0: off).
-    #[arg(long, default_value_t = 9464)]
-    metrics_port: u16,
+    /// Prometheus metrics port (0: off). Default: 9464 on --host, or where
+    /// OTEL_METRICS_EXPORTER=prometheus and OTEL_EXPORTER_PROMETHEUS_HOST
+    /// and _PORT say; off with OTEL_METRICS_EXPORTER=none.
+    #[arg(long)]
+    metrics_port: Option<u16>,
     /// Pod time to live after its last use (Go duration).
     #[arg(long, default_value = "30m", value_parser = parse_duration)]
     pod_ttl: Duration,
@@ -179,6 +181,34 @@ impl ServeArgs {
         }
     }
 
+    /// Where metrics are served: `--metrics-port`, else what the OTEL_*
+    /// variables ask (Porch's Deployment sets OTEL_METRICS_EXPORTER=
+    /// prometheus and OTEL_EXPORTER_PROMETHEUS_HOST/_PORT), else port 9464.
+    fn metrics_addr(&self, otel: &telemetry::Settings) -> anyhow::Result<Option<SocketAddr>> {
+        if let Some(port) = self.metrics_port {
+            return Ok((port != 0).then_some(SocketAddr::new(self.host, port)));
+        }
+        if let Some((host, port)) = otel.prometheus() {
+            let ip = match host {
+                "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                other => other.parse().with_context(|| {
+                    format!(
+                        "OTEL_EXPORTER_PROMETHEUS_HOST={other:?}: not an IP address or localhost"
+                    )
+                })?,
+            };
+            return Ok(Some(SocketAddr::new(ip, port)));
+        }
+        if otel.metrics.is_some() {
+            // OTEL_METRICS_EXPORTER is set and names no Prometheus endpoint.
+            return Ok(None);
+        }
+        Ok(Some(SocketAddr::new(
+            self.host,
+            telemetry::env::PROMETHEUS_PORT,
+        )))
+    }
+
     /// The runner's own settings.
     fn runner_settings(&self) -> RunnerSettings {
         RunnerSettings {
@@ -206,6 +236,7 @@ impl ServeArgs {
                 self.tag_cache_ttl,
                 &self.default_image_prefix,
             ))),
+            export_stats: None,
         }
     }
 
@@ -289,7 +320,7 @@ const NO_KUBE: &str =
     "--backend kube: this function-runner is built without the kube backend (cargo feature `kube`)";
 
 /// Serves until SIGTERM or SIGINT, then drains and stops every pod.
-pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: ServeArgs, telemetry: &telemetry::Telemetry) -> anyhow::Result<()> {
     #[cfg(not(feature = "kube"))]
     if args.backend_kind() == BackendKind::Kube {
         anyhow::bail!(NO_KUBE);
@@ -336,9 +367,12 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("listening on {addr}"))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     let (backend, functions, _config_watch) = args.backend(&configs).await?;
-    let runner = Runner::new(functions, backend, args.runner_settings()).await;
-    if args.metrics_port != 0 {
-        let maddr = SocketAddr::new(args.host, args.metrics_port);
+    let mut settings = args.runner_settings();
+    if telemetry.tracing() {
+        settings.export_stats = Some(telemetry.stats().clone());
+    }
+    let runner = Runner::new(functions, backend, settings).await;
+    if let Some(maddr) = args.metrics_addr(telemetry.settings())? {
         let mlistener = tokio::net::TcpListener::bind(maddr)
             .await
             .with_context(|| format!("listening for metrics on {maddr}"))?;
