@@ -277,3 +277,139 @@ async fn a_call_through_serve_is_one_trace_from_the_caller_to_the_function() {
         show(&spans)
     );
 }
+
+/// A counter's value in a metrics page (0 if absent).
+fn counter(page: &str, series: &str) -> f64 {
+    page.lines()
+        .find_map(|l| {
+            l.strip_prefix(series)
+                .and_then(|rest| rest.trim().parse().ok())
+        })
+        .unwrap_or(0.0)
+}
+
+/// A collector that is down costs the calls nothing: they succeed, the
+/// spans are counted as dropped, and the failure is said once, not per
+/// export.
+#[tokio::test]
+async fn a_dead_collector_fails_no_call_and_is_said_once() {
+    let dead = std::net::TcpListener::bind(loopback()).expect("port");
+    let endpoint = format!("http://{}", dead.local_addr().expect("addr"));
+    drop(dead);
+    let pods = process_functions();
+    let metrics_port = free_port();
+    let mut cmd = runner_command(&pods, metrics_port);
+    cmd.env("OTEL_TRACES_EXPORTER", "otlp")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50");
+    let runner = Wrapper::spawn(cmd, "function-runner serving").expect("runner starts");
+    let mut client = runner.client().await.expect("client");
+    for _ in 0..5 {
+        client
+            .evaluate_function(example_request("example-fn"))
+            .await
+            .expect("a call succeeds whatever the collector does");
+    }
+    let metrics_addr = format!("127.0.0.1:{metrics_port}");
+    let series = "function_runner_otel_spans_dropped_total{reason=\"export_failed\"}";
+    let mut page = String::new();
+    let counted = e2e_tests::eventually_async(WAIT, async || {
+        page = e2e_tests::http_get(&metrics_addr, "/metrics")
+            .await
+            .unwrap_or_default();
+        counter(&page, series) > 0.0
+    })
+    .await;
+    assert!(
+        counted,
+        "no dropped spans counted:\n{page}\nlogs:\n{}",
+        runner.logs()
+    );
+    assert_eq!(
+        counter(&page, "function_runner_otel_spans_exported_total"),
+        0.0
+    );
+    let said = runner.logs().matches("exporting spans failed").count();
+    assert_eq!(said, 1, "said once:\n{}", runner.logs());
+}
+
+/// A collector slower than spans end: the queue is bounded, what does not
+/// fit is dropped and counted, and the calls do not wait.
+#[tokio::test]
+async fn a_slow_collector_costs_a_bounded_queue() {
+    let receiver = Receiver::grpc(loopback()).await.expect("receiver");
+    receiver.delay(Duration::from_secs(3));
+    let metrics_port = free_port();
+    let mut cmd = Command::new(bin("wrapper-server"));
+    cmd.args(["--host", "127.0.0.1", "--port", "0"])
+        .args(["--metrics-addr", &format!("127.0.0.1:{metrics_port}")]);
+    let mut cmd = exporting(cmd, &receiver, "grpc");
+    cmd.env("OTEL_BSP_MAX_QUEUE_SIZE", "4")
+        .env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2");
+    let wrapper = Wrapper::start_command(cmd, &[], &["cat"]).expect("wrapper-server starts");
+    let mut client = wrapper.client().await.expect("client");
+    let started = std::time::Instant::now();
+    for _ in 0..10 {
+        client
+            .evaluate_function(example_request("cat"))
+            .await
+            .expect("a call succeeds");
+    }
+    // Ten calls' spans (30) through a 4-span queue whose exporter takes 3 s
+    // a batch: had the calls waited for it, this would take a minute.
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the calls waited for the collector: {:?}",
+        started.elapsed()
+    );
+    let page = e2e_tests::http_get(&format!("127.0.0.1:{metrics_port}"), "/metrics")
+        .await
+        .expect("metrics");
+    let dropped = counter(
+        &page,
+        "wrapper_server_otel_spans_dropped_total{reason=\"queue_full\"}",
+    );
+    assert!(dropped >= 20.0, "dropped {dropped}:\n{page}");
+    assert_eq!(
+        wrapper.logs().matches("the span queue is full").count(),
+        1,
+        "{}",
+        wrapper.logs()
+    );
+}
+
+/// SIGTERM exports what is queued before the exit: with a batch delay of a
+/// minute, only the flush at exit can have sent the call's spans.
+#[tokio::test]
+async fn sigterm_flushes_the_queued_spans() {
+    let receiver = Receiver::grpc(loopback()).await.expect("receiver");
+    let mut cmd = Command::new(bin("wrapper-server"));
+    cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+    let mut cmd = exporting(cmd, &receiver, "grpc");
+    cmd.env("OTEL_BSP_SCHEDULE_DELAY", "60000");
+    let mut wrapper = Wrapper::start_command(cmd, &[], &["cat"]).expect("wrapper-server starts");
+    call_with_traceparent(&wrapper, "cat")
+        .await
+        .expect("the call succeeds");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        receiver.spans().is_empty(),
+        "exported before the exit: the test proves nothing"
+    );
+    wrapper.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = wrapper.wait_exit(WAIT).await.expect("exits");
+    assert!(status.success(), "{status:?}\n{}", wrapper.logs());
+    let spans = receiver.spans();
+    assert!(
+        named(&spans, "wrapper-server", CALL).is_some_and(|s| s.trace_id == TRACE_ID),
+        "{}",
+        show(&spans)
+    );
+    assert!(
+        named(&spans, "wrapper-server", "function").is_some(),
+        "{}",
+        show(&spans)
+    );
+}
