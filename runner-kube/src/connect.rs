@@ -236,6 +236,7 @@ mod tests {
             deployment: None,
             features: Default::default(),
             porch_leftovers_after: None,
+            function_env: Vec::new(),
         }
     }
 

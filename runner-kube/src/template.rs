@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMap, Container, ContainerPort, EmptyDirVolumeSource, ExecAction,
+    Capabilities, ConfigMap, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, ExecAction,
     LocalObjectReference, Pod, PodReadinessGate, PodSecurityContext, PodSpec, PodTemplate, Probe,
     SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec, Volume, VolumeMount,
 };
@@ -134,6 +134,22 @@ impl Template {
                         name: Some("grpc".to_string()),
                         ..ContainerPort::default()
                     }]),
+                    // As Porch's template: the wrapper's metrics on the
+                    // pod's IP, its traces off unless the runner passes its
+                    // own settings on (`KubeSettings::function_env`).
+                    env: Some(
+                        [
+                            ("OTEL_METRICS_EXPORTER", "prometheus"),
+                            ("OTEL_EXPORTER_PROMETHEUS_HOST", "0.0.0.0"),
+                        ]
+                        .into_iter()
+                        .map(|(name, value)| EnvVar {
+                            name: name.to_string(),
+                            value: Some(value.to_string()),
+                            ..EnvVar::default()
+                        })
+                        .collect(),
+                    ),
                     readiness_probe: Some(Probe {
                         exec: Some(ExecAction {
                             command: Some(vec![
@@ -450,6 +466,39 @@ impl FunctionPod {
         }
         if let Some(overrides) = overrides {
             apply_overrides(spec, overrides)?;
+        }
+        Ok(pod)
+    }
+
+    /// [`FunctionPod::pod`], with `env` in the function container where it
+    /// does not set those variables itself (its template's or its
+    /// FunctionConfig's win).
+    pub fn pod_with_env(
+        &self,
+        template: &Template,
+        overrides: Option<&TemplateOverrides>,
+        env: &[(String, String)],
+    ) -> Result<Pod, TemplateError> {
+        let mut pod = self.pod(template, overrides)?;
+        if env.is_empty() {
+            return Ok(pod);
+        }
+        let function = pod.spec.as_mut().and_then(|spec| {
+            spec.containers
+                .iter_mut()
+                .find(|c| c.name == FUNCTION_CONTAINER)
+        });
+        if let Some(function) = function {
+            let vars = function.env.get_or_insert_with(Vec::new);
+            for (name, value) in env {
+                if !vars.iter().any(|v| v.name == *name) {
+                    vars.push(EnvVar {
+                        name: name.clone(),
+                        value: Some(value.clone()),
+                        ..EnvVar::default()
+                    });
+                }
+            }
         }
         Ok(pod)
     }

@@ -144,6 +144,24 @@ impl Telemetry {
         })
     }
 
+    /// The variables a function pod's wrapper needs to export its spans as
+    /// this process does (into the same traces): this process's trace
+    /// settings, under the wrapper's own service name. Empty with tracing
+    /// off. Not `OTEL_EXPORTER_OTLP_HEADERS`: it may hold a credential,
+    /// which a pod's spec would show to whoever may read pods (a pod
+    /// template can take it from a Secret).
+    pub fn forwarded_env(&self) -> Vec<(String, String)> {
+        if !self.tracing() {
+            return Vec::new();
+        }
+        let mut env: Vec<(String, String)> = std::env::vars()
+            .filter(|(name, _)| FORWARDED.contains(&name.as_str()) || name.starts_with("OTEL_BSP_"))
+            .collect();
+        env.sort();
+        env.push(("OTEL_SERVICE_NAME".into(), "wrapper-server".into()));
+        env
+    }
+
     /// Whether spans are exported.
     pub fn tracing(&self) -> bool {
         self.provider.is_some()
@@ -208,6 +226,22 @@ impl Telemetry {
         }
     }
 }
+
+/// The trace settings [`Telemetry::forwarded_env`] passes on.
+const FORWARDED: &[&str] = &[
+    "OTEL_TRACES_EXPORTER",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_COMPRESSION",
+    "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+    "OTEL_TRACES_SAMPLER",
+    "OTEL_TRACES_SAMPLER_ARG",
+    "OTEL_PROPAGATORS",
+];
 
 /// `OTEL_BSP_MAX_QUEUE_SIZE`, as the SDK reads it (default 2048).
 fn queue_size() -> usize {

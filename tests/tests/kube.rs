@@ -452,3 +452,94 @@ async fn a_missing_image_is_not_found_and_an_unpullable_wrapper_is_named_with_it
     .await;
     assert!(cleared, "{:?}", s.live_pods().await.keys());
 }
+
+/// OpenTelemetry on the cluster: a call with a `traceparent` through `serve
+/// --backend kube` is one trace, from the runner's call span (its pod start
+/// with the kube steps under the wait in the pod cache) to the wrapper in
+/// the function pod, which exports its spans with the settings the runner
+/// passed on, to a real OTLP receiver on the node's address.
+#[tokio::test]
+async fn a_call_on_the_cluster_is_one_trace_from_the_caller_to_the_function() {
+    use e2e_tests::otlp::Receiver;
+    let Some(setup) = setup("otel", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    let host = node_address(&setup.client).await;
+    let receiver = Receiver::grpc(std::net::SocketAddr::new(host, 0))
+        .await
+        .unwrap();
+    let endpoint = receiver.endpoint();
+    let runner = setup.runner_env(
+        "otel",
+        &[],
+        &[
+            ("OTEL_TRACES_EXPORTER", "otlp"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
+    );
+    let trace_id = "5bf92f3577b34da6a3ce929d0e0e4737";
+    let caller = "10f067aa0ba902b8";
+    let mut client = runner.client().await.unwrap();
+    let mut request = tonic::Request::new(EvaluateFunctionRequest {
+        resource_list: support::resource_list().into(),
+        image: setup.fn_image.clone(),
+        tag: String::new(),
+    });
+    request.metadata_mut().insert(
+        "traceparent",
+        format!("00-{trace_id}-{caller}-01").parse().unwrap(),
+    );
+    tokio::time::timeout(Duration::from_secs(120), client.evaluate_function(request))
+        .await
+        .expect("the call answers within 2 minutes")
+        .unwrap_or_else(|status| panic!("{status}\nlogs:\n{}", runner.logs()));
+    let spans = receiver
+        .wait_for(Duration::from_secs(30), |s| {
+            s.iter()
+                .any(|x| x.service == "wrapper-server" && x.name == "function")
+                && s.iter().any(|x| x.name == "kube.ready")
+        })
+        .await;
+    let shown: String = spans
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} {} parent={}\n",
+                s.service, s.name, s.span_id, s.parent_id
+            )
+        })
+        .collect();
+    let find = |service: &str, name: &str, kind: Option<i32>| {
+        spans
+            .iter()
+            .find(|s| s.service == service && s.name == name && kind.is_none_or(|k| s.kind == k))
+            .unwrap_or_else(|| panic!("no {service} {name} in\n{shown}\nlogs:\n{}", runner.logs()))
+    };
+    let call_name = "evaluator.FunctionEvaluator/EvaluateFunction";
+    let call = find("function-runner", call_name, Some(2));
+    assert_eq!(
+        (call.trace_id.as_str(), call.parent_id.as_str()),
+        (trace_id, caller),
+        "{shown}"
+    );
+    assert_eq!(call.attribute("evaluator"), Some("pod"));
+    let wait = find("function-runner", "pod_cache.get", None);
+    assert_eq!(wait.parent_id, call.span_id, "{shown}");
+    let start = find("function-runner", "pod.start", None);
+    assert_eq!(start.parent_id, wait.span_id, "{shown}");
+    assert_eq!(start.attribute("backend"), Some("kube"));
+    for step in ["kube.create", "kube.ready"] {
+        let span = find("function-runner", step, None);
+        assert_eq!(span.trace_id, trace_id, "{shown}");
+    }
+    let client_span = find("function-runner", call_name, Some(3));
+    assert_eq!(client_span.parent_id, call.span_id, "{shown}");
+    let served = find("wrapper-server", call_name, Some(2));
+    assert_eq!(served.trace_id, trace_id, "{shown}");
+    assert_eq!(served.parent_id, client_span.span_id, "{shown}");
+    let function = find("wrapper-server", "function", None);
+    assert_eq!(function.parent_id, served.span_id, "{shown}");
+    assert_eq!(function.attribute("exit_code"), Some("0"));
+}

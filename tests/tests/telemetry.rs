@@ -413,3 +413,65 @@ async fn sigterm_flushes_the_queued_spans() {
         show(&spans)
     );
 }
+
+/// `render` exports a span per function step, children of the render's,
+/// when the variables ask for it (and `eval` one for its function). (Multi-
+/// threaded: the receiver answers while the test waits for the commands.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn render_and_eval_export_a_span_per_function_step() {
+    let receiver = Receiver::grpc(loopback()).await.expect("receiver");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pkg = dir.path().join("pkg");
+    std::fs::create_dir(&pkg).expect("mkdir");
+    let function = bin("example-fn");
+    let function = function.to_str().expect("utf-8");
+    std::fs::write(
+        pkg.join("Kptfile"),
+        format!(
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n    - exec: {function}\n    - exec: {function}\n"
+        ),
+    )
+    .expect("Kptfile");
+    std::fs::write(
+        pkg.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: b\n",
+    )
+    .expect("cm.yaml");
+    let run = |args: &[&str]| {
+        let mut cmd = exporting(Command::new(bin("function-runner")), &receiver, "grpc");
+        cmd.args(args).arg(&pkg);
+        let out = cmd.output().expect("function-runner runs");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    run(&["render", "--allow-exec"]);
+    run(&["eval", "--exec", function]);
+    // Both exited: what they exported is all there is.
+    let spans = receiver.spans();
+    let steps: Vec<_> = spans
+        .iter()
+        .filter(|s| s.service == "function-runner-render" && s.name == "render.step")
+        .collect();
+    assert_eq!(steps.len(), 2, "{}", show(&spans));
+    let render = spans
+        .iter()
+        .find(|s| s.service == "function-runner-render" && s.name == "render")
+        .unwrap_or_else(|| panic!("{}", show(&spans)));
+    assert_eq!(render.parent_id, "", "a root");
+    for step in &steps {
+        assert_eq!(step.attribute("exit_code"), Some("0"));
+        assert_eq!(step.attribute("function"), Some(function));
+        assert_eq!(
+            (&step.trace_id, &step.parent_id),
+            (&render.trace_id, &render.span_id)
+        );
+    }
+    let eval = spans
+        .iter()
+        .find(|s| s.service == "function-runner-eval" && s.name == "eval.function")
+        .unwrap_or_else(|| panic!("{}", show(&spans)));
+    assert_eq!(eval.attribute("exit_code"), Some("0"));
+}

@@ -64,6 +64,7 @@ mod text_output;
 
 use std::io::Write;
 use std::time::Instant;
+use tracing::Instrument as _;
 
 use crate::select;
 use krm_yaml::package::{go_quote, Progress};
@@ -158,13 +159,38 @@ pub async fn run(
         finish_results(&opts, &record, stderr)?;
         return Err(e);
     }
-    let ran = match &opts.function {
-        Function::Exec(cmd) => run_exec(cmd, list, opts.max_output_bytes, &opts.env).await,
-        Function::Image { image, evaluator } => run_image(image, list, evaluator.as_ref()).await,
-        Function::Builtin { builtin, image } => {
-            run_builtin(builtin, image, &list, opts.max_output_bytes)
+    // The function's run, exported when tracing is on (OTEL_* variables):
+    // a pod started for it, and the wrapper's spans, are its children.
+    let span = tracing::info_span!(
+        target: "otel",
+        "eval.function",
+        function = %name,
+        exit_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    let ran = async {
+        match &opts.function {
+            Function::Exec(cmd) => run_exec(cmd, list, opts.max_output_bytes, &opts.env).await,
+            Function::Image { image, evaluator } => {
+                run_image(image, list, evaluator.as_ref()).await
+            }
+            Function::Builtin { builtin, image } => {
+                run_builtin(builtin, image, &list, opts.max_output_bytes)
+            }
         }
-    };
+    }
+    .instrument(span.clone())
+    .await;
+    if !span.is_disabled() {
+        match &ran {
+            Ok(ran) => span.record("exit_code", ran.exit_code),
+            Err(_) => span.record("otel.status_code", "ERROR"),
+        };
+        if ran.as_ref().is_ok_and(|r| r.exit_code != 0) {
+            span.record("otel.status_code", "ERROR");
+        }
+    }
+    drop(span);
     let mut ran = match ran {
         Ok(r) => r,
         Err(e) => {

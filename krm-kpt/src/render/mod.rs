@@ -50,6 +50,7 @@ pub use plan::Plan;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
+use tracing::Instrument as _;
 
 use crate::eval::{self, Error, FnRecord, StepFunction, StepReport};
 use crate::kptfile::{self, RenderReport, StepStatus};
@@ -97,6 +98,19 @@ impl Plan {
     /// when a function failed; its `[FAIL]` block is printed); an error is
     /// to be printed as [`Error::kpt_text`] says.
     pub async fn run(
+        self,
+        images: Images,
+        stdout: &mut (dyn Write + Send),
+        stderr: &mut (dyn Write + Send),
+    ) -> Result<u8, Error> {
+        // The render, exported when tracing is on: its steps are children.
+        let span = tracing::info_span!(target: "otel", "render", package = %self.name());
+        self.run_traced(images, stdout, stderr)
+            .instrument(span)
+            .await
+    }
+
+    async fn run_traced(
         self,
         images: Images,
         stdout: &mut (dyn Write + Send),
@@ -613,7 +627,20 @@ impl State<'_> {
             exec: step.exec.clone(),
             ..StepStatus::default()
         };
-        let (ran, recorded) = self.apply_step(step, input, dir, validator, stderr).await;
+        // One span per step, exported when tracing is on (OTEL_* variables).
+        let span = tracing::info_span!(
+            target: "otel",
+            "render.step",
+            function = %step.name,
+            package = %dir.display(),
+            validator,
+            exit_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        let (ran, recorded) = self
+            .apply_step(step, input, dir, validator, stderr)
+            .instrument(span.clone())
+            .await;
         match self.records.last().filter(|_| recorded) {
             // kpt's `captureStepResult`: the run's record, else (it failed
             // before the function answered) the error.
@@ -627,6 +654,12 @@ impl State<'_> {
                     status.exit_code = 1;
                     status.execution_error = text.clone();
                 }
+            }
+        }
+        if !span.is_disabled() {
+            span.record("exit_code", status.exit_code);
+            if ran.is_err() {
+                span.record("otel.status_code", "ERROR");
             }
         }
         (ran, status)

@@ -61,6 +61,7 @@ async fn harness(pods: Vec<Value>) -> Harness {
         deployment: None,
         features: Default::default(),
         porch_leftovers_after: None,
+        function_env: Vec::new(),
     };
     let entrypoints =
         Entrypoints::with_known([(IMAGE, &["/fn"][..]), (OTHER_IMAGE, &["/other-fn"][..])]);

@@ -111,7 +111,11 @@ impl Inner {
             deployment: settings.deployment.clone(),
             readiness_gate: settings.features.readiness_gate,
         };
-        let pod = function_pod.pod(template, spec.overrides.as_deref())?;
+        let pod = function_pod.pod_with_env(
+            template,
+            spec.overrides.as_deref(),
+            &settings.function_env,
+        )?;
         // What makes a pod a runner's (its name, owner, reclaim-after,
         // finalizer, owner reference and traffic gate) is set by the
         // claim: an idle pod is the ReplicaSet's, Ready once its wrapper

@@ -54,6 +54,10 @@ pub struct KubeSettings {
     /// When, after the start, the function pods that Porch's own runner
     /// left are collected ([`super::leftovers`]); `None`: never.
     pub porch_leftovers_after: Option<Duration>,
+    /// Variables every function container gets where its template (or
+    /// FunctionConfig) does not set them: the runner's trace settings, so
+    /// that the wrappers' spans join the runner's traces.
+    pub function_env: Vec<(String, String)>,
 }
 
 /// What the runner does beyond what Porch's runner does, each with a right

@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use k8s_openapi::api::core::v1::{Endpoints, Pod};
 use kube::api::PostParams;
@@ -61,7 +62,9 @@ impl Inner {
         let pooled = spec.idle_pods > 0;
         let start = async {
             if pooled {
-                self.claim(&spec, &mut progress).await
+                self.claim(&spec, &mut progress)
+                    .instrument(tracing::info_span!(target: "otel", "kube.claim"))
+                    .await
             } else {
                 self.start(&spec, &mut progress).await
             }
@@ -205,9 +208,18 @@ impl Inner {
         progress: &mut Progress,
     ) -> Result<(String, Pod, String), Cause> {
         progress.step = "the function pod template";
-        let template = self.current_template().await.map_err(cause)?;
+        let template = self
+            .current_template()
+            .instrument(tracing::info_span!(target: "otel", "kube.template"))
+            .await
+            .map_err(cause)?;
         progress.step = "the image's entrypoint from its registry";
-        let entrypoint = self.entrypoints.of(&spec.image).await.map_err(cause)?;
+        let entrypoint = self
+            .entrypoints
+            .of(&spec.image)
+            .instrument(tracing::info_span!(target: "otel", "kube.entrypoint"))
+            .await
+            .map_err(cause)?;
         let settings = &self.settings;
         let pull_secret = self.pull_secret_for(&spec.image);
         let key = self.spec_key(spec, &template, &[]);
@@ -273,12 +285,21 @@ impl Inner {
         let name = &fp.name;
         let uid = match self.store.get(&self.key(name)) {
             Some(existing) => self.adopt(&existing, spec.ttl)?,
-            None => self.create(fp, template, spec, progress).await?,
+            None => {
+                self.create(fp, template, spec, progress)
+                    .instrument(tracing::info_span!(target: "otel", "kube.create", pod = %name))
+                    .await?
+            }
         };
         progress.step = "its Service to be created";
-        self.ensure_service(fp, template, &uid).await?;
+        self.ensure_service(fp, template, &uid)
+            .instrument(tracing::info_span!(target: "otel", "kube.service"))
+            .await?;
         progress.step = "it to be Ready";
-        let pod = self.wait_ready(name, &uid).await?;
+        let pod = self
+            .wait_ready(name, &uid)
+            .instrument(tracing::info_span!(target: "otel", "kube.ready"))
+            .await?;
         if progress.created.is_some() {
             self.lifecycle.emit(
                 &pod,
@@ -294,7 +315,9 @@ impl Inner {
         // and would count as a dead pod. Checked in both dial modes, so that
         // every pod handed out is reachable both ways.
         progress.step = "its Service's Endpoints to list it";
-        self.wait_listed(name, &pod).await?;
+        self.wait_listed(name, &pod)
+            .instrument(tracing::info_span!(target: "otel", "kube.endpoints"))
+            .await?;
         if self.settings.dial == Dial::Service {
             // kube-proxy programs the Service's address a moment after its
             // Endpoints list the pod, and refuses connections until then: a
@@ -307,7 +330,9 @@ impl Inner {
         // makes this patch fail (its resourceVersion moved), and the pod
         // is read again and refused.
         progress.step = "the API server to answer the declaration of its serve operation";
-        self.declare_serving(name, &uid, &pod).await?;
+        self.declare_serving(name, &uid, &pod)
+            .instrument(tracing::info_span!(target: "otel", "kube.declare"))
+            .await?;
         Ok(pod)
     }
 
@@ -322,7 +347,11 @@ impl Inner {
         progress: &mut Progress,
     ) -> Result<String, Attempt> {
         let name = &fp.name;
-        let pod = fp.pod(template, spec.overrides.as_deref())?;
+        let pod = fp.pod_with_env(
+            template,
+            spec.overrides.as_deref(),
+            &self.settings.function_env,
+        )?;
         // Private registries: the Secret the kubelet pulls with holds
         // the auth file's content before the pod needs it.
         if let (Some(secret), Some(_)) = (&self.settings.pull_secret, &fp.pull_secret) {

@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     /// Started with Porch's command line: FunctionConfigs get Porch's
     /// finalizer, as Porch's runner adds it.
     pub(crate) porch: bool,
+    /// The runner's trace settings, for the function pods' wrappers.
+    pub(crate) function_env: Vec<(String, String)>,
 }
 
 /// The kube backend's flags, named as Porch's function runner's.
@@ -191,6 +193,7 @@ impl KubeArgs {
             features: Default::default(),
             porch_leftovers_after: Some(self.collect_porch_pods_after)
                 .filter(|after| !after.is_zero()),
+            function_env: shared.function_env.clone(),
         }
     }
 

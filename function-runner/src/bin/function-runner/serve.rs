@@ -274,6 +274,7 @@ impl ServeArgs {
     async fn backend(
         &self,
         configs: &FunctionConfigs,
+        function_env: &[(String, String)],
     ) -> anyhow::Result<(Arc<dyn Backend>, Functions, Option<ConfigWatch>)> {
         let fixed = || Functions::fixed(configs);
         Ok(match self.backend_kind() {
@@ -300,6 +301,7 @@ impl ServeArgs {
                     functions_dir: self.functions.clone(),
                     default_prefix: self.default_image_prefix.clone(),
                     porch: self.porch_command_line,
+                    function_env: function_env.to_vec(),
                 };
                 self.kube.backend(&shared, configs).await?
             }
@@ -366,7 +368,8 @@ pub(crate) async fn run(args: ServeArgs, telemetry: &telemetry::Telemetry) -> an
         .await
         .with_context(|| format!("listening on {addr}"))?;
     let addr = listener.local_addr().context("reading the bound address")?;
-    let (backend, functions, _config_watch) = args.backend(&configs).await?;
+    let (backend, functions, _config_watch) =
+        args.backend(&configs, &telemetry.forwarded_env()).await?;
     let mut settings = args.runner_settings();
     if telemetry.tracing() {
         settings.export_stats = Some(telemetry.stats().clone());
