@@ -52,6 +52,16 @@ enum Cmd {
         #[arg(long, default_value_t = 1000)]
         calls: usize,
     },
+    /// The cost of tracing: p50 of one client's sequential calls to a
+    /// warm process pod's `cat` through serve, with tracing off, on (a real
+    /// OTLP receiver, in this process) and on with the collector down.
+    Tracing {
+        #[arg(long, default_value_t = 6)]
+        rounds: usize,
+        /// Sequential calls per variant per round.
+        #[arg(long, default_value_t = 2000)]
+        calls: usize,
+    },
     /// A built-in set-namespace call against a warm process pod's `cat`
     /// call, through serve: p50 of one client, then 16-client throughput.
     Builtin {
@@ -84,6 +94,7 @@ async fn main() -> anyhow::Result<()> {
             clients,
             seconds,
         } => builtin(rounds, calls, clients, Duration::from_secs_f64(seconds)).await,
+        Cmd::Tracing { rounds, calls } => tracing_cost(rounds, calls).await,
     }
 }
 
@@ -353,6 +364,88 @@ async fn builtin(
         "| mean | {lc:.0} | {lb:.0} | **{:.1}** | {tc:.0} | {tb:.0} | **{:.1}** |",
         lc / lb,
         tb / tc
+    );
+    Ok(())
+}
+
+/// See [`Cmd::Tracing`].
+async fn tracing_cost(rounds: usize, calls: usize) -> anyhow::Result<()> {
+    ensure!(
+        calls > 0 && rounds > 0,
+        "--calls and --rounds must be positive"
+    );
+    let fns = functions_dir()?;
+    let receiver =
+        e2e_tests::otlp::Receiver::grpc(std::net::SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let dead_endpoint = format!("http://{}", dead.local_addr()?);
+    drop(dead);
+    let start = |endpoint: Option<&str>| -> anyhow::Result<Wrapper> {
+        let mut cmd = std::process::Command::new(e2e_tests::bin("function-runner"));
+        cmd.args(["serve", "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0"])
+            .arg("--process-functions")
+            .arg(fns.path());
+        if let Some(endpoint) = endpoint {
+            cmd.env("OTEL_TRACES_EXPORTER", "otlp")
+                .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+                .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+        }
+        Wrapper::spawn(cmd, "function-runner serving")
+    };
+    let variants = [
+        ("off", start(None)?),
+        ("on", start(Some(&receiver.endpoint()))?),
+        ("collector down", start(Some(&dead_endpoint))?),
+    ];
+    let rl = bytes::Bytes::from(resource_list(7));
+    for (_, runner) in &variants {
+        // Warm the pod.
+        evaluator_client(&runner.endpoint(), 64 << 20)
+            .await?
+            .evaluate_function(request(&rl))
+            .await?;
+    }
+    println!(
+        "tracing off, on, and on with the collector down: p50 of {calls} sequential calls to a warm process pod's cat through serve, {} B ResourceList\n",
+        rl.len()
+    );
+    println!("| round | off p50 µs | on p50 µs | down p50 µs | on/off | down/off |");
+    println!("|---|---|---|---|---|---|");
+    let mut sums = [0.0; 3];
+    for round in 0..rounds {
+        let mut lat = [0.0; 3];
+        // Each round starts with the next variant.
+        for k in 0..3 {
+            let i = (round + k) % 3;
+            lat[i] = p50(&variants[i].1.endpoint(), CAT_IMAGE, calls, &rl).await?;
+        }
+        for i in 0..3 {
+            sums[i] += lat[i];
+        }
+        println!(
+            "| {round} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} |",
+            lat[0],
+            lat[1],
+            lat[2],
+            lat[1] / lat[0],
+            lat[2] / lat[0]
+        );
+    }
+    let n = rounds as f64;
+    println!(
+        "| mean | {:.0} | {:.0} | {:.0} | **{:.2}** | **{:.2}** |",
+        sums[0] / n,
+        sums[1] / n,
+        sums[2] / n,
+        sums[1] / sums[0],
+        sums[2] / sums[0]
+    );
+    // Let the last batch go out before counting.
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    println!(
+        "\nspans received with tracing on: {} (calls made: {})",
+        receiver.spans().len(),
+        rounds * calls + 1
     );
     Ok(())
 }

@@ -276,6 +276,10 @@ impl ServeArgs {
         configs: &FunctionConfigs,
         function_env: &[(String, String)],
     ) -> anyhow::Result<(Arc<dyn Backend>, Functions, Option<ConfigWatch>)> {
+        // Only the kube backend's pods are given it (the process backend's
+        // wrappers inherit the runner's environment).
+        #[cfg(not(feature = "kube"))]
+        let _ = function_env;
         let fixed = || Functions::fixed(configs);
         Ok(match self.backend_kind() {
             BackendKind::Process => {
