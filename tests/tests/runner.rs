@@ -174,7 +174,14 @@ async fn binary_executor_is_tried_before_pods() {
     let fx = Fixture::new();
     let configs = fx.functions("apiVersion: config.porch.kpt.dev/v1alpha1\nkind: FunctionConfig\nmetadata:\n  name: cat\n  namespace: porch-fn-system\nspec:\n  image: cat-fn\n  binaryExecutor:\n    tags: [v1.0.0, v1.2.0]\n    path: upper.sh\n");
     write_script(&configs.join("upper.sh"), "exec cat");
-    let runner = fx.start(&["--functions", configs.to_str().unwrap()]);
+    // The default prefix names a registry that refuses at once (nothing
+    // listens on port 1): a constraint resolved against it fails fast.
+    let runner = fx.start(&[
+        "--functions",
+        configs.to_str().unwrap(),
+        "--default-image-prefix",
+        "127.0.0.1:1/fns",
+    ]);
     let mut client = runner.client().await.unwrap();
     // Short name, default prefix, semver constraint on the tag.
     let mut req = request("cat-fn");
@@ -182,9 +189,7 @@ async fn binary_executor_is_tried_before_pods() {
     let resp = client.evaluate_function(req).await.unwrap().into_inner();
     assert_eq!(resp.resource_list, example_rl().as_bytes());
     let resp = client
-        .evaluate_function(request(
-            "ghcr.io/kptdev/krm-functions-catalog/cat-fn:v1.0.0",
-        ))
+        .evaluate_function(request("127.0.0.1:1/fns/cat-fn:v1.0.0"))
         .await
         .unwrap()
         .into_inner();
@@ -193,12 +198,16 @@ async fn binary_executor_is_tried_before_pods() {
         wrapper_pids(runner.child.id()).is_empty(),
         "exec needs no pod"
     );
-    // A constraint no configured tag satisfies falls through to pods, which
-    // do not know the image either.
+    // A constraint no configured tag satisfies is resolved against the
+    // image's registry (issue 41): here one that cannot be reached.
     let mut req = request("cat-fn");
     req.tag = ">=3".into();
     let err = client.evaluate_function(req).await.unwrap_err();
-    assert_eq!(err.code(), Code::NotFound, "{err:?}");
+    assert_eq!(err.code(), Code::Unavailable, "{err:?}");
+    assert!(
+        err.message().contains(">=3") && err.message().contains("127.0.0.1:1"),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
