@@ -382,9 +382,17 @@ async fn tracing_cost(rounds: usize, calls: usize) -> anyhow::Result<()> {
     drop(dead);
     let start = |endpoint: Option<&str>| -> anyhow::Result<Wrapper> {
         let mut cmd = std::process::Command::new(e2e_tests::bin("function-runner"));
-        cmd.args(["serve", "--host", "127.0.0.1", "--port", "0", "--metrics-port", "0"])
-            .arg("--process-functions")
-            .arg(fns.path());
+        cmd.args([
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--metrics-port",
+            "0",
+        ])
+        .arg("--process-functions")
+        .arg(fns.path());
         if let Some(endpoint) = endpoint {
             cmd.env("OTEL_TRACES_EXPORTER", "otlp")
                 .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")

@@ -204,6 +204,49 @@ fn init_logging(telemetry: &telemetry::Telemetry, json: bool, default: &str) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::porch_command_line;
+    use clap::Parser as _;
+
+    /// Every flag of Porch's runner (func/server/server.go at
+    /// nephio-project/porch 74d82d56), with a value, in Go's one-dash
+    /// spelling and ours: the command line parses.
+    #[test]
+    fn every_flag_of_porchs_runner_is_accepted() {
+        let flags = [
+            ("port", "9445"),
+            ("disable-runtimes", "exec,pod"),
+            ("log-level", "4"),
+            (
+                "default-image-prefix",
+                "ghcr.io/kptdev/krm-functions-catalog/",
+            ),
+            ("functions", "./functions"),
+            ("warm-up-pod-cache", "false"),
+            ("pod-namespace", "porch-fn-system"),
+            ("pod-ttl", "30m"),
+            ("scan-interval", "1m"),
+            ("enable-private-registries", "false"),
+            (
+                "registry-auth-secret-path",
+                "/var/tmp/config-secret/.dockerconfigjson",
+            ),
+            ("registry-auth-secret-name", "auth-secret"),
+            ("enable-private-registries-tls", "false"),
+            ("tls-secret-path", "/var/tmp/tls-secret/"),
+            ("max-request-body-size", "6291456"),
+            ("max-waitlist-length", "2"),
+            ("max-parallel-pods-per-function", "1"),
+        ];
+        for dashes in ["-", "--"] {
+            let mut args = vec!["/home/nonroot/server".to_string()];
+            for (flag, value) in flags {
+                args.push(format!("{dashes}{flag}={value}"));
+            }
+            let args = porch_command_line(args.into_iter().map(Into::into).collect());
+            if let Err(err) = super::Cli::try_parse_from(args) {
+                panic!("{dashes}: {err}");
+            }
+        }
+    }
 
     fn rewritten(args: &[&str]) -> Vec<String> {
         porch_command_line(args.iter().map(Into::into).collect())
