@@ -22,10 +22,13 @@
 //!
 //! Labels are attributes; `_created` samples, exemplars and timestamps are
 //! not sent; nor are values that are not finite (NaN, ±Inf: OTLP/JSON
-//! cannot carry them and a counter cannot be one). A family first seen
-//! after the start is not pushed (said once in the debug log): the
-//! binaries register theirs before serving. A name OpenTelemetry does not
-//! allow (a `:` in it) is skipped.
+//! cannot carry them and a counter cannot be one). The instruments are
+//! registered from the text read at start, and again each interval for
+//! families first seen later (prometheus-client writes nothing of a
+//! labelled family before its first series): such a family is pushed from
+//! the interval after it appears. A family whose type changes keeps its
+//! first instruments, which then report nothing. A name OpenTelemetry does
+//! not allow (a `:` in it) is skipped.
 //!
 //! Export never holds a call up: the reader collects and exports on a
 //! thread of its own; the source is rendered as a task on the runtime
@@ -68,15 +71,13 @@ const DEFAULT_INTERVAL: Duration = Duration::from_secs(60);
 pub struct MetricsPush {
     provider: SdkMeterProvider,
     stopped: AtomicBool,
-    /// Kept so that the callbacks stay registered with the provider.
-    instruments: Vec<Box<dyn std::any::Any + Send + Sync>>,
+    /// Registers the families that appear after the start.
+    watch: tokio::task::JoinHandle<()>,
 }
 
 impl std::fmt::Debug for MetricsPush {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MetricsPush")
-            .field("instruments", &self.instruments.len())
-            .finish_non_exhaustive()
+        f.debug_struct("MetricsPush").finish_non_exhaustive()
     }
 }
 
@@ -104,14 +105,12 @@ impl MetricsPush {
         };
         let interval = export_interval();
         let latest = Arc::new(Latest {
-            source,
+            source: source.clone(),
             runtime: runtime.clone(),
             // Every instrument's callback asks for the text in one
             // collection: render once per collection, not once per series.
             max_age: (interval / 2).min(Duration::from_secs(1)),
             state: Mutex::new((Arc::new(first.clone()), Instant::now())),
-            registered: first.families.iter().map(|f| f.name.clone()).collect(),
-            new_family_said: AtomicBool::new(false),
         });
         let exporter = PushOnRuntime {
             inner: exporter,
@@ -130,59 +129,36 @@ impl MetricsPush {
             .with_resource(resource.build())
             .with_reader(reader)
             .build();
-        let meter = provider.meter("krm-runtime");
-        let mut instruments: Vec<Box<dyn std::any::Any + Send + Sync>> = Vec::new();
-        for family in &first.families {
-            for series in series(family) {
-                if !otel_name(&series.instrument) {
-                    tracing::debug!(
-                        name = series.instrument,
-                        "not a name OpenTelemetry allows: not pushed"
-                    );
-                    continue;
-                }
-                let read = Reader {
-                    latest: latest.clone(),
-                    family: family.name.clone(),
-                    kind: family.kind,
-                    samples: series.samples,
-                };
-                let callback = move |observer: &dyn AsyncInstrument<f64>| read.observe(observer);
-                if series.counter {
-                    let mut builder = meter
-                        .f64_observable_counter(series.instrument)
-                        .with_callback(callback);
-                    if !family.help.is_empty() {
-                        builder = builder.with_description(family.help.clone());
-                    }
-                    if !family.unit.is_empty() {
-                        builder = builder.with_unit(family.unit.clone());
-                    }
-                    instruments.push(Box::new(builder.build()));
-                } else {
-                    let mut builder = meter
-                        .f64_observable_gauge(series.instrument)
-                        .with_callback(callback);
-                    if !family.help.is_empty() {
-                        builder = builder.with_description(family.help.clone());
-                    }
-                    if !family.unit.is_empty() {
-                        builder = builder.with_unit(family.unit.clone());
-                    }
-                    instruments.push(Box::new(builder.build()));
-                }
-            }
-        }
+        let mut bridge = Bridge {
+            meter: provider.meter("krm-runtime"),
+            latest,
+            registered: HashSet::new(),
+        };
+        bridge.register(&first);
         tracing::info!(
             target = %target,
             ?interval,
             families = first.families.len(),
             "pushing metrics (OTEL_METRICS_EXPORTER=otlp)"
         );
+        // Registering an instrument while the reader collects could wait
+        // on the collection: new families are registered here, on the
+        // runtime, never from a callback.
+        let watch = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                if let Ok(text) = tokio::time::timeout(RENDER_TIMEOUT, source()).await {
+                    bridge.register(&text::parse(&text));
+                }
+            }
+        });
         Ok(MetricsPush {
             provider,
             stopped: AtomicBool::new(false),
-            instruments,
+            watch,
         })
     }
 
@@ -192,6 +168,7 @@ impl MetricsPush {
         if self.stopped.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.watch.abort();
         let provider = self.provider.clone();
         // The SDK waits for its reader's thread: not on a runtime thread.
         let stopping = tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(timeout));
@@ -209,11 +186,76 @@ impl Drop for MetricsPush {
         // Dropped without `shutdown` (an early exit): the SDK's own drop
         // would push once more and wait for it, maybe on a runtime thread.
         // Let a thread of its own wait instead.
+        self.watch.abort();
         if !self.stopped.swap(true, Ordering::AcqRel) {
             let provider = self.provider.clone();
             let _ = std::thread::Builder::new()
                 .name("metrics-push-stop".into())
                 .spawn(move || drop(provider));
+        }
+    }
+}
+
+/// The instruments, by family.
+struct Bridge {
+    meter: opentelemetry::metrics::Meter,
+    latest: Arc<Latest>,
+    registered: HashSet<String>,
+}
+
+impl Bridge {
+    /// Registers the instruments of the families not yet registered.
+    fn register(&mut self, exposition: &Exposition) {
+        for family in &exposition.families {
+            if !self.registered.insert(family.name.clone()) {
+                continue;
+            }
+            tracing::debug!(family = family.name, kind = ?family.kind, "pushing a metric family");
+            for series in series(family) {
+                if !otel_name(&series.instrument) {
+                    tracing::debug!(
+                        name = series.instrument,
+                        "not a name OpenTelemetry allows: not pushed"
+                    );
+                    continue;
+                }
+                let read = Reader {
+                    latest: self.latest.clone(),
+                    family: family.name.clone(),
+                    kind: family.kind,
+                    samples: series.samples,
+                };
+                let callback = move |observer: &dyn AsyncInstrument<f64>| read.observe(observer);
+                if series.counter {
+                    let mut builder = self
+                        .meter
+                        .f64_observable_counter(series.instrument)
+                        .with_callback(callback);
+                    if !family.help.is_empty() {
+                        builder = builder.with_description(family.help.clone());
+                    }
+                    if !family.unit.is_empty() {
+                        builder = builder.with_unit(family.unit.clone());
+                    }
+                    // The callback now belongs to the provider; the
+                    // handle itself holds nothing.
+                    let _ = builder.build();
+                } else {
+                    let mut builder = self
+                        .meter
+                        .f64_observable_gauge(series.instrument)
+                        .with_callback(callback);
+                    if !family.help.is_empty() {
+                        builder = builder.with_description(family.help.clone());
+                    }
+                    if !family.unit.is_empty() {
+                        builder = builder.with_unit(family.unit.clone());
+                    }
+                    // The callback now belongs to the provider; the
+                    // handle itself holds nothing.
+                    let _ = builder.build();
+                }
+            }
         }
     }
 }
@@ -318,8 +360,6 @@ struct Latest {
     runtime: tokio::runtime::Handle,
     max_age: Duration,
     state: Mutex<(Arc<Exposition>, Instant)>,
-    registered: HashSet<String>,
-    new_family_said: AtomicBool,
 }
 
 impl Latest {
@@ -329,21 +369,7 @@ impl Latest {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         if state.1.elapsed() >= self.max_age {
             if let Some(text) = self.render() {
-                let parsed = text::parse(&text);
-                if !self.new_family_said.load(Ordering::Relaxed) {
-                    if let Some(new) = parsed
-                        .families
-                        .iter()
-                        .find(|f| !self.registered.contains(&f.name))
-                    {
-                        self.new_family_said.store(true, Ordering::Relaxed);
-                        tracing::debug!(
-                            family = new.name,
-                            "a metric family that came after the start is not pushed"
-                        );
-                    }
-                }
-                state.0 = Arc::new(parsed);
+                state.0 = Arc::new(text::parse(&text));
             }
             // Failed or not: the other callbacks of this collection do not
             // wait again.
@@ -570,8 +596,6 @@ mod tests {
             runtime: runtime.handle().clone(),
             max_age: Duration::ZERO,
             state: Mutex::new((Arc::default(), Instant::now())),
-            registered: HashSet::new(),
-            new_family_said: AtomicBool::new(false),
         });
         let reader = Reader {
             latest,
