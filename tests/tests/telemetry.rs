@@ -653,3 +653,41 @@ async fn a_refusing_collector_fails_no_call_and_is_said_once() {
     assert!(back, "{}", wrapper.logs());
     assert!(!receiver.points().is_empty());
 }
+
+/// SIGTERM pushes the last values: with a push interval of a minute, only
+/// the push at exit can have sent the call's count (its family, empty at
+/// the start, included).
+#[tokio::test]
+async fn sigterm_pushes_the_last_metrics() {
+    let receiver = Receiver::grpc(loopback()).await.expect("receiver");
+    let mut cmd = Command::new(bin("wrapper-server"));
+    cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+    let mut cmd = pushing_metrics(cmd, &receiver.endpoint());
+    cmd.env("OTEL_METRIC_EXPORT_INTERVAL", "60000");
+    let mut wrapper = Wrapper::start_command(cmd, &[], &["cat"]).expect("wrapper-server starts");
+    let mut client = wrapper.client().await.expect("client");
+    client
+        .evaluate_function(example_request("cat"))
+        .await
+        .expect("the call succeeds");
+    assert!(
+        receiver.points().is_empty(),
+        "pushed before the exit: the test proves nothing"
+    );
+    wrapper.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = wrapper.wait_exit(WAIT).await.expect("exits");
+    assert!(status.success(), "{status:?}\n{}", wrapper.logs());
+    let points = receiver.points();
+    let calls = point(
+        &points,
+        "wrapper-server",
+        "wrapper_server_evaluations",
+        ("outcome", "ok"),
+    );
+    assert!(
+        calls.is_some_and(|p| p.value == 1.0),
+        "{}\nlogs:\n{}",
+        show_points(&points),
+        wrapper.logs()
+    );
+}

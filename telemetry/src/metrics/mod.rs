@@ -73,6 +73,8 @@ pub struct MetricsPush {
     stopped: AtomicBool,
     /// Registers the families that appear after the start.
     watch: tokio::task::JoinHandle<()>,
+    bridge: Arc<Mutex<Bridge>>,
+    source: Source,
 }
 
 impl std::fmt::Debug for MetricsPush {
@@ -135,6 +137,9 @@ impl MetricsPush {
             registered: HashSet::new(),
         };
         bridge.register(&first);
+        let bridge = Arc::new(Mutex::new(bridge));
+        let watched = bridge.clone();
+        let rendered = source.clone();
         tracing::info!(
             target = %target,
             ?interval,
@@ -150,8 +155,8 @@ impl MetricsPush {
             tick.tick().await;
             loop {
                 tick.tick().await;
-                if let Ok(text) = tokio::time::timeout(RENDER_TIMEOUT, source()).await {
-                    bridge.register(&text::parse(&text));
+                if let Ok(text) = tokio::time::timeout(RENDER_TIMEOUT, rendered()).await {
+                    register(&watched, &text);
                 }
             }
         });
@@ -159,6 +164,8 @@ impl MetricsPush {
             provider,
             stopped: AtomicBool::new(false),
             watch,
+            bridge,
+            source,
         })
     }
 
@@ -169,6 +176,11 @@ impl MetricsPush {
             return;
         }
         self.watch.abort();
+        // The last push has what came since the last interval, new
+        // families included.
+        if let Ok(text) = tokio::time::timeout(RENDER_TIMEOUT, (self.source)()).await {
+            register(&self.bridge, &text);
+        }
         let provider = self.provider.clone();
         // The SDK waits for its reader's thread: not on a runtime thread.
         let stopping = tokio::task::spawn_blocking(move || provider.shutdown_with_timeout(timeout));
@@ -194,6 +206,19 @@ impl Drop for MetricsPush {
                 .spawn(move || drop(provider));
         }
     }
+}
+
+/// Registers the new families of `text`, which is also the latest values
+/// (a collection soon after, the last at exit, reads it as it is).
+fn register(bridge: &Mutex<Bridge>, text: &str) {
+    let parsed = Arc::new(text::parse(text));
+    let mut bridge = bridge.lock().unwrap_or_else(PoisonError::into_inner);
+    bridge.register(&parsed);
+    *bridge
+        .latest
+        .state
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) = (parsed, Instant::now());
 }
 
 /// The instruments, by family.
