@@ -604,9 +604,11 @@ mod tests {
         assert!(!otel_name("_x"));
     }
 
-    /// The bridge end to end within the process: an in-memory exporter
-    /// would not show the runtime wrapper, so this uses the SDK's manual
-    /// reader path only through `Reader::observe`'s view of the text.
+    /// A callback renders the source on the runtime (from a thread that is
+    /// not the runtime's, as the reader's is) and reports the finite
+    /// samples of its series, labels as attributes; `_created` is not one
+    /// of a counter's series. (The OTLP path is tested end to end in
+    /// tests/tests/telemetry.rs.)
     #[test]
     fn a_reader_reports_finite_samples_with_their_labels() {
         let runtime = tokio::runtime::Builder::new_multi_thread()
