@@ -15,6 +15,7 @@
 
 pub mod env;
 mod export;
+pub mod metrics;
 pub mod propagate;
 
 use std::time::Duration;
@@ -53,6 +54,12 @@ pub enum Error {
         #[source]
         source: opentelemetry_otlp::ExporterBuildError,
     },
+    #[error("OTEL_METRICS_EXPORTER=otlp ({protocol}): {source}")]
+    MetricsExporter {
+        protocol: env::Protocol,
+        #[source]
+        source: opentelemetry_otlp::ExporterBuildError,
+    },
 }
 
 /// The process's telemetry: the tracer provider when tracing is on, the
@@ -79,12 +86,7 @@ impl Telemetry {
     /// runtime: call it within one.
     pub fn from_env(service: &str) -> Result<Self, Error> {
         let settings = Settings::from_env()?;
-        let service_named = std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.is_empty())
-            || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|v| {
-                v.split(',')
-                    .any(|kv| kv.trim().starts_with("service.name="))
-            });
-        Self::with_settings(settings, (!service_named).then_some(service))
+        Self::with_settings(settings, default_service(service))
     }
 
     /// [`Telemetry::from_env`] with the settings given (the resource, sampler
@@ -225,6 +227,18 @@ impl Telemetry {
             ),
         }
     }
+}
+
+/// `service`, unless `OTEL_SERVICE_NAME` (or `service.name` in
+/// `OTEL_RESOURCE_ATTRIBUTES`) names the process: the SDK's resource reads
+/// those, and they win.
+pub(crate) fn default_service(service: &str) -> Option<&str> {
+    let service_named = std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.is_empty())
+        || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|v| {
+            v.split(',')
+                .any(|kv| kv.trim().starts_with("service.name="))
+        });
+    (!service_named).then_some(service)
 }
 
 /// The trace settings [`Telemetry::forwarded_env`] passes on.

@@ -1,14 +1,21 @@
-//! A real OTLP receiver for the tests: the collector's gRPC trace service
-//! (`opentelemetry.proto.collector.trace.v1.TraceService/Export`), served by
-//! tonic on a TCP port, and its HTTP twin (`POST /v1/traces`,
-//! protobuf), keeping every span it is sent. It can be told to refuse (as a
-//! collector that is overloaded) or to answer slowly.
+//! A real OTLP receiver for the tests: the collector's gRPC trace and
+//! metrics services (`opentelemetry.proto.collector.trace.v1.TraceService/
+//! Export`, `…metrics.v1.MetricsService/Export`), served by tonic on a TCP
+//! port, and the traces' HTTP twin (`POST /v1/traces`, protobuf), keeping
+//! every span and metric data point it is sent. It can be told to refuse
+//! (as a collector that is overloaded) or to answer slowly.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use opentelemetry_proto::tonic::collector::metrics::v1::metrics_service_server::{
+    MetricsService, MetricsServiceServer,
+};
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };
@@ -43,9 +50,33 @@ impl ReceivedSpan {
     }
 }
 
+/// One metric data point as received, flattened with its metric's name
+/// and its resource's service name.
+#[derive(Debug, Clone)]
+pub struct ReceivedPoint {
+    pub service: String,
+    pub metric: String,
+    /// `sum` (monotonic or not), `gauge`, `histogram`, or another kind.
+    pub kind: &'static str,
+    pub attributes: Vec<(String, String)>,
+    /// The number (a histogram's: its count).
+    pub value: f64,
+}
+
+impl ReceivedPoint {
+    pub fn attribute(&self, key: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 #[derive(Default)]
 struct State {
     spans: Mutex<Vec<ReceivedSpan>>,
+    points: Mutex<Vec<ReceivedPoint>>,
+    metric_requests: AtomicU64,
     refuse: AtomicBool,
     delay_ms: AtomicU64,
     requests: AtomicU64,
@@ -77,7 +108,100 @@ impl TraceService for Service {
     }
 }
 
+#[tonic::async_trait]
+impl MetricsService for Service {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportMetricsServiceRequest>,
+    ) -> Result<tonic::Response<ExportMetricsServiceResponse>, tonic::Status> {
+        self.0.receive_metrics(request.into_inner()).await?;
+        Ok(tonic::Response::new(ExportMetricsServiceResponse::default()))
+    }
+}
+
+fn attributes(kvs: &[opentelemetry_proto::tonic::common::v1::KeyValue]) -> Vec<(String, String)> {
+    kvs.iter()
+        .map(|kv| {
+            (
+                kv.key.clone(),
+                kv.value.as_ref().map(show).unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn number(point: &opentelemetry_proto::tonic::metrics::v1::NumberDataPoint) -> f64 {
+    use opentelemetry_proto::tonic::metrics::v1::number_data_point::Value as N;
+    match point.value {
+        Some(N::AsDouble(d)) => d,
+        Some(N::AsInt(i)) => i as f64,
+        None => f64::NAN,
+    }
+}
+
 impl State {
+    async fn receive_metrics(
+        &self,
+        request: ExportMetricsServiceRequest,
+    ) -> Result<(), tonic::Status> {
+        use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+        self.metric_requests.fetch_add(1, Ordering::SeqCst);
+        let delay = self.delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
+        if self.refuse.load(Ordering::SeqCst) {
+            return Err(tonic::Status::unavailable("the test receiver refuses"));
+        }
+        let mut out = Vec::new();
+        for resource in request.resource_metrics {
+            let service = resource
+                .resource
+                .iter()
+                .flat_map(|r| r.attributes.iter())
+                .find(|kv| kv.key == "service.name")
+                .and_then(|kv| kv.value.as_ref())
+                .map(show)
+                .unwrap_or_default();
+            for scope in resource.scope_metrics {
+                for metric in scope.metrics {
+                    let point = |kind: &'static str,
+                                 attrs: &[opentelemetry_proto::tonic::common::v1::KeyValue],
+                                 value: f64| ReceivedPoint {
+                        service: service.clone(),
+                        metric: metric.name.clone(),
+                        kind,
+                        attributes: attributes(attrs),
+                        value,
+                    };
+                    match &metric.data {
+                        Some(Data::Sum(sum)) => out.extend(
+                            sum.data_points
+                                .iter()
+                                .map(|p| point("sum", &p.attributes, number(p))),
+                        ),
+                        Some(Data::Gauge(gauge)) => out.extend(
+                            gauge
+                                .data_points
+                                .iter()
+                                .map(|p| point("gauge", &p.attributes, number(p))),
+                        ),
+                        Some(Data::Histogram(h)) => out.extend(
+                            h.data_points
+                                .iter()
+                                .map(|p| point("histogram", &p.attributes, p.count as f64)),
+                        ),
+                        Some(_) | None => out.push(point("other", &[], f64::NAN)),
+                    }
+                }
+            }
+        }
+        if let Ok(mut points) = self.points.lock() {
+            points.extend(out);
+        }
+        Ok(())
+    }
+
     async fn receive(&self, request: ExportTraceServiceRequest) -> Result<(), tonic::Status> {
         self.requests.fetch_add(1, Ordering::SeqCst);
         let delay = self.delay_ms.load(Ordering::SeqCst);
@@ -150,10 +274,12 @@ impl Receiver {
         let addr = listener.local_addr()?;
         let state = Arc::new(State::default());
         let service = TraceServiceServer::new(Service(state.clone()));
+        let metrics = MetricsServiceServer::new(Service(state.clone()));
         let task = tokio::spawn(async move {
             let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
             let _ = tonic::transport::Server::builder()
                 .add_service(service)
+                .add_service(metrics)
                 .serve_with_incoming(incoming)
                 .await;
         });
@@ -225,9 +351,40 @@ impl Receiver {
             .unwrap_or_default()
     }
 
-    /// Export requests received (refused ones included).
+    /// Span export requests received (refused ones included).
     pub fn requests(&self) -> u64 {
         self.state.requests.load(Ordering::SeqCst)
+    }
+
+    /// Every metric data point received so far (gRPC only).
+    pub fn points(&self) -> Vec<ReceivedPoint> {
+        self.state
+            .points
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
+    }
+
+    /// Metrics export requests received (refused ones included).
+    pub fn metric_requests(&self) -> u64 {
+        self.state.metric_requests.load(Ordering::SeqCst)
+    }
+
+    /// Waits (bounded) until the data points received satisfy `done`;
+    /// returns them.
+    pub async fn wait_for_points(
+        &self,
+        timeout: Duration,
+        mut done: impl FnMut(&[ReceivedPoint]) -> bool,
+    ) -> Vec<ReceivedPoint> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let points = self.points();
+            if done(&points) || tokio::time::Instant::now() >= deadline {
+                return points;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Refuse every export from now (UNAVAILABLE / 503), or accept again.

@@ -7,7 +7,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::process::Command;
 use std::time::Duration;
 
-use e2e_tests::otlp::{ReceivedSpan, Receiver};
+use e2e_tests::otlp::{ReceivedPoint, ReceivedSpan, Receiver};
 use e2e_tests::{bin, example_request, Wrapper};
 
 const TRACE_ID: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -474,4 +474,220 @@ async fn render_and_eval_export_a_span_per_function_step() {
         .find(|s| s.service == "function-runner-eval" && s.name == "eval.function")
         .unwrap_or_else(|| panic!("{}", show(&spans)));
     assert_eq!(eval.attribute("exit_code"), Some("0"));
+}
+
+/// `cmd` with the variables that push metrics to `receiver` over gRPC
+/// every 200 ms.
+fn pushing_metrics(mut cmd: Command, endpoint: &str) -> Command {
+    cmd.env("OTEL_METRICS_EXPORTER", "otlp")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .env("OTEL_METRIC_EXPORT_INTERVAL", "200");
+    cmd
+}
+
+fn show_points(points: &[ReceivedPoint]) -> String {
+    points
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {} {} {:?} {}\n",
+                p.service, p.metric, p.kind, p.attributes, p.value
+            )
+        })
+        .collect()
+}
+
+fn point<'a>(
+    points: &'a [ReceivedPoint],
+    service: &str,
+    metric: &str,
+    attribute: (&str, &str),
+) -> Option<&'a ReceivedPoint> {
+    // The last push's.
+    points.iter().rev().find(|p| {
+        p.service == service && p.metric == metric && p.attribute(attribute.0) == Some(attribute.1)
+    })
+}
+
+/// OTEL_METRICS_EXPORTER=otlp: the wrapper's Prometheus metrics are pushed
+/// under their Prometheus names (a counter without `_total`), labels as
+/// attributes; a histogram as its cumulative `_bucket`/`_sum`/`_count`.
+#[tokio::test]
+async fn the_wrappers_metrics_are_pushed_over_otlp() {
+    let receiver = Receiver::grpc(loopback()).await.expect("receiver");
+    let mut cmd = Command::new(bin("wrapper-server"));
+    cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+    let cmd = pushing_metrics(cmd, &receiver.endpoint());
+    let mut wrapper = Wrapper::start_command(cmd, &[], &["cat"]).expect("wrapper-server starts");
+    let mut client = wrapper.client().await.expect("client");
+    client
+        .evaluate_function(example_request("cat"))
+        .await
+        .expect("the call succeeds");
+    let metric = "wrapper_server_evaluations";
+    let points = receiver
+        .wait_for_points(WAIT, |p| {
+            point(p, "wrapper-server", metric, ("outcome", "ok")).is_some_and(|p| p.value >= 1.0)
+        })
+        .await;
+    let calls = point(&points, "wrapper-server", metric, ("outcome", "ok")).unwrap_or_else(|| {
+        panic!(
+            "no {metric}{{outcome=ok}} in\n{}\nlogs:\n{}",
+            show_points(&points),
+            wrapper.logs()
+        )
+    });
+    assert_eq!(calls.kind, "sum", "a counter is a sum");
+    assert!(calls.value >= 1.0, "{}", show_points(&points));
+    let count = points
+        .iter()
+        .rev()
+        .find(|p| p.metric == "wrapper_server_evaluation_duration_seconds_count")
+        .unwrap_or_else(|| panic!("no histogram count in\n{}", show_points(&points)));
+    assert!(count.value >= 1.0, "{}", show_points(&points));
+    assert!(
+        point(
+            &points,
+            "wrapper-server",
+            "wrapper_server_evaluation_duration_seconds_bucket",
+            ("le", "+Inf")
+        )
+        .is_some(),
+        "{}",
+        show_points(&points)
+    );
+    assert!(
+        points
+            .iter()
+            .any(|p| p.metric == "wrapper_server_evaluations_in_flight" && p.kind == "gauge"),
+        "{}",
+        show_points(&points)
+    );
+    // SIGTERM: a last push, and a clean exit.
+    wrapper.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = wrapper.wait_exit(WAIT).await.expect("exits");
+    assert!(status.success(), "{status:?}\n{}", wrapper.logs());
+}
+
+/// Through `function-runner serve` (process backend): the runner's metrics
+/// are pushed too, the pod cache's figures with them.
+#[tokio::test]
+async fn the_runners_metrics_are_pushed_over_otlp() {
+    let receiver = Receiver::grpc(loopback()).await.expect("receiver");
+    let pods = process_functions();
+    let cmd = pushing_metrics(runner_command(&pods, free_port()), &receiver.endpoint());
+    let runner = Wrapper::spawn(cmd, "function-runner serving").expect("runner starts");
+    let mut client = runner.client().await.expect("client");
+    client
+        .evaluate_function(example_request("example-fn"))
+        .await
+        .expect("the call succeeds");
+    let points = receiver
+        .wait_for_points(WAIT, |p| {
+            p.iter().any(|p| {
+                p.service == "function-runner"
+                    && p.metric.starts_with("function_runner_evaluations")
+                    && p.value >= 1.0
+            })
+        })
+        .await;
+    assert!(
+        points.iter().any(|p| p.service == "function-runner"
+            && p.metric.starts_with("function_runner_evaluations")
+            && p.value >= 1.0),
+        "no function_runner_evaluations in\n{}\nlogs:\n{}",
+        show_points(&points),
+        runner.logs()
+    );
+    assert!(
+        !points.iter().any(|p| p.metric.ends_with("_total")),
+        "{}",
+        show_points(&points)
+    );
+}
+
+/// A collector that refuses costs the calls nothing, and the failure is
+/// said once, not per push; when it accepts again, that is said too.
+#[tokio::test]
+async fn a_refusing_collector_fails_no_call_and_is_said_once() {
+    let receiver = Receiver::grpc(loopback()).await.expect("receiver");
+    receiver.refuse(true);
+    let mut cmd = Command::new(bin("wrapper-server"));
+    cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+    let mut cmd = pushing_metrics(cmd, &receiver.endpoint());
+    // No retries to speak of: each push fails within a second.
+    cmd.env("OTEL_EXPORTER_OTLP_TIMEOUT", "500");
+    let wrapper = Wrapper::start_command(cmd, &[], &["cat"]).expect("wrapper-server starts");
+    let mut client = wrapper.client().await.expect("client");
+    for _ in 0..3 {
+        client
+            .evaluate_function(example_request("cat"))
+            .await
+            .expect("a call succeeds whatever the collector does");
+    }
+    let refused = e2e_tests::eventually_async(WAIT, async || receiver.metric_requests() >= 3).await;
+    assert!(refused, "pushes: {}", receiver.metric_requests());
+    let said = e2e_tests::eventually_async(WAIT, async || {
+        wrapper.logs().contains("pushing metrics failed")
+    })
+    .await;
+    assert!(said, "{}", wrapper.logs());
+    // Several pushes later, still said once.
+    let seen = receiver.metric_requests();
+    let more =
+        e2e_tests::eventually_async(WAIT, async || receiver.metric_requests() >= seen + 3).await;
+    assert!(more, "pushes: {}", receiver.metric_requests());
+    assert_eq!(
+        wrapper.logs().matches("pushing metrics failed").count(),
+        1,
+        "{}",
+        wrapper.logs()
+    );
+    assert!(receiver.points().is_empty());
+    receiver.refuse(false);
+    let back = e2e_tests::eventually_async(WAIT, async || {
+        wrapper.logs().contains("pushing metrics works again")
+    })
+    .await;
+    assert!(back, "{}", wrapper.logs());
+    assert!(!receiver.points().is_empty());
+}
+
+/// SIGTERM pushes the last values: with a push interval of a minute, only
+/// the push at exit can have sent the call's count (its family, empty at
+/// the start, included).
+#[tokio::test]
+async fn sigterm_pushes_the_last_metrics() {
+    let receiver = Receiver::grpc(loopback()).await.expect("receiver");
+    let mut cmd = Command::new(bin("wrapper-server"));
+    cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+    let mut cmd = pushing_metrics(cmd, &receiver.endpoint());
+    cmd.env("OTEL_METRIC_EXPORT_INTERVAL", "60000");
+    let mut wrapper = Wrapper::start_command(cmd, &[], &["cat"]).expect("wrapper-server starts");
+    let mut client = wrapper.client().await.expect("client");
+    client
+        .evaluate_function(example_request("cat"))
+        .await
+        .expect("the call succeeds");
+    assert!(
+        receiver.points().is_empty(),
+        "pushed before the exit: the test proves nothing"
+    );
+    wrapper.signal(nix::sys::signal::Signal::SIGTERM);
+    let status = wrapper.wait_exit(WAIT).await.expect("exits");
+    assert!(status.success(), "{status:?}\n{}", wrapper.logs());
+    let points = receiver.points();
+    let calls = point(
+        &points,
+        "wrapper-server",
+        "wrapper_server_evaluations",
+        ("outcome", "ok"),
+    );
+    assert!(
+        calls.is_some_and(|p| p.value == 1.0),
+        "{}\nlogs:\n{}",
+        show_points(&points),
+        wrapper.logs()
+    );
 }

@@ -380,6 +380,19 @@ fn serve(
                 ),
             }
         }
+        // OTEL_METRICS_EXPORTER=otlp: the same metrics, pushed (besides
+        // any endpoint above).
+        let push = match telemetry.settings().metrics_otlp() {
+            Some(protocol) => Some(
+                telemetry::metrics::MetricsPush::start(
+                    protocol,
+                    "wrapper-server",
+                    metrics::render_with(metrics.clone()),
+                )
+                .await?,
+            ),
+            None => None,
+        };
         if reap_orphans {
             // Orphans come to us, and those that outlive their call are
             // killed (see `exec::become_subreaper`); PID 1 is a subreaper
@@ -460,8 +473,14 @@ fn serve(
         }
         // Nothing runs any more: whatever a function left behind goes too.
         exec::kill_all_orphans();
-        // Spans still queued go out before the exit, bounded.
-        telemetry.shutdown(FLUSH_TIMEOUT).await;
+        // Spans still queued and the metrics' last values go out before
+        // the exit, bounded.
+        let pushed = async {
+            if let Some(push) = &push {
+                push.shutdown(FLUSH_TIMEOUT).await;
+            }
+        };
+        tokio::join!(telemetry.shutdown(FLUSH_TIMEOUT), pushed);
         served.context("serving gRPC")?;
         tracing::info!("drained; exiting");
         anyhow::Ok(())

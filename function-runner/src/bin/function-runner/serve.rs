@@ -325,6 +325,9 @@ type ConfigWatch = std::convert::Infallible;
 const NO_KUBE: &str =
     "--backend kube: this function-runner is built without the kube backend (cargo feature `kube`)";
 
+/// How long the last metrics push at exit may take.
+const METRICS_PUSH_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Serves until SIGTERM or SIGINT, then drains and stops every pod.
 pub(crate) async fn run(args: ServeArgs, telemetry: &telemetry::Telemetry) -> anyhow::Result<()> {
     #[cfg(not(feature = "kube"))]
@@ -379,24 +382,35 @@ pub(crate) async fn run(args: ServeArgs, telemetry: &telemetry::Telemetry) -> an
         settings.export_stats = Some(telemetry.stats().clone());
     }
     let runner = Runner::new(functions, backend, settings).await;
+    let render: krm_fn::metrics::Render = {
+        let metrics = runner.metrics.clone();
+        let cache = runner.cache.clone();
+        Arc::new(move || {
+            let metrics = metrics.clone();
+            let cache = cache.clone();
+            Box::pin(async move { metrics.render(Some(cache.figures().await)) })
+        })
+    };
     if let Some(maddr) = args.metrics_addr(telemetry.settings())? {
         let mlistener = tokio::net::TcpListener::bind(maddr)
             .await
             .with_context(|| format!("listening for metrics on {maddr}"))?;
-        let metrics = runner.metrics.clone();
-        let cache = runner.cache.clone();
-        let render: krm_fn::metrics::Render = Arc::new(move || {
-            let metrics = metrics.clone();
-            let cache = cache.clone();
-            Box::pin(async move { metrics.render(Some(cache.figures().await)) })
-        });
         tokio::spawn(krm_fn::metrics::serve_http(
             mlistener,
-            render,
+            render.clone(),
             std::future::pending(),
         ));
         tracing::info!(addr = %maddr, "serving metrics");
     }
+    // OTEL_METRICS_EXPORTER=otlp: the same metrics, pushed (besides any
+    // endpoint above). Dropped on an early return, it stops on a thread of
+    // its own.
+    let push = match telemetry.settings().metrics_otlp() {
+        Some(protocol) => {
+            Some(telemetry::metrics::MetricsPush::start(protocol, "function-runner", render).await?)
+        }
+        None => None,
+    };
     tracing::info!(%addr, backend = ?args.backend_kind(), "function-runner serving");
     let service = RunnerService::new(runner.evaluator.clone(), runner.metrics.clone())
         .with_index(runner.index.clone());
@@ -417,6 +431,10 @@ pub(crate) async fn run(args: ServeArgs, telemetry: &telemetry::Telemetry) -> an
     // Nothing runs any more: whatever a pod or a function left behind goes
     // too.
     krm_fn::exec::kill_all_orphans();
+    // The metrics' last values, once the pods are stopped.
+    if let Some(push) = &push {
+        push.shutdown(METRICS_PUSH_TIMEOUT).await;
+    }
     served.context("serving gRPC")?;
     tracing::info!("stopped");
     Ok(())
