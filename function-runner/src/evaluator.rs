@@ -298,13 +298,24 @@ impl PodEvaluator {
         tracing::Span::current().record("evaluator", "pod");
         let mut attempt = 0;
         loop {
-            let waited = tracing::info_span!(target: "otel", "pod_cache.get", image = %image, pod = tracing::field::Empty);
+            let waited = tracing::info_span!(
+                target: "otel",
+                "pod_cache.get",
+                image = %image,
+                pod = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
+                otel.status_description = tracing::field::Empty,
+            );
             let lease = self
                 .cache
                 .get(&image, overrides.clone())
                 .instrument(waited.clone())
                 .await
-                .map_err(|source| pod_error(image.clone(), source))?;
+                .map_err(|source| pod_error(image.clone(), source))
+                .inspect_err(|err| {
+                    waited.record("otel.status_code", "ERROR");
+                    waited.record("otel.status_description", tracing::field::display(err));
+                })?;
             waited.record("pod", tracing::field::display(lease.pod_id()));
             drop(waited);
             let mut client = FunctionEvaluatorClient::new(lease.channel())
@@ -335,6 +346,7 @@ impl PodEvaluator {
                 attempt,
                 rpc.grpc.status_code = tracing::field::Empty,
                 otel.status_code = tracing::field::Empty,
+                otel.status_description = tracing::field::Empty,
             );
             telemetry::propagate::inject(&calling, call.metadata_mut());
             let answered = client
@@ -344,8 +356,9 @@ impl PodEvaluator {
             if !calling.is_disabled() {
                 let code = answered.as_ref().map_or_else(|s| s.code(), |_| Code::Ok);
                 calling.record("rpc.grpc.status_code", code as i32);
-                if code != Code::Ok {
+                if let Err(status) = &answered {
                     calling.record("otel.status_code", "ERROR");
+                    calling.record("otel.status_description", status.message());
                 }
             }
             drop(calling);

@@ -71,7 +71,7 @@ pub enum ListFailure {
 }
 
 /// A repository's tags could not be listed.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("listing the tags of {repository} in registry {registry} failed: {cause}")]
 pub struct ListError {
     pub registry: String,
@@ -156,13 +156,29 @@ struct Listed {
     tags: Arc<[String]>,
 }
 
-/// One repository's listing; its lock is held while it is listed, so the
-/// calls that wait for the same repository share one listing.
-type Slot = Arc<tokio::sync::Mutex<Option<Listed>>>;
+/// One repository's listing and its last failure; its lock is held while it
+/// is listed, so the calls that wait for the same repository share one
+/// listing.
+type Slot = Arc<tokio::sync::Mutex<Entry>>;
+
+#[derive(Default)]
+struct Entry {
+    listed: Option<Listed>,
+    /// A failed listing, answered again for [`FAILURE_KEPT`]: the calls
+    /// queued behind one that failed do not each wait for the registry.
+    failed: Option<(Instant, ListError)>,
+}
+
+/// How long a failed listing is answered without asking the registry again,
+/// and how long tags whose TTL passed are used again when listing them
+/// anew fails.
+const FAILURE_KEPT: Duration = Duration::from_secs(5);
 
 /// Resolves request tag constraints against the registries' tags, cached
-/// per repository for a TTL (errors are not cached: a registry that comes
-/// back is seen at the next call).
+/// per repository for a TTL. A listing that fails is answered for a few
+/// seconds (not cached for the TTL: a registry that comes back is seen
+/// soon); where an earlier listing exists, its tags are used instead (a
+/// registry's blip does not fail the calls).
 pub struct TagResolver {
     source: Arc<dyn TagSource>,
     ttl: Duration,
@@ -228,7 +244,7 @@ impl TagResolver {
                 tags,
             });
         };
-        // One event per call: becomes a span event once the call has a span.
+        // One log line per call; the `tag.resolve` span carries the same.
         tracing::info!(%image, constraint = %tag, resolved = %found, cached, "resolved the request's tag constraint");
         Ok(Resolution {
             image: format!("{image}:{found}"),
@@ -241,16 +257,40 @@ impl TagResolver {
     /// whether they came from it.
     async fn tags_of(&self, repository: &str) -> Result<(Arc<[String]>, bool), ListError> {
         let slot = self.slot(repository);
-        let mut listed = slot.lock().await;
-        if let Some(l) = listed.as_ref().filter(|l| l.at.elapsed() < self.ttl) {
+        let mut entry = slot.lock().await;
+        if let Some(l) = entry.listed.as_ref().filter(|l| l.at.elapsed() < self.ttl) {
             return Ok((l.tags.clone(), true));
         }
-        let tags: Arc<[String]> = self.source.list(repository).await?.into();
-        *listed = Some(Listed {
-            at: Instant::now(),
-            tags: tags.clone(),
-        });
-        Ok((tags, false))
+        if let Some((_, err)) = entry
+            .failed
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < FAILURE_KEPT)
+        {
+            return Err(err.clone());
+        }
+        match self.source.list(repository).await {
+            Ok(tags) => {
+                let tags: Arc<[String]> = tags.into();
+                entry.listed = Some(Listed {
+                    at: Instant::now(),
+                    tags: tags.clone(),
+                });
+                entry.failed = None;
+                Ok((tags, false))
+            }
+            Err(err) => {
+                if let Some(l) = entry.listed.as_mut() {
+                    tracing::warn!(%repository, error = %err, "listing the tags failed: the last listing's are used");
+                    // Listed again in FAILURE_KEPT, not at every call.
+                    l.at = Instant::now()
+                        .checked_sub(self.ttl.saturating_sub(FAILURE_KEPT))
+                        .unwrap_or_else(Instant::now);
+                    return Ok((l.tags.clone(), true));
+                }
+                entry.failed = Some((Instant::now(), err.clone()));
+                Err(err)
+            }
+        }
     }
 
     fn slot(&self, repository: &str) -> Slot {
@@ -265,7 +305,7 @@ impl TagResolver {
             // Expired and idle listings go; one being listed stays.
             repositories.retain(|_, slot| {
                 slot.try_lock().map_or(true, |l| {
-                    l.as_ref().is_some_and(|l| l.at.elapsed() < self.ttl)
+                    l.listed.as_ref().is_some_and(|l| l.at.elapsed() < self.ttl)
                 })
             });
         }
@@ -339,18 +379,22 @@ impl Evaluator for TagResolving {
                 resolved = tracing::field::Empty,
                 cached = tracing::field::Empty,
                 otel.status_code = tracing::field::Empty,
+                otel.status_description = tracing::field::Empty,
             );
             let resolving = self.resolver.resolve(&image, &req.request.tag, &constraint);
             let resolved = deadline::before(req.deadline, resolving)
                 .instrument(span.clone())
                 .await
-                .ok_or(EvalError::DeadlineExceeded { image })?
-                .map_err(|err| {
-                    span.record("otel.status_code", "ERROR");
-                    EvalError::TagNotResolved {
+                .ok_or(EvalError::DeadlineExceeded { image })
+                .and_then(|listed| {
+                    listed.map_err(|err| EvalError::TagNotResolved {
                         code: err.code(),
                         source: Box::new(err),
-                    }
+                    })
+                })
+                .inspect_err(|err| {
+                    span.record("otel.status_code", "ERROR");
+                    span.record("otel.status_description", tracing::field::display(err));
                 })?;
             span.record("resolved", resolved.image.as_str());
             span.record("cached", resolved.cached);

@@ -87,7 +87,8 @@ impl Settings {
     pub fn from_lookup(var: impl Fn(&str) -> Option<String>) -> Result<Settings, EnvError> {
         // Empty counts as unset, as the specification says.
         let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
-        let disabled = var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim() == "true");
+        let disabled =
+            var("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         let propagators = propagators(var("OTEL_PROPAGATORS"))?;
         if disabled {
             return Ok(Settings {
@@ -319,7 +320,7 @@ mod tests {
     #[test]
     fn sdk_disabled_turns_tracing_off() {
         let s = read(&[
-            ("OTEL_SDK_DISABLED", "true"),
+            ("OTEL_SDK_DISABLED", "TRUE"),
             ("OTEL_TRACES_EXPORTER", "otlp"),
         ])
         .unwrap();

@@ -17,6 +17,7 @@ pub mod env;
 mod export;
 pub mod metrics;
 pub mod propagate;
+mod transport;
 
 use std::time::Duration;
 
@@ -48,6 +49,8 @@ macro_rules! span {
 pub enum Error {
     #[error(transparent)]
     Env(#[from] EnvError),
+    #[error(transparent)]
+    Transport(#[from] transport::TransportError),
     #[error("OTEL_TRACES_EXPORTER=otlp ({protocol}): {source}")]
     Exporter {
         protocol: env::Protocol,
@@ -272,21 +275,26 @@ fn queue_size() -> usize {
 fn otlp_exporter(
     protocol: env::Protocol,
 ) -> Result<(opentelemetry_otlp::SpanExporter, String), Error> {
-    use opentelemetry_otlp::{Protocol, SpanExporter};
+    use opentelemetry_otlp::{Protocol, SpanExporter, WithHttpConfig as _, WithTonicConfig as _};
     let built = match protocol {
-        env::Protocol::Grpc => SpanExporter::builder().with_tonic().build(),
-        env::Protocol::HttpProtobuf => SpanExporter::builder()
+        env::Protocol::Grpc => {
+            let mut builder = SpanExporter::builder().with_tonic();
+            if let Some(tls) = transport::grpc_tls("TRACES")? {
+                builder = builder.with_tls_config(tls);
+            }
+            builder.build()
+        }
+        env::Protocol::HttpProtobuf | env::Protocol::HttpJson => SpanExporter::builder()
             .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .build(),
-        env::Protocol::HttpJson => SpanExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpJson)
+            .with_http_client(transport::http_client("TRACES")?)
+            .with_protocol(match protocol {
+                env::Protocol::HttpJson => Protocol::HttpJson,
+                _ => Protocol::HttpBinary,
+            })
             .build(),
     };
     let exporter = built.map_err(|source| Error::Exporter { protocol, source })?;
-    let endpoint = std::env::var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .or_else(|_| std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT"))
-        .unwrap_or_else(|_| "the default endpoint".to_string());
+    let endpoint =
+        transport::endpoint("TRACES").unwrap_or_else(|| "the default endpoint".to_string());
     Ok((exporter, format!("{endpoint} ({protocol})")))
 }

@@ -286,6 +286,43 @@ impl Receiver {
         Ok(Receiver { addr, state, task })
     }
 
+    /// Serves OTLP/gRPC over TLS on `bind`, with a server certificate for
+    /// `127.0.0.1` and `localhost` from a CA made here; the CA's PEM, for
+    /// `OTEL_EXPORTER_OTLP_CERTIFICATE`.
+    pub async fn grpc_tls(bind: SocketAddr) -> anyhow::Result<(Receiver, String)> {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate()?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = ca_params.self_signed(&ca_key)?;
+        let issuer = Issuer::new(ca_params, ca_key);
+        let key = KeyPair::generate()?;
+        let cert = CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])?
+            .signed_by(&key, &issuer)?;
+        let identity = tonic::transport::Identity::from_pem(cert.pem(), key.serialize_pem());
+        let listener = tokio::net::TcpListener::bind(bind).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State::default());
+        // As a collector: gzip accepted (OTEL_EXPORTER_OTLP_COMPRESSION).
+        let service = TraceServiceServer::new(Service(state.clone()))
+            .accept_compressed(tonic::codec::CompressionEncoding::Gzip);
+        let mut server = tonic::transport::Server::builder()
+            .tls_config(tonic::transport::ServerTlsConfig::new().identity(identity))?;
+        let task = tokio::spawn(async move {
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            let _ = server
+                .add_service(service)
+                .serve_with_incoming(incoming)
+                .await;
+        });
+        Ok((Receiver { addr, state, task }, ca.pem()))
+    }
+
+    /// `https://ADDR`, for a receiver made by [`Receiver::grpc_tls`].
+    pub fn https_endpoint(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
     /// Serves OTLP/HTTP with protobuf bodies (`POST /v1/traces`) on `bind`.
     pub async fn http(bind: SocketAddr) -> anyhow::Result<Receiver> {
         let listener = tokio::net::TcpListener::bind(bind).await?;

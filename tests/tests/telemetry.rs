@@ -327,10 +327,12 @@ async fn a_dead_collector_fails_no_call_and_is_said_once() {
         "no dropped spans counted:\n{page}\nlogs:\n{}",
         runner.logs()
     );
-    assert_eq!(
-        counter(&page, "function_runner_otel_spans_exported_total"),
-        0.0
+    let exported = "function_runner_otel_spans_exported_total";
+    assert!(
+        page.lines().any(|l| l.starts_with(exported)),
+        "{exported} is served:\n{page}"
     );
+    assert_eq!(counter(&page, exported), 0.0);
     let said = runner.logs().matches("exporting spans failed").count();
     assert_eq!(said, 1, "said once:\n{}", runner.logs());
 }
@@ -340,7 +342,7 @@ async fn a_dead_collector_fails_no_call_and_is_said_once() {
 #[tokio::test]
 async fn a_slow_collector_costs_a_bounded_queue() {
     let receiver = Receiver::grpc(loopback()).await.expect("receiver");
-    receiver.delay(Duration::from_secs(3));
+    receiver.delay(Duration::from_secs(10));
     let metrics_port = free_port();
     let mut cmd = Command::new(bin("wrapper-server"));
     cmd.args(["--host", "127.0.0.1", "--port", "0"])
@@ -357,8 +359,8 @@ async fn a_slow_collector_costs_a_bounded_queue() {
             .await
             .expect("a call succeeds");
     }
-    // Ten calls' spans (30) through a 4-span queue whose exporter takes 3 s
-    // a batch: had the calls waited for it, this would take a minute.
+    // Ten calls' spans (30) through a 4-span queue whose exporter takes 10 s
+    // a batch: had the calls waited for it, this would take minutes.
     assert!(
         started.elapsed() < Duration::from_secs(20),
         "the calls waited for the collector: {:?}",
@@ -440,7 +442,8 @@ async fn render_and_eval_export_a_span_per_function_step() {
     let run = |args: &[&str]| {
         let mut cmd = exporting(Command::new(bin("function-runner")), &receiver, "grpc");
         cmd.args(args).arg(&pkg);
-        let out = cmd.output().expect("function-runner runs");
+        let out = e2e_tests::output_within(&mut cmd, None, Duration::from_secs(60))
+            .expect("function-runner runs within a minute");
         assert!(
             out.status.success(),
             "{args:?}: {}",
@@ -690,4 +693,37 @@ async fn sigterm_pushes_the_last_metrics() {
         show_points(&points),
         wrapper.logs()
     );
+}
+
+/// An `https` collector with a certificate of its own CA, named by
+/// OTEL_EXPORTER_OTLP_CERTIFICATE: the spans arrive over TLS.
+#[tokio::test]
+async fn spans_reach_a_collector_over_tls() {
+    let (receiver, ca) = Receiver::grpc_tls(loopback()).await.expect("receiver");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, ca).expect("ca");
+    let mut cmd = Command::new(bin("wrapper-server"));
+    cmd.args(["--host", "127.0.0.1", "--port", "0"])
+        .env("OTEL_TRACES_EXPORTER", "otlp")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.https_endpoint())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .env("OTEL_EXPORTER_OTLP_CERTIFICATE", &ca_file)
+        .env("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100");
+    let wrapper = Wrapper::start_command(cmd, &[], &["cat"]).expect("wrapper-server starts");
+    call_with_traceparent(&wrapper, "cat")
+        .await
+        .expect("the call succeeds");
+    let spans = receiver
+        .wait_for(WAIT, |s| named(s, "wrapper-server", CALL).is_some())
+        .await;
+    let call = named(&spans, "wrapper-server", CALL).unwrap_or_else(|| {
+        panic!(
+            "no span over TLS:\n{}\nlogs:\n{}",
+            show(&spans),
+            wrapper.logs()
+        )
+    });
+    assert_eq!(call.trace_id, TRACE_ID);
 }

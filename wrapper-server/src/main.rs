@@ -208,14 +208,17 @@ fn main() -> std::process::ExitCode {
                 let _entered = runtime.enter();
                 telemetry::Telemetry::from_env("wrapper-server")
             };
-            let telemetry = match telemetry {
-                Ok(telemetry) => telemetry,
-                Err(err) => {
-                    eprintln!("wrapper-server: {err}");
-                    return std::process::ExitCode::FAILURE;
-                }
+            // Telemetry is not worth a function that cannot run: a setting
+            // the wrapper cannot honour (a pod template shared by many
+            // functions, say) is said, and the wrapper serves without it.
+            let (telemetry, refused) = match telemetry {
+                Ok(telemetry) => (telemetry, None),
+                Err(err) => (telemetry::Telemetry::off(), Some(err)),
             };
             init_logging(&telemetry, cli.serve.log_format, cli.serve.verbosity);
+            if let Some(err) = refused {
+                tracing::warn!(error = %err, "OpenTelemetry is off");
+            }
             match serve(cli.serve, runtime, telemetry) {
                 Ok(()) => std::process::ExitCode::SUCCESS,
                 Err(err) => {
@@ -282,7 +285,10 @@ fn bind_unix(path: &std::path::Path) -> anyhow::Result<tokio::net::UnixListener>
 }
 
 /// How long the spans still queued at exit may take to be exported.
-const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Shorter than the process backend's stop grace (5 s) and Kubernetes'
+/// termination grace, so that a slow collector cannot get the wrapper
+/// killed mid-flush.
+const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 fn serve(
     args: ServeArgs,
@@ -383,14 +389,20 @@ fn serve(
         // OTEL_METRICS_EXPORTER=otlp: the same metrics, pushed (besides
         // any endpoint above).
         let push = match telemetry.settings().metrics_otlp() {
-            Some(protocol) => Some(
-                telemetry::metrics::MetricsPush::start(
-                    protocol,
-                    "wrapper-server",
-                    metrics::render_with(metrics.clone()),
-                )
-                .await?,
-            ),
+            Some(protocol) => match telemetry::metrics::MetricsPush::start(
+                protocol,
+                "wrapper-server",
+                metrics::render_with(metrics.clone()),
+            )
+            .await
+            {
+                Ok(push) => Some(push),
+                // As above: said, not fatal to the function.
+                Err(err) => {
+                    tracing::warn!(error = %err, "metrics are not pushed");
+                    None
+                }
+            },
             None => None,
         };
         if reap_orphans {

@@ -108,9 +108,14 @@ impl FunctionEvaluator for Buffered {
         let image = service.function.name_or_entrypoint(req.image);
         let mut call = service.metrics.start_call(req.resource_list.len());
         let result = async {
-            let admission = tracing::info_span!(target: "otel", "admission");
-            let _admitted = admission.in_scope(|| service.gate.admit())?;
+            let admission =
+                tracing::info_span!(target: "otel", "admission", refused = tracing::field::Empty);
+            let admitted = service.gate.admit();
+            if let Err(err) = &admitted {
+                admission.record("refused", tracing::field::display(err));
+            }
             drop(admission);
+            let _admitted = admitted?;
             service
                 .function
                 .run(&image, req.resource_list, deadline)

@@ -179,7 +179,9 @@ async fn calls_waiting_for_one_repository_share_one_listing() {
         .collect();
     tokio::time::timeout(Duration::from_secs(5), async {
         while registry.listings() == 0 {
-            tokio::task::yield_now().await;
+            // A sleep, not a yield: paused time moves on while all wait,
+            // so the timeout can fire.
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     })
     .await
@@ -218,7 +220,7 @@ async fn no_match_names_the_constraint_and_a_bounded_list_of_the_tags() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn registry_failures_answer_their_code_and_are_not_kept() {
+async fn registry_failures_answer_their_code_and_are_kept_seconds_only() {
     let registry = Arc::new(FakeRegistry::default());
     let resolver = resolver(&registry, Duration::from_secs(300));
     for (failure, code) in [
@@ -228,21 +230,53 @@ async fn registry_failures_answer_their_code_and_are_not_kept() {
         (ListFailure::NoRepository, Code::NotFound),
     ] {
         registry.set(REPO, Err(failure));
+        // The last failure is answered a few seconds more: past them, asked.
+        tokio::time::advance(Duration::from_secs(6)).await;
         let err = resolve(&resolver, "set-things", "~0.4").await.unwrap_err();
         assert_eq!(err.code(), code, "{failure:?}");
+        let again = resolve(&resolver, "set-things", "~0.4").await.unwrap_err();
+        assert_eq!(again.code(), code, "{failure:?}");
         let text = err.to_string();
         assert!(
             text.contains("registry.test") && text.contains("\"~0.4\""),
             "{text}"
         );
     }
-    assert_eq!(registry.listings(), 4, "a failure was cached");
-    // The registry is back: the next call lists and succeeds.
+    assert_eq!(
+        registry.listings(),
+        4,
+        "a failure was kept too long, or not at all"
+    );
+    // The registry is back: the next call past the seconds lists and succeeds.
     registry.set(REPO, Ok(vec!["v0.4.0".into()]));
+    tokio::time::advance(Duration::from_secs(6)).await;
     assert_eq!(
         resolve(&resolver, "set-things", "~0.4").await.unwrap().tag,
         "v0.4.0"
     );
+}
+
+/// Tags whose TTL passed are used again when listing them anew fails, and
+/// listed again seconds later, not at every call.
+#[tokio::test(start_paused = true)]
+async fn a_registry_blip_answers_with_the_last_listing() {
+    let registry = Arc::new(FakeRegistry::with(REPO, TAGS));
+    let resolver = resolver(&registry, Duration::from_secs(300));
+    assert_eq!(
+        resolve(&resolver, "set-things", "~0.4").await.unwrap().tag,
+        "v0.4.10"
+    );
+    tokio::time::advance(Duration::from_secs(301)).await;
+    registry.set(REPO, Err(ListFailure::Unreachable));
+    let stale = resolve(&resolver, "set-things", "~0.4").await.unwrap();
+    assert_eq!((stale.tag.as_str(), stale.cached), ("v0.4.10", true));
+    assert_eq!(registry.listings(), 2);
+    let _ = resolve(&resolver, "set-things", "~0.4").await.unwrap();
+    assert_eq!(registry.listings(), 2, "asked again at once");
+    tokio::time::advance(Duration::from_secs(6)).await;
+    registry.set(REPO, Ok(vec!["v0.4.12".into()]));
+    let fresh = resolve(&resolver, "set-things", "~0.4").await.unwrap();
+    assert_eq!((fresh.tag.as_str(), fresh.cached), ("v0.4.12", false));
 }
 
 /// The chain behind [`TagResolving`]: records the requests it is handed.

@@ -156,7 +156,11 @@ impl MetricsPush {
             loop {
                 tick.tick().await;
                 if let Ok(text) = tokio::time::timeout(RENDER_TIMEOUT, rendered()).await {
-                    register(&watched, &text);
+                    // Off the runtime's threads: building an instrument
+                    // may wait for a collection, whose callbacks wait for
+                    // a render on the runtime (one worker: a stall).
+                    let watched = watched.clone();
+                    let _ = tokio::task::spawn_blocking(move || register(&watched, &text)).await;
                 }
             }
         });
@@ -179,7 +183,9 @@ impl MetricsPush {
         // The last push has what came since the last interval, new
         // families included.
         if let Ok(text) = tokio::time::timeout(RENDER_TIMEOUT, (self.source)()).await {
-            register(&self.bridge, &text);
+            // Off the runtime's threads, as in the watch.
+            let bridge = self.bridge.clone();
+            let _ = tokio::task::spawn_blocking(move || register(&bridge, &text)).await;
         }
         let provider = self.provider.clone();
         // The SDK waits for its reader's thread: not on a runtime thread.
@@ -391,15 +397,24 @@ impl Latest {
     /// Called by the callbacks, on the reader's thread (never a runtime
     /// thread): waits, bounded, for the source rendered on the runtime.
     fn current(&self) -> Arc<Exposition> {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.1.elapsed() >= self.max_age {
-            if let Some(text) = self.render() {
-                state.0 = Arc::new(text::parse(&text));
-            }
-            // Failed or not: the other callbacks of this collection do not
-            // wait again.
-            state.1 = Instant::now();
+        let lock = || self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (latest, stale) = {
+            let state = lock();
+            (state.0.clone(), state.1.elapsed() >= self.max_age)
+        };
+        if !stale {
+            return latest;
         }
+        // Rendered without the lock held: `register`, which takes it, is
+        // not held up by the wait.
+        let rendered = self.render().map(|text| Arc::new(text::parse(&text)));
+        let mut state = lock();
+        if let Some(parsed) = &rendered {
+            state.0 = parsed.clone();
+        }
+        // Failed or not: the other callbacks of this collection do not
+        // wait again.
+        state.1 = Instant::now();
         state.0.clone()
     }
 
@@ -443,15 +458,25 @@ fn otlp_exporter(
 ) -> Result<(opentelemetry_otlp::MetricExporter, String), Error> {
     use opentelemetry_otlp::{MetricExporter, Protocol, WithExportConfig as _};
     let built = match protocol {
-        env::Protocol::Grpc => MetricExporter::builder().with_tonic().build(),
-        env::Protocol::HttpProtobuf => MetricExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .build(),
-        env::Protocol::HttpJson => MetricExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpJson)
-            .build(),
+        env::Protocol::Grpc => {
+            use opentelemetry_otlp::WithTonicConfig as _;
+            let mut builder = MetricExporter::builder().with_tonic();
+            if let Some(tls) = crate::transport::grpc_tls("METRICS")? {
+                builder = builder.with_tls_config(tls);
+            }
+            builder.build()
+        }
+        env::Protocol::HttpProtobuf | env::Protocol::HttpJson => {
+            use opentelemetry_otlp::WithHttpConfig as _;
+            MetricExporter::builder()
+                .with_http()
+                .with_http_client(crate::transport::http_client("METRICS")?)
+                .with_protocol(match protocol {
+                    env::Protocol::HttpJson => Protocol::HttpJson,
+                    _ => Protocol::HttpBinary,
+                })
+                .build()
+        }
     };
     let exporter = built.map_err(|source| Error::MetricsExporter { protocol, source })?;
     let endpoint = std::env::var("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")

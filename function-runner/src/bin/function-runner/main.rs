@@ -181,8 +181,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// How long the spans still queued at exit may take to be exported.
-const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long the spans still queued at exit may take to be exported: with
+/// the metrics' last push (as long again) after the drain (20 s) and the
+/// pods' stop (8 s), about Kubernetes' 30 s termination grace.
+const FLUSH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn init_logging(telemetry: &telemetry::Telemetry, json: bool, default: &str) {
     let mut filter = tracing_subscriber::EnvFilter::try_from_default_env()

@@ -184,20 +184,22 @@ impl ServeArgs {
     /// Where metrics are served: `--metrics-port`, else what the OTEL_*
     /// variables ask (Porch's Deployment sets OTEL_METRICS_EXPORTER=
     /// prometheus and OTEL_EXPORTER_PROMETHEUS_HOST/_PORT), else port 9464.
-    fn metrics_addr(&self, otel: &telemetry::Settings) -> anyhow::Result<Option<SocketAddr>> {
+    async fn metrics_addr(&self, otel: &telemetry::Settings) -> anyhow::Result<Option<SocketAddr>> {
         if let Some(port) = self.metrics_port {
             return Ok((port != 0).then_some(SocketAddr::new(self.host, port)));
         }
         if let Some((host, port)) = otel.prometheus() {
-            let ip = match host {
-                "localhost" => IpAddr::V4(Ipv4Addr::LOCALHOST),
-                other => other.parse().with_context(|| {
-                    format!(
-                        "OTEL_EXPORTER_PROMETHEUS_HOST={other:?}: not an IP address or localhost"
-                    )
-                })?,
-            };
-            return Ok(Some(SocketAddr::new(ip, port)));
+            if let Ok(ip) = host.parse::<IpAddr>() {
+                return Ok(Some(SocketAddr::new(ip, port)));
+            }
+            // A name (`localhost`, the pod's hostname): its first address.
+            let found = tokio::net::lookup_host((host, port))
+                .await
+                .ok()
+                .and_then(|mut addrs| addrs.next());
+            return found.map(Some).with_context(|| {
+                format!("OTEL_EXPORTER_PROMETHEUS_HOST={host:?}: no address for that name")
+            });
         }
         if otel.metrics.is_some() {
             // OTEL_METRICS_EXPORTER is set and names no Prometheus endpoint.
@@ -325,8 +327,9 @@ type ConfigWatch = std::convert::Infallible;
 const NO_KUBE: &str =
     "--backend kube: this function-runner is built without the kube backend (cargo feature `kube`)";
 
-/// How long the last metrics push at exit may take.
-const METRICS_PUSH_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the last metrics push at exit may take (see main's
+/// `FLUSH_TIMEOUT`).
+const METRICS_PUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Serves until SIGTERM or SIGINT, then drains and stops every pod.
 pub(crate) async fn run(args: ServeArgs, telemetry: &telemetry::Telemetry) -> anyhow::Result<()> {
@@ -391,7 +394,7 @@ pub(crate) async fn run(args: ServeArgs, telemetry: &telemetry::Telemetry) -> an
             Box::pin(async move { metrics.render(Some(cache.figures().await)) })
         })
     };
-    if let Some(maddr) = args.metrics_addr(telemetry.settings())? {
+    if let Some(maddr) = args.metrics_addr(telemetry.settings()).await? {
         let mlistener = tokio::net::TcpListener::bind(maddr)
             .await
             .with_context(|| format!("listening for metrics on {maddr}"))?;
