@@ -498,7 +498,7 @@ impl RegistryTags {
                 listed = over_http;
             }
         }
-        listed.map_err(|err| failed(&registry, failure_of(&err), error_chain(&err)))
+        listed.map_err(|err| failed(&registry, failure_of(&err), krm_fn::error_chain(&err)))
     }
 }
 
@@ -533,21 +533,6 @@ fn failure_of(err: &OciDistributionError) -> ListFailure {
         }
         _ => ListFailure::Failed,
     }
-}
-
-/// `err`'s message and those of its causes that add something (the
-/// client's top message, "error sending request", hides the reason).
-fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = err.to_string();
-    let mut cause = err.source();
-    while let Some(err) = cause {
-        let more = err.to_string();
-        if !text.contains(&more) {
-            text = format!("{text}: {more}");
-        }
-        cause = err.source();
-    }
-    text
 }
 
 /// Every tag of the repository. regclient follows the `Link` header of a

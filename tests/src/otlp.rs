@@ -140,12 +140,8 @@ fn number(point: &opentelemetry_proto::tonic::metrics::v1::NumberDataPoint) -> f
 }
 
 impl State {
-    async fn receive_metrics(
-        &self,
-        request: ExportMetricsServiceRequest,
-    ) -> Result<(), tonic::Status> {
-        use opentelemetry_proto::tonic::metrics::v1::metric::Data;
-        self.metric_requests.fetch_add(1, Ordering::SeqCst);
+    /// After the delay it was told, the refusal it was told (if any).
+    async fn answer_as_told(&self) -> Result<(), tonic::Status> {
         let delay = self.delay_ms.load(Ordering::SeqCst);
         if delay > 0 {
             tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -153,16 +149,19 @@ impl State {
         if self.refuse.load(Ordering::SeqCst) {
             return Err(tonic::Status::unavailable("the test receiver refuses"));
         }
+        Ok(())
+    }
+
+    async fn receive_metrics(
+        &self,
+        request: ExportMetricsServiceRequest,
+    ) -> Result<(), tonic::Status> {
+        use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+        self.metric_requests.fetch_add(1, Ordering::SeqCst);
+        self.answer_as_told().await?;
         let mut out = Vec::new();
         for resource in request.resource_metrics {
-            let service = resource
-                .resource
-                .iter()
-                .flat_map(|r| r.attributes.iter())
-                .find(|kv| kv.key == "service.name")
-                .and_then(|kv| kv.value.as_ref())
-                .map(show)
-                .unwrap_or_default();
+            let service = service_of(resource.resource.as_ref());
             for scope in resource.scope_metrics {
                 for metric in scope.metrics {
                     let point = |kind: &'static str,
@@ -204,23 +203,10 @@ impl State {
 
     async fn receive(&self, request: ExportTraceServiceRequest) -> Result<(), tonic::Status> {
         self.requests.fetch_add(1, Ordering::SeqCst);
-        let delay = self.delay_ms.load(Ordering::SeqCst);
-        if delay > 0 {
-            tokio::time::sleep(Duration::from_millis(delay)).await;
-        }
-        if self.refuse.load(Ordering::SeqCst) {
-            return Err(tonic::Status::unavailable("the test receiver refuses"));
-        }
+        self.answer_as_told().await?;
         let mut out = Vec::new();
         for resource in request.resource_spans {
-            let service = resource
-                .resource
-                .iter()
-                .flat_map(|r| r.attributes.iter())
-                .find(|kv| kv.key == "service.name")
-                .and_then(|kv| kv.value.as_ref())
-                .map(show)
-                .unwrap_or_default();
+            let service = service_of(resource.resource.as_ref());
             for scope in resource.scope_spans {
                 for span in scope.spans {
                     out.push(ReceivedSpan {
@@ -261,6 +247,17 @@ fn show(value: &opentelemetry_proto::tonic::common::v1::AnyValue) -> String {
         Some(other) => format!("{other:?}"),
         None => String::new(),
     }
+}
+
+/// A resource's `service.name`.
+fn service_of(resource: Option<&opentelemetry_proto::tonic::resource::v1::Resource>) -> String {
+    resource
+        .iter()
+        .flat_map(|r| r.attributes.iter())
+        .find(|kv| kv.key == "service.name")
+        .and_then(|kv| kv.value.as_ref())
+        .map(show)
+        .unwrap_or_default()
 }
 
 fn hex(bytes: &[u8]) -> String {
