@@ -35,6 +35,9 @@ pub use export::{Dropped, ExportStats};
 /// The `tracing` target of the spans that are exported.
 pub const TARGET: &str = "otel";
 
+/// The log filter's directive that turns [`TARGET`] off.
+const TARGET_OFF: &str = "otel=off";
+
 /// An exported span: `tracing::info_span!` with the target [`TARGET`].
 /// Fields named `otel.kind`, `otel.name`, `otel.status_code` are the span's
 /// kind, name and status (tracing-opentelemetry's conventions).
@@ -186,26 +189,33 @@ impl Telemetry {
     /// OpenTelemetry layer for the spans of [`TARGET`].
     pub fn init_subscriber(&self, filter: tracing_subscriber::EnvFilter, json: bool, ansi: bool) {
         use tracing_subscriber::filter::{filter_fn, FilterExt as _};
-        let not_exported = filter_fn(|meta| meta.target() != TARGET);
-        let fmt = tracing_subscriber::fmt::layer()
-            .with_ansi(ansi)
-            // If whoever reads our stderr is gone, logging must not panic.
-            .log_internal_errors(false)
-            .with_writer(std::io::stderr);
-        let fmt = if json {
-            fmt.json().with_filter(filter.and(not_exported)).boxed()
-        } else {
-            fmt.with_filter(filter.and(not_exported)).boxed()
+        let Some(provider) = &self.provider else {
+            // Tracing off: one global filter, as a log alone has, that turns
+            // the exported spans' target off. Per-layer filters would cost
+            // every call: the registry still makes (and closes) each span
+            // that all of its layers' filters refuse, and asks the filters
+            // again at every call site (measured: BENCHMARKS.md, issue 41).
+            let filter = match TARGET_OFF.parse() {
+                Ok(off) => filter.add_directive(off),
+                Err(_) => filter,
+            };
+            let _ = tracing_subscriber::registry()
+                .with(filter)
+                .with(log_layer(json, ansi))
+                .try_init();
+            return;
         };
-        let otel = self.provider.as_ref().map(|provider| {
-            tracing_opentelemetry::layer()
-                .with_tracer(provider.tracer("krm-runtime"))
-                .with_tracked_inactivity(false)
-                .with_threads(false)
-                .with_location(false)
-                .with_target(false)
-                .with_filter(filter_fn(|meta| meta.target() == TARGET))
-        });
+        // Tracing on: the log takes everything but the exported spans, the
+        // OpenTelemetry layer those alone.
+        let fmt = log_layer(json, ansi)
+            .with_filter(filter.and(filter_fn(|meta| meta.target() != TARGET)));
+        let otel = tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("krm-runtime"))
+            .with_tracked_inactivity(false)
+            .with_threads(false)
+            .with_location(false)
+            .with_target(false)
+            .with_filter(filter_fn(|meta| meta.target() == TARGET));
         // Another subscriber already set (tests in one process): keep it.
         let _ = tracing_subscriber::registry()
             .with(fmt)
@@ -259,6 +269,23 @@ const FORWARDED: &[&str] = &[
     "OTEL_TRACES_SAMPLER_ARG",
     "OTEL_PROPAGATORS",
 ];
+
+/// The log: text or JSON lines on stderr.
+fn log_layer<S>(json: bool, ansi: bool) -> Box<dyn tracing_subscriber::Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_ansi(ansi)
+        // If whoever reads our stderr is gone, logging must not panic.
+        .log_internal_errors(false)
+        .with_writer(std::io::stderr);
+    if json {
+        fmt.json().boxed()
+    } else {
+        fmt.boxed()
+    }
+}
 
 /// `OTEL_BSP_MAX_QUEUE_SIZE`, as the SDK reads it (default 2048).
 fn queue_size() -> usize {
