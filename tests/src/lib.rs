@@ -7,6 +7,7 @@
 pub mod beta67;
 pub mod deploy_pkg;
 pub mod otlp;
+pub mod yamldiff;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, SocketAddr};

@@ -152,7 +152,7 @@ pub(crate) async fn apply(
             fail_line(stderr, name, started)?;
             return Err(Error::OutputNotKrm(format!("{shown}: {problem}")));
         }
-        let pkg = kyaml::annotation(item, ann::PACKAGE_PATH).unwrap_or_default();
+        let pkg = kyaml::annotation(item, ann::PACKAGE_PATH).unwrap_or(&report.package);
         let placed = if path.is_empty() {
             (package::default_path(&meta), String::new())
         } else {
@@ -175,7 +175,7 @@ pub(crate) async fn apply(
             .and_then(|id| id.checked_sub(1))
             .and_then(|i| input.get(i))
         {
-            kyaml::copy_comments(from, &mut item);
+            kyaml::copy_comments_in_place(from, &mut item);
             kyaml::sync_order(from, &mut item);
             // The sync may put an alias before its anchor (PyYAML writes
             // fields sorted): its document would not parse.
@@ -244,6 +244,10 @@ pub(crate) struct StepReport {
     pub show_count: bool,
     /// A validator: kpt sends it no migration id.
     pub validator: bool,
+    /// render: the package whose pipeline runs the step, which a new
+    /// resource (no package annotation yet) belongs to for kpt's check of
+    /// paths (`enforcePathInvariants`). Empty for eval.
+    pub package: String,
     /// What kpt's results file records of the run: set when the function
     /// ran (passed, exited non-zero, could not be started, or printed what
     /// is not a ResourceList); not when kpt leaves it out (its input or

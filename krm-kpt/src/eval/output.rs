@@ -246,7 +246,7 @@ pub(super) fn process_items(
             .and_then(|id| id.checked_sub(1))
             .and_then(|i| input.items.get(i))
         {
-            kyaml::copy_comments(from, &mut item);
+            kyaml::copy_comments_in_place(from, &mut item);
             kyaml::sync_order(from, &mut item);
             // The sync may put an alias before its anchor (PyYAML writes
             // fields sorted): the file would not parse.

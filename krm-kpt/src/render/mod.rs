@@ -776,6 +776,7 @@ impl State<'_> {
         let mut report = StepReport {
             show_count: selecting,
             validator,
+            package: pkg_path.clone(),
             ..StepReport::default()
         };
         let function = StepFunction {

@@ -268,12 +268,35 @@ fn copy_field_comments(from: &Node, to: &mut Node) {
 /// function reorders such a list).
 pub fn copy_comments(from: &Node, to: &mut Node) {
     copy_field_comments(from, to);
-    walk(Some(content(from)), content_mut(to));
+    walk(Some(content(from)), content_mut(to), false);
+}
+
+/// [`copy_comments`], but a line comment of a flow collection that the
+/// function wrote in block style stays on the line the user wrote it on:
+/// on the key (`data: # c`), or for a sequence entry that is a mapping on
+/// the dash line (`- # c`, yaml.v3's head comment of its first key). kyaml
+/// copies it onto the block collection, where yaml.v3's encoder writes it
+/// after the next scalar, at the head of the next document, or nowhere
+/// (docs/eval-render.md, "Where we depart from kpt"). `eval` and `render`
+/// use this; a built-in function reproducing its container keeps kyaml's.
+pub fn copy_comments_in_place(from: &Node, to: &mut Node) {
+    copy_field_comments(from, to);
+    walk(Some(content(from)), content_mut(to), true);
+}
+
+/// A block collection with content that got a line comment from the copy
+/// (`had` says whether it held one before).
+fn copied_block_line(node: &Node, had: bool) -> bool {
+    !had && !node.line_comment.is_empty()
+        && matches!(node.kind, Kind::Mapping | Kind::Sequence)
+        && !node.style.has(Style::FLOW)
+        && !node.content.is_empty()
 }
 
 /// The copier's visit of `walk.Walker{VisitKeysAsScalars: true}` over
-/// `[from, to]`, where only `to` changes.
-fn walk(from: Option<&Node>, to: &mut Node) {
+/// `[from, to]`, where only `to` changes. `in_place`: see
+/// [`copy_comments_in_place`].
+fn walk(from: Option<&Node>, to: &mut Node, in_place: bool) {
     // `Walker.Kind()`: the first source that is not null.
     let kind = match from {
         Some(f) if !is_null(f) => Some(f.kind),
@@ -303,7 +326,11 @@ fn walk(from: Option<&Node>, to: &mut Node) {
                     .and_then(|i| from.map(|f| (&f.content[i], &f.content[i + 1])));
                 // VisitScalar on the keys.
                 visit_scalar(from_kv.map(|p| p.0), key);
-                walk(from_kv.map(|p| p.1), value);
+                let had = !value.line_comment.is_empty();
+                walk(from_kv.map(|p| p.1), value, in_place);
+                if in_place && copied_block_line(value, had) && key.line_comment.is_empty() {
+                    key.line_comment = std::mem::take(&mut value.line_comment);
+                }
             }
         }
         Some(Kind::Sequence) if same(Kind::Sequence) => {
@@ -318,8 +345,19 @@ fn walk(from: Option<&Node>, to: &mut Node) {
             }
             for (d, o) in f.content.iter().zip(to.content.iter_mut()) {
                 if d.value == o.value {
+                    let had = !o.line_comment.is_empty();
                     copy_field_comments(d, o);
-                    walk(Some(d), o);
+                    walk(Some(d), o, in_place);
+                    // Only a mapping entry: yaml.v3 writes a nested
+                    // sequence's first head comment on a line of its own
+                    // as well, so there kyaml's place is kept.
+                    if in_place
+                        && o.kind == Kind::Mapping
+                        && copied_block_line(o, had)
+                        && o.content[0].head_comment.is_empty()
+                    {
+                        o.content[0].head_comment = std::mem::take(&mut o.line_comment);
+                    }
                 }
             }
         }
@@ -618,6 +656,34 @@ mod tests {
         copy_comments(&doc("a: 1 # scalar\n"), &mut changed);
         sync_order(&doc("a: 1 # scalar\n"), &mut changed);
         assert_eq!(text(&changed), "a:\n  x: 1\n");
+    }
+
+    #[test]
+    fn a_flow_collections_line_comment_stays_on_its_line_in_block_style() {
+        let from = doc("data: {v: x} # app\ns:\n- {a: 1} #\n- [q] # list\nk: [1] # kept\n");
+        // PyYAML writes every collection in block style.
+        let to = || doc("data:\n  v: x\ns:\n- a: 1\n- - q\nk: [1]\n");
+        let mut kpt = to();
+        copy_comments(&from, &mut kpt);
+        // kyaml's copy: on the block collections, which yaml.v3 writes
+        // after the next scalar (one at a time: `# list` is lost).
+        assert_eq!(
+            text(&kpt),
+            "data:\n  v: x\ns: # app\n- a: 1\n- #\n  - q\nk: [1] # kept\n"
+        );
+        let mut ours = to();
+        copy_comments_in_place(&from, &mut ours);
+        assert_eq!(
+            text(&ours),
+            // A nested sequence's stays where kyaml puts it (here the
+            // next scalar has a comment of its own, and yaml.v3 drops it).
+            "data: # app\n  v: x\ns:\n- #\n  a: 1\n- - q\nk: [1] # kept\n"
+        );
+        // A key with a comment of its own keeps it; the value's goes where
+        // kyaml puts it.
+        let mut both = doc("data: # mine\n  v: x\n");
+        copy_comments_in_place(&doc("data: {v: x} # app\n"), &mut both);
+        assert_eq!(text(&both), "data: # mine\n  v: x\n");
     }
 
     #[test]
