@@ -50,6 +50,8 @@ pub(crate) struct Anchors<'a> {
     nodes: u64,
     /// Alias nodes met, with or without an anchor.
     aliases: usize,
+    /// Text of the whole tree ([`text_len`]).
+    bytes: u64,
 }
 
 impl<'a> Anchors<'a> {
@@ -62,12 +64,13 @@ impl<'a> Anchors<'a> {
     fn walk(root: &'a Node, fallback: &HashMap<&str, &'a Node>) -> Anchors<'a> {
         let mut targets = HashMap::new();
         let mut defined: HashMap<&'a str, &'a Node> = HashMap::new();
-        let (mut nodes, mut aliases) = (0u64, 0usize);
+        let (mut nodes, mut aliases, mut bytes) = (0u64, 0usize, 0u64);
         // Pre-order is document order: a mapping's content is key, value,
         // key, value. No recursion: the tree may be 10,000 deep.
         let mut stack = vec![root];
         while let Some(n) = stack.pop() {
             nodes += 1;
+            bytes += text_len(n);
             if !n.anchor.is_empty() {
                 defined.insert(n.anchor.as_str(), n);
             }
@@ -84,6 +87,7 @@ impl<'a> Anchors<'a> {
             targets,
             nodes,
             aliases,
+            bytes,
         }
     }
 
@@ -149,6 +153,27 @@ pub(crate) struct Follow<'a> {
     pub(crate) anchors: Anchors<'a>,
     pub(crate) budget: Budget,
     open: HashSet<*const Node>,
+    /// Text reached through aliases so far, which the result copies.
+    copied: u64,
+}
+
+/// The text of a node itself, which following an alias to it copies.
+fn text_len(n: &Node) -> u64 {
+    (n.value.len()
+        + n.head_comment.as_str().len()
+        + n.line_comment.as_str().len()
+        + n.foot_comment.as_str().len()) as u64
+}
+
+/// Most text a walk may copy through aliases, for a tree of `bytes` of
+/// text. yaml.v3's [`Budget`] counts nodes only: a Go string is shared,
+/// not copied, where each copy here is new memory, so one anchored long
+/// scalar and many aliases to it (kept under the node ratio by a few plain
+/// nodes) grew 122 KiB of text into 1.3 GB. This bound, a hundredfold
+/// like yaml.v3's ratio, plus 1 MiB, is far beyond what anchors in real
+/// documents copy; past it, the walk fails as yaml.v3's budget does.
+fn most_copied(bytes: u64) -> u64 {
+    bytes.saturating_mul(100).saturating_add(1 << 20)
 }
 
 /// A node being folded: its children's results so far, the next child,
@@ -166,6 +191,7 @@ impl<'a> Follow<'a> {
             anchors: Anchors::new(root),
             budget: Budget::default(),
             open: HashSet::new(),
+            copied: 0,
         }
     }
 
@@ -181,6 +207,7 @@ impl<'a> Follow<'a> {
             anchors,
             budget,
             open: HashSet::new(),
+            copied: 0,
         }
     }
 
@@ -235,6 +262,12 @@ impl<'a> Follow<'a> {
             // alias (yaml.v3 decodes it anew).
             self.budget.count(true)?;
             n = target;
+        }
+        if !self.open.is_empty() {
+            self.copied += text_len(n);
+            if self.copied > most_copied(self.anchors.bytes) {
+                return Err(AliasError::Excessive);
+            }
         }
         Ok(Frame {
             node: n,

@@ -967,3 +967,7 @@ fn malformed(what: &'static str) -> CallError {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod fuzz;

@@ -1,5 +1,6 @@
 //! `.krmignore`, and which files of a package are resources.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::Path;
@@ -83,15 +84,38 @@ impl IgnoreRules {
 
 /// Go's `filepath.Match` (no `\` escapes): `*` and `?` do not match `/`.
 pub fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    // A `.krmignore` is package content. Trying every split after each `*`
+    // afresh made `*a*a*a*a*a*a*a*a*b` against a long name run for hours:
+    // a `*` either ends or takes one more byte, and each (pattern rest,
+    // name rest) it fails on is remembered, so each is tried once.
+    glob_from(p, s, &mut HashSet::new())
+}
+
+/// [`glob_match`], with the `*` states that failed (by what is left of the
+/// pattern and of the name).
+fn glob_from(p: &[u8], s: &[u8], failed: &mut HashSet<(usize, usize)>) -> bool {
     match p.first() {
         None => s.is_empty(),
-        Some(b'*') => (0..=s.len())
-            .take_while(|&i| i == 0 || s[i - 1] != b'/')
-            .any(|i| glob_match(&p[1..], &s[i..])),
-        Some(b'?') => !s.is_empty() && s[0] != b'/' && glob_match(&p[1..], &s[1..]),
+        Some(b'*') => {
+            if failed.contains(&(p.len(), s.len())) {
+                return false;
+            }
+            // `**` is `*` (neither crosses `/`): one level per run of stars.
+            let after = p
+                .iter()
+                .position(|c| *c != b'*')
+                .map_or(&p[p.len()..], |i| &p[i..]);
+            let hit = glob_from(after, s, failed)
+                || (!s.is_empty() && s[0] != b'/' && glob_from(p, &s[1..], failed));
+            if !hit {
+                failed.insert((p.len(), s.len()));
+            }
+            hit
+        }
+        Some(b'?') => !s.is_empty() && s[0] != b'/' && glob_from(&p[1..], &s[1..], failed),
         Some(b'[') => {
             let Some(close) = p.iter().skip(1).position(|c| *c == b']').map(|i| i + 1) else {
-                return !s.is_empty() && s[0] == b'[' && glob_match(&p[1..], &s[1..]);
+                return !s.is_empty() && s[0] == b'[' && glob_from(&p[1..], &s[1..], failed);
             };
             let Some(&c) = s.first() else {
                 return false;
@@ -116,9 +140,9 @@ pub fn glob_match(p: &[u8], s: &[u8]) -> bool {
                     i += 1;
                 }
             }
-            hit != neg && c != b'/' && glob_match(&p[close + 1..], &s[1..])
+            hit != neg && c != b'/' && glob_from(&p[close + 1..], &s[1..], failed)
         }
-        Some(&c) => !s.is_empty() && s[0] == c && glob_match(&p[1..], &s[1..]),
+        Some(&c) => !s.is_empty() && s[0] == c && glob_from(&p[1..], &s[1..], failed),
     }
 }
 
