@@ -38,12 +38,21 @@ fn main() -> anyhow::Result<()> {
     let start = Instant::now();
     let report = run_plan(&tools, &plan, &mut |r| {
         let done: usize = r.cases.values().sum();
-        eprintln!("{done} checks, {} failures, {:.0?}", r.failures.len(), start.elapsed());
+        eprintln!(
+            "{done} checks, {} failures, {:.0?}",
+            r.failures.len(),
+            start.elapsed()
+        );
     })?;
     for f in &report.failures {
         println!("{f}\n");
     }
-    println!("seeds {}..{} ({:.1?})", plan.yaml_seeds.start, plan.yaml_seeds.end, start.elapsed());
+    println!(
+        "seeds {}..{} ({:.1?})",
+        plan.yaml_seeds.start,
+        plan.yaml_seeds.end,
+        start.elapsed()
+    );
     print!("{}", report.summary());
     if !report.failures.is_empty() {
         std::process::exit(1);

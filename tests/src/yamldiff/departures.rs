@@ -40,7 +40,9 @@ fn is_block_header(line: &str) -> bool {
     let before = &code[..at];
     let after = &code[at + 1..];
     (before.is_empty() || before.ends_with(' '))
-        && after.chars().all(|c| c.is_ascii_digit() || c == '-' || c == '+')
+        && after
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '-' || c == '+')
 }
 
 /// kpt fails a run whose resources hold an empty mapping key (`"": x`)
@@ -50,7 +52,11 @@ fn is_block_header(line: &str) -> bool {
 pub const EMPTY_KEY: &str = "kpt refuses a resource with an empty or collection key";
 
 /// The departure that explains kpt failing where we did not.
-pub fn refused_by_kpt(pkg: &Package, kpt: &(i32, String), ours: &(i32, String)) -> Option<&'static str> {
+pub fn refused_by_kpt(
+    pkg: &Package,
+    kpt: &(i32, String),
+    ours: &(i32, String),
+) -> Option<&'static str> {
     let refused = kpt.0 != 0
         && ours.0 == 0
         && kpt
@@ -159,7 +165,9 @@ fn undo(from: &Node, to: &mut Node) {
             for kv in to.content.chunks_exact_mut(2) {
                 let (k, v) = kv.split_at_mut(1);
                 let (key, value) = (&mut k[0], &mut v[0]);
-                let Some(fv) = from.get(&key.value) else { continue };
+                let Some(fv) = from.get(&key.value) else {
+                    continue;
+                };
                 if let Some(c) = flow_with_line(fv) {
                     if block_with_content(value) && key.line_comment.as_str() == c {
                         value.line_comment = std::mem::take(&mut key.line_comment);

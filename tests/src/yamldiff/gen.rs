@@ -45,6 +45,7 @@ pub fn package(seed: u64) -> Package {
         rng: Rng::with_seed(seed),
         names: 0,
         anchors: Vec::new(),
+        map_anchors: Vec::new(),
         wide_seq: false,
     };
     let files = g.range(1, 3);
@@ -65,16 +66,38 @@ struct Gen {
     rng: Rng,
     /// Resources named so far (names are unique in a package).
     names: usize,
-    /// Anchors defined so far in the current document.
+    /// Anchors defined so far in the current document, and those of them
+    /// that name a mapping (for merge keys).
     anchors: Vec<String>,
+    map_anchors: Vec<String>,
     /// Sequences under a key indented (`key:\n  - a`) rather than at the
     /// key's column (`key:\n- a`): one choice per file, as people write.
     wide_seq: bool,
 }
 
 const WORDS: &[&str] = &[
-    "app", "web", "db", "cache", "front", "back", "alpha", "beta", "x", "y", "value", "name",
-    "port", "image", "env", "team-a", "prod", "e-j", "k8s.io/thing", "a_b", "über", "日本",
+    "app",
+    "web",
+    "db",
+    "cache",
+    "front",
+    "back",
+    "alpha",
+    "beta",
+    "x",
+    "y",
+    "value",
+    "name",
+    "port",
+    "image",
+    "env",
+    "team-a",
+    "prod",
+    "e-j",
+    "k8s.io/thing",
+    "a_b",
+    "über",
+    "日本",
 ];
 
 impl Gen {
@@ -96,10 +119,13 @@ impl Gen {
         }
         if self.chance(0.04) {
             text.push_str("%YAML 1.2\n---\n");
+        } else if self.chance(0.02) {
+            text.push_str("%TAG !e! tag:example.com,2000:\n---\n");
         }
         let docs = self.range(1, 3);
         for d in 0..docs {
             self.anchors.clear();
+            self.map_anchors.clear();
             if d > 0 || self.chance(0.2) {
                 text.push_str("---");
                 if self.chance(0.15) {
@@ -201,7 +227,10 @@ impl Gen {
         s.push_str(&format!("metadata:{}\n", self.line_comment(0.05)));
         s.push_str(&format!("  name: {name}{}\n", self.line_comment(0.15)));
         if self.chance(0.2) {
-            s.push_str(&format!("  namespace: {}\n", self.pick(&["ns", "team-a", "\"q\""])));
+            s.push_str(&format!(
+                "  namespace: {}\n",
+                self.pick(&["ns", "team-a", "\"q\""])
+            ));
         }
         for key in ["labels", "annotations"] {
             if self.chance(0.3) {
@@ -227,34 +256,55 @@ impl Gen {
     /// next lines. Ends with a newline.
     fn value_after_key(&mut self, indent: usize, depth: usize) -> String {
         let mut props = String::new();
+        let mut anchor = None;
         if self.chance(0.08) {
-            let a = format!("a{}", self.anchors.len() + 1);
+            // Defined once its value is written: an alias inside its own
+            // value would be a cycle.
+            let a = format!("a{}", self.anchors.len() + self.map_anchors.len() + 1);
             props.push_str(&format!(" &{a}"));
-            self.anchors.push(a);
+            anchor = Some(a);
         } else if !self.anchors.is_empty() && self.chance(0.08) {
             let a = self.anchors[self.rng.usize(..self.anchors.len())].clone();
             return format!(" *{a}{}\n", self.line_comment(0.2));
         }
+        if self.chance(0.03) {
+            // No value: null, with or without a comment.
+            return format!("{props}{}\n", self.line_comment(0.3));
+        }
         let choice = if depth == 0 { 0 } else { self.rng.usize(..10) };
-        match choice {
+        let (text, mapping) = match choice {
             0..=3 => {
                 let v = self.scalar(indent + 2);
-                format!("{props} {v}")
+                (format!("{props} {v}"), false)
             }
             4 => {
                 let v = self.flow(indent + 2, 2);
-                format!("{props} {v}{}\n", self.line_comment(0.3))
+                let mapping = v.starts_with('{');
+                (format!("{props} {v}{}\n", self.line_comment(0.3)), mapping)
             }
             5..=7 => {
                 let lc = self.line_comment(0.15);
-                format!("{props}{lc}\n{}", self.block_mapping(indent + 2, depth - 1))
+                (
+                    format!("{props}{lc}\n{}", self.block_mapping(indent + 2, depth - 1)),
+                    true,
+                )
             }
             _ => {
                 let lc = self.line_comment(0.15);
                 let at = if self.wide_seq { indent + 2 } else { indent };
-                format!("{props}{lc}\n{}", self.block_sequence(at, depth - 1))
+                (
+                    format!("{props}{lc}\n{}", self.block_sequence(at, depth - 1)),
+                    false,
+                )
             }
+        };
+        if let Some(a) = anchor {
+            if mapping {
+                self.map_anchors.push(a.clone());
+            }
+            self.anchors.push(a);
         }
+        text
     }
 
     fn key(&mut self, used: &mut Vec<String>) -> String {
@@ -266,7 +316,8 @@ impl Gen {
                 10..=19 => format!("'{base}'"),
                 20..=29 => format!("{base}.{}", self.rng.usize(..9)),
                 30 => "\"\"".to_owned(),
-                31..=40 => format!("{}", self.rng.usize(..100)),
+                31 => format!("\"{base}\\t\\u00e9\""),
+                32..=40 => format!("{}", self.rng.usize(..100)),
                 _ => base.to_owned(),
             };
             // Keys are compared by value (`'x'` is `x`): a key twice is
@@ -300,6 +351,13 @@ impl Gen {
                 s.push_str(&self.value_after_key(indent, depth));
                 continue;
             }
+            if !self.map_anchors.is_empty() && !used.contains(&"<<".to_owned()) && self.chance(0.1)
+            {
+                let a = self.map_anchors[self.rng.usize(..self.map_anchors.len())].clone();
+                used.push("<<".to_owned());
+                s.push_str(&format!("{pad}<<: *{a}{}\n", self.line_comment(0.2)));
+                continue;
+            }
             let k = self.key(&mut used);
             s.push_str(&format!("{pad}{k}:"));
             s.push_str(&self.value_after_key(indent, depth));
@@ -318,6 +376,11 @@ impl Gen {
                 s.push_str(&self.comment_lines(indent));
             }
             s.push_str(&format!("{pad}-"));
+            if !self.anchors.is_empty() && self.chance(0.05) {
+                let a = self.anchors[self.rng.usize(..self.anchors.len())].clone();
+                s.push_str(&format!(" *{a}{}\n", self.line_comment(0.2)));
+                continue;
+            }
             let choice = if depth == 0 { 0 } else { self.rng.usize(..8) };
             match choice {
                 0..=3 => {
@@ -340,7 +403,10 @@ impl Gen {
                 }
                 _ => {
                     let lc = self.line_comment(0.2);
-                    s.push_str(&format!("{lc}\n{}", self.block_sequence(indent + 2, depth - 1)));
+                    s.push_str(&format!(
+                        "{lc}\n{}",
+                        self.block_sequence(indent + 2, depth - 1)
+                    ));
                 }
             }
         }
@@ -353,7 +419,13 @@ impl Gen {
         let multi = self.chance(0.2);
         let sep = |g: &mut Gen| {
             if multi && g.chance(0.5) {
-                format!(",\n{}", " ".repeat(indent))
+                // A comment may end a line inside a flow collection.
+                let c = if g.chance(0.2) {
+                    " # inside".to_owned()
+                } else {
+                    String::new()
+                };
+                format!(",{c}\n{}", " ".repeat(indent))
             } else {
                 ", ".to_owned()
             }
@@ -393,7 +465,9 @@ impl Gen {
         match self.rng.usize(..6) {
             0 => self.double_quoted(false),
             1 => self.single_quoted(false),
-            2 => self.pick(&["1", "true", "null", "~", "0x1F", "1.5e3", "-2"]).to_owned(),
+            2 => self
+                .pick(&["1", "true", "null", "~", "0x1F", "1.5e3", "-2"])
+                .to_owned(),
             _ => self.pick(WORDS).to_owned(),
         }
     }
@@ -420,24 +494,39 @@ impl Gen {
             0 | 1 => {
                 let multi = self.chance(0.3);
                 let v = self.double_quoted(multi);
-                let v = if v.contains('\n') { self.indent_cont(&v, indent) } else { v };
+                let v = if v.contains('\n') {
+                    self.indent_cont(&v, indent)
+                } else {
+                    v
+                };
                 format!("{tag}{v}{}\n", self.line_comment(0.2))
             }
             2 => {
                 let multi = self.chance(0.3);
                 let v = self.single_quoted(multi);
-                let v = if v.contains('\n') { self.indent_cont(&v, indent) } else { v };
+                let v = if v.contains('\n') {
+                    self.indent_cont(&v, indent)
+                } else {
+                    v
+                };
                 format!("{tag}{v}{}\n", self.line_comment(0.2))
             }
             3 | 4 => format!("{tag}{}", self.block_scalar(indent)),
             5 => {
                 // A long line, or a multi-line plain scalar.
                 if self.chance(0.5) {
-                    let words: Vec<&str> = (0..self.range(12, 30)).map(|_| self.pick(WORDS)).collect();
+                    let words: Vec<&str> =
+                        (0..self.range(12, 30)).map(|_| self.pick(WORDS)).collect();
                     format!("{tag}{}{}\n", words.join(" "), self.line_comment(0.2))
                 } else {
                     let pad = " ".repeat(indent);
-                    format!("{tag}{} {}\n{pad}{} {}\n", self.plain(), self.pick(WORDS), self.pick(WORDS), self.plain())
+                    format!(
+                        "{tag}{} {}\n{pad}{} {}\n",
+                        self.plain(),
+                        self.pick(WORDS),
+                        self.pick(WORDS),
+                        self.plain()
+                    )
                 }
             }
             _ => format!("{tag}{}{}\n", self.plain(), self.line_comment(0.25)),

@@ -146,7 +146,9 @@ impl Tools {
                 }
                 Ok(outcome)
             }
-            Check::Eval(f) => self.against_kpt(check, pkg, &["eval", "pkg", "--exec", &self.func(f)]),
+            Check::Eval(f) => {
+                self.against_kpt(check, pkg, &["eval", "pkg", "--exec", &self.func(f)])
+            }
             Check::Render(..) => self.against_kpt(check, pkg, &["render", "pkg", "--allow-exec"]),
         }
     }
@@ -195,14 +197,17 @@ impl Tools {
     }
 
     /// `yaml-oracle batch DIR`: per case name, the dump and the encoding.
-    fn oracle_batch(&self, dir: &Path) -> anyhow::Result<BTreeMap<String, (String, Option<Vec<u8>>)>> {
+    fn oracle_batch(&self, dir: &Path) -> anyhow::Result<BTreeMap<String, OracleAnswer>> {
         let out = crate::output_within(
             Command::new(&self.oracle).arg("batch").arg(dir),
             None,
             RUN_TIMEOUT,
         )?;
         if !out.status.success() {
-            bail!("yaml-oracle batch failed: {}", String::from_utf8_lossy(&out.stderr));
+            bail!(
+                "yaml-oracle batch failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         let mut answers = BTreeMap::new();
         for entry in fs::read_dir(dir)? {
@@ -210,7 +215,11 @@ impl Tools {
             if path.extension().and_then(|e| e.to_str()) != Some("json") {
                 continue;
             }
-            let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default()
+                .to_owned();
             let json = fs::read_to_string(&path)?;
             let encoded = fs::read(path.with_extension("out")).ok();
             answers.insert(name, (json, encoded));
@@ -281,6 +290,10 @@ impl Tools {
     }
 }
 
+/// The oracle's answer for one file: its dump (JSON), and what it encoded
+/// (absent when the file did not parse).
+type OracleAnswer = (String, Option<Vec<u8>>);
+
 /// A difference between kpt's tree and ours: path, kpt's bytes, ours.
 pub type FileDiff = (String, Option<Vec<u8>>, Option<Vec<u8>>);
 
@@ -299,7 +312,10 @@ fn write_package(dir: &Path, pkg: &Package) -> anyhow::Result<()> {
 /// Exit code and stderr of `program args` run in `cwd`.
 fn run(program: &Path, cwd: &Path, args: &[&str]) -> anyhow::Result<(i32, String)> {
     let out = crate::output_within(
-        Command::new(program).current_dir(cwd).args(args).env("NO_COLOR", "1"),
+        Command::new(program)
+            .current_dir(cwd)
+            .args(args)
+            .env("NO_COLOR", "1"),
         None,
         RUN_TIMEOUT,
     )?;
@@ -384,18 +400,27 @@ fn json_diff(path: &str, got: &serde_json::Value, want: &serde_json::Value) -> O
                     return Some(d);
                 }
             }
-            (g.len() != w.len()).then(|| format!("{path}: {} entries, yaml.v3 {}", g.len(), w.len()))
+            (g.len() != w.len())
+                .then(|| format!("{path}: {} entries, yaml.v3 {}", g.len(), w.len()))
         }
         (Value::Object(g), Value::Object(w)) => {
             let keys: std::collections::BTreeSet<&String> = g.keys().chain(w.keys()).collect();
             // Fields before content, so the difference named is the
             // outermost one.
-            let (fields, content): (Vec<_>, Vec<_>) = keys.into_iter().partition(|k| *k != "content");
+            let (fields, content): (Vec<_>, Vec<_>) =
+                keys.into_iter().partition(|k| *k != "content");
             for k in fields.into_iter().chain(content) {
-                let (a, b) = (g.get(k).unwrap_or(&Value::Null), w.get(k).unwrap_or(&Value::Null));
+                let (a, b) = (
+                    g.get(k).unwrap_or(&Value::Null),
+                    w.get(k).unwrap_or(&Value::Null),
+                );
                 if let Some(d) = json_diff(&format!("{path}.{k}"), a, b) {
                     let at = |o: &serde_json::Map<String, Value>| {
-                        format!("{}:{}", o.get("line_no").unwrap_or(&Value::Null), o.get("column").unwrap_or(&Value::Null))
+                        format!(
+                            "{}:{}",
+                            o.get("line_no").unwrap_or(&Value::Null),
+                            o.get("column").unwrap_or(&Value::Null)
+                        )
                     };
                     return Some(format!("{d} (node at {}, yaml.v3's at {})", at(g), at(w)));
                 }
@@ -423,10 +448,12 @@ pub fn yaml_oracle() -> anyhow::Result<PathBuf> {
 const GOPATH: &str = "/usr/share/gocode";
 
 fn build_oracle() -> anyhow::Result<PathBuf> {
-    crate::require_command("go", &["version"]).context(
-        "the yaml.v3 oracle needs Go (Debian's golang-go and golang-gopkg-yaml.v3-dev)",
-    )?;
-    if !Path::new(GOPATH).join("src/gopkg.in/yaml.v3/yaml.go").is_file() {
+    crate::require_command("go", &["version"])
+        .context("the yaml.v3 oracle needs Go (Debian's golang-go and golang-gopkg-yaml.v3-dev)")?;
+    if !Path::new(GOPATH)
+        .join("src/gopkg.in/yaml.v3/yaml.go")
+        .is_file()
+    {
         bail!("yaml.v3's source is not at {GOPATH}/src/gopkg.in/yaml.v3 (Debian's golang-gopkg-yaml.v3-dev)");
     }
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("yaml-oracle");
@@ -450,7 +477,10 @@ fn build_oracle() -> anyhow::Result<PathBuf> {
         Duration::from_secs(300),
     )?;
     if !out.status.success() {
-        bail!("building the yaml.v3 oracle failed:\n{}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "building the yaml.v3 oracle failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     fs::rename(&tmp, &bin)?;
     Ok(bin)
@@ -539,7 +569,11 @@ impl fmt::Display for Failure {
         writeln!(f, "seed {} fails {}:", self.seed, self.check)?;
         match &self.shrunk {
             Some(p) => writeln!(f, "the smallest package that still fails:\n{}", p.show())?,
-            None => writeln!(f, "(not shrunk; the package is gen::package({}))", self.seed)?,
+            None => writeln!(
+                f,
+                "(not shrunk; the package is gen::package({}))",
+                self.seed
+            )?,
         }
         write!(f, "{}", self.detail)
     }
@@ -597,7 +631,11 @@ pub fn kpt_checks(seed: u64) -> Vec<Check> {
 }
 
 /// Runs the plan, calling `progress` after each batch of cases.
-pub fn run_plan(tools: &Tools, plan: &Plan, progress: &mut dyn FnMut(&Report)) -> anyhow::Result<Report> {
+pub fn run_plan(
+    tools: &Tools,
+    plan: &Plan,
+    progress: &mut dyn FnMut(&Report),
+) -> anyhow::Result<Report> {
     let mut report = Report::default();
     let mut found: Vec<(u64, Check, String)> = Vec::new();
     let seeds: Vec<u64> = plan.yaml_seeds.clone().collect();
@@ -625,14 +663,17 @@ pub fn run_plan(tools: &Tools, plan: &Plan, progress: &mut dyn FnMut(&Report)) -
         }
     }
     for (i, (seed, check, detail)) in found.into_iter().enumerate() {
-        let mut failure = Failure { seed, check, detail, shrunk: None };
+        let mut failure = Failure {
+            seed,
+            check,
+            detail,
+            shrunk: None,
+        };
         if i < plan.shrink_at_most {
             // The same failure, not another one the cut made (a cut can
             // leave a key twice, which ours refuses as kpt beta.67 does).
             let want = signature(&failure.detail);
-            let mut fails = |p: &Package| {
-                matches!(tools.check(check, p), Ok(Outcome::Differs(d)) if signature(&d) == want)
-            };
+            let mut fails = |p: &Package| matches!(tools.check(check, p), Ok(Outcome::Differs(d)) if signature(&d) == want);
             let small = shrink::shrink(&gen::package(seed), plan.shrink_budget, &mut fails);
             if let Ok(Outcome::Differs(d)) = tools.check(check, &small) {
                 failure.detail = d;
@@ -652,7 +693,10 @@ fn signature(detail: &str) -> String {
     let first = first.split_once(".yaml: ").map_or(first, |(_, rest)| rest);
     if first.starts_with("exit codes:") {
         let ours = detail.split("--- ours:\n").nth(1).unwrap_or_default();
-        let error = ours.lines().find(|l| l.starts_with("error")).unwrap_or_default();
+        let error = ours
+            .lines()
+            .find(|l| l.starts_with("error"))
+            .unwrap_or_default();
         let shape: String = error
             .split_whitespace()
             .filter(|w| !w.contains('/') && !w.chars().any(|c| c.is_ascii_digit()))
@@ -663,5 +707,9 @@ fn signature(detail: &str) -> String {
     if first.ends_with(" differs") {
         return "a file differs".to_owned();
     }
-    first.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+    first
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -77,8 +77,15 @@ mod tests {
                 ("b.yaml".into(), b"q: 1\n".to_vec()),
             ],
         };
-        let mut fails = |p: &Package| p.files.iter().any(|(_, b)| b.windows(3).any(|w| w == b"bad"));
+        let mut fails = |p: &Package| {
+            p.files
+                .iter()
+                .any(|(_, b)| b.windows(3).any(|w| w == b"bad"))
+        };
         let small = shrink(&pkg, 100, &mut fails);
-        assert_eq!(small.files, vec![("a.yaml".to_owned(), b"bad: 3\n".to_vec())]);
+        assert_eq!(
+            small.files,
+            vec![("a.yaml".to_owned(), b"bad: 3\n".to_vec())]
+        );
     }
 }
