@@ -64,6 +64,11 @@ enum Nest {
 impl<'a> Producer<'a> {
     pub(super) fn new(text: &'a str, eof: Option<Mk>) -> Producer<'a> {
         let mut parser = Parser::new();
+        // The text is UTF-8 and its byte order mark is gone (`prepare`):
+        // left to guess, libyaml-safer 0.3 takes any first byte 0xEF for a
+        // mark and refuses a first character from U+F000 to U+FFFF
+        // ("invalid byte order marker"), which yaml.v3 reads.
+        parser.set_encoding(libyaml_safer::Encoding::Utf8);
         // libyaml-safer decodes all the input it is given into its
         // character buffer: in small pieces that buffer stays in cache.
         parser.set_input(std::io::BufReader::with_capacity(

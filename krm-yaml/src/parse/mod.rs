@@ -446,6 +446,8 @@ fn tag_comma(text: &str) -> Option<ParseError> {
     };
     let mut input = copy.as_slice();
     let mut scanner = libyaml_safer::Scanner::new();
+    // UTF-8, no byte order mark: as the parser is told (see `Producer::new`).
+    scanner.set_encoding(libyaml_safer::Encoding::Utf8);
     scanner.set_input_string(&mut input);
     let mut flow = 0usize;
     let mut next = 0;

@@ -74,6 +74,8 @@ pub(super) fn scanner_error_first(
 fn scanner_tokens(text: &str) -> (Vec<VTok>, Option<libyaml_safer::Error>) {
     let mut input = text.as_bytes();
     let mut scanner = libyaml_safer::Scanner::new();
+    // UTF-8, no byte order mark: as the parser is told (see `Producer::new`).
+    scanner.set_encoding(libyaml_safer::Encoding::Utf8);
     scanner.set_input_string(&mut input);
     let mut toks: Vec<VTok> = Vec::new();
     // Per flow level, the simple key's KEY waiting for its VALUE.
