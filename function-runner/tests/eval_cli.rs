@@ -81,6 +81,38 @@ fn cat_leaves_a_canonical_package_untouched() {
     );
 }
 
+/// A resource nested as deep as the parser allows (yaml.v3's 10,000) is
+/// read, sent, taken back and left as it was (found by the YAML
+/// differential harness: the main thread's stack overflowed at 9,000, an
+/// abort where kpt passes), and one level more is yaml.v3's error, for
+/// eval and render alike.
+#[test]
+fn a_resource_nested_to_the_parsers_limit_is_no_crash() {
+    for (depth, ok) in [(9_995, true), (10_001, false)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let pkg = tmp.path().join("pkg");
+        fs::create_dir_all(&pkg).unwrap();
+        let text = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  x: {}{}\n",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        fs::write(pkg.join("a.yaml"), &text).unwrap();
+        let r = eval(tmp.path(), &["pkg", "--exec", "cat"], None);
+        if ok {
+            assert_eq!(r.code, 0, "{}", r.stderr);
+        } else {
+            assert_eq!(r.code, 1);
+            assert!(
+                r.stderr.contains("exceeded max depth of 10000"),
+                "{}",
+                r.stderr
+            );
+        }
+        assert_eq!(fs::read_to_string(pkg.join("a.yaml")).unwrap(), text);
+    }
+}
+
 #[test]
 fn messy_package_is_formatted_as_kpt_writes_it() {
     let tmp = tempfile::tempdir().unwrap();

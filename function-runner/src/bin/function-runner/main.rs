@@ -86,6 +86,26 @@ fn porch_command_line(mut args: Vec<OsString>) -> Vec<OsString> {
 }
 
 fn main() -> ExitCode {
+    // eval and render walk resources recursively on this thread (the
+    // runtime's block_on), and a resource may be nested 10,000 deep (the
+    // parser's limit, as yaml.v3's): the main thread's 8 MiB overflowed at
+    // 9,000 (found by the YAML differential harness). The stack is
+    // reserved, not committed, until used.
+    let big = std::thread::Builder::new()
+        .name("main".to_owned())
+        .stack_size(krm_builtins::container::CALL_STACK_BYTES)
+        .spawn(run_main);
+    match big.map(std::thread::JoinHandle::join) {
+        Ok(Ok(code)) => code,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(err) => {
+            eprintln!("function-runner: starting the main thread: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_main() -> ExitCode {
     // The starlark sandbox is this binary (krm_builtins::starlark::sandbox).
     if std::env::args_os()
         .nth(1)
