@@ -956,3 +956,78 @@ fn kustomizations_function_configs_and_duplicate_paths_like_kpt() {
     assert_same_run(&k, &o, "duplicate path and index, render");
     assert_same_tree(&p.k, &p.o, "duplicate path and index, render");
 }
+
+/// Found by the YAML differential harness (tests/src/yamldiff): a render
+/// step that adds a resource another step already added at the same
+/// default path fails as kpt's does (`enforcePathInvariants` over the
+/// step's output, a new resource counted in its package), where ours
+/// wrote both into one file.
+#[test]
+fn render_refuses_a_resource_added_twice_at_one_path() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns = tempfile::tempdir().unwrap();
+    let add = script(
+        fns.path(),
+        "add.sh",
+        r#"#!/bin/sh
+exec awk '
+function add() { print "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: added\n  data:\n    k: v"; done = 1 }
+/^items:/ { print; inside = 1; next }
+inside && !done && /^[A-Za-z]/ { add() }
+{ print }
+END { if (!done) add() }'
+"#,
+    );
+    let p = pair(&|d| {
+        copy_dir(&fixture("basic"), d);
+        kptfile(
+            d,
+            &format!("  mutators:\n  - exec: {add}\n  - exec: {add}\n"),
+        );
+    });
+    let (k, o) = both_render(&kpt, &p, &["pkg", "--allow-exec"]);
+    assert_eq!((k.code, o.code), (1, 1), "{}\n{}", k.stderr, o.stderr);
+    assert_eq!(untimed(&k.stderr), untimed(&o.stderr));
+    assert!(o
+        .stderr
+        .contains("resource at path \"configmap_added.yaml\" and index \"\" already exists"));
+    assert_same_tree(&p.k, &p.o, "a resource added twice");
+}
+
+/// A documented departure (docs/eval-render.md, "Where we depart from
+/// kpt"): a flow collection's line comment, when a function writes the
+/// collection in block style, stays with it (on its key's line, or above
+/// a sequence entry);
+/// kpt writes it after the next scalar or at the next document's head.
+/// Everything else is kpt's, byte for byte.
+#[test]
+fn a_flow_collections_line_comment_stays_on_its_line() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns = tempfile::tempdir().unwrap();
+    let sort = script(
+        fns.path(),
+        "sort.py",
+        "#!/usr/bin/env python3\nimport sys, yaml\nyaml.safe_dump(yaml.safe_load(sys.stdin), sys.stdout, sort_keys=True)\n",
+    );
+    let input = "apiVersion: v1\nkind: A\nmetadata:\n  name: a\ndata: {v: x} # on data\nlist:\n- {k: 1} # on the entry\n---\napiVersion: v1\nkind: B\nmetadata:\n  name: b\n";
+    let p = pair(&|d| {
+        fs::create_dir_all(d).unwrap();
+        fs::write(d.join("f.yaml"), input).unwrap();
+    });
+    let (k, o) = both(&kpt, &p, &["pkg", "--exec", &sort], None);
+    assert_eq!((k.code, o.code), (0, 0), "{}\n{}", k.stderr, o.stderr);
+    let kpt_file = fs::read_to_string(p.k.join("pkg/f.yaml")).unwrap();
+    let ours = fs::read_to_string(p.o.join("pkg/f.yaml")).unwrap();
+    assert_eq!(
+        kpt_file,
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: a\ndata:\n  v: x\nlist: # on data\n- k: 1\n---\n# on the entry\napiVersion: v1\nkind: B\nmetadata:\n  name: b\n"
+    );
+    assert_eq!(
+        ours,
+        "apiVersion: v1\nkind: A\nmetadata:\n  name: a\ndata: # on data\n  v: x\nlist:\n# on the entry\n- k: 1\n---\napiVersion: v1\nkind: B\nmetadata:\n  name: b\n"
+    );
+}

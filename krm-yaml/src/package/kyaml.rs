@@ -274,7 +274,7 @@ pub fn copy_comments(from: &Node, to: &mut Node) {
 /// [`copy_comments`], but a line comment of a flow collection that the
 /// function wrote in block style stays on the line the user wrote it on:
 /// on the key (`data: # c`), or for a sequence entry that is a mapping on
-/// the dash line (`- # c`, yaml.v3's head comment of its first key). kyaml
+/// the line above its dash (its head comment). kyaml
 /// copies it onto the block collection, where yaml.v3's encoder writes it
 /// after the next scalar, at the head of the next document, or nowhere
 /// (docs/eval-render.md, "Where we depart from kpt"). `eval` and `render`
@@ -348,15 +348,17 @@ fn walk(from: Option<&Node>, to: &mut Node, in_place: bool) {
                     let had = !o.line_comment.is_empty();
                     copy_field_comments(d, o);
                     walk(Some(d), o, in_place);
-                    // Only a mapping entry: yaml.v3 writes a nested
-                    // sequence's first head comment on a line of its own
-                    // as well, so there kyaml's place is kept.
+                    // The entry's own head comment, written on the line
+                    // above its dash: on the dash line (the first key's
+                    // head comment) kyaml's `rearrangeHeadCommentOfSeqNode`
+                    // would copy it above as well. Only a mapping entry: a
+                    // nested sequence keeps kyaml's place.
                     if in_place
                         && o.kind == Kind::Mapping
                         && copied_block_line(o, had)
-                        && o.content[0].head_comment.is_empty()
+                        && o.head_comment.is_empty()
                     {
-                        o.content[0].head_comment = std::mem::take(&mut o.line_comment);
+                        o.head_comment = std::mem::take(&mut o.line_comment);
                     }
                 }
             }
@@ -677,7 +679,7 @@ mod tests {
             text(&ours),
             // A nested sequence's stays where kyaml puts it (here the
             // next scalar has a comment of its own, and yaml.v3 drops it).
-            "data: # app\n  v: x\ns:\n- #\n  a: 1\n- - q\nk: [1] # kept\n"
+            "data: # app\n  v: x\ns:\n#\n- a: 1\n- - q\nk: [1] # kept\n"
         );
         // A key with a comment of its own keeps it; the value's goes where
         // kyaml puts it.

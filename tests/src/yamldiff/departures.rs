@@ -84,8 +84,8 @@ fn has_empty_key(bytes: &[u8]) -> bool {
 }
 
 /// A flow collection's line comment that the function wrote in block
-/// style stays on the line the user wrote it on (on the key, or for a
-/// sequence entry that is a mapping on its dash line); kpt moves it after the next scalar,
+/// style stays with what the user wrote it on (on the key's line, or for a
+/// sequence entry that is a mapping on the line above it); kpt moves it after the next scalar,
 /// to the next document's head, or drops it.
 pub const FLOW_LINE_COMMENT: &str = "a flow collection's line comment kept on its line";
 
@@ -181,9 +181,9 @@ fn undo(from: &Node, to: &mut Node) {
                 if let Some(c) = flow_with_line(f) {
                     if t.kind == Kind::Mapping
                         && block_with_content(t)
-                        && t.content[0].head_comment.as_str() == c
+                        && t.head_comment.as_str() == c
                     {
-                        t.line_comment = std::mem::take(&mut t.content[0].head_comment);
+                        t.line_comment = std::mem::take(&mut t.head_comment);
                     }
                 }
                 undo(f, t);

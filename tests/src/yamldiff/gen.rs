@@ -344,8 +344,9 @@ impl Gen {
             if self.chance(0.15) {
                 s.push_str(&self.comment_lines(indent));
             }
-            if self.chance(0.03) {
-                // A complex key.
+            // A complex key; rare, as kpt refuses every package holding
+            // one (a documented departure).
+            if self.chance(0.004) {
                 let k = self.flow(indent + 2, 1);
                 s.push_str(&format!("{pad}? {k}\n{pad}:"));
                 s.push_str(&self.value_after_key(indent, depth));
