@@ -50,6 +50,7 @@ use registry::{lock_registry, Entry, Kind, NEXT_SPAWN, SPAWN_GATE};
 use sweep::{children, sweep};
 
 mod registry;
+mod session;
 mod sweep;
 
 /// Linux's default pipe capacity.
@@ -324,15 +325,19 @@ pub(crate) fn spawn_waiting(spec: &ExecSpec) -> Result<Spawned, ExecError> {
 }
 
 fn spawn_kind(spec: &ExecSpec, kind: Kind) -> Result<Spawned, ExecError> {
-    let mut cmd = spec.command();
-    cmd.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let (process, stdio) =
-        Process::spawn_kind(&mut cmd, kind).map_err(|source| ExecError::Spawn {
-            program: spec.display_program(),
-            source,
-        })?;
+    let spawned = if kind == Kind::Waiting && session::posix_spawn_can(spec) {
+        session::spawn(spec)
+    } else {
+        let mut cmd = spec.command();
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        Process::spawn_kind(&mut cmd, kind)
+    };
+    let (process, stdio) = spawned.map_err(|source| ExecError::Spawn {
+        program: spec.display_program(),
+        source,
+    })?;
     Ok(Spawned { process, stdio })
 }
 
@@ -679,6 +684,14 @@ impl Process {
             stdout: child.stdout.take().map(OwnedFd::from),
             stderr: child.stderr.take().map(OwnedFd::from),
         };
+        // The std Child is dropped without waiting: we own the pid from here.
+        drop(child);
+        Self::adopt(pid, stdio)
+    }
+
+    /// A registered child, spawned as the leader of its own group: awaited
+    /// through a pidfd from here.
+    fn adopt(pid: Pid, stdio: Stdio3) -> io::Result<(Process, Stdio3)> {
         let pidfd = rustix::process::pidfd_open(pid, PidfdFlags::NONBLOCK)
             .map_err(io::Error::from)
             // `AsyncFd::new` is deprecated for types that do not own their
@@ -694,13 +707,11 @@ impl Process {
                 // group and reap it here (moments after SIGKILL), rather
                 // than leave it registered for ever.
                 let _ = rustix::process::kill_process_group(pid, Signal::KILL);
-                let _ = child.wait();
+                let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
                 lock_registry().remove(&pid.as_raw_pid());
                 return Err(err);
             }
         };
-        // The std Child is dropped without waiting: we own the pid from here.
-        drop(child);
         let process = Process {
             pid,
             pidfd: Some(pidfd),

@@ -202,3 +202,61 @@ fn process_alive(pid: i32) -> bool {
         Err(_) => false,
     }
 }
+
+/// A pre-spawned process gets, without a fork, what std's spawn gives a
+/// call's process (the same signal mask and ignored signals, the same
+/// open files, the environment with the spec's variables and the marker)
+/// plus a session of its own, which it leads; a bare name is found on
+/// PATH, a missing program is the spawn's error, and a spec with a working
+/// directory (std's spawn, forking) still runs there.
+#[tokio::test]
+async fn a_waiting_process_leads_its_own_session_without_a_fork() {
+    async fn both(script: &str) -> (String, String) {
+        let mut spec = ExecSpec::from_argv(["sh", "-c", script]).unwrap();
+        spec.env.push(("X".into(), "from the spec".into()));
+        assert!(session::posix_spawn_can(&spec));
+        let mut out = Vec::new();
+        for spawned in [spawn_waiting(&spec).unwrap(), spawn(&spec).unwrap()] {
+            let o = run_spawned(spawned, Bytes::from_static(b"go\n"), &limits())
+                .await
+                .unwrap();
+            assert_eq!(o.status, ExitStatus::Code(0));
+            out.push(String::from_utf8_lossy(&o.stdout).into_owned());
+        }
+        (out.remove(0), out.remove(0))
+    }
+    // `exec`: the program reports on itself, as its spawn left it (a shell
+    // blocks signals around its own forks).
+    let (waiting, call) = both("read _; exec grep -E '^(SigBlk|SigIgn):' /proc/self/status").await;
+    assert_eq!(waiting, call);
+    assert!(waiting.contains("SigBlk:\t0000000000000000"), "{waiting}");
+    let (waiting, call) = both("read _; exec ls /proc/self/fd").await;
+    assert_eq!(waiting, call);
+    let (waiting, call) = both("read _; echo \"x=$X marker=${KRM_FN_SPAWN:+set}\"").await;
+    assert_eq!(waiting, call);
+    assert_eq!(waiting, "x=from the spec marker=set\n");
+
+    let spawned = spawn_waiting(&ExecSpec::from_argv(["cat"]).unwrap()).unwrap();
+    let pid = Pid::from_raw(spawned.id() as i32).unwrap();
+    assert_eq!(
+        rustix::process::getsid(Some(pid)).unwrap(),
+        pid,
+        "its own session"
+    );
+    drop(spawned);
+
+    let missing = ExecSpec::from_argv(["/no/such/program"]).unwrap();
+    let err = spawn_waiting(&missing).unwrap_err();
+    assert!(err.to_string().contains("No such file"), "{err}");
+
+    let mut in_dir = sh("read _; pwd");
+    in_dir.current_dir = Some("/tmp".into());
+    assert!(!session::posix_spawn_can(&in_dir));
+    let spawned = spawn_waiting(&in_dir).unwrap();
+    let pid = Pid::from_raw(spawned.id() as i32).unwrap();
+    assert_eq!(rustix::process::getsid(Some(pid)).unwrap(), pid);
+    let out = run_spawned(spawned, Bytes::from_static(b"go\n"), &limits())
+        .await
+        .unwrap();
+    assert_eq!(&out.stdout[..], b"/tmp\n");
+}
