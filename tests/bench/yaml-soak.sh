@@ -3,7 +3,7 @@
 # packages"): CASES generated packages through our parse and emit against
 # yaml.v3's, and KPT_CASES of them through eval (four functions) and render
 # (a two-step pipeline) against kpt's, from seed FIRST (CI's fixed set is
-# seeds 0..3,000 and 0..50). Prints every failure, shrunk, and the figures
+# seeds 0..3,000 and 0..40). Prints every failure, shrunk, and the figures
 # BENCHMARKS.md records; exits 1 on any difference that is not a documented
 # departure. Needs what the harness's test needs (docs/testing.md).
 #
