@@ -99,15 +99,27 @@ fn a_resource_nested_to_the_parsers_limit_is_no_crash() {
         );
         fs::write(pkg.join("a.yaml"), &text).unwrap();
         let r = eval(tmp.path(), &["pkg", "--exec", "cat"], None);
-        if ok {
-            assert_eq!(r.code, 0, "{}", r.stderr);
-        } else {
-            assert_eq!(r.code, 1);
-            assert!(
-                r.stderr.contains("exceeded max depth of 10000"),
-                "{}",
-                r.stderr
-            );
+        let kptfile = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\npipeline:\n  mutators:\n  - exec: cat\n";
+        fs::write(pkg.join("Kptfile"), kptfile).unwrap();
+        let rendered = output_within(
+            Command::new(env!("CARGO_BIN_EXE_function-runner"))
+                .current_dir(tmp.path())
+                .args(["render", "pkg", "--allow-exec"]),
+            None,
+            Duration::from_secs(120),
+        )
+        .unwrap();
+        let render_err = String::from_utf8_lossy(&rendered.stderr);
+        for (code, stderr) in [
+            (r.code, r.stderr.as_str()),
+            (rendered.status.code().unwrap_or(-1), &*render_err),
+        ] {
+            if ok {
+                assert_eq!(code, 0, "{stderr}");
+            } else {
+                assert_eq!(code, 1, "{stderr}");
+                assert!(stderr.contains("exceeded max depth of 10000"), "{stderr}");
+            }
         }
         assert_eq!(fs::read_to_string(pkg.join("a.yaml")).unwrap(), text);
     }

@@ -1031,3 +1031,28 @@ fn a_flow_collections_line_comment_stays_on_its_line() {
         "apiVersion: v1\nkind: A\nmetadata:\n  name: a\ndata: # on data\n  v: x\nlist:\n# on the entry\n- k: 1\n---\napiVersion: v1\nkind: B\nmetadata:\n  name: b\n"
     );
 }
+
+/// Found by the YAML differential harness (soak seed 100666): kyaml writes
+/// a file's documents through one yaml.v3 encoder, so the line comment of
+/// an anchored block mapping, which the encoder holds back, comes out in
+/// the next document too; ours wrote each document on its own and lost
+/// that copy.
+#[test]
+fn a_comment_held_back_at_a_documents_end_goes_into_the_next() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let p = pair(&|d| {
+        fs::create_dir_all(d).unwrap();
+        fs::write(
+            d.join("f.yaml"),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\nstuff: &a1 #no space\n  'alpha': ~\n--- # doc 1\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n",
+        )
+        .unwrap();
+    });
+    let (k, o) = both(&kpt, &p, &["pkg", "--exec", "cat"], None);
+    assert_same_run(&k, &o, "cat");
+    assert_same_tree(&p.k, &p.o, "one encoder");
+    let written = fs::read_to_string(p.o.join("pkg/f.yaml")).unwrap();
+    assert!(written.contains("apiVersion: v1 #no space\n"), "{written}");
+}

@@ -47,6 +47,26 @@ pub fn encode(docs: &[Node], compact: bool) -> String {
     e.into_string()
 }
 
+/// [`encode`] with a sequence style per document (`true`: compact), as
+/// kyaml's `ByteWriter` drives one encoder: `CompactSeqIndent()` or
+/// `DefaultSeqIndent()` before each `Encode`. One encoder for the whole
+/// stream matters beyond the `---`: a line comment the encoder holds back
+/// at the end of one document (a block collection's) is written in the
+/// next.
+pub fn encode_documents(docs: &[(&Node, bool)]) -> String {
+    if docs.is_empty() {
+        return String::new();
+    }
+    let mut e = Emitter::new(docs[0].1);
+    e.emit(&Event::new(EventType::StreamStart));
+    for (doc, compact) in docs {
+        e.compact_sequence_indent = *compact;
+        e.marshal_doc(doc);
+    }
+    e.emit(&Event::new(EventType::StreamEnd));
+    e.into_string()
+}
+
 /// [`encode`] for one node (a document node, or any node, which is then
 /// written as a document of its own).
 pub fn encode_node(node: &Node, compact: bool) -> String {

@@ -75,10 +75,15 @@ func fromJSON(j *jnode, anchors map[string]*yaml.Node) *yaml.Node {
 	return n
 }
 
-// decode is the loop kyaml's reader runs: Decode until io.EOF.
-func decode(in []byte) ([]*yaml.Node, error) {
+// decode is the loop kyaml's reader runs: Decode until io.EOF. A panic
+// of the decoder is that case's answer, not the end of a batch.
+func decode(in []byte) (docs []*yaml.Node, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			docs, err = nil, fmt.Errorf("panic: %v", r)
+		}
+	}()
 	d := yaml.NewDecoder(bytes.NewReader(in))
-	var docs []*yaml.Node
 	for {
 		var n yaml.Node
 		err := d.Decode(&n)

@@ -72,6 +72,10 @@ fn environment(spec: &ExecSpec, marker: &str) -> io::Result<Vec<CString>> {
         .collect()
 }
 
+/// Spawns made here, for the tests to tell this path from std's.
+#[cfg(test)]
+pub(super) static SPAWNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Spawns `spec` (see [`posix_spawn_can`]) with its three streams piped,
 /// as the leader of a new session and group, registered as waiting.
 pub(super) fn spawn(spec: &ExecSpec) -> io::Result<(Process, Stdio3)> {
@@ -114,6 +118,8 @@ pub(super) fn spawn(spec: &ExecSpec) -> io::Result<(Process, Stdio3)> {
         nix::spawn::posix_spawnp(&program, &actions, &attr, &argv, &envp)
     };
     let raw = spawned.map_err(io::Error::from)?.as_raw();
+    #[cfg(test)]
+    SPAWNS.fetch_add(1, Ordering::Relaxed);
     let pid =
         Pid::from_raw(raw).ok_or_else(|| io::Error::other(format!("invalid child pid {raw}")))?;
     lock_registry().insert(

@@ -236,7 +236,12 @@ async fn a_waiting_process_leads_its_own_session_without_a_fork() {
     assert_eq!(waiting, call);
     assert_eq!(waiting, "x=from the spec marker=set\n");
 
+    let before = session::SPAWNS.load(Ordering::Relaxed);
     let spawned = spawn_waiting(&ExecSpec::from_argv(["cat"]).unwrap()).unwrap();
+    assert!(
+        session::SPAWNS.load(Ordering::Relaxed) > before,
+        "spawned by posix_spawn, not by std's Command"
+    );
     let pid = Pid::from_raw(spawned.id() as i32).unwrap();
     assert_eq!(
         rustix::process::getsid(Some(pid)).unwrap(),

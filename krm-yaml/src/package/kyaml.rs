@@ -285,9 +285,11 @@ pub fn copy_comments_in_place(from: &Node, to: &mut Node) {
 }
 
 /// A block collection with content that got a line comment from the copy
-/// (`had` says whether it held one before).
-fn copied_block_line(node: &Node, had: bool) -> bool {
-    !had && !node.line_comment.is_empty()
+/// of a flow collection's (`from`; `had` says whether it held one before).
+fn copied_block_line(from: Option<&Node>, node: &Node, had: bool) -> bool {
+    from.is_some_and(|f| f.style.has(Style::FLOW))
+        && !had
+        && !node.line_comment.is_empty()
         && matches!(node.kind, Kind::Mapping | Kind::Sequence)
         && !node.style.has(Style::FLOW)
         && !node.content.is_empty()
@@ -328,7 +330,11 @@ fn walk(from: Option<&Node>, to: &mut Node, in_place: bool) {
                 visit_scalar(from_kv.map(|p| p.0), key);
                 let had = !value.line_comment.is_empty();
                 walk(from_kv.map(|p| p.1), value, in_place);
-                if in_place && copied_block_line(value, had) && key.line_comment.is_empty() {
+                let from_value = from_kv.map(|p| p.1);
+                if in_place
+                    && copied_block_line(from_value, value, had)
+                    && key.line_comment.is_empty()
+                {
                     key.line_comment = std::mem::take(&mut value.line_comment);
                 }
             }
@@ -355,7 +361,7 @@ fn walk(from: Option<&Node>, to: &mut Node, in_place: bool) {
                     // nested sequence keeps kyaml's place.
                     if in_place
                         && o.kind == Kind::Mapping
-                        && copied_block_line(o, had)
+                        && copied_block_line(Some(d), o, had)
                         && o.head_comment.is_empty()
                     {
                         o.head_comment = std::mem::take(&mut o.line_comment);

@@ -541,18 +541,12 @@ pub struct WriteReport {
     pub deleted: usize,
 }
 
-/// Resources as kyaml's `ByteWriter` writes them without a wrapper: each
-/// document by the yaml.v3 encoder in its own sequence style, `---`
+/// Resources as kyaml's `ByteWriter` writes them without a wrapper: one
+/// yaml.v3 encoder, each document in its own sequence style, `---`
 /// between them.
 pub fn documents_text(docs: &[(&Node, bool)]) -> String {
-    let mut s = String::new();
-    for (i, (node, wide)) in docs.iter().enumerate() {
-        if i > 0 {
-            s.push_str("---\n");
-        }
-        s.push_str(&yaml::emit::encode_node(node, !*wide));
-    }
-    s
+    let compact: Vec<(&Node, bool)> = docs.iter().map(|(n, wide)| (*n, !*wide)).collect();
+    yaml::emit::encode_documents(&compact)
 }
 
 /// A file's content from its resources: documents joined by `---`, or

@@ -260,6 +260,23 @@ impl Tools {
                 kr.0, or.0, kr.1, or.1
             )));
         }
+        if kr.0 != 0 {
+            // Both failed: for the same reason, said alike (kpt's beta.56
+            // lines as beta.67 prints them, durations and the two work
+            // directories aside).
+            let command = match check {
+                Check::Render(..) => crate::beta67::Command::Render,
+                _ => crate::beta67::Command::Eval,
+            };
+            let theirs = comparable(&crate::beta67::stderr_as_beta67(&kr.1, command), &k);
+            let ours = comparable(&or.1, &o);
+            if theirs != ours {
+                return Ok(Outcome::Differs(format!(
+                    "both exit {}, stderr differs\n--- kpt's (as beta.67's):\n{theirs}--- ours:\n{ours}",
+                    kr.0
+                )));
+            }
+        }
         let mut differs = Vec::new();
         let paths: std::collections::BTreeSet<&String> = kt.keys().chain(ot.keys()).collect();
         for path in paths {
@@ -309,20 +326,83 @@ fn write_package(dir: &Path, pkg: &Package) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Exit code and stderr of `program args` run in `cwd`.
+/// stderr without what differs by run: the durations of `[PASS]`/`[FAIL]`
+/// lines, and the work directory (`dir`).
+fn comparable(stderr: &str, dir: &Path) -> String {
+    let mut out = String::new();
+    for line in stderr.replace(&*dir.to_string_lossy(), "<dir>").lines() {
+        let timed =
+            (line.starts_with("[PASS] ") || line.starts_with("[FAIL] ")) && line.contains(" in ");
+        match line.rfind(" in ") {
+            Some(at) if timed => out.push_str(&line[..at]),
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The environment variable each run is tagged with, so that what it
+/// started can be found and killed if it overruns.
+const RUN_TAG: &str = "YAMLDIFF_RUN";
+
+/// Exit code and stderr of `program args` run in `cwd`. A run past
+/// [`RUN_TIMEOUT`] is an error, and everything it started goes with it:
+/// `output_within` kills its process group, and the functions ours
+/// started in groups of their own are found by their tag.
 fn run(program: &Path, cwd: &Path, args: &[&str]) -> anyhow::Result<(i32, String)> {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let tag = format!(
+        "{}.{}",
+        std::process::id(),
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
     let out = crate::output_within(
         Command::new(program)
             .current_dir(cwd)
             .args(args)
-            .env("NO_COLOR", "1"),
+            .env("NO_COLOR", "1")
+            .env(RUN_TAG, &tag),
         None,
         RUN_TIMEOUT,
-    )?;
+    );
+    let out = match out {
+        Ok(out) => out,
+        Err(e) => {
+            kill_tagged(&tag);
+            return Err(e);
+        }
+    };
     Ok((
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     ))
+}
+
+/// SIGKILLs every process whose environment holds `RUN_TAG=tag`.
+fn kill_tagged(tag: &str) {
+    let needle = format!("{RUN_TAG}={tag}");
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in procs.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
 }
 
 /// Every file under `dir`, by path relative to it.
@@ -705,7 +785,11 @@ fn signature(detail: &str) -> String {
         return format!("{first} | {shape}");
     }
     if first.ends_with(" differs") {
-        return "a file differs".to_owned();
+        // Which file: a cut must not trade this difference for another.
+        return first.to_owned();
+    }
+    if first.starts_with("both exit") {
+        return first.to_owned();
     }
     first
         .split_whitespace()

@@ -86,33 +86,34 @@ fn porch_command_line(mut args: Vec<OsString>) -> Vec<OsString> {
 }
 
 fn main() -> ExitCode {
-    // eval and render walk resources recursively on this thread (the
-    // runtime's block_on), and a resource may be nested 10,000 deep (the
-    // parser's limit, as yaml.v3's): the main thread's 8 MiB overflowed at
-    // 9,000 (found by the YAML differential harness). The stack is
-    // reserved, not committed, until used.
-    let big = std::thread::Builder::new()
-        .name("main".to_owned())
-        .stack_size(krm_builtins::container::CALL_STACK_BYTES)
-        .spawn(run_main);
-    match big.map(std::thread::JoinHandle::join) {
-        Ok(Ok(code)) => code,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
-        Err(err) => {
-            eprintln!("function-runner: starting the main thread: {err}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn run_main() -> ExitCode {
-    // The starlark sandbox is this binary (krm_builtins::starlark::sandbox).
+    // The starlark sandbox is this binary (krm_builtins::starlark::sandbox),
+    // which sets up its own stack and limits.
     if std::env::args_os()
         .nth(1)
         .is_some_and(|a| a == krm_builtins::starlark::SANDBOX_ARG)
     {
         return ExitCode::from(u8::try_from(krm_builtins::starlark::sandbox_main()).unwrap_or(2));
     }
+    // eval and render walk resources recursively on this thread (the
+    // runtime's block_on), and a resource may be nested 10,000 deep (the
+    // parser's limit, as yaml.v3's): the main thread's 8 MiB overflowed at
+    // 9,000 (found by the YAML differential harness). The stack is
+    // reserved, not committed, until used; where even the reservation is
+    // refused (strict overcommit, `ulimit -v`), this thread does, as before.
+    let big = std::thread::Builder::new()
+        .name("main".to_owned())
+        .stack_size(krm_builtins::container::CALL_STACK_BYTES)
+        .spawn(run_main);
+    match big {
+        Ok(thread) => match thread.join() {
+            Ok(code) => code,
+            Err(panic) => std::panic::resume_unwind(panic),
+        },
+        Err(_) => run_main(),
+    }
+}
+
+fn run_main() -> ExitCode {
     let cli = Cli::try_parse_from(porch_command_line(std::env::args_os().collect())).unwrap_or_else(|err| {
         let err = krm_fn::cli::tip_for_word_before_dashes(err, |arg| {
             format!("function arguments go after `--`: `function-runner eval [DIR] --image IMAGE -- {arg}`")
