@@ -94,3 +94,43 @@ pub(super) fn directive_line(text: &[u8], doc_start: usize) -> usize {
         .position(|l| l.starts_with(b"%YAML"))
         .map_or(0, |i| before + i)
 }
+
+/// yaml.v3 refuses a `%YAML` other than 1.1 as it reads the directives
+/// (`yaml_parser_process_directives`), before it looks for the `---` they
+/// need; libyaml accepts 1.2 and fails later, on the missing `---` or on
+/// what comes instead (a file that is only `%YAML 1.2`, as kyaml's reader
+/// cuts one at its `---`). So an error on the line right after directives
+/// naming another version is yaml.v3's
+/// "found incompatible YAML document" at the directive's line (0-based, as
+/// parser errors are).
+pub(super) fn version_before(e: &libyaml_safer::Error, text: &[u8]) -> Option<ParseError> {
+    let at = (e.problem_mark()?.index as usize).min(text.len());
+    let lines: Vec<&[u8]> = text[..at].split(|&b| b == b'\n').collect();
+    // The directives just before the error's line, with comments and blank
+    // lines among them.
+    let mut found = None;
+    for (i, line) in lines.iter().enumerate().rev().skip(1) {
+        let t = line.strip_suffix(b"\r").unwrap_or(line);
+        let t = t.trim_ascii();
+        if t.is_empty() || t.starts_with(b"#") {
+            continue;
+        }
+        if !t.starts_with(b"%") {
+            break;
+        }
+        if let Some(v) = t.strip_prefix(b"%YAML") {
+            let v = v.trim_ascii();
+            let v = v
+                .split(|b| b.is_ascii_whitespace())
+                .next()
+                .unwrap_or_default();
+            if v != b"1.1" {
+                found = Some(i);
+            }
+        }
+    }
+    found.map(|line| ParseError {
+        line,
+        message: "found incompatible YAML document".to_owned(),
+    })
+}

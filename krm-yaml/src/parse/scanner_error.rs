@@ -58,7 +58,8 @@ pub(super) fn scanner_error_first(
         }
     }
     let tab = tab_error(&error, text.as_bytes());
-    let error = ParseError::from_libyaml(&error, eof);
+    let error = super::error::version_before(&error, text.as_bytes())
+        .unwrap_or_else(|| ParseError::from_libyaml(&error, eof));
     clamp_to(src, &mut toks);
     let mut go = GoParser::new(Sim::new(src, Source::fixed(toks)));
     let mut produced = 0;

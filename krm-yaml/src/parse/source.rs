@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use compact_str::CompactString;
 use libyaml_safer::{Event, EventData};
 
-use super::error::{directive_line, tab_error, ParseError};
+use super::error::{directive_line, tab_error, version_before, ParseError};
 use super::feed::{Failure, Feed, BATCH};
 use super::tokens::{Mk, VTok};
 
@@ -102,7 +102,10 @@ impl<'a> Source<'a> {
                 Ok(ev) => ev,
                 Err(Failure::Libyaml(e)) => {
                     self.tab_at = tab_error(&e, self.text);
-                    self.error = Some(ParseError::from_libyaml(&e, self.eof));
+                    self.error = Some(
+                        version_before(&e, self.text)
+                            .unwrap_or_else(|| ParseError::from_libyaml(&e, self.eof)),
+                    );
                     self.feed = Feed::Done;
                     break;
                 }

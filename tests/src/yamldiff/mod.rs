@@ -271,6 +271,9 @@ impl Tools {
             let theirs = comparable(&crate::beta67::stderr_as_beta67(&kr.1, command), &k);
             let ours = comparable(&or.1, &o);
             if theirs != ours {
+                if let Some(name) = departures::refused_by_kpt(pkg, &kr, &or) {
+                    return Ok(Outcome::Departure(name));
+                }
                 return Ok(Outcome::Differs(format!(
                     "both exit {}, stderr differs\n--- kpt's (as beta.67's):\n{theirs}--- ours:\n{ours}",
                     kr.0
