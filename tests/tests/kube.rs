@@ -497,9 +497,20 @@ async fn a_call_on_the_cluster_is_one_trace_from_the_caller_to_the_function() {
         .unwrap_or_else(|status| panic!("{status}\nlogs:\n{}", runner.logs()));
     let spans = receiver
         .wait_for(Duration::from_secs(30), |s| {
+            // The runner's own call spans end after the wrapper's, and may
+            // come in a later batch: wait for them too.
+            let runner_call = |kind: i32| {
+                s.iter().any(|x| {
+                    x.service == "function-runner"
+                        && x.name == "evaluator.FunctionEvaluator/EvaluateFunction"
+                        && x.kind == kind
+                })
+            };
             s.iter()
                 .any(|x| x.service == "wrapper-server" && x.name == "function")
                 && s.iter().any(|x| x.name == "kube.ready")
+                && runner_call(2)
+                && runner_call(3)
         })
         .await;
     let shown: String = spans
