@@ -651,7 +651,9 @@ impl Process {
             // that name it only inside its session, which no other process
             // can join (a process group can be joined from the session).
             // Calls keep the cheaper spawn: their markers count only while
-            // the call runs.
+            // the call runs. Most waiting processes do not come here but
+            // through `session::spawn` (posix_spawn, no fork); this hook
+            // (which makes std fork) is for a spec `posix_spawn_can` refuses.
             #[allow(unsafe_code)]
             // SAFETY: the closure runs in the child between fork and exec and
             // only makes the setsid system call, which is async-signal-safe
