@@ -1056,3 +1056,36 @@ fn a_comment_held_back_at_a_documents_end_goes_into_the_next() {
     let written = fs::read_to_string(p.o.join("pkg/f.yaml")).unwrap();
     assert!(written.contains("apiVersion: v1 #no space\n"), "{written}");
 }
+
+/// Found by the YAML differential harness (soak seed 100089): yaml.v3 puts
+/// the comment after a value-less anchor that ends a resource
+/// (`spec: &a1 # c`) on the resource's mapping. kyaml's comment copier
+/// copies a resource's `RNode.Document()` comments, which for one read from
+/// a file are its document node's, never its mapping's: a function that
+/// drops the comment loses it, and one that keeps it (`cat`, whose output
+/// holds it at the next item's head) has it written once. Ours copied the
+/// mapping's as well, and wrote it twice.
+#[test]
+fn a_resources_own_line_comment_is_not_copied_back() {
+    let Some(kpt) = prerequisite(require_kpt()) else {
+        return;
+    };
+    let fns = tempfile::tempdir().unwrap();
+    let strip = script(fns.path(), "strip", "#!/bin/sh\nsed 's/^- # c1$/-/'\n");
+    let input = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\nspec: &a1 # c1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b # c2\n";
+    for (exec, kept) in [("cat", true), (strip.as_str(), false)] {
+        let p = pair(&|d| {
+            fs::create_dir_all(d).unwrap();
+            fs::write(d.join("f.yaml"), input).unwrap();
+        });
+        let (k, o) = both(&kpt, &p, &["pkg", "--exec", exec], None);
+        assert_same_run(&k, &o, exec);
+        assert_same_tree(&p.k, &p.o, exec);
+        let written = fs::read_to_string(p.o.join("pkg/f.yaml")).unwrap();
+        assert_eq!(
+            written.matches("# c1").count(),
+            usize::from(kept),
+            "{exec}: {written}"
+        );
+    }
+}

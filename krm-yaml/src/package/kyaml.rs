@@ -268,7 +268,7 @@ fn copy_field_comments(from: &Node, to: &mut Node) {
 /// function reorders such a list).
 pub fn copy_comments(from: &Node, to: &mut Node) {
     copy_field_comments(from, to);
-    walk(Some(content(from)), content_mut(to), false);
+    walk(Some(content(from)), content_mut(to), false, true);
 }
 
 /// [`copy_comments`], but a line comment of a flow collection that the
@@ -281,7 +281,7 @@ pub fn copy_comments(from: &Node, to: &mut Node) {
 /// use this; a built-in function reproducing its container keeps kyaml's.
 pub fn copy_comments_in_place(from: &Node, to: &mut Node) {
     copy_field_comments(from, to);
-    walk(Some(content(from)), content_mut(to), true);
+    walk(Some(content(from)), content_mut(to), true, true);
 }
 
 /// A block collection with content that got a line comment from the copy
@@ -298,7 +298,15 @@ fn copied_block_line(from: Option<&Node>, node: &Node, had: bool) -> bool {
 /// The copier's visit of `walk.Walker{VisitKeysAsScalars: true}` over
 /// `[from, to]`, where only `to` changes. `in_place`: see
 /// [`copy_comments_in_place`].
-fn walk(from: Option<&Node>, to: &mut Node, in_place: bool) {
+///
+/// `root`: the resource itself, whose visit copies nothing more. kyaml's
+/// visitors copy `RNode.Document()`'s comments, which for a resource read
+/// from a file is its document node, not its mapping: `CopyComments`'
+/// first copy did that already, and the mapping's own comments (a line
+/// comment yaml.v3 puts on it, `spec: &a # c` ending the document) are
+/// never copied. For a function's output item (a bare mapping, render's
+/// next step) the first copy was the mapping's.
+fn walk(from: Option<&Node>, to: &mut Node, in_place: bool, root: bool) {
     // `Walker.Kind()`: the first source that is not null.
     let kind = match from {
         Some(f) if !is_null(f) => Some(f.kind),
@@ -311,7 +319,7 @@ fn walk(from: Option<&Node>, to: &mut Node, in_place: bool) {
         |k: Kind| from.is_none_or(|f| is_null(f) || f.kind == k) && (is_null(to) || to.kind == k);
     match kind {
         Some(Kind::Mapping) if same(Kind::Mapping) => {
-            if let Some(f) = from {
+            if let Some(f) = from.filter(|_| !root) {
                 copy_field_comments(f, to);
             }
             if to.kind != Kind::Mapping {
@@ -329,7 +337,7 @@ fn walk(from: Option<&Node>, to: &mut Node, in_place: bool) {
                 // VisitScalar on the keys.
                 visit_scalar(from_kv.map(|p| p.0), key);
                 let had = !value.line_comment.is_empty();
-                walk(from_kv.map(|p| p.1), value, in_place);
+                walk(from_kv.map(|p| p.1), value, in_place, false);
                 let from_value = from_kv.map(|p| p.1);
                 if in_place
                     && copied_block_line(from_value, value, had)
@@ -345,7 +353,9 @@ fn walk(from: Option<&Node>, to: &mut Node, in_place: bool) {
             let Some(f) = from else {
                 return;
             };
-            copy_field_comments(f, to);
+            if !root {
+                copy_field_comments(f, to);
+            }
             if f.kind != Kind::Sequence || to.kind != Kind::Sequence {
                 return;
             }
@@ -353,7 +363,7 @@ fn walk(from: Option<&Node>, to: &mut Node, in_place: bool) {
                 if d.value == o.value {
                     let had = !o.line_comment.is_empty();
                     copy_field_comments(d, o);
-                    walk(Some(d), o, in_place);
+                    walk(Some(d), o, in_place, false);
                     // The entry's own head comment, written on the line
                     // above its dash: on the dash line (the first key's
                     // head comment) kyaml's `rearrangeHeadCommentOfSeqNode`
@@ -373,7 +383,7 @@ fn walk(from: Option<&Node>, to: &mut Node, in_place: bool) {
         Some(_) => {}
         // `walkMap` on nulls: VisitMap copies the comments.
         None => {
-            if let Some(f) = from {
+            if let Some(f) = from.filter(|_| !root) {
                 copy_field_comments(f, to);
             }
         }
