@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use e2e_tests::{docker, eventually_async};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Pod};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::Api;
 use support::{function_container, pod_template, setup, wait_call_running, EXAMPLE_FN_DOCKERFILE};
@@ -173,6 +173,50 @@ async fn a_changed_template_replaces_the_idle_pod() {
         "the pod started from the old template stays\n{}",
         runner.logs()
     );
+    s.stop(runner).await;
+}
+
+/// Dialled by its IP (`--kube-dial pod-ip`), a new pod takes calls as soon
+/// as its wrapper answers there, not when the kubelet reports it Ready: a
+/// template whose readiness probe never passes still serves, while the
+/// pod's Service (which follows the kubelet's readiness) never lists it.
+#[tokio::test]
+async fn a_pod_dialled_by_its_ip_serves_before_the_kubelet_calls_it_ready() {
+    let Some(s) = setup("unready", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
+        return;
+    };
+    let healthy = pod_template(&s.wrapper_image, "never-ready");
+    let never_ready = healthy.replace("'localhost:9446'", "'localhost:1'");
+    assert_ne!(never_ready, healthy, "the probe's address moved");
+    let maps: Api<ConfigMap> = Api::namespaced(s.client.clone(), &s.namespace);
+    let mut map = ConfigMap::default();
+    map.metadata.name = Some("fn-template".to_string());
+    map.data = Some(BTreeMap::from([("template".to_string(), never_ready)]));
+    maps.create(&PostParams::default(), &map).await.unwrap();
+    let runner = s.runner("runner", &["--function-pod-template", "fn-template"]);
+    let output = s.call(&runner).await;
+    assert!(output.contains("owner: team-shop"), "{output}");
+    let pods = s.live_pods().await;
+    assert_eq!(pods.len(), 1, "{:?}", pods.keys());
+    let (name, pod) = pods.into_iter().next().unwrap();
+    assert!(
+        !runner_kube::pods::is_ready(&pod),
+        "the probe cannot pass, yet the pod is Ready: {:?}",
+        pod.status
+    );
+    let endpoints: Api<Endpoints> = Api::namespaced(s.client.clone(), &s.namespace);
+    let listed = endpoints
+        .get_opt(&name)
+        .await
+        .unwrap()
+        .and_then(|e| e.subsets)
+        .into_iter()
+        .flatten()
+        .any(|subset| subset.addresses.is_some_and(|a| !a.is_empty()));
+    assert!(!listed, "the Service routes to a pod that is not Ready");
+    // Warm calls go on on the same pod.
+    assert!(s.call(&runner).await.contains("owner: team-shop"));
+    assert_eq!(s.live_pods().await.keys().collect::<Vec<_>>(), vec![&name]);
     s.stop(runner).await;
 }
 

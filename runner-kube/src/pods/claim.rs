@@ -13,7 +13,7 @@ use super::delete::Exactly;
 use super::failures::{is_conflict, is_not_found, StartError};
 use super::inner::Inner;
 use super::pool::{idle_in, label, CLAIMED, IDLE, POOL_LABEL, POOL_STATE_LABEL};
-use super::readiness::{ended, is_ready, pod_ip, terminated};
+use super::readiness::{answers, ended, is_ready, pod_ip, terminated};
 use super::reclaim::now_secs;
 use super::start::Progress;
 use crate::lifecycle::{self, OpType, Phase, TRAFFIC_FINALIZER};
@@ -30,38 +30,8 @@ fn restarted(pod: &Pod) -> bool {
         .is_some_and(|statuses| statuses.iter().any(|c| c.restart_count > 0))
 }
 
-/// How long a claim waits for a starting pod's wrapper to answer before it
-/// looks again.
-const ANSWER_WITHIN: Duration = Duration::from_millis(500);
 /// How often a claim asks a running, not yet Ready pod's wrapper again.
 const ASK_AGAIN: Duration = Duration::from_millis(100);
-
-/// Whether the wrapper at `ip` says SERVING (the runner's own check: a pod
-/// is claimed as soon as it answers, up to a probe period and a status
-/// write before the kubelet reports it Ready).
-async fn answers(ip: &str) -> bool {
-    use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
-    let endpoint = format!("http://{ip}:{}", crate::names::WRAPPER_PORT);
-    let check = async {
-        let channel = tonic::transport::Endpoint::from_shared(endpoint)
-            .ok()?
-            .connect_timeout(ANSWER_WITHIN)
-            .connect()
-            .await
-            .ok()?;
-        let answer = HealthClient::new(channel)
-            .check(HealthCheckRequest {
-                service: String::new(),
-            })
-            .await
-            .ok()?;
-        Some(answer.get_ref().status == ServingStatus::Serving as i32)
-    };
-    matches!(
-        tokio::time::timeout(ANSWER_WITHIN, check).await,
-        Ok(Some(true))
-    )
-}
 
 impl Inner {
     /// Claims a Ready idle pod of `spec`'s pool: its name, the pod as

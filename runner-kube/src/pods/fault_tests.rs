@@ -623,6 +623,57 @@ async fn a_pod_create_answered_503_until_the_ready_timeout_times_out_naming_the_
     assert!(h.api.log().iter().all(|r| !r.starts_with("DELETE")));
 }
 
+/// Dialled by its IP, a new pod is handed out as soon as its wrapper
+/// answers there: Running with an address, not yet Ready. (A real health
+/// server on a loopback address standing for the pod's IP, and so the real
+/// clock: the paused one would time out every connect at once.)
+#[tokio::test]
+async fn a_pod_whose_wrapper_answers_on_its_ip_is_handed_out_before_ready() {
+    use proto::health::health_reporter;
+    let ip = "127.0.0.146";
+    let port = u16::try_from(WRAPPER_PORT).expect("a port");
+    let listener = tokio::net::TcpListener::bind((ip, port))
+        .await
+        .expect("a loopback address for the pod's wrapper");
+    // The overall service ("") says SERVING from the start.
+    let (_reporter, health) = health_reporter();
+    let test = async {
+        let mut h = harness(Vec::new()).await;
+        let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+        let create = h.api.expect("POST", PODS).await;
+        let pod = created(&create.body, "uid-1");
+        let name = name_of(&pod);
+        create.answer(201, pod.clone());
+        expect_gate_on(&mut h, &pod).await;
+        h.api.apply_pod("ADDED", pod.clone());
+        let service = h.api.expect("POST", SERVICES).await;
+        let body = service.body.clone();
+        service.answer(201, body);
+        let mut running = pod.clone();
+        running["status"] = json!({"phase": "Running", "podIP": ip});
+        h.api.apply_pod("MODIFIED", running.clone());
+        // Not handed out while its wrapper does not answer.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !start.is_finished(),
+            "handed out before its wrapper answered"
+        );
+        let server = tokio::spawn(
+            tonic::transport::Server::builder()
+                .add_service(health)
+                .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+        );
+        expect_serve(&mut h, &running).await;
+        let ready = finish(start, "the start").await.expect("a pod");
+        assert_eq!(ready.id, PodId(name));
+        assert_eq!(ready.endpoint, format!("http://{ip}:{WRAPPER_PORT}"));
+        server.abort();
+    };
+    tokio::time::timeout(Duration::from_secs(30), test)
+        .await
+        .expect("the start ended within 30 s");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_pod_never_ready_times_out_and_is_deleted() {
     let mut h = harness(Vec::new()).await;
@@ -648,7 +699,10 @@ async fn a_pod_never_ready_times_out_and_is_deleted() {
     let BackendError::ReadyTimeout { detail, .. } = err else {
         panic!("not a ready timeout: {err}");
     };
-    assert_eq!(detail, format!("pod {name}: waiting for it to be Ready"));
+    assert_eq!(
+        detail,
+        format!("pod {name}: waiting for its wrapper to answer on its IP")
+    );
     expect_delete_by_uid(&mut h, &name, pod).await;
 }
 

@@ -20,6 +20,46 @@ pub(super) async fn service_accepts(address: &str) {
     }
 }
 
+/// How long the runner's own health check waits for a starting pod's
+/// wrapper to answer before it looks again.
+const ANSWER_WITHIN: Duration = Duration::from_millis(500);
+
+/// Whether the wrapper at `ip` says SERVING: the runner's own check, which
+/// a starting pod passes as soon as its wrapper listens, up to the
+/// kubelet's relist (a second), a probe period and a status write before
+/// the kubelet reports it Ready.
+pub(super) async fn answers(ip: &str) -> bool {
+    use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
+    let endpoint = format!("http://{ip}:{}", crate::names::WRAPPER_PORT);
+    let check = async {
+        let channel = tonic::transport::Endpoint::from_shared(endpoint)
+            .ok()?
+            .connect_timeout(ANSWER_WITHIN)
+            .connect()
+            .await
+            .ok()?;
+        let answer = HealthClient::new(channel)
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await
+            .ok()?;
+        Some(answer.get_ref().status == ServingStatus::Serving as i32)
+    };
+    matches!(
+        tokio::time::timeout(ANSWER_WITHIN, check).await,
+        Ok(Some(true))
+    )
+}
+
+/// Resolves once the wrapper at `ip` says SERVING, asked every `every`;
+/// the caller bounds it.
+pub(super) async fn answering(ip: &str, every: Duration) {
+    while !answers(ip).await {
+        tokio::time::sleep(every).await;
+    }
+}
+
 /// Whether the pod's Ready condition is True.
 pub fn is_ready(pod: &Pod) -> bool {
     pod.status

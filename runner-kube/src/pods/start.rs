@@ -14,7 +14,7 @@ use super::delete::Exactly;
 use super::failures::{is_conflict, Attempt, StartError, Taken};
 use super::inner::{owner_of, Inner};
 use super::naming::{service_name, MAX_SLOTS};
-use super::readiness::{ended, is_ready, lists_address, pod_ip, service_accepts};
+use super::readiness::{answering, ended, is_ready, lists_address, pod_ip, service_accepts};
 use super::reclaim::now_secs;
 use super::settings::Dial;
 use crate::lifecycle::{self, OpType, Outcome, Phase};
@@ -23,6 +23,11 @@ use crate::template::{FunctionPod, Template};
 use runner_core::backend::{
     cause, pod_name, BackendError, Cause, PodId, PodSpec, ReadyPod, Retire,
 };
+
+/// How often a cold start asks its pod's wrapper again, from the moment the
+/// pod has an address until it answers (a refused connection costs next to
+/// nothing; the wait is the kubelet's).
+const ASK_AGAIN_COLD: Duration = Duration::from_millis(25);
 
 /// What a start did, for the cleanup after a failure or a timeout.
 #[derive(Default)]
@@ -295,9 +300,56 @@ impl Inner {
         self.ensure_service(fp, template, &uid)
             .instrument(tracing::info_span!(target: "otel", "kube.service"))
             .await?;
+        let pod = if self.settings.dial == Dial::PodIp {
+            // Dialled by its IP, a pod takes calls as soon as its wrapper
+            // answers there: the kubelet notices the running container at
+            // its next relist (up to a second), probes it and writes the
+            // status, and the Endpoints controller and kube-proxy follow;
+            // none of which this runner's calls need. Its Service keeps
+            // following the kubelet's readiness, for whoever dials it.
+            progress.step = "its wrapper to answer on its IP";
+            let pod = self
+                .wait_answering(name, &uid, progress.created.is_none())
+                .instrument(tracing::info_span!(target: "otel", "kube.ready"))
+                .await?;
+            if progress.created.is_some() {
+                self.lifecycle.emit(
+                    &pod,
+                    Phase::Ready,
+                    format!(
+                        "its wrapper answers on its IP and its traffic gate {} is True \
+                         (its Service lists it once the kubelet reports it Ready)",
+                        lifecycle::SERVING_GATE
+                    ),
+                );
+            }
+            pod
+        } else {
+            self.wait_routed(name, &uid, progress).await?
+        };
+        // Declared before the first call goes to it: a runner about to
+        // delete the pod sees it in use, and one that drains it already
+        // makes this patch fail (its resourceVersion moved), and the pod
+        // is read again and refused.
+        progress.step = "the API server to answer the declaration of its serve operation";
+        self.declare_serving(name, &uid, &pod)
+            .instrument(tracing::info_span!(target: "otel", "kube.declare"))
+            .await?;
+        Ok(pod)
+    }
+
+    /// Waits until the pod's Service routes to it (dialled by the Service's
+    /// name): the pod Ready, listed in its Endpoints, and the Service
+    /// taking connections.
+    async fn wait_routed(
+        &self,
+        name: &str,
+        uid: &str,
+        progress: &mut Progress,
+    ) -> Result<Pod, StartError> {
         progress.step = "it to be Ready";
         let pod = self
-            .wait_ready(name, &uid)
+            .wait_ready(name, uid)
             .instrument(tracing::info_span!(target: "otel", "kube.ready"))
             .await?;
         if progress.created.is_some() {
@@ -312,27 +364,17 @@ impl Inner {
         }
         // The Service routes to the pod only once its Endpoints list the
         // pod's IP: before that, a call by the Service's name is refused,
-        // and would count as a dead pod. Checked in both dial modes, so that
-        // every pod handed out is reachable both ways.
+        // and would count as a dead pod.
         progress.step = "its Service's Endpoints to list it";
         self.wait_listed(name, &pod)
             .instrument(tracing::info_span!(target: "otel", "kube.endpoints"))
             .await?;
-        if self.settings.dial == Dial::Service {
-            // kube-proxy programs the Service's address a moment after its
-            // Endpoints list the pod, and refuses connections until then: a
-            // call made at once would find the pod "unreachable". Wait until
-            // the Service takes a connection (the cold path only).
-            self.wait_service_accepts(name).await?;
-        }
-        // Declared before the first call goes to it: a runner about to
-        // delete the pod sees it in use, and one that drains it already
-        // makes this patch fail (its resourceVersion moved), and the pod
-        // is read again and refused.
-        progress.step = "the API server to answer the declaration of its serve operation";
-        self.declare_serving(name, &uid, &pod)
-            .instrument(tracing::info_span!(target: "otel", "kube.declare"))
-            .await?;
+        // kube-proxy programs the Service's address a moment after its
+        // Endpoints list the pod, and refuses connections until then: a
+        // call made at once would find the pod "unreachable". Wait until
+        // the Service takes a connection.
+        progress.step = "its Service to take a connection";
+        self.wait_service_accepts(name).await?;
         Ok(pod)
     }
 
@@ -559,6 +601,68 @@ impl Inner {
                 };
             }
         }
+    }
+
+    /// Waits until the pod's wrapper answers on the pod's IP (or the pod is
+    /// Ready, whichever the runner sees first), or fails if it ended. A pod
+    /// another start created (`adopted`) whose traffic gate its creator
+    /// never switched on gets it switched on here, as [`Self::wait_ready`]
+    /// does.
+    async fn wait_answering(
+        &self,
+        name: &str,
+        uid: &str,
+        adopted: bool,
+    ) -> Result<Pod, StartError> {
+        let key = self.key(name);
+        let mut changed = self.changed.clone();
+        let ended_as = |reason| StartError::Ended {
+            name: name.to_string(),
+            reason,
+        };
+        let pod = loop {
+            let mut ask = None;
+            if let Some(pod) = self.store.get(&key) {
+                if let Some(reason) = ended(&pod) {
+                    return Err(ended_as(self.wrapper_unpullable(&pod).unwrap_or(reason)));
+                }
+                if pod.metadata.uid.as_deref() == Some(uid) {
+                    if is_ready(&pod) && pod_ip(&pod).is_some() {
+                        break (*pod).clone();
+                    }
+                    // The kubelet writes the pod's IP with its first status
+                    // after the sandbox exists, while the init container
+                    // runs: asked from then on.
+                    ask = pod_ip(&pod).map(|ip| (ip.to_string(), pod.clone()));
+                }
+            }
+            let asking = async move {
+                match ask {
+                    Some((ip, pod)) => {
+                        answering(&ip, ASK_AGAIN_COLD).await;
+                        pod
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                seen = changed.changed() => {
+                    if seen.is_err() {
+                        return Err(ended_as("was not seen: the pod watch ended".into()));
+                    }
+                }
+                pod = asking => break (*pod).clone(),
+            }
+        };
+        if adopted && lifecycle::has_gate(&pod) && lifecycle::gate(&pod) != Some(true) {
+            self.switch_on(name, uid, pod.clone())
+                .await
+                .map_err(|attempt| match attempt {
+                    Attempt::Failed(cause) => ended_as(cause.to_string()),
+                    Attempt::Taken(Taken(reason)) => ended_as(reason),
+                })?;
+        }
+        Ok(pod)
     }
 
     /// Waits (on watch events) until the pod is Ready, or fails if it ended.

@@ -2,7 +2,10 @@
 //! `KUBECONFIG` names: cold calls (a new function image each: entrypoint
 //! from the registry, Pod and Service created, Ready, Endpoints) beside warm
 //! calls on the same pods, and, with the API server's audit log, the API
-//! requests the runner made in each phase. Printed as markdown.
+//! requests the runner made in each phase. Printed as markdown. With
+//! `--runner PATH` given more than once, those builds are measured side by
+//! side in one run: their cold calls alternate, each on its own image, and
+//! each round of them is followed by a plain pod, the anchor.
 //!
 //! ```sh
 //! KAS_AUDIT_LOG=/tmp/audit.json ../shared/tools/kube-cluster start /tmp/kube
@@ -43,6 +46,11 @@ struct Cli {
     /// requests per phase.
     #[arg(long)]
     audit_log: Option<std::path::PathBuf>,
+    /// A `function-runner` to measure (repeatable: builds side by side in
+    /// one run, their cold calls alternating); default: the one next to
+    /// this binary.
+    #[arg(long = "runner")]
+    runners: Vec<std::path::PathBuf>,
 }
 
 const FN_DOCKERFILE: &str =
@@ -63,14 +71,28 @@ async fn main() -> anyhow::Result<()> {
         &dockerfile,
         &["wrapper-server", "health-probe"],
     )?;
-    let images: Vec<String> = (0..cli.cold)
+    let runners = if cli.runners.is_empty() {
+        vec![e2e_tests::bin("function-runner")]
+    } else {
+        cli.runners.clone()
+    };
+    let images: Vec<String> = (0..cli.cold * runners.len())
         .map(|i| format!("{addr}/fns/example-fn:{id}-{i}"))
         .collect();
     for image in &images {
         build_image(image, FN_DOCKERFILE, &["example-fn"])?;
         docker(&["push", "-q", image])?;
     }
-    registry.images = images.clone();
+    // The plain pod's image: the wrapper's, from the same registry as the
+    // functions' (present in the engine, as theirs are).
+    let plain_image = format!("{addr}/fns/plain:{id}");
+    build_image(
+        &plain_image,
+        &dockerfile,
+        &["wrapper-server", "health-probe"],
+    )?;
+    docker(&["push", "-q", &plain_image])?;
+    registry.images = images.iter().chain([&plain_image]).cloned().collect();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut ns = Namespace::default();
     ns.metadata.name = Some(namespace.clone());
@@ -83,7 +105,9 @@ async fn main() -> anyhow::Result<()> {
         &client,
         &namespace,
         &wrapper_image,
+        &plain_image,
         &addr,
+        &runners,
         &images,
         &milestones,
     )
@@ -105,115 +129,169 @@ struct Phase {
     to: SystemTime,
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run(
     cli: &Cli,
     client: &Client,
     namespace: &str,
     wrapper_image: &str,
+    plain_image: &str,
     registry: &str,
+    binaries: &[std::path::PathBuf],
     images: &[String],
     milestones: &Milestones,
 ) -> anyhow::Result<()> {
-    let mut runner = Wrapper::start_runner(&[
-        "--metrics-port",
-        "0",
-        "--backend",
-        "kube",
-        "--pod-namespace",
-        namespace,
-        "--runner-namespace",
-        namespace,
-        "--kube-dial",
-        "pod-ip",
-        "--wrapper-server-image",
-        wrapper_image,
-        "--insecure-registries",
-        registry,
-        "--runner-id",
-        "bench",
-    ])?;
-    let fns = runner.client().await?;
+    let mut runners = Vec::new();
+    for (r, binary) in binaries.iter().enumerate() {
+        let mut cmd = std::process::Command::new(binary);
+        cmd.args(["serve", "--host", "127.0.0.1", "--port", "0"]);
+        cmd.args([
+            "--metrics-port",
+            "0",
+            "--backend",
+            "kube",
+            "--pod-namespace",
+            namespace,
+            "--runner-namespace",
+            namespace,
+            "--kube-dial",
+            "pod-ip",
+            "--wrapper-server-image",
+            wrapper_image,
+            "--insecure-registries",
+            registry,
+            "--runner-id",
+            &format!("bench-{r}"),
+        ]);
+        let runner = Wrapper::spawn(cmd, "function-runner serving")?;
+        let fns = runner.client().await?;
+        runners.push((runner, fns));
+    }
     let rl = resource_list(1);
-    let call = |image: &str| {
+    let call = |r: usize, image: &str| {
         let mut request = tonic::Request::new(EvaluateFunctionRequest {
             resource_list: rl.clone().into(),
             image: image.to_string(),
             tag: String::new(),
         });
         request.set_timeout(Duration::from_secs(120));
-        let mut fns = fns.clone();
+        let mut fns = runners[r].1.clone();
         async move { fns.evaluate_function(request).await }
     };
-    // Let the runner's watches settle, so that their start is no phase's.
+    // Let the runners' watches settle, so that their start is no phase's.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let mut cold = Vec::new();
-    let mut warm = Vec::new();
+    let mut cold = vec![Vec::new(); runners.len()];
+    let mut warm = vec![Vec::new(); runners.len()];
     let mut phases = Vec::new();
-    let mut breakdown: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
+    let mut breakdown: Vec<BTreeMap<&'static str, Vec<Duration>>> =
+        vec![BTreeMap::new(); runners.len()];
     let mut plain = Vec::new();
+    let mut shaped = Vec::new();
     for (i, image) in images.iter().enumerate() {
+        let r = i % runners.len();
         let from = SystemTime::now();
         let started = Instant::now();
-        call(image)
+        call(r, image)
             .await
-            .with_context(|| format!("cold call\n{}", runner.logs()))?;
+            .with_context(|| format!("cold call\n{}", runners[r].0.logs()))?;
         let answered = started.elapsed();
-        cold.push(answered);
+        cold[r].push(answered);
         // The watch events may trail the answer by a moment.
         tokio::time::sleep(Duration::from_millis(200)).await;
         for (milestone, at) in milestones.of_pod_created_after(started) {
-            breakdown.entry(milestone).or_default().push(at - started);
+            breakdown[r]
+                .entry(milestone)
+                .or_default()
+                .push(at - started);
         }
-        breakdown.entry("9 answered").or_default().push(answered);
+        breakdown[r].entry("9 answered").or_default().push(answered);
         phases.push(Phase {
-            name: "cold call".into(),
+            name: format!("cold call (runner {r})"),
             from,
             to: SystemTime::now(),
         });
         let from = SystemTime::now();
         for _ in 0..cli.warm {
             let started = Instant::now();
-            call(image).await.context("warm call")?;
-            warm.push(started.elapsed());
+            call(r, image).await.context("warm call")?;
+            warm[r].push(started.elapsed());
         }
         phases.push(Phase {
-            name: format!("{} warm calls", cli.warm),
+            name: format!("{} warm calls (runner {r})", cli.warm),
             from,
             to: SystemTime::now(),
         });
-        plain.push(plain_pod(client, namespace, wrapper_image, i, milestones).await?);
-    }
-    // The pods' ends: the runner lets go of each at shutdown (drain,
-    // delete, finalizer), which completes before it exits.
-    let from = SystemTime::now();
-    runner.signal(nix::sys::signal::Signal::SIGTERM);
-    runner.wait_exit(Duration::from_secs(60)).await?;
-    phases.push(Phase {
-        name: format!("shutdown, {} pods", images.len()),
-        from,
-        to: SystemTime::now(),
-    });
-
-    println!("| | n | p50 | min | max |\n|---|---|---|---|---|");
-    for (name, samples) in [("cold call", &mut cold), ("warm call", &mut warm)] {
-        samples.sort();
-        if samples.is_empty() {
-            continue;
+        // One plain pod and one shaped like a function pod per round of
+        // cold calls (one per runner).
+        if r == runners.len() - 1 {
+            plain.push(plain_pod(client, namespace, plain_image, i, milestones).await?);
+            shaped.push(shaped_pod(client, namespace, wrapper_image, plain_image, i).await?);
         }
-        println!(
-            "| {name} | {} | {:.1} ms | {:.1} ms | {:.1} ms |",
-            samples.len(),
-            ms(samples[samples.len() / 2]),
-            ms(samples[0]),
-            ms(samples[samples.len() - 1]),
-        );
     }
+    // The pods' ends: each runner lets go of its pods at shutdown (drain,
+    // delete, finalizer), which completes before it exits.
+    for (r, (runner, _)) in runners.iter_mut().enumerate() {
+        let from = SystemTime::now();
+        runner.signal(nix::sys::signal::Signal::SIGTERM);
+        runner.wait_exit(Duration::from_secs(60)).await?;
+        phases.push(Phase {
+            name: format!("shutdown, {} pods (runner {r})", cold[r].len()),
+            from,
+            to: SystemTime::now(),
+        });
+    }
+
     plain.sort();
+    shaped.sort();
+    let plain_p50 = plain[plain.len() / 2];
+    let shaped_p50 = shaped[shaped.len() / 2];
     println!(
-        "\nBeside them, after each cold call's warm calls: a plain pod (one container, \
-         the wrapper image serving, no init container, no probe) made by the bench, \
-         create → Ready (its watch): p50 {:.0} ms, min {:.0} ms, max {:.0} ms (n = {}).",
-        ms(plain[plain.len() / 2]),
+        "| runner | | n | p50 | min | max | p50 / plain pod's p50 | p50 / same-shaped pod's p50 |\n\
+         |---|---|---|---|---|---|---|---|"
+    );
+    for (r, binary) in binaries.iter().enumerate() {
+        for (name, samples) in [("cold call", &mut cold[r]), ("warm call", &mut warm[r])] {
+            samples.sort();
+            if samples.is_empty() {
+                continue;
+            }
+            let p50 = samples[samples.len() / 2];
+            let ratio = |anchor: Duration| {
+                if name == "cold call" {
+                    format!("{:.2}", p50.as_secs_f64() / anchor.as_secs_f64())
+                } else {
+                    String::new()
+                }
+            };
+            println!(
+                "| {r}: {} | {name} | {} | {:.1} ms | {:.1} ms | {:.1} ms | {} | {} |",
+                binary.display(),
+                samples.len(),
+                ms(p50),
+                ms(samples[0]),
+                ms(samples[samples.len() - 1]),
+                ratio(plain_p50),
+                ratio(shaped_p50),
+            );
+        }
+    }
+    println!(
+        "\nAnd a pod of a function pod's shape made by the bench (an emptyDir, the \
+         wrapper installed into it by an init container, the wrapper serving from it; no \
+         probe, no runner), create → its wrapper answers on the pod's IP (asked every \
+         25 ms): p50 {:.0} ms, min {:.0} ms, max {:.0} ms (n = {}): the kubelet's own \
+         part of a cold call.",
+        ms(shaped_p50),
+        ms(shaped[0]),
+        ms(shaped[shaped.len() - 1]),
+        shaped.len()
+    );
+    println!(
+        "\nBeside them, after each round of cold calls: a plain pod (one container, \
+         the wrapper's image from the functions' registry, serving; no init container, \
+         no probe) made by the bench, create → Ready (its watch): p50 {:.0} ms, min {:.0} ms, \
+         max {:.0} ms (n = {}).",
+        ms(plain_p50),
         ms(plain[0]),
         ms(plain[plain.len() - 1]),
         plain.len()
@@ -223,17 +301,19 @@ async fn run(
          each point, from the call's start (p50, min, max; a point the kubelet \
          passed between two status writes is not seen):\n"
     );
-    println!("| point | seen | p50 | min | max |\n|---|---|---|---|---|");
-    for (point, samples) in &mut breakdown {
-        samples.sort();
-        println!(
-            "| {} | {} | {:.0} ms | {:.0} ms | {:.0} ms |",
-            &point[2..],
-            samples.len(),
-            ms(samples[samples.len() / 2]),
-            ms(samples[0]),
-            ms(samples[samples.len() - 1]),
-        );
+    println!("| runner | point | seen | p50 | min | max |\n|---|---|---|---|---|---|");
+    for (r, breakdown) in breakdown.iter_mut().enumerate() {
+        for (point, samples) in breakdown {
+            samples.sort();
+            println!(
+                "| {r} | {} | {} | {:.0} ms | {:.0} ms | {:.0} ms |",
+                &point[2..],
+                samples.len(),
+                ms(samples[samples.len() / 2]),
+                ms(samples[0]),
+                ms(samples[samples.len() - 1]),
+            );
+        }
     }
     if let Some(path) = &cli.audit_log {
         // The log is written as the server answers: give it a moment.
@@ -275,7 +355,7 @@ async fn run(
                     .or_default() += 1;
             }
             let total: usize = which.values().sum();
-            if total == 0 && phase.name == "cold call" {
+            if total == 0 && phase.name.starts_with("cold call") {
                 // A cold call creates a pod: none seen means the log
                 // (or this filter) missed the runner's requests.
                 bail!(
@@ -287,7 +367,7 @@ async fn run(
             println!("| {} | {total} | {} |", phase.name, list.join(", "));
         }
     }
-    if cold.is_empty() {
+    if cold.iter().any(Vec::is_empty) {
         bail!("no calls");
     }
     Ok(())
@@ -332,6 +412,77 @@ async fn plain_pod(
     pods.delete(&name, &DeleteParams::default().grace_period(0))
         .await?;
     Ok(ready)
+}
+
+/// Creates a pod of a function pod's shape (the wrapper installed into an
+/// emptyDir by an init container, and serving from there in the image
+/// `image`; no probe) and asks its wrapper on the pod's IP every 25 ms
+/// until it answers: how long from the create. What the kubelet takes for
+/// a cold call's pod, without the runner.
+async fn shaped_pod(
+    client: &Client,
+    namespace: &str,
+    wrapper_image: &str,
+    image: &str,
+    i: usize,
+) -> anyhow::Result<Duration> {
+    use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let name = format!("shaped-{i}");
+    let tools = "/wrapper-server-tools";
+    let pod: Pod = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "restartPolicy": "Never",
+            "volumes": [{"name": "tools", "emptyDir": {}}],
+            "initContainers": [{
+                "name": "copy-wrapper-server",
+                "image": wrapper_image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["/wrapper-server", "install", tools],
+                "volumeMounts": [{"name": "tools", "mountPath": tools}],
+            }],
+            "containers": [{
+                "name": "function",
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": [format!("{tools}/wrapper-server"), "--port", "9446", "--", "/wrapper-server"],
+                "volumeMounts": [{"name": "tools", "mountPath": tools}],
+            }],
+        },
+    }))?;
+    let started = Instant::now();
+    pods.create(&PostParams::default(), &pod).await?;
+    let deadline = started + Duration::from_secs(60);
+    let answered = loop {
+        if Instant::now() > deadline {
+            bail!("the shaped pod {name}'s wrapper did not answer within 60 s");
+        }
+        let ip = pods.get(&name).await?.status.and_then(|s| s.pod_ip);
+        if let Some(ip) = ip {
+            let check = async {
+                let channel = tonic::transport::Endpoint::from_shared(format!("http://{ip}:9446"))
+                    .ok()?
+                    .connect()
+                    .await
+                    .ok()?;
+                let answer = HealthClient::new(channel)
+                    .check(HealthCheckRequest::default())
+                    .await
+                    .ok()?;
+                Some(answer.get_ref().status == ServingStatus::Serving as i32)
+            };
+            let serving = tokio::time::timeout(Duration::from_millis(500), check).await;
+            if let Ok(Some(true)) = serving {
+                break started.elapsed();
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    pods.delete(&name, &DeleteParams::default().grace_period(0))
+        .await?;
+    Ok(answered)
 }
 
 /// When the bench's own watches first saw each function pod reach each
