@@ -4,9 +4,11 @@
 //! One watch over the function pods of the namespace (every pod with the
 //! [`OWNER_LABEL`], whichever runner made it) feeds a reflector store. A
 //! start creates the Pod and its Service and waits, on that watch's events,
-//! for the Pod to be Ready and listed in the Service's Endpoints; a pod that
+//! for the Pod to be Ready and listed in the Service's Endpoints (dialled by
+//! its Service), or until its wrapper answers on the pod's IP (dialled by
+//! its IP: asked every 25 ms once the watch shows an address); a pod that
 //! later fails, ends or is deleted is reported as [`PodEvent::Failed`] from
-//! the same events. Nothing polls, and a warm call makes no API request: the
+//! the same events. A warm call makes no API request: the
 //! cache hands out pods it already has (the `fn.kpt.dev/reclaim-after`
 //! patch on reuse runs in the background, at most once per tenth of the TTL
 //! per pod).
@@ -18,7 +20,7 @@
 //! overrides, pull Secret), and a slot number. Runners that start together,
 //! or a runner that restarts, therefore ask for the same names: the first
 //! create wins, the others get AlreadyExists and use that pod (after the
-//! same readiness and Endpoints checks), so a function has one pod however
+//! same waits), so a function has one pod however
 //! many replicas warm it. A runner skips the slots it holds itself, so its
 //! own pods of one function are distinct.
 //!

@@ -111,6 +111,25 @@ async fn only_pod(s: &Setup) -> (String, Pod) {
     pods.into_iter().next().unwrap()
 }
 
+/// The only pod once the kubelet reports it Ready. A runner dialling by
+/// the pod's IP hands a pod out as soon as its wrapper answers, before
+/// that; the kubelet writes the pod's status after (its next relist, its
+/// probe), and v1.20's kubelet takes the delete of a pod it has not
+/// finished starting only at its next resync, a minute later.
+async fn only_pod_ready(s: &Setup) -> (String, Pod) {
+    let mut found = None;
+    let ready = eventually_async(Duration::from_secs(60), async || {
+        let (name, pod) = only_pod(s).await;
+        let ready = is_ready(&pod);
+        found = Some((name, pod));
+        ready
+    })
+    .await;
+    let (name, pod) = found.unwrap();
+    assert!(ready, "pod {name} never Ready: {:?}", pod.status);
+    (name, pod)
+}
+
 #[tokio::test]
 async fn a_pods_life_is_told_on_the_pod_in_operations_gate_finalizer_and_events() {
     let Some(s) = setup("ops", EXAMPLE_FN_DOCKERFILE, &["example-fn"]).await else {
@@ -118,7 +137,7 @@ async fn a_pods_life_is_told_on_the_pod_in_operations_gate_finalizer_and_events(
     };
     let runner = s.runner("runner-ops", &[]);
     assert!(s.call(&runner).await.contains("owner: team-shop"));
-    let (name, pod) = only_pod(&s).await;
+    let (name, pod) = only_pod_ready(&s).await;
     let l = labels(&pod);
     assert_eq!(
         l.get("operation-type.fn.kpt.dev/runner-ops")
@@ -280,7 +299,7 @@ async fn a_killed_runners_finalizer_goes_a_ttl_after_it_vanished_or_when_it_rest
     let short = ["--pod-ttl", "20s", "--scan-interval", "2s"];
     let mut a = s.runner("runner-a", &short);
     assert!(s.call(&a).await.contains("owner: team-shop"));
-    let (name, pod) = only_pod(&s).await;
+    let (name, pod) = only_pod_ready(&s).await;
     let since: u128 = labels(&pod)["operating.fn.kpt.dev/runner-a"]
         .parse()
         .unwrap();
@@ -323,7 +342,7 @@ async fn a_killed_runners_finalizer_goes_a_ttl_after_it_vanished_or_when_it_rest
     let long = ["--pod-ttl", "10m", "--scan-interval", "2s"];
     let mut a = s.runner("runner-a", &long);
     assert!(s.call(&a).await.contains("owner: team-shop"));
-    let (name, _) = only_pod(&s).await;
+    let (name, _) = only_pod_ready(&s).await;
     a.signal(Signal::SIGKILL);
     a.wait_exit(Duration::from_secs(30)).await.unwrap();
     s.pods
