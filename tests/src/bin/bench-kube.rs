@@ -189,6 +189,11 @@ async fn run(
     let mut shaped = Vec::new();
     for (i, image) in images.iter().enumerate() {
         let r = i % runners.len();
+        // The kubelet looks at its containers once a second (its relist):
+        // every start waits for the next look, so one begun at a fixed
+        // phase of that second would measure the phase. Each begins at a
+        // random one.
+        random_phase().await;
         let from = SystemTime::now();
         let started = Instant::now();
         call(r, image)
@@ -224,7 +229,9 @@ async fn run(
         // One plain pod and one shaped like a function pod per round of
         // cold calls (one per runner).
         if r == runners.len() - 1 {
+            random_phase().await;
             plain.push(plain_pod(client, namespace, plain_image, i, milestones).await?);
+            random_phase().await;
             shaped.push(shaped_pod(client, namespace, wrapper_image, plain_image, i).await?);
         }
     }
@@ -371,6 +378,14 @@ async fn run(
         bail!("no calls");
     }
     Ok(())
+}
+
+/// Sleeps 0 to 999 ms, as the clock's nanoseconds say.
+async fn random_phase() {
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    tokio::time::sleep(Duration::from_millis(u64::from(nanos % 1000))).await;
 }
 
 /// Creates a pod with one container and nothing else (no init container,
