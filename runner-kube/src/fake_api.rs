@@ -6,7 +6,8 @@
 //!
 //! What the tests do not look at is answered here, as a real server would:
 //! the template watch (no PodTemplate, so the built-in template), the
-//! Endpoints waits (every Service lists [`POD_IP`]) and the pod watch, whose
+//! Endpoints waits of the Service dial (every Service lists [`POD_IP`]; the
+//! fault tests dial by IP) and the pod watch, whose
 //! contents and faults the test drives ([`FakeApi::apply_pod`],
 //! [`FakeApi::expire_pod_watch`]). Every other request (creates, reads,
 //! patches and deletes of Pods and Services) goes to the test

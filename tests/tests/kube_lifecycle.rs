@@ -199,9 +199,12 @@ async fn a_pod_dialled_by_its_ip_serves_before_the_kubelet_calls_it_ready() {
     let pods = s.live_pods().await;
     assert_eq!(pods.len(), 1, "{:?}", pods.keys());
     let (name, pod) = pods.into_iter().next().unwrap();
+    // The setup holds (what the test is about is that the call above
+    // was answered): the kubelet has not called the pod Ready, nor does
+    // its Service route to it.
     assert!(
         !runner_kube::pods::is_ready(&pod),
-        "the probe cannot pass, yet the pod is Ready: {:?}",
+        "the test's probe cannot pass, yet the pod is Ready: {:?}",
         pod.status
     );
     let endpoints: Api<Endpoints> = Api::namespaced(s.client.clone(), &s.namespace);

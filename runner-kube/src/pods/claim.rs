@@ -32,6 +32,9 @@ fn restarted(pod: &Pod) -> bool {
 
 /// How often a claim asks a running, not yet Ready pod's wrapper again.
 const ASK_AGAIN: Duration = Duration::from_millis(100);
+/// How long a claim waits for a starting pod's wrapper to answer before it
+/// looks again.
+const ANSWER_WITHIN: Duration = Duration::from_millis(500);
 
 impl Inner {
     /// Claims a Ready idle pod of `spec`'s pool: its name, the pod as
@@ -79,7 +82,7 @@ impl Inner {
             let asked = futures::future::join_all(
                 starting
                     .iter()
-                    .map(|pod| answers(pod_ip(pod).unwrap_or_default())),
+                    .map(|pod| answers(pod_ip(pod).unwrap_or_default(), ANSWER_WITHIN)),
             )
             .await;
             let waiting = starting.len() > asked.iter().filter(|a| **a).count();

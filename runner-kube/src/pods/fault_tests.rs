@@ -623,6 +623,43 @@ async fn a_pod_create_answered_503_until_the_ready_timeout_times_out_naming_the_
     assert!(h.api.log().iter().all(|r| !r.starts_with("DELETE")));
 }
 
+/// A loopback address standing for a pod's IP, this test process's own
+/// (127.1.0.1 to 127.254.255.254: never 127.0.0.1), so that runs at the same
+/// time do not share port 9446.
+fn loopback_pod_ip() -> String {
+    let pid = std::process::id();
+    format!(
+        "127.{}.{}.{}",
+        1 + (pid >> 16) % 254,
+        (pid >> 8) % 256,
+        1 + pid % 254
+    )
+}
+
+/// Starts a pod for [`IMAGE`] (as `uid-1`), up to the pod watch showing it
+/// Running on `ip`, not Ready; the start and the pod as running.
+async fn start_running_on(
+    h: &mut Harness,
+    ip: &str,
+) -> (
+    tokio::task::JoinHandle<Result<ReadyPod, BackendError>>,
+    Value,
+) {
+    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
+    let create = h.api.expect("POST", PODS).await;
+    let pod = created(&create.body, "uid-1");
+    create.answer(201, pod.clone());
+    expect_gate_on(h, &pod).await;
+    h.api.apply_pod("ADDED", pod.clone());
+    let service = h.api.expect("POST", SERVICES).await;
+    let body = service.body.clone();
+    service.answer(201, body);
+    let mut running = pod;
+    running["status"] = json!({"phase": "Running", "podIP": ip});
+    let running = h.api.apply_pod("MODIFIED", running);
+    (start, running)
+}
+
 /// Dialled by its IP, a new pod is handed out as soon as its wrapper
 /// answers there: Running with an address, not yet Ready. (A real health
 /// server on a loopback address standing for the pod's IP, and so the real
@@ -630,34 +667,30 @@ async fn a_pod_create_answered_503_until_the_ready_timeout_times_out_naming_the_
 #[tokio::test]
 async fn a_pod_whose_wrapper_answers_on_its_ip_is_handed_out_before_ready() {
     use proto::health::health_reporter;
-    let ip = "127.0.0.146";
+    let ip = loopback_pod_ip();
     let port = u16::try_from(WRAPPER_PORT).expect("a port");
-    let listener = tokio::net::TcpListener::bind((ip, port))
-        .await
-        .expect("a loopback address for the pod's wrapper");
-    // The overall service ("") says SERVING from the start.
-    let (_reporter, health) = health_reporter();
     let test = async {
         let mut h = harness(Vec::new()).await;
-        let start = tokio::spawn(h.backend.start(spec(IMAGE)));
-        let create = h.api.expect("POST", PODS).await;
-        let pod = created(&create.body, "uid-1");
-        let name = name_of(&pod);
-        create.answer(201, pod.clone());
-        expect_gate_on(&mut h, &pod).await;
-        h.api.apply_pod("ADDED", pod.clone());
-        let service = h.api.expect("POST", SERVICES).await;
-        let body = service.body.clone();
-        service.answer(201, body);
-        let mut running = pod.clone();
-        running["status"] = json!({"phase": "Running", "podIP": ip});
-        h.api.apply_pod("MODIFIED", running.clone());
-        // Not handed out while its wrapper does not answer.
+        let (start, running) = start_running_on(&mut h, &ip).await;
+        let name = name_of(&running);
+        // Not handed out while nothing listens there (refused, asked
+        // again)...
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert!(
             !start.is_finished(),
             "handed out before its wrapper answered"
         );
+        // ... nor while something listens but does not answer.
+        let listener = tokio::net::TcpListener::bind((ip.as_str(), port))
+            .await
+            .expect("a loopback address for the pod's wrapper");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !start.is_finished(),
+            "handed out before its wrapper answered"
+        );
+        // The overall service ("") says SERVING from the start.
+        let (_reporter, health) = health_reporter();
         let server = tokio::spawn(
             tonic::transport::Server::builder()
                 .add_service(health)
@@ -668,6 +701,41 @@ async fn a_pod_whose_wrapper_answers_on_its_ip_is_handed_out_before_ready() {
         assert_eq!(ready.id, PodId(name));
         assert_eq!(ready.endpoint, format!("http://{ip}:{WRAPPER_PORT}"));
         server.abort();
+    };
+    tokio::time::timeout(Duration::from_secs(30), test)
+        .await
+        .expect("the start ended within 30 s");
+}
+
+/// A pod that goes while its wrapper is asked (its watch says DELETED) ends
+/// the start at once, not at the ready timeout; the pod is deleted.
+#[tokio::test]
+async fn a_pod_that_goes_while_its_wrapper_is_asked_ends_the_start() {
+    let ip = loopback_pod_ip();
+    let test = async {
+        let mut h = harness(Vec::new()).await;
+        let (start, running) = start_running_on(&mut h, &ip).await;
+        let name = name_of(&running);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!start.is_finished(), "handed out with nothing listening");
+        h.api.apply_pod("DELETED", running.clone());
+        let err = finish(start, "the start")
+            .await
+            .expect_err("the start failed");
+        assert!(
+            err.to_string().contains(&format!("pod {name} was deleted")),
+            "{err}"
+        );
+        // Deleted by its uid (not waiting for the quiet after it, which
+        // the real clock would take whole).
+        let delete = h.api.expect("DELETE", &format!("{PODS}/{name}")).await;
+        assert_eq!(
+            delete.body.get("preconditions"),
+            Some(&json!({"uid": "uid-1"})),
+            "{:?}",
+            delete.body
+        );
+        delete.answer(200, running);
     };
     tokio::time::timeout(Duration::from_secs(30), test)
         .await
@@ -701,7 +769,7 @@ async fn a_pod_never_ready_times_out_and_is_deleted() {
     };
     assert_eq!(
         detail,
-        format!("pod {name}: waiting for its wrapper to answer on its IP")
+        format!("pod {name}: waiting for it to be scheduled and given an address")
     );
     expect_delete_by_uid(&mut h, &name, pod).await;
 }

@@ -1,4 +1,5 @@
-//! When a function pod is ready and when it has ended: its Pod's Ready
+//! When a function pod is ready and when it has ended: its wrapper
+//! answering the runner's own health check on the pod's IP, its Pod's Ready
 //! condition and container states, its address in the Service's Endpoints,
 //! and the Service taking connections.
 
@@ -20,21 +21,26 @@ pub(super) async fn service_accepts(address: &str) {
     }
 }
 
-/// How long the runner's own health check waits for a starting pod's
-/// wrapper to answer before it looks again.
-const ANSWER_WITHIN: Duration = Duration::from_millis(500);
+/// The URI of the wrapper on the pod IP `ip` (an IPv6 address bracketed).
+pub(super) fn wrapper_uri(ip: &str) -> String {
+    let port = crate::names::WRAPPER_PORT;
+    if ip.contains(':') {
+        format!("http://[{ip}]:{port}")
+    } else {
+        format!("http://{ip}:{port}")
+    }
+}
 
-/// Whether the wrapper at `ip` says SERVING: the runner's own check, which
-/// a starting pod passes as soon as its wrapper listens, up to the
-/// kubelet's relist (a second), a probe period and a status write before
-/// the kubelet reports it Ready.
-pub(super) async fn answers(ip: &str) -> bool {
+/// Whether the wrapper at `ip` says SERVING within `within`: the runner's
+/// own check, which a starting pod passes as soon as its wrapper listens,
+/// up to the kubelet's relist (a second), a probe period and a status write
+/// before the kubelet reports it Ready.
+pub(super) async fn answers(ip: &str, within: Duration) -> bool {
     use proto::health::{HealthCheckRequest, HealthClient, ServingStatus};
-    let endpoint = format!("http://{ip}:{}", crate::names::WRAPPER_PORT);
     let check = async {
-        let channel = tonic::transport::Endpoint::from_shared(endpoint)
+        let channel = tonic::transport::Endpoint::from_shared(wrapper_uri(ip))
             .ok()?
-            .connect_timeout(ANSWER_WITHIN)
+            .connect_timeout(within)
             .connect()
             .await
             .ok()?;
@@ -46,16 +52,13 @@ pub(super) async fn answers(ip: &str) -> bool {
             .ok()?;
         Some(answer.get_ref().status == ServingStatus::Serving as i32)
     };
-    matches!(
-        tokio::time::timeout(ANSWER_WITHIN, check).await,
-        Ok(Some(true))
-    )
+    matches!(tokio::time::timeout(within, check).await, Ok(Some(true)))
 }
 
-/// Resolves once the wrapper at `ip` says SERVING, asked every `every`;
-/// the caller bounds it.
-pub(super) async fn answering(ip: &str, every: Duration) {
-    while !answers(ip).await {
+/// Resolves once the wrapper at `ip` says SERVING, asked every `every`,
+/// each attempt given `within`; the caller bounds it.
+pub(super) async fn answering(ip: String, every: Duration, within: Duration) {
+    while !answers(&ip, within).await {
         tokio::time::sleep(every).await;
     }
 }

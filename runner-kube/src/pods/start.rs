@@ -1,6 +1,8 @@
 //! A function pod's start: a name claimed, the pod created (or another
 //! runner's adopted), its Service, and the waits until it serves.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 use tracing::Instrument as _;
@@ -14,7 +16,9 @@ use super::delete::Exactly;
 use super::failures::{is_conflict, Attempt, StartError, Taken};
 use super::inner::{owner_of, Inner};
 use super::naming::{service_name, MAX_SLOTS};
-use super::readiness::{answering, ended, is_ready, lists_address, pod_ip, service_accepts};
+use super::readiness::{
+    answering, ended, is_ready, lists_address, pod_ip, service_accepts, wrapper_uri,
+};
 use super::reclaim::now_secs;
 use super::settings::Dial;
 use crate::lifecycle::{self, OpType, Outcome, Phase};
@@ -28,6 +32,12 @@ use runner_core::backend::{
 /// pod has an address until it answers (a refused connection costs next to
 /// nothing; the wait is the kubelet's).
 const ASK_AGAIN_COLD: Duration = Duration::from_millis(25);
+/// How long each of those attempts may take: an address not routed yet
+/// drops the connection's first packet rather than refusing it.
+const ANSWER_COLD: Duration = Duration::from_millis(200);
+
+/// A health check in flight.
+type Asking = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// What a start did, for the cleanup after a failure or a timeout.
 #[derive(Default)]
@@ -180,9 +190,7 @@ impl Inner {
         // A claimed pod has no Service: it is dialled by its IP.
         let dial = if pooled { Dial::PodIp } else { settings.dial };
         match dial {
-            Dial::PodIp => {
-                format!("http://{}:{WRAPPER_PORT}", pod_ip(pod).unwrap_or_default())
-            }
+            Dial::PodIp => wrapper_uri(pod_ip(pod).unwrap_or_default()),
             Dial::Service => format!(
                 "http://{name}.{}.svc.cluster.local:{WRAPPER_PORT}",
                 settings.namespace
@@ -309,7 +317,7 @@ impl Inner {
             // following the kubelet's readiness, for whoever dials it.
             progress.step = "its wrapper to answer on its IP";
             let pod = self
-                .wait_answering(name, &uid, progress.created.is_none())
+                .wait_answering(name, &uid, progress)
                 .instrument(tracing::info_span!(target: "otel", "kube.ready"))
                 .await?;
             if progress.created.is_some() {
@@ -604,57 +612,86 @@ impl Inner {
     }
 
     /// Waits until the pod's wrapper answers on the pod's IP (or the pod is
-    /// Ready, whichever the runner sees first), or fails if it ended. A pod
-    /// another start created (`adopted`) whose traffic gate its creator
+    /// Ready, whichever the runner sees first), or fails if it ended or
+    /// went. A pod another start created whose traffic gate its creator
     /// never switched on gets it switched on here, as [`Self::wait_ready`]
     /// does.
     async fn wait_answering(
         &self,
         name: &str,
         uid: &str,
-        adopted: bool,
+        progress: &mut Progress,
     ) -> Result<Pod, StartError> {
+        let adopted = progress.created.is_none();
         let key = self.key(name);
         let mut changed = self.changed.clone();
         let ended_as = |reason| StartError::Ended {
             name: name.to_string(),
             reason,
         };
+        progress.step = "it to be scheduled and given an address";
+        // The pod as last seen, once seen.
+        let mut latest: Option<Arc<Pod>> = None;
+        // The health check asking the pod's address: kept across the
+        // watch's ticks (a change of any function pod ticks it) while that
+        // address stays.
+        let mut asking: Option<(String, Asking)> = None;
         let pod = loop {
-            let mut ask = None;
-            if let Some(pod) = self.store.get(&key) {
-                if let Some(reason) = ended(&pod) {
-                    return Err(ended_as(self.wrapper_unpullable(&pod).unwrap_or(reason)));
-                }
-                if pod.metadata.uid.as_deref() == Some(uid) {
+            let current = self
+                .store
+                .get(&key)
+                .filter(|pod| pod.metadata.uid.as_deref() == Some(uid));
+            match current {
+                // Gone, or replaced by a pod of the same name.
+                None if latest.is_some() => return Err(ended_as("was deleted".into())),
+                // Not seen yet: the watch trails the create.
+                None => {}
+                Some(pod) => {
+                    if let Some(reason) = ended(&pod) {
+                        return Err(ended_as(self.wrapper_unpullable(&pod).unwrap_or(reason)));
+                    }
                     if is_ready(&pod) && pod_ip(&pod).is_some() {
                         break (*pod).clone();
                     }
                     // The kubelet writes the pod's IP with its first status
                     // after the sandbox exists, while the init container
                     // runs: asked from then on.
-                    ask = pod_ip(&pod).map(|ip| (ip.to_string(), pod.clone()));
+                    match pod_ip(&pod) {
+                        Some(ip) if asking.as_ref().is_none_or(|(asked, _)| asked != ip) => {
+                            progress.step = "its wrapper to answer on its IP";
+                            let check = answering(ip.to_string(), ASK_AGAIN_COLD, ANSWER_COLD);
+                            asking = Some((ip.to_string(), Box::pin(check)));
+                        }
+                        Some(_) => {}
+                        None => asking = None,
+                    }
+                    latest = Some(pod);
                 }
             }
-            let asking = async move {
-                match ask {
-                    Some((ip, pod)) => {
-                        answering(&ip, ASK_AGAIN_COLD).await;
-                        pod
-                    }
+            let answered = async {
+                match asking.as_mut() {
+                    Some((_, check)) => check.await,
                     None => std::future::pending().await,
                 }
             };
             tokio::select! {
+                biased;
+                () = answered => {
+                    if let Some(pod) = latest {
+                        break (*pod).clone();
+                    }
+                    unreachable!("asked only a pod seen with an address");
+                }
                 seen = changed.changed() => {
                     if seen.is_err() {
                         return Err(ended_as("was not seen: the pod watch ended".into()));
                     }
                 }
-                pod = asking => break (*pod).clone(),
             }
         };
-        if adopted && lifecycle::has_gate(&pod) && lifecycle::gate(&pod) != Some(true) {
+        // Off only if never switched on: one switched off (False) is being
+        // drained by another runner, and its declaration below is refused.
+        if adopted && lifecycle::has_gate(&pod) && lifecycle::gate(&pod).is_none() {
             self.switch_on(name, uid, pod.clone())
                 .await
                 .map_err(|attempt| match attempt {
@@ -685,7 +722,8 @@ impl Inner {
                 }
                 // A pod whose creator died before it switched the gate on
                 // would never be Ready: whoever waits for it does.
-                let off = lifecycle::gate(&pod) != Some(true);
+                // (Never switched on: one switched off is being drained.)
+                let off = lifecycle::gate(&pod).is_none();
                 if !gate_set
                     && off
                     && lifecycle::has_gate(&pod)

@@ -1,6 +1,7 @@
-//! `bench-kube`: `function-runner serve --backend kube` against the cluster
-//! `KUBECONFIG` names: cold calls (a new function image each: entrypoint
-//! from the registry, Pod and Service created, Ready, Endpoints) beside warm
+//! `bench-kube`: `function-runner serve --backend kube --kube-dial pod-ip`
+//! against the cluster `KUBECONFIG` names: cold calls (a new function image
+//! each: entrypoint from the registry, Pod and Service created, the wrapper
+//! answering on the pod's IP) beside warm
 //! calls on the same pods, and, with the API server's audit log, the API
 //! requests the runner made in each phase. Printed as markdown. With
 //! `--runner PATH` given more than once, those builds are measured side by
