@@ -188,7 +188,9 @@ async fn serve_runs_functions_in_pods_it_creates_and_deletes() {
     let name = listed[0].metadata.name.clone().unwrap();
     assert!(s.services.get(&name).await.is_ok(), "the pod's Service");
 
-    // SIGTERM: the runner drains, then deletes what it created.
+    // SIGTERM: the runner drains, then deletes what it created (once the
+    // kubelet has the pod Ready: see `Setup::wait_ready`).
+    assert!(s.wait_ready(&name).await, "pod {name} never Ready");
     s.stop(runner).await;
     let gone = eventually_async(Duration::from_secs(60), async || {
         let service = s.services.get_opt(&name).await.ok().flatten();

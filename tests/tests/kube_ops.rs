@@ -111,23 +111,12 @@ async fn only_pod(s: &Setup) -> (String, Pod) {
     pods.into_iter().next().unwrap()
 }
 
-/// The only pod once the kubelet reports it Ready. A runner dialling by
-/// the pod's IP hands a pod out as soon as its wrapper answers, before
-/// that; the kubelet writes the pod's status after (its next relist, its
-/// probe), and v1.20's kubelet takes the delete of a pod it has not
-/// finished starting only at its next resync, a minute later.
+/// The only pod once the kubelet reports it Ready (see
+/// [`Setup::wait_ready`]: the runner hands it out before that).
 async fn only_pod_ready(s: &Setup) -> (String, Pod) {
-    let mut found = None;
-    let ready = eventually_async(Duration::from_secs(60), async || {
-        let (name, pod) = only_pod(s).await;
-        let ready = is_ready(&pod);
-        found = Some((name, pod));
-        ready
-    })
-    .await;
-    let (name, pod) = found.unwrap();
-    assert!(ready, "pod {name} never Ready: {:?}", pod.status);
-    (name, pod)
+    let (name, _) = only_pod(s).await;
+    assert!(s.wait_ready(&name).await, "pod {name} never Ready");
+    only_pod(s).await
 }
 
 #[tokio::test]
@@ -426,12 +415,15 @@ async fn function_pods_in_the_deployments_namespace_are_owned_by_it_and_go_with_
     );
     let out = s.call(&runner).await;
     assert!(out.contains("owner: team-shop"), "{out}");
-    let (name, pod) = s
+    let (name, _) = s
         .live_pods()
         .await
         .into_iter()
         .find(|(_, p)| labels(p).contains_key("fn.kpt.dev/runner"))
         .expect("the function pod");
+    // Deleted below, and awaited until it leaves the API.
+    assert!(s.wait_ready(&name).await, "pod {name} never Ready");
+    let pod = s.pods.get(&name).await.unwrap();
     assert_eq!(labels(&pod)["fn.kpt.dev/runner-deployment"], uid);
     let owners = pod.metadata.owner_references.clone().unwrap_or_default();
     assert!(

@@ -84,7 +84,9 @@ async fn a_pods_whole_life_needs_no_right_beyond_deploy_rbac() {
     })
     .await;
     assert!(published, "no Serving event from the runner");
-    // Shutdown drains, deletes and unprotects the pod: all of it allowed.
+    // Shutdown drains, deletes and unprotects the pod: all of it allowed
+    // (once the kubelet has it Ready: see `Setup::wait_ready`).
+    assert!(s.wait_ready(&name).await, "pod {name} never Ready");
     let mut runner = runner;
     runner.signal(Signal::SIGTERM);
     let status = runner.wait_exit(Duration::from_secs(60)).await.unwrap();

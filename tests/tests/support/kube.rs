@@ -431,6 +431,24 @@ impl Setup {
             .is_none_or(|p| p.metadata.deletion_timestamp.is_some())
     }
 
+    /// Waits (at most 60 s) until the kubelet reports the pod `name`
+    /// Ready; whether it did. A runner dialling pods by their IP hands a pod
+    /// out before that (once its wrapper answers), and v1.20's kubelet was
+    /// seen to take the delete of a pod it had not reported Ready yet only
+    /// at its next resync, a minute or more later: a test that deletes the
+    /// pod (or stops the runner, which does) soon after its first call and
+    /// then waits for it to leave the API waits for this first.
+    pub async fn wait_ready(&self, name: &str) -> bool {
+        e2e_tests::eventually_async(Duration::from_secs(60), async || {
+            self.pods
+                .get_opt(name)
+                .await
+                .unwrap()
+                .is_some_and(|pod| runner_kube::pods::is_ready(&pod))
+        })
+        .await
+    }
+
     /// Waits (at most `within`) until the pod `name` has left the API
     /// (finalizers and all); whether it did.
     pub async fn wait_absent(&self, name: &str, within: Duration) -> bool {
