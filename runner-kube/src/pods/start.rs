@@ -676,12 +676,11 @@ impl Inner {
             };
             tokio::select! {
                 biased;
-                () = answered => {
-                    if let Some(pod) = latest {
-                        break (*pod).clone();
-                    }
-                    unreachable!("asked only a pod seen with an address");
-                }
+                // Asked only once the pod was seen with an address.
+                () = answered => match latest {
+                    Some(pod) => break (*pod).clone(),
+                    None => asking = None,
+                },
                 seen = changed.changed() => {
                     if seen.is_err() {
                         return Err(ended_as("was not seen: the pod watch ended".into()));
