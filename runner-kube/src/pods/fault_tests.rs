@@ -200,19 +200,34 @@ async fn expect_serve(h: &mut Harness, pod: &Value) -> Value {
     answer_operation(patch, pod, Some("serve"))
 }
 
-/// Starts a pod for `image` that the API creates as `uid` and that turns
-/// Ready; its name.
-async fn start_ready(h: &mut Harness, image: &str, uid: &str) -> String {
+/// Starts a pod for `image` that the API creates as `uid`, answered up to
+/// its Service's create, the pod in the watch as created (no status); the
+/// start and the pod.
+async fn start_created(
+    h: &mut Harness,
+    image: &str,
+    uid: &str,
+) -> (
+    tokio::task::JoinHandle<Result<ReadyPod, BackendError>>,
+    Value,
+) {
     let start = tokio::spawn(h.backend.start(spec(image)));
     let create = h.api.expect("POST", PODS).await;
     let pod = created(&create.body, uid);
-    let name = name_of(&pod);
     create.answer(201, pod.clone());
     expect_gate_on(h, &pod).await;
     h.api.apply_pod("ADDED", pod.clone());
     let service = h.api.expect("POST", SERVICES).await;
     let body = service.body.clone();
     service.answer(201, body);
+    (start, pod)
+}
+
+/// Starts a pod for `image` that the API creates as `uid` and that turns
+/// Ready; its name.
+async fn start_ready(h: &mut Harness, image: &str, uid: &str) -> String {
+    let (start, pod) = start_created(h, image, uid).await;
+    let name = name_of(&pod);
     h.api.apply_pod("MODIFIED", ready(&pod));
     expect_serve(h, &pod).await;
     let ready = finish(start, "the start").await.expect("a ready pod");
@@ -645,16 +660,7 @@ async fn start_running_on(
     tokio::task::JoinHandle<Result<ReadyPod, BackendError>>,
     Value,
 ) {
-    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
-    let create = h.api.expect("POST", PODS).await;
-    let pod = created(&create.body, "uid-1");
-    create.answer(201, pod.clone());
-    expect_gate_on(h, &pod).await;
-    h.api.apply_pod("ADDED", pod.clone());
-    let service = h.api.expect("POST", SERVICES).await;
-    let body = service.body.clone();
-    service.answer(201, body);
-    let mut running = pod;
+    let (start, mut running) = start_created(h, IMAGE, "uid-1").await;
     running["status"] = json!({"phase": "Running", "podIP": ip});
     let running = h.api.apply_pod("MODIFIED", running);
     (start, running)
@@ -746,16 +752,8 @@ async fn a_pod_that_goes_while_its_wrapper_is_asked_ends_the_start() {
 async fn a_pod_never_ready_times_out_and_is_deleted() {
     let mut h = harness(Vec::new()).await;
     let began = tokio::time::Instant::now();
-    let start = tokio::spawn(h.backend.start(spec(IMAGE)));
-    let create = h.api.expect("POST", PODS).await;
-    let pod = created(&create.body, "uid-1");
+    let (start, pod) = start_created(&mut h, IMAGE, "uid-1").await;
     let name = name_of(&pod);
-    create.answer(201, pod.clone());
-    expect_gate_on(&mut h, &pod).await;
-    h.api.apply_pod("ADDED", pod.clone());
-    let service = h.api.expect("POST", SERVICES).await;
-    let body = service.body.clone();
-    service.answer(201, body);
     let err = finish(start, "the start")
         .await
         .expect_err("the start timed out");

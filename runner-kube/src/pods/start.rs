@@ -315,22 +315,19 @@ impl Inner {
             // status, and the Endpoints controller and kube-proxy follow;
             // none of which this runner's calls need. Its Service keeps
             // following the kubelet's readiness, for whoever dials it.
-            progress.step = "its wrapper to answer on its IP";
             let pod = self
                 .wait_answering(name, &uid, progress)
                 .instrument(tracing::info_span!(target: "otel", "kube.ready"))
                 .await?;
-            if progress.created.is_some() {
-                self.lifecycle.emit(
-                    &pod,
-                    Phase::Ready,
-                    format!(
-                        "its wrapper answers on its IP and its traffic gate {} is True \
-                         (its Service lists it once the kubelet reports it Ready)",
-                        lifecycle::SERVING_GATE
-                    ),
-                );
-            }
+            self.tell_ready(
+                &pod,
+                progress,
+                format!(
+                    "its wrapper answers on its IP and its traffic gate {} is True \
+                     (its Service lists it once the kubelet reports it Ready)",
+                    lifecycle::SERVING_GATE
+                ),
+            );
             pod
         } else {
             self.wait_routed(name, &uid, progress).await?
@@ -344,6 +341,14 @@ impl Inner {
             .instrument(tracing::info_span!(target: "otel", "kube.declare"))
             .await?;
         Ok(pod)
+    }
+
+    /// The Ready event of a pod this start created (an adopted one's was
+    /// told by its creator).
+    fn tell_ready(&self, pod: &Pod, progress: &Progress, message: String) {
+        if progress.created.is_some() {
+            self.lifecycle.emit(pod, Phase::Ready, message);
+        }
     }
 
     /// Waits until the pod's Service routes to it (dialled by the Service's
@@ -360,16 +365,14 @@ impl Inner {
             .wait_ready(name, uid)
             .instrument(tracing::info_span!(target: "otel", "kube.ready"))
             .await?;
-        if progress.created.is_some() {
-            self.lifecycle.emit(
-                &pod,
-                Phase::Ready,
-                format!(
-                    "its wrapper answers and its traffic gate {} is True: in its Service's Endpoints",
-                    lifecycle::SERVING_GATE
-                ),
-            );
-        }
+        self.tell_ready(
+            &pod,
+            progress,
+            format!(
+                "its wrapper answers and its traffic gate {} is True: in its Service's Endpoints",
+                lifecycle::SERVING_GATE
+            ),
+        );
         // The Service routes to the pod only once its Endpoints list the
         // pod's IP: before that, a call by the Service's name is refused,
         // and would count as a dead pod.
