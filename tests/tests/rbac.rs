@@ -206,11 +206,13 @@ async fn health_says_not_serving_while_rbac_refuses_pods_and_comes_back() {
     })
     .await;
     assert!(back, "{}", runner.logs());
-    assert!(
-        runner.logs().contains("health SERVING"),
-        "{}",
-        runner.logs()
-    );
+    // Said just before health turns: the test reads the runner's stderr on
+    // a thread of its own, which may not have it yet.
+    let said = eventually_async(Duration::from_secs(10), async || {
+        runner.logs().contains("health SERVING")
+    })
+    .await;
+    assert!(said, "{}", runner.logs());
     let out = s.call(&runner).await;
     assert!(out.contains("owner: team-shop"), "{out}");
     s.stop(runner).await;
