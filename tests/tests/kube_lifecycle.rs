@@ -134,7 +134,9 @@ async fn a_changed_template_replaces_the_idle_pod() {
 
     // The template changes while a pod starts (after the runner read it):
     // that pod serves the call waiting for it, then goes once idle, not at
-    // its TTL (30 minutes).
+    // its TTL (30 minutes). The delete waits for the kubelet to have `new`
+    // Ready, or the pod may stay a minute or more (see `Setup::wait_ready`).
+    assert!(s.wait_ready(&new).await, "pod {new} never Ready");
     s.pods.delete(&new, &DeleteParams::default()).await.unwrap();
     assert!(
         eventually_async(Duration::from_secs(60), async || s
