@@ -9,7 +9,9 @@
 //!
 //! Three measures, each alternating its variants per round (A/B, then B/A):
 //! - `cat` at 1 KiB, sequential calls: p50 through the wrapper with
-//!   pre-spawn, without, and a direct spawn of `cat` by the client;
+//!   pre-spawn, without, a direct spawn of `cat` by the client, and the
+//!   floor: the client starting `cat` a little early, then timing from its
+//!   first byte written (`--cat-only`: this measure alone);
 //! - Python functions, sequential, calls `--gap-ms` apart: a PyYAML label
 //!   setter and, with `--kubed PATH`, the PyPI package `kubed-krm` (its
 //!   `kubectl-kubed` entry point, a `Filter` functionConfig). p50 through
@@ -76,6 +78,18 @@ struct Cli {
     /// kubed-krm's `kubectl-kubed` entry point: measures kubed-krm too.
     #[arg(long)]
     kubed: Option<PathBuf>,
+    /// Only the sequential `cat` latencies (e.g. under `perf record`).
+    #[arg(long)]
+    cat_only: bool,
+    /// Another wrapper-server binary (repeatable; e.g. an older build):
+    /// its pre-spawning server is measured beside this one's in the
+    /// sequential `cat` rotation.
+    #[arg(long = "other-wrapper")]
+    other_wrappers: Vec<PathBuf>,
+    /// Milliseconds between the sequential `cat` calls (every variant;
+    /// 0: back to back, the pool's refill beside the next call).
+    #[arg(long, default_value_t = 0)]
+    cat_gap_ms: u64,
 }
 
 const PYTHON_FN: &str = r#"import sys, yaml
@@ -187,6 +201,33 @@ fn drive(mut child: Child, rl: &str) -> anyhow::Result<Duration> {
         "function failed ({status}): {}",
         String::from_utf8_lossy(&err)
     );
+    Ok(elapsed)
+}
+
+/// How long before its call the floor's `cat` is started: time for it to
+/// reach its first read, as a pre-spawned one has.
+const CAT_EARLY: Duration = Duration::from_millis(3);
+
+/// The floor of a pre-spawned call: the client itself starting `cat`
+/// [`CAT_EARLY`] before, then writing its input, reading its output to the
+/// end and waiting for its exit; the time from the first byte written (what
+/// a wrapper with no cost of its own would add to its pre-spawned `cat`).
+fn early_cat(rl: &str) -> anyhow::Result<Duration> {
+    let mut child = Command::new("cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    std::thread::sleep(CAT_EARLY);
+    let start = Instant::now();
+    child
+        .stdin
+        .take()
+        .context("stdin")?
+        .write_all(rl.as_bytes())?;
+    let out = child.wait_with_output()?;
+    let elapsed = start.elapsed();
+    anyhow::ensure!(out.stdout.len() == rl.len(), "cat answered short");
     Ok(elapsed)
 }
 
@@ -375,6 +416,16 @@ async fn main() -> anyhow::Result<()> {
 
     let mut cat_pre = server(cli.prespawn, &["cat"]).await?;
     let mut cat_no = server(0, &["cat"]).await?;
+    let mut others = Vec::new();
+    for path in &cli.other_wrappers {
+        let mut cmd = Command::new(path);
+        cmd.args(["--host", "127.0.0.1", "--port", "0"]);
+        let n = cli.prespawn.to_string();
+        let wrapper = Wrapper::start_command(cmd, &["--prespawn", &n], &["cat"])
+            .with_context(|| format!("starting {}", path.display()))?;
+        let client = evaluator_client(&wrapper.endpoint(), 64 << 20).await?;
+        others.push((Server { wrapper, client }, Vec::new()));
+    }
     let mut pyfns = vec![
         PyFn::new(
             "Python (PyYAML label setter)",
@@ -398,26 +449,42 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     // Warm-up: page in, fill the pools.
-    for s in [&mut cat_pre, &mut cat_no] {
+    for s in [&mut cat_pre, &mut cat_no]
+        .into_iter()
+        .chain(others.iter_mut().map(|(s, _)| s))
+    {
         for _ in 0..3 {
             call(&mut s.client, &small).await?;
         }
     }
-    let (mut lat_pre, mut lat_no, mut lat_direct) = (vec![], vec![], vec![]);
+    let (mut lat_pre, mut lat_no, mut lat_direct, mut lat_early) = (vec![], vec![], vec![], vec![]);
     // The wrappers' own CPU over their paced `cat` calls.
     let (mut cpu_pre, mut cpu_no) = (Duration::ZERO, Duration::ZERO);
     let (mut tput_pre, mut tput_no) = (0.0, 0.0);
     for round in 0..cli.rounds {
         let flip = round % 2 == 1;
-        for step in 0..3 {
-            let which = if flip { 2 - step } else { step };
+        let variants = 4 + others.len();
+        for step in 0..variants {
+            let which = if flip { variants - 1 - step } else { step };
             for _ in 0..cli.calls {
+                if cli.cat_gap_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(cli.cat_gap_ms)).await;
+                }
                 match which {
                     0 => lat_pre.push(call(&mut cat_pre.client, &small).await?),
                     1 => lat_no.push(call(&mut cat_no.client, &small).await?),
-                    _ => lat_direct.push(direct_cat(&small)?),
+                    2 => lat_direct.push(direct_cat(&small)?),
+                    3 => lat_early.push(early_cat(&small)?),
+                    n => {
+                        let (server, lat) = &mut others[n - 4];
+                        lat.push(call(&mut server.client, &small).await?);
+                    }
                 }
             }
+        }
+        if cli.cat_only {
+            eprintln!("round {}/{} done", round + 1, cli.rounds);
+            continue;
         }
         // The wrappers' own CPU per call, calls paced so that each gets the
         // orphan sweeps it would alone (a sweep runs at most every 50 ms);
@@ -451,7 +518,7 @@ async fn main() -> anyhow::Result<()> {
         }
         eprintln!("round {}/{} done", round + 1, cli.rounds);
     }
-    let (pre, no, direct) = (p50(lat_pre), p50(lat_no), p50(lat_direct));
+    let (pre, no, direct, early) = (p50(lat_pre), p50(lat_no), p50(lat_direct), p50(lat_early));
     println!(
         "{} rounds; `--prespawn {}`; {} B ResourceList; {} sequential calls per variant per round ({py_calls} for Python); Python: {python}\n",
         cli.rounds,
@@ -463,13 +530,30 @@ async fn main() -> anyhow::Result<()> {
         "| measure | with pre-spawn | without | client: started early (floor) / direct spawn | client: cold | ratio |\n|---|---:|---:|---:|---:|---|"
     );
     println!(
-        "| `cat` p50 | {} | {} | {} | | pre / direct {:.2}×, pre / without {:.2}× |",
+        "| `cat` p50 | {} | {} | {} / {} | | pre / direct {:.2}×, pre / without {:.2}×; pre − floor {:+.3} ms |",
         ms(pre),
         ms(no),
+        ms(early),
         ms(direct),
         ratio(pre, direct),
-        ratio(pre, no)
+        ratio(pre, no),
+        (pre.as_secs_f64() - early.as_secs_f64()) * 1000.0,
     );
+    for (path, (_, lat)) in cli.other_wrappers.iter().zip(others) {
+        let other = p50(lat);
+        println!(
+            "| `cat` p50, pre-spawn by {} | {} | | {} / {} | | pre / direct {:.2}×; pre − floor {:+.3} ms |",
+            path.display(),
+            ms(other),
+            ms(early),
+            ms(direct),
+            ratio(other, direct),
+            (other.as_secs_f64() - early.as_secs_f64()) * 1000.0,
+        );
+    }
+    if cli.cat_only {
+        return Ok(());
+    }
     let per_call = |cpu: Duration| cpu.as_secs_f64() * 1000.0 / (cli.rounds * cli.calls) as f64;
     println!(
         "| `cat`, the wrapper's own CPU per call, calls 120 ms apart | {:.2} ms | {:.2} ms | | | pre / without {:.2}× |",
