@@ -1009,9 +1009,22 @@ struct SweepState {
 const SWEEP_INTERVAL: Duration = Duration::from_millis(50);
 
 /// Asks for a sweep of orphans (see [`become_subreaper`]), in the
-/// background: the call that ended does not wait for it. Also what to do on
-/// SIGCHLD: an orphan that exited is reaped by the sweep.
+/// background: the call that ended does not wait for it.
 pub fn request_sweep() {
+    request(false);
+}
+
+/// Asks for a sweep within [`SWEEP_INTERVAL`]: what to do on SIGCHLD (an
+/// orphan that exited is reaped by the sweep). A call's own process sends
+/// SIGCHLD as it exits, moments before that call reaps it and asks for a
+/// sweep: waiting lets one sweep after the reap serve both, where an
+/// immediate one would run while the call still answers, find that process
+/// still registered, and leave the work to a second.
+pub fn request_sweep_soon() {
+    request(true);
+}
+
+fn request(wait_first: bool) {
     if !is_subreaper() {
         return;
     }
@@ -1023,13 +1036,20 @@ pub fn request_sweep() {
         }
         state.running = true;
     }
-    let rounds = || loop {
-        sweep(false);
-        std::thread::sleep(SWEEP_INTERVAL);
-        let mut state = SWEEP.lock().unwrap_or_else(PoisonError::into_inner);
-        if !std::mem::take(&mut state.again) {
-            state.running = false;
-            break;
+    let rounds = move || {
+        if wait_first {
+            std::thread::sleep(SWEEP_INTERVAL);
+        }
+        loop {
+            // What was asked for until now, this sweep serves.
+            SWEEP.lock().unwrap_or_else(PoisonError::into_inner).again = false;
+            sweep(false);
+            std::thread::sleep(SWEEP_INTERVAL);
+            let mut state = SWEEP.lock().unwrap_or_else(PoisonError::into_inner);
+            if !std::mem::take(&mut state.again) {
+                state.running = false;
+                break;
+            }
         }
     };
     match tokio::runtime::Handle::try_current() {

@@ -415,7 +415,7 @@ fn serve(
             let mut sigchld = signal(SignalKind::child()).context("watching SIGCHLD")?;
             tokio::spawn(async move {
                 while sigchld.recv().await.is_some() {
-                    exec::request_sweep();
+                    exec::request_sweep_soon();
                 }
             });
         }

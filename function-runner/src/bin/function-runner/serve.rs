@@ -369,7 +369,7 @@ pub(crate) async fn run(args: ServeArgs, telemetry: &telemetry::Telemetry) -> an
         let mut sigchld = signal(SignalKind::child()).context("watching SIGCHLD")?;
         tokio::spawn(async move {
             while sigchld.recv().await.is_some() {
-                krm_fn::exec::request_sweep();
+                krm_fn::exec::request_sweep_soon();
             }
         });
     }
