@@ -141,8 +141,20 @@ impl Server {
 }
 
 async fn server(prespawn: usize, entrypoint: &[&str]) -> anyhow::Result<Server> {
+    server_of(&e2e_tests::bin("wrapper-server"), prespawn, entrypoint).await
+}
+
+/// [`server`], of the wrapper-server binary at `path`.
+async fn server_of(
+    path: &std::path::Path,
+    prespawn: usize,
+    entrypoint: &[&str],
+) -> anyhow::Result<Server> {
+    let mut cmd = Command::new(path);
+    cmd.args(["--host", "127.0.0.1", "--port", "0"]);
     let n = prespawn.to_string();
-    let wrapper = Wrapper::start(&["--prespawn", &n], entrypoint)?;
+    let wrapper = Wrapper::start_command(cmd, &["--prespawn", &n], entrypoint)
+        .with_context(|| format!("starting {}", path.display()))?;
     let client = evaluator_client(&wrapper.endpoint(), 64 << 20).await?;
     Ok(Server { wrapper, client })
 }
@@ -208,18 +220,22 @@ fn drive(mut child: Child, rl: &str) -> anyhow::Result<Duration> {
 /// reach its first read, as a pre-spawned one has.
 const CAT_EARLY: Duration = Duration::from_millis(3);
 
-/// The floor of a pre-spawned call: the client itself starting `cat`
-/// [`CAT_EARLY`] before, then writing its input, reading its output to the
-/// end and waiting for its exit; the time from the first byte written (what
-/// a wrapper with no cost of its own would add to its pre-spawned `cat`).
-fn early_cat(rl: &str) -> anyhow::Result<Duration> {
+/// The client running `cat` itself on `rl`: stdin written, stdout read to
+/// the end. `early`: started that long before its input, and timed from
+/// its first byte written (the floor of a pre-spawned call: what a wrapper
+/// with no cost of its own would add to its pre-spawned `cat`); `None`:
+/// timed from before the spawn (a direct spawn).
+fn run_cat(rl: &str, early: Option<Duration>) -> anyhow::Result<Duration> {
+    let mut start = Instant::now();
     let mut child = Command::new("cat")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()?;
-    std::thread::sleep(CAT_EARLY);
-    let start = Instant::now();
+    if let Some(early) = early {
+        std::thread::sleep(early);
+        start = Instant::now();
+    }
     child
         .stdin
         .take()
@@ -229,24 +245,6 @@ fn early_cat(rl: &str) -> anyhow::Result<Duration> {
     let elapsed = start.elapsed();
     anyhow::ensure!(out.stdout.len() == rl.len(), "cat answered short");
     Ok(elapsed)
-}
-
-/// The client spawning `cat` itself: stdin written, stdout read to the end.
-fn direct_cat(rl: &str) -> anyhow::Result<Duration> {
-    let start = Instant::now();
-    let mut child = Command::new("cat")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()?;
-    child
-        .stdin
-        .take()
-        .context("stdin")?
-        .write_all(rl.as_bytes())?;
-    let out = child.wait_with_output()?;
-    anyhow::ensure!(out.stdout.len() == rl.len(), "cat answered short");
-    Ok(start.elapsed())
 }
 
 fn p50(mut v: Vec<Duration>) -> Duration {
@@ -418,13 +416,7 @@ async fn main() -> anyhow::Result<()> {
     let mut cat_no = server(0, &["cat"]).await?;
     let mut others = Vec::new();
     for path in &cli.other_wrappers {
-        let mut cmd = Command::new(path);
-        cmd.args(["--host", "127.0.0.1", "--port", "0"]);
-        let n = cli.prespawn.to_string();
-        let wrapper = Wrapper::start_command(cmd, &["--prespawn", &n], &["cat"])
-            .with_context(|| format!("starting {}", path.display()))?;
-        let client = evaluator_client(&wrapper.endpoint(), 64 << 20).await?;
-        others.push((Server { wrapper, client }, Vec::new()));
+        others.push((server_of(path, cli.prespawn, &["cat"]).await?, Vec::new()));
     }
     let mut pyfns = vec![
         PyFn::new(
@@ -473,8 +465,8 @@ async fn main() -> anyhow::Result<()> {
                 match which {
                     0 => lat_pre.push(call(&mut cat_pre.client, &small).await?),
                     1 => lat_no.push(call(&mut cat_no.client, &small).await?),
-                    2 => lat_direct.push(direct_cat(&small)?),
-                    3 => lat_early.push(early_cat(&small)?),
+                    2 => lat_direct.push(run_cat(&small, None)?),
+                    3 => lat_early.push(run_cat(&small, Some(CAT_EARLY))?),
                     n => {
                         let (server, lat) = &mut others[n - 4];
                         lat.push(call(&mut server.client, &small).await?);
